@@ -1,0 +1,3 @@
+//! The queue-delay alert: the rule (pure) and, in time, its delivery.
+
+pub mod rule;

@@ -1,0 +1,227 @@
+//! DESIGN.md's queue-delay rule, implemented once. The netlink path evaluates it at each poll;
+//! the eBPF path hands over the onset the kernel timed per ACK. Time is always a parameter.
+
+use crate::model::derive::Baseline;
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+/// The rule's settings.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RuleConfig {
+    /// Inflated while srtt >= ratio x baseline.
+    pub ratio: f64,
+    /// ...and srtt - baseline >= floor, so 5 µs becoming 8 µs on loopback does not count.
+    #[serde(with = "crate::output::serde_duration")]
+    pub floor: Duration,
+    /// Fires once inflated without a break for this long.
+    #[serde(rename = "for", with = "crate::output::serde_duration")]
+    pub hold: Duration,
+    /// Only sockets that received an ACK within this long are evaluated.
+    #[serde(with = "crate::output::serde_duration")]
+    pub active_within: Duration,
+    pub baseline: Baseline,
+}
+
+impl Default for RuleConfig {
+    fn default() -> Self {
+        RuleConfig {
+            ratio: 1.5,
+            floor: Duration::from_millis(1),
+            hold: Duration::from_secs(5),
+            active_within: Duration::from_secs(1),
+            baseline: Baseline::Min,
+        }
+    }
+}
+
+impl RuleConfig {
+    /// Whether one RTT sample is inflated against its baseline (both in µs).
+    pub fn inflated(&self, srtt_us: u32, baseline_us: u32) -> bool {
+        if baseline_us == 0 {
+            return false;
+        }
+        let (s, b) = (srtt_us as f64, baseline_us as f64);
+        s >= self.ratio * b && s - b >= self.floor.as_secs_f64() * 1e6
+    }
+
+    /// Whether a socket whose last ACK arrived `since_last_ack` ago counts as active.
+    pub fn active(&self, since_last_ack: Option<Duration>) -> bool {
+        since_last_ack.is_some_and(|d| d <= self.active_within)
+    }
+}
+
+/// Where one socket stands against the rule.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct AlertTracker {
+    /// When the current unbroken spell of inflation began.
+    #[serde(skip)]
+    pub onset: Option<Instant>,
+    /// When the alert fired (onset + hold), while it is firing.
+    #[serde(skip)]
+    pub fired: Option<Instant>,
+    /// The largest srtt/baseline seen in the current spell.
+    pub peak_ratio: f64,
+}
+
+/// What changed at one evaluation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transition {
+    /// Inflation began (not yet long enough to fire).
+    Onset,
+    /// Inflated for the hold time: the alert fires. `began` when this same evaluation also
+    /// started the spell (a kernel onset read late).
+    Fired { began: bool },
+    /// No longer inflated (or closed): the alert, if it fired, resolves.
+    Ended { was_firing: bool },
+}
+
+impl AlertTracker {
+    /// Advances the tracker to `now`. `onset` is when the present spell of inflation began, or
+    /// `None` if the socket is not inflated now. The netlink path passes `self.onset.or(now)` at
+    /// each inflated poll; the eBPF path passes the kernel's own onset.
+    pub fn step(
+        &mut self,
+        cfg: &RuleConfig,
+        now: Instant,
+        onset: Option<Instant>,
+        ratio: Option<f64>,
+    ) -> Option<Transition> {
+        let Some(onset) = onset else {
+            return self.end();
+        };
+        let began = self.onset.is_none();
+        // A kernel onset may move if the spell broke and restarted between two reads.
+        if self.onset != Some(onset) && !began {
+            self.fired = None;
+            self.peak_ratio = 0.0;
+        }
+        self.onset = Some(onset);
+        if let Some(r) = ratio {
+            self.peak_ratio = self.peak_ratio.max(r);
+        }
+        if self.fired.is_none() && now.saturating_duration_since(onset) >= cfg.hold {
+            self.fired = Some(onset + cfg.hold);
+            return Some(Transition::Fired { began });
+        }
+        began.then_some(Transition::Onset)
+    }
+
+    /// The socket is no longer inflated, or it closed.
+    pub fn end(&mut self) -> Option<Transition> {
+        let t = self.onset.map(|_| Transition::Ended { was_firing: self.fired.is_some() });
+        *self = AlertTracker::default();
+        t
+    }
+
+    pub fn firing(&self) -> bool {
+        self.fired.is_some()
+    }
+
+    /// The netlink path: evaluate one poll's sample.
+    pub fn eval(&mut self, cfg: &RuleConfig, now: Instant, sample: Option<Sample>) -> Option<Transition> {
+        match sample {
+            Some(s) if s.active && cfg.inflated(s.srtt_us, s.baseline_us) => {
+                let ratio = s.srtt_us as f64 / s.baseline_us as f64;
+                self.step(cfg, now, Some(self.onset.unwrap_or(now)), Some(ratio))
+            }
+            _ => self.step(cfg, now, None, None),
+        }
+    }
+}
+
+/// One poll's view of a socket, for the rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    pub srtt_us: u32,
+    pub baseline_us: u32,
+    pub active: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(srtt: u32, base: u32) -> Option<Sample> {
+        Some(Sample { srtt_us: srtt, baseline_us: base, active: true })
+    }
+
+    #[test]
+    fn inflated_needs_ratio_and_floor() {
+        let c = RuleConfig::default();
+        assert!(c.inflated(30_000, 20_000));
+        assert!(!c.inflated(29_999, 20_000));
+        // 1.6x, but only 6 µs above: loopback noise, not a queue.
+        assert!(!c.inflated(16, 10));
+        assert!(!c.inflated(5000, 0));
+        assert!(c.inflated(1500, 500));
+    }
+
+    #[test]
+    fn fires_after_hold_and_resolves() {
+        let c = RuleConfig::default();
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut a = AlertTracker::default();
+        // Each step: (ms, sample, expected transition, firing after).
+        let script: &[(u64, Option<Sample>, Option<Transition>, bool)] = &[
+            (0, s(10_000, 10_000), None, false),
+            (1000, s(40_000, 10_000), Some(Transition::Onset), false),
+            (2000, s(40_000, 10_000), None, false),
+            (5999, s(50_000, 10_000), None, false),
+            (6000, s(40_000, 10_000), Some(Transition::Fired { began: false }), true),
+            (7000, s(40_000, 10_000), None, true),
+            (8000, s(12_000, 10_000), Some(Transition::Ended { was_firing: true }), false),
+            (9000, s(40_000, 10_000), Some(Transition::Onset), false),
+            (10_000, None, Some(Transition::Ended { was_firing: false }), false),
+        ];
+        for &(ms, sample, want, firing) in script {
+            assert_eq!(a.eval(&c, at(ms), sample), want, "at {ms} ms");
+            assert_eq!(a.firing(), firing, "firing at {ms} ms");
+        }
+    }
+
+    #[test]
+    fn a_break_restarts_the_hold() {
+        let c = RuleConfig::default();
+        let t0 = Instant::now();
+        let mut a = AlertTracker::default();
+        for ms in [0u64, 1000, 2000, 3000, 4000] {
+            a.eval(&c, t0 + Duration::from_millis(ms), s(40_000, 10_000));
+        }
+        a.eval(&c, t0 + Duration::from_millis(4500), s(10_000, 10_000));
+        for ms in [5000u64, 6000, 9000] {
+            assert_ne!(
+                a.eval(&c, t0 + Duration::from_millis(ms), s(40_000, 10_000)),
+                Some(Transition::Fired { began: false })
+            );
+        }
+        assert_eq!(
+            a.eval(&c, t0 + Duration::from_millis(10_000), s(40_000, 10_000)),
+            Some(Transition::Fired { began: false })
+        );
+        assert_eq!(a.peak_ratio, 4.0);
+    }
+
+    #[test]
+    fn idle_socket_is_not_inflated() {
+        let c = RuleConfig::default();
+        let t0 = Instant::now();
+        let mut a = AlertTracker::default();
+        let idle = Some(Sample { srtt_us: 90_000, baseline_us: 10_000, active: false });
+        assert_eq!(a.eval(&c, t0, idle), None);
+        assert!(c.active(Some(Duration::from_millis(999))));
+        assert!(!c.active(Some(Duration::from_millis(1001))));
+        assert!(!c.active(None));
+    }
+
+    #[test]
+    fn kernel_onset_fires_on_its_own_clock() {
+        let c = RuleConfig::default();
+        let t0 = Instant::now();
+        let mut a = AlertTracker::default();
+        // The kernel saw inflation begin at t0; userspace first reads it 5.2 s later.
+        let now = t0 + Duration::from_millis(5200);
+        assert_eq!(a.step(&c, now, Some(t0), Some(2.0)), Some(Transition::Fired { began: true }));
+        assert_eq!(a.fired, Some(t0 + Duration::from_secs(5)));
+    }
+}

@@ -1,0 +1,309 @@
+//! The engine: the single writer. It applies collectors' updates to its state and publishes an
+//! immutable [`Snapshot`] on each tick. Time is always a parameter ([`Now`]), so tests drive it.
+
+pub mod aggregate;
+pub mod history;
+pub mod snapshot;
+pub mod update;
+
+use crate::alert::rule::{AlertTracker, RuleConfig, Sample as RuleSample, Transition};
+use crate::filter::Filter;
+use crate::model::derive::{self, Counters, LimitTimes, Rates};
+use crate::model::{Cookie, SocketRecord, Source};
+use history::{History, Sample};
+use snapshot::{AlertStatus, AlertView, CollectorStatus, Derived, Snapshot, SocketView};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+pub use update::{Dump, DumpStats, Update};
+
+/// The moment an update or tick happens: monotonic for arithmetic, wall-clock for reports.
+#[derive(Clone, Copy, Debug)]
+pub struct Now {
+    pub mono: Instant,
+    pub wall: SystemTime,
+}
+
+impl Now {
+    pub fn system() -> Now {
+        Now { mono: Instant::now(), wall: SystemTime::now() }
+    }
+
+    /// The wall-clock time of an earlier monotonic instant.
+    pub fn wall_of(&self, t: Instant) -> SystemTime {
+        self.wall - self.mono.saturating_duration_since(t)
+    }
+
+    pub fn after(&self, d: Duration) -> Now {
+        Now { mono: self.mono + d, wall: self.wall + d }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    pub rule: RuleConfig,
+    /// Samples of history per socket.
+    pub history: usize,
+    /// Sockets outside the filter are not tracked at all.
+    pub filter: Filter,
+    /// Resolved alerts kept for display.
+    pub recent_alerts: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            rule: RuleConfig::default(),
+            history: history::DEFAULT_HISTORY,
+            filter: Filter::default(),
+            recent_alerts: 50,
+        }
+    }
+}
+
+struct Tracked {
+    record: Arc<SocketRecord>,
+    first_seen: Instant,
+    counters: Counters,
+    counters_at: Instant,
+    rates: Rates,
+    interval_limits: Option<LimitTimes>,
+    history: Arc<History>,
+    alert: AlertTracker,
+    /// The dump generation that last saw this socket.
+    generation: u64,
+}
+
+pub struct Engine {
+    cfg: EngineConfig,
+    sockets: HashMap<Cookie, Tracked>,
+    generation: u64,
+    seq: u64,
+    netlink: CollectorStatus,
+    alerts: Alerts,
+}
+
+impl Engine {
+    pub fn new(cfg: EngineConfig) -> Engine {
+        Engine {
+            sockets: HashMap::new(),
+            generation: 0,
+            seq: 0,
+            netlink: CollectorStatus { name: "netlink", enabled: true, ..Default::default() },
+            alerts: Alerts { keep: cfg.recent_alerts, ..Alerts::default() },
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.cfg
+    }
+
+    pub fn apply(&mut self, update: Update, now: Now) {
+        match update {
+            Update::Dump(d) => self.apply_dump(d, now),
+            Update::DumpFailed { error, duration } => {
+                let s = &mut self.netlink;
+                s.polls_total += 1;
+                s.errors_total += 1;
+                s.last_success = false;
+                s.last_duration_seconds = duration.as_secs_f64();
+                s.reason = Some(error);
+            }
+        }
+    }
+
+    fn apply_dump(&mut self, dump: Dump, now: Now) {
+        let st = &mut self.netlink;
+        st.polls_total += 1;
+        st.last_success = true;
+        st.reason = None;
+        st.last_duration_seconds = dump.stats.duration.as_secs_f64();
+        st.dump_intr_retries_total += u64::from(dump.stats.intr_retries);
+        st.tcp_info_short_total += dump.stats.info_short;
+        st.tcp_info_long_total += dump.stats.info_long;
+
+        self.generation += 1;
+        let generation = self.generation;
+        let (rule, cap) = (self.cfg.rule, self.cfg.history);
+        for rec in dump.sockets {
+            if !self.cfg.filter.matches(&rec) {
+                continue;
+            }
+            let cookie = rec.cookie;
+            let counters = Counters::of(&rec.tcp_info);
+            let t = self.sockets.entry(cookie).or_insert_with(|| Tracked {
+                record: Arc::new(rec.clone()),
+                first_seen: now.mono,
+                counters,
+                counters_at: now.mono,
+                rates: Rates::default(),
+                interval_limits: None,
+                history: Arc::new(History::new(cap)),
+                alert: AlertTracker::default(),
+                generation,
+            });
+            let dt = now.mono.saturating_duration_since(t.counters_at);
+            if dt > Duration::ZERO {
+                t.rates = derive::rates(&t.counters, &counters, dt);
+                t.interval_limits = match (counters.limits, t.counters.limits) {
+                    (Some(c), Some(p)) => Some(c.since(p)),
+                    _ => None,
+                };
+                t.counters = counters;
+                t.counters_at = now.mono;
+            }
+            t.record = Arc::new(rec);
+            t.generation = generation;
+
+            let r = &t.record;
+            let baseline = rule.baseline.of(r);
+            let active = rule.active(r.tcp_info.last_ack_recv_ms.map(|ms| Duration::from_millis(ms.into())));
+            let sample = match (r.tcp_info.srtt_us, baseline) {
+                (Some(srtt_us), Some(baseline_us)) => Some(RuleSample { srtt_us, baseline_us, active }),
+                _ => None,
+            };
+            let tr = t.alert.eval(&rule, now.mono, sample);
+            self.alerts.record(r, &t.alert, sample, tr, now);
+            Arc::make_mut(&mut t.history).push(sample_of(r));
+        }
+        // Sockets the dump no longer lists have closed: prune them and resolve their alerts.
+        let closed: Vec<Cookie> =
+            self.sockets.iter().filter(|(_, t)| t.generation != generation).map(|(c, _)| *c).collect();
+        for c in closed {
+            if let Some(mut t) = self.sockets.remove(&c) {
+                let tr = t.alert.end();
+                self.alerts.record(&t.record, &t.alert, None, tr, now);
+            }
+        }
+    }
+
+    /// Publishes the state as of `now`.
+    pub fn tick(&mut self, now: Now) -> Arc<Snapshot> {
+        self.seq += 1;
+        let rule = self.cfg.rule;
+        let mut sockets: Vec<SocketView> = self
+            .sockets
+            .values()
+            .map(|t| SocketView {
+                record: Arc::clone(&t.record),
+                derived: derived(&rule, t, now.mono),
+                history: Arc::clone(&t.history),
+            })
+            .collect();
+        sockets.sort_unstable_by_key(|s| s.record.cookie);
+        let by_cc = aggregate::by_cc(&sockets);
+        let alerts = self.alerts.firing.values().rev().chain(self.alerts.recent.iter()).cloned().collect();
+        Arc::new(Snapshot {
+            seq: self.seq,
+            taken_at: now.wall,
+            sockets,
+            by_cc,
+            alerts,
+            collectors: vec![self.netlink.clone()],
+            inflation_onsets_total: self.alerts.onsets.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            rule,
+        })
+    }
+}
+
+fn sample_of(r: &SocketRecord) -> Sample {
+    let i = &r.tcp_info;
+    Sample {
+        srtt_us: i.srtt_us.unwrap_or(0),
+        min_rtt_us: i.min_rtt_us.unwrap_or(0),
+        cwnd_segs: i.snd_cwnd_segs.unwrap_or(0),
+        bbr_bw_bytes_per_sec: r.bbr.map_or(0.0, |b| b.bw_bytes_per_sec as f32),
+        delivery_rate_bytes_per_sec: i.delivery_rate_bytes_per_sec.unwrap_or(0) as f32,
+        pacing_rate_bytes_per_sec: i.pacing_rate_bytes_per_sec.unwrap_or(0) as f32,
+        phase: derive::inferred_phase(r),
+    }
+}
+
+fn derived(rule: &RuleConfig, t: &Tracked, now: Instant) -> Derived {
+    let r = &t.record;
+    let baseline = rule.baseline.of(r);
+    let srtt = r.tcp_info.srtt_us;
+    let phase = derive::inferred_phase(r);
+    let limits = t.interval_limits.filter(|l| l.busy_us > 0).or(t.counters.limits);
+    Derived {
+        phase,
+        phase_source: phase.map(|_| Source::Inferred),
+        baseline_rtt_us: baseline,
+        queue_delay_us: srtt.zip(baseline).map(|(s, b)| s.saturating_sub(b)),
+        inflation_ratio: derive::inflation_ratio(srtt, baseline),
+        inflated: t.alert.onset.is_some(),
+        inflated_for_seconds: t.alert.onset.map(|o| now.saturating_duration_since(o).as_secs_f64()),
+        alert_firing: t.alert.firing(),
+        limited_by: limits.and_then(|l| derive::limited_by(l, r.tcp_info.app_limited())),
+        rates: t.rates,
+        seen_for_seconds: now.saturating_duration_since(t.first_seen).as_secs_f64(),
+    }
+}
+
+/// Firing and recently resolved alerts, and onset counts, kept in step with the trackers.
+#[derive(Default)]
+struct Alerts {
+    firing: BTreeMap<Cookie, AlertView>,
+    recent: VecDeque<AlertView>,
+    onsets: BTreeMap<String, u64>,
+    keep: usize,
+}
+
+impl Alerts {
+    fn record(
+        &mut self,
+        r: &SocketRecord,
+        tracker: &AlertTracker,
+        sample: Option<RuleSample>,
+        tr: Option<Transition>,
+        now: Now,
+    ) {
+        match tr {
+            Some(Transition::Onset) => *self.onsets.entry(r.cc_name().to_string()).or_default() += 1,
+            Some(Transition::Fired { began }) => {
+                if began {
+                    *self.onsets.entry(r.cc_name().to_string()).or_default() += 1;
+                }
+                if let (Some(onset), Some(fired)) = (tracker.onset, tracker.fired) {
+                    self.firing.insert(
+                        r.cookie,
+                        AlertView {
+                            cookie: r.cookie,
+                            cc: r.cc_name().to_string(),
+                            local: r.local,
+                            peer: r.peer,
+                            status: AlertStatus::Firing,
+                            srtt_us: 0,
+                            baseline_rtt_us: 0,
+                            ratio: 0.0,
+                            peak_ratio: 0.0,
+                            since: now.wall_of(onset),
+                            fired_at: now.wall_of(fired),
+                            resolved_at: None,
+                        },
+                    );
+                }
+            }
+            Some(Transition::Ended { .. }) => {
+                if let Some(mut a) = self.firing.remove(&r.cookie) {
+                    a.status = AlertStatus::Resolved;
+                    a.resolved_at = Some(now.wall);
+                    self.recent.push_front(a);
+                    self.recent.truncate(self.keep);
+                }
+            }
+            None => {}
+        }
+        // Keep a firing alert's figures current.
+        if let (Some(a), Some(s)) = (self.firing.get_mut(&r.cookie), sample) {
+            a.srtt_us = s.srtt_us;
+            a.baseline_rtt_us = s.baseline_us;
+            a.ratio = s.srtt_us as f64 / s.baseline_us.max(1) as f64;
+            a.peak_ratio = tracker.peak_ratio;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

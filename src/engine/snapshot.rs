@@ -1,0 +1,145 @@
+//! The immutable snapshot the engine publishes on each tick. Consumers only ever read these.
+
+pub use super::aggregate::CcAggregate;
+use super::history::History;
+use crate::alert::rule::RuleConfig;
+use crate::model::derive::{LimitedBy, Rates};
+use crate::model::{Cookie, Phase, SocketRecord, Source};
+use crate::output::serde_time;
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// Values derived for one socket at one tick.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Derived {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// Whether `phase` was read from the kernel (eBPF) or inferred from the gains.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase_source: Option<Source>,
+    /// The min RTT inflation is measured against (see `--alert.baseline`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline_rtt_us: Option<u32>,
+    /// srtt - baseline: the delay the bottleneck queue adds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_delay_us: Option<u32>,
+    /// srtt / baseline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inflation_ratio: Option<f64>,
+    /// Inflated by the alert rule now.
+    pub inflated: bool,
+    /// Seconds the present spell of inflation has lasted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inflated_for_seconds: Option<f64>,
+    pub alert_firing: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limited_by: Option<LimitedBy>,
+    #[serde(flatten)]
+    pub rates: Rates,
+    /// Seconds since bbrtop first saw the socket.
+    pub seen_for_seconds: f64,
+}
+
+/// One socket in a snapshot: what the kernel said, what follows from it, and its history.
+#[derive(Clone, Debug, Serialize)]
+pub struct SocketView {
+    #[serde(flatten)]
+    pub record: Arc<SocketRecord>,
+    pub derived: Derived,
+    #[serde(skip)]
+    pub history: Arc<History>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertStatus {
+    Firing,
+    Resolved,
+}
+
+/// A queue-delay alert on one socket.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AlertView {
+    pub cookie: Cookie,
+    pub cc: String,
+    pub local: SocketAddr,
+    pub peer: SocketAddr,
+    pub status: AlertStatus,
+    /// srtt, baseline and their ratio at the latest evaluation.
+    pub srtt_us: u32,
+    pub baseline_rtt_us: u32,
+    pub ratio: f64,
+    pub peak_ratio: f64,
+    /// When inflation began.
+    #[serde(with = "serde_time")]
+    pub since: SystemTime,
+    /// When it had lasted the hold time.
+    #[serde(with = "serde_time")]
+    pub fired_at: SystemTime,
+    #[serde(skip_serializing_if = "Option::is_none", with = "serde_time::option")]
+    pub resolved_at: Option<SystemTime>,
+}
+
+/// Health of one collector, for every place the tool reports status.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CollectorStatus {
+    pub name: &'static str,
+    /// Whether the collector is running.
+    pub enabled: bool,
+    /// Why it is off or degraded, in one line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub last_success: bool,
+    pub last_duration_seconds: f64,
+    pub polls_total: u64,
+    pub errors_total: u64,
+    pub dump_intr_retries_total: u64,
+    pub tcp_info_short_total: u64,
+    pub tcp_info_long_total: u64,
+    /// eBPF only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub programs_attached: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ringbuf_lost_total: Option<u64>,
+}
+
+/// Everything consumers see at one tick.
+#[derive(Clone, Debug, Serialize)]
+pub struct Snapshot {
+    pub seq: u64,
+    #[serde(with = "serde_time")]
+    pub taken_at: SystemTime,
+    pub sockets: Vec<SocketView>,
+    pub by_cc: Vec<CcAggregate>,
+    /// Firing alerts, then recently resolved ones, newest first.
+    pub alerts: Vec<AlertView>,
+    pub collectors: Vec<CollectorStatus>,
+    /// Inflation onsets since start, per cc.
+    pub inflation_onsets_total: Vec<(String, u64)>,
+    pub rule: RuleConfig,
+}
+
+impl Snapshot {
+    pub fn empty(rule: RuleConfig) -> Snapshot {
+        Snapshot {
+            seq: 0,
+            taken_at: SystemTime::UNIX_EPOCH,
+            sockets: Vec::new(),
+            by_cc: Vec::new(),
+            alerts: Vec::new(),
+            collectors: Vec::new(),
+            inflation_onsets_total: Vec::new(),
+            rule,
+        }
+    }
+
+    pub fn socket(&self, cookie: Cookie) -> Option<&SocketView> {
+        self.sockets.iter().find(|s| s.record.cookie == cookie)
+    }
+
+    pub fn firing(&self) -> impl Iterator<Item = &AlertView> {
+        self.alerts.iter().filter(|a| a.status == AlertStatus::Firing)
+    }
+}

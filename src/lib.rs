@@ -1,0 +1,11 @@
+//! bbrtop: per-socket TCP congestion-control monitor.
+//!
+//! The pipeline (see DESIGN.md): collectors turn kernel bytes into [`engine::Update`]s; the
+//! [`engine::Engine`] is the single writer and publishes immutable [`engine::snapshot::Snapshot`]s;
+//! consumers (table, JSON, TUI, exporter, alerts) only read snapshots.
+
+pub mod alert;
+pub mod engine;
+pub mod filter;
+pub mod model;
+pub mod output;

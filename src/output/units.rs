@@ -1,0 +1,50 @@
+//! Human units for tables and the TUI: bit rates in Mbit/s like `ss`, times in ms.
+
+/// Bytes per second as a bit rate: "950bit/s", "12.3Kbit/s", "19.8Mbit/s", "1.2Gbit/s".
+pub fn bitrate(bytes_per_sec: f64) -> String {
+    let bits = bytes_per_sec * 8.0;
+    let (v, unit) = if bits >= 1e9 {
+        (bits / 1e9, "Gbit/s")
+    } else if bits >= 1e6 {
+        (bits / 1e6, "Mbit/s")
+    } else if bits >= 1e3 {
+        (bits / 1e3, "Kbit/s")
+    } else {
+        return format!("{bits:.0}bit/s");
+    };
+    format!("{v:.1}{unit}")
+}
+
+/// Microseconds as "0.052ms", "12.3ms" or "1.09s".
+pub fn micros(us: u32) -> String {
+    let ms = us as f64 / 1000.0;
+    if ms >= 1000.0 {
+        format!("{:.2}s", ms / 1000.0)
+    } else if ms >= 10.0 {
+        format!("{ms:.1}ms")
+    } else {
+        format!("{ms:.3}ms")
+    }
+}
+
+/// An optional value, or "-".
+pub fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
+    v.map_or_else(|| "-".to_string(), f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats() {
+        assert_eq!(bitrate(2_500_000.0), "20.0Mbit/s");
+        assert_eq!(bitrate(100.0), "800bit/s");
+        assert_eq!(bitrate(1_500.0), "12.0Kbit/s");
+        assert_eq!(bitrate(250_000_000.0), "2.0Gbit/s");
+        assert_eq!(micros(52), "0.052ms");
+        assert_eq!(micros(12_345), "12.3ms");
+        assert_eq!(micros(1_090_000), "1.09s");
+        assert_eq!(opt(None::<u32>, micros), "-");
+    }
+}
