@@ -5,7 +5,10 @@
 //! consumers (table, JSON, TUI, exporter, alerts) only read snapshots.
 
 pub mod alert;
+pub mod cli;
+pub mod collect;
 pub mod engine;
 pub mod filter;
 pub mod model;
 pub mod output;
+pub mod runtime;

@@ -1,0 +1,138 @@
+//! Flags shared by several commands, and their value parsers. Bad values are usage errors.
+
+use crate::alert::rule::RuleConfig;
+use crate::collect::netns::NetnsSpec;
+use crate::filter::{self, Filter};
+use crate::model::derive::Baseline;
+use crate::model::{StateSet, TcpState};
+use clap::Args;
+use ipnet::IpNet;
+use std::time::Duration;
+
+/// Which sockets: `--cc`, `--port`, `--peer`, `--state`. Each may be repeated (OR); kinds AND.
+#[derive(Args, Clone, Debug, Default)]
+pub struct FilterArgs {
+    /// Only sockets using this congestion control (e.g. bbr, cubic).
+    #[arg(long, value_name = "NAME")]
+    pub cc: Vec<String>,
+    /// Only sockets with this local or peer port.
+    #[arg(long, value_name = "PORT", value_parser = parse_port)]
+    pub port: Vec<u16>,
+    /// Only sockets whose peer is in this network (CIDR or address).
+    #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
+    pub peer: Vec<IpNet>,
+    /// Only sockets in this state (ss names: established, syn-sent, fin-wait-1, listen, ...).
+    /// Default: every state but listen and time-wait.
+    #[arg(long, value_name = "STATE", value_parser = parse_state)]
+    pub state: Vec<TcpState>,
+}
+
+impl FilterArgs {
+    pub fn filter(&self) -> Filter {
+        Filter {
+            cc: self.cc.clone(),
+            ports: self.port.clone(),
+            peers: self.peer.clone(),
+            states: (!self.state.is_empty()).then(|| StateSet::from_states(&self.state)),
+        }
+    }
+}
+
+/// Where and how often to look.
+#[derive(Args, Clone, Debug)]
+pub struct SourceArgs {
+    /// Read the sockets of another network namespace: a name from `ip netns` or a path such as
+    /// /proc/PID/ns/net. Needs CAP_SYS_ADMIN.
+    #[arg(long, value_name = "NAME|PATH", value_parser = parse_netns)]
+    pub netns: Option<NetnsSpec>,
+    /// Time between polls, e.g. 1s, 250ms.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
+    pub interval: Duration,
+}
+
+/// The queue-delay alert rule (DESIGN.md, "The alert rule").
+#[derive(Args, Clone, Debug)]
+pub struct AlertArgs {
+    /// Inflated while srtt >= RATIO x baseline.
+    #[arg(long = "alert.ratio", value_name = "RATIO", default_value = "1.5", value_parser = parse_ratio)]
+    pub ratio: f64,
+    /// Fire once inflated without a break for this long.
+    #[arg(long = "alert.for", value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub hold: Duration,
+    /// ...and srtt - baseline >= this, so microsecond jitter on loopback does not count.
+    #[arg(long = "alert.floor", value_name = "DURATION", default_value = "1ms", value_parser = parse_duration)]
+    pub floor: Duration,
+    /// Baseline RTT: min (smaller of tcp_info and BBR min RTT), tcp or bbr.
+    #[arg(long = "alert.baseline", value_name = "KIND", default_value = "min")]
+    pub baseline: Baseline,
+}
+
+impl AlertArgs {
+    pub fn rule(&self) -> RuleConfig {
+        RuleConfig {
+            ratio: self.ratio,
+            hold: self.hold,
+            floor: self.floor,
+            baseline: self.baseline,
+            ..RuleConfig::default()
+        }
+    }
+}
+
+pub fn parse_port(s: &str) -> Result<u16, String> {
+    filter::parse_port(s).map_err(|e| e.to_string())
+}
+
+pub fn parse_cidr(s: &str) -> Result<IpNet, String> {
+    filter::parse_cidr(s).map_err(|e| e.to_string())
+}
+
+pub fn parse_state(s: &str) -> Result<TcpState, String> {
+    filter::parse_state(s).map_err(|e| e.to_string())
+}
+
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("invalid duration {s:?}: {e} (try 1s, 250ms)"))
+}
+
+/// A poll interval: between 10 ms and 1 hour.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_millis(10) || d > Duration::from_secs(3600) {
+        return Err(format!("interval {s:?} out of range (10ms to 1h)"));
+    }
+    Ok(d)
+}
+
+pub fn parse_ratio(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 1.0 => Ok(r),
+        _ => Err(format!("invalid ratio {s:?} (a number above 1, e.g. 1.5)")),
+    }
+}
+
+/// A namespace must exist when the command starts.
+pub fn parse_netns(s: &str) -> Result<NetnsSpec, String> {
+    let spec = NetnsSpec::parse(s);
+    if !spec.0.exists() {
+        return Err(format!("network namespace {s:?} not found ({} does not exist)", spec.0.display()));
+    }
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_parsers() {
+        assert_eq!(parse_interval("250ms"), Ok(Duration::from_millis(250)));
+        assert!(parse_interval("0s").is_err());
+        assert!(parse_interval("soon").is_err());
+        assert!(parse_ratio("1.0").is_err());
+        assert!(parse_ratio("NaN").is_err());
+        assert_eq!(parse_ratio("2"), Ok(2.0));
+        assert!(parse_netns("no-such-namespace-bbrtop").is_err());
+        assert!(parse_netns("/proc/self/ns/net").is_ok());
+    }
+}

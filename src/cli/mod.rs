@@ -1,0 +1,85 @@
+//! Command-line entry: flags, dispatch, and the mapping of failures to exit codes.
+//!
+//! Exit codes: 0 success; 1 a runtime failure (netlink, I/O); 2 bad usage (unknown flag, bad
+//! value, missing namespace); 3 a missing privilege (capability). Every failure is one line on
+//! stderr.
+
+pub mod args;
+pub mod snapshot;
+pub mod watch;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(name = "bbrtop", version, about = "Per-socket TCP BBR and congestion-control monitor")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Poll once and print every socket (a table, or --json).
+    Snapshot(snapshot::SnapshotArgs),
+    /// Poll every --interval and stream one JSON object per socket per poll (--ndjson).
+    Watch(watch::WatchArgs),
+}
+
+/// A failure, with the exit code it maps to.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Privilege(String),
+    #[error("{0:#}")]
+    Runtime(#[from] anyhow::Error),
+}
+
+impl Failure {
+    pub fn from_collect(e: crate::collect::CollectError) -> Failure {
+        use crate::collect::CollectError as E;
+        match e {
+            E::Privilege(m) => Failure::Privilege(m),
+            e @ E::Netns { .. } => Failure::Usage(e.to_string()),
+            e => Failure::Runtime(e.into()),
+        }
+    }
+
+    pub fn code(&self) -> u8 {
+        match self {
+            Failure::Runtime(_) => 1,
+            Failure::Usage(_) => 2,
+            Failure::Privilege(_) => 3,
+        }
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // --help and --version are not errors.
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            // One line: newlines in a chained error would break log scrapers.
+            eprintln!("bbrtop: error: {}", f.to_string().replace('\n', " "));
+            ExitCode::from(f.code())
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Some(Command::Snapshot(a)) => snapshot::run(a),
+        Some(Command::Watch(a)) => watch::run(a),
+        None => Err(Failure::Usage("no command given; try `bbrtop snapshot` or `bbrtop --help`".into())),
+    }
+}

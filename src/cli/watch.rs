@@ -1,0 +1,63 @@
+//! `bbrtop watch`: poll every --interval and stream NDJSON until interrupted.
+
+use super::Failure;
+use super::args::{AlertArgs, FilterArgs, SourceArgs};
+use super::snapshot::ignore_broken_pipe;
+use crate::collect::InetDiag;
+use crate::engine::{Engine, EngineConfig};
+use crate::output::json;
+use crate::runtime::{Runtime, Source};
+use anyhow::Context;
+use clap::Args;
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[command(flatten)]
+    pub alert: AlertArgs,
+    /// One JSON object per socket per poll (the only format; the flag documents it).
+    #[arg(long)]
+    pub ndjson: bool,
+    /// Stop after this many polls (default: until SIGINT or SIGTERM).
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+}
+
+pub fn run(a: WatchArgs) -> Result<(), Failure> {
+    let filter = a.filter.filter();
+    let diag = InetDiag::open(a.source.netns.as_ref(), filter.state_set()).map_err(Failure::from_collect)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
+    }
+    let engine = Engine::new(EngineConfig { rule: a.alert.rule(), filter, ..EngineConfig::default() });
+    let sources: Vec<Box<dyn Source>> = vec![Box::new(diag)];
+    let rt = Runtime::start(engine, sources, a.source.interval).context("starting the poller")?;
+    let published = rt.published();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let (mut seq, mut polls) = (0, 0u64);
+    while !stop.load(Ordering::Relaxed) && a.count.is_none_or(|n| polls < n) {
+        let Some(snap) = published.wait_newer(seq, Duration::from_millis(100)) else { continue };
+        seq = snap.seq;
+        polls += 1;
+        let res = snap
+            .sockets
+            .iter()
+            .try_for_each(|s| {
+                json::write_line(&mut out, &json::SocketLine { ts: snap.taken_at, seq, socket: s })
+            })
+            .and_then(|()| out.flush());
+        if let Err(e) = res {
+            // A closed pipe ends the stream quietly; anything else is an error.
+            return ignore_broken_pipe(e).context("writing to stdout").map_err(Failure::from);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,7 @@
+//! Collectors: kernel bytes in, plain [`crate::engine::Update`]s out. They never sort, filter
+//! for display, or format.
+
+pub mod inet_diag;
+pub mod netns;
+
+pub use inet_diag::{CollectError, InetDiag};

@@ -1,0 +1,125 @@
+//! The running pipeline: sources polled on one thread that owns the engine, and the latest
+//! snapshot published for any number of readers. Readers never block the poller: they clone an
+//! `Arc` under a lock held for nanoseconds, never across a syscall.
+
+use crate::engine::snapshot::Snapshot;
+use crate::engine::{Engine, Now, Update};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A collector as the poller sees it: each poll appends what it learned since the last one.
+/// A poll never panics and never fails: a failure is itself an update (`Update::DumpFailed`).
+pub trait Source: Send {
+    fn poll(&mut self, out: &mut Vec<Update>);
+}
+
+/// The latest snapshot, and a way to wait for the next one.
+pub struct Published {
+    latest: Mutex<Arc<Snapshot>>,
+    changed: Condvar,
+}
+
+impl Published {
+    pub fn new(first: Arc<Snapshot>) -> Arc<Published> {
+        Arc::new(Published { latest: Mutex::new(first), changed: Condvar::new() })
+    }
+
+    pub fn latest(&self) -> Arc<Snapshot> {
+        Arc::clone(&self.latest.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    pub fn publish(&self, snap: Arc<Snapshot>) {
+        *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = snap;
+        self.changed.notify_all();
+    }
+
+    /// Waits up to `timeout` for a snapshot newer than `seq`.
+    pub fn wait_newer(&self, seq: u64, timeout: Duration) -> Option<Arc<Snapshot>> {
+        let guard = self.latest.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = self
+            .changed
+            .wait_timeout_while(guard, timeout, |s| s.seq <= seq)
+            .unwrap_or_else(|e| e.into_inner());
+        (guard.seq > seq).then(|| Arc::clone(&guard))
+    }
+}
+
+/// The poller thread. Dropping it stops the thread and waits for it.
+pub struct Runtime {
+    published: Arc<Published>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Runtime {
+    /// Starts polling every `interval`. The first poll happens at once.
+    pub fn start(
+        mut engine: Engine,
+        mut sources: Vec<Box<dyn Source>>,
+        interval: Duration,
+    ) -> std::io::Result<Runtime> {
+        let published = Published::new(Arc::new(Snapshot::empty(engine.config().rule)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (p, s) = (Arc::clone(&published), Arc::clone(&stop));
+        let thread = std::thread::Builder::new().name("bbrtop-poller".into()).spawn(move || {
+            let mut updates = Vec::new();
+            let mut next = Instant::now();
+            while !s.load(Ordering::Relaxed) {
+                poll_once(&mut engine, &mut sources, &mut updates, &p);
+                next += interval;
+                // Sleep in short steps so that stop is prompt.
+                while !s.load(Ordering::Relaxed) {
+                    let now = Instant::now();
+                    if now >= next {
+                        break;
+                    }
+                    std::thread::sleep((next - now).min(Duration::from_millis(50)));
+                }
+                // After a long stall, do not try to catch up with a burst of polls.
+                next = next.max(Instant::now() - interval);
+            }
+        })?;
+        Ok(Runtime { published, stop, thread: Some(thread) })
+    }
+
+    pub fn published(&self) -> Arc<Published> {
+        Arc::clone(&self.published)
+    }
+
+    pub fn latest(&self) -> Arc<Snapshot> {
+        self.published.latest()
+    }
+
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One poll of every source, then one tick. Used by the poller and by one-shot commands.
+pub fn poll_once(
+    engine: &mut Engine,
+    sources: &mut [Box<dyn Source>],
+    updates: &mut Vec<Update>,
+    publish: &Published,
+) -> Arc<Snapshot> {
+    for src in sources.iter_mut() {
+        src.poll(updates);
+    }
+    for u in updates.drain(..) {
+        engine.apply(u, Now::system());
+    }
+    let snap = engine.tick(Now::system());
+    publish.publish(Arc::clone(&snap));
+    snap
+}
