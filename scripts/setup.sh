@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what bbrtop needs to build and test, if it is missing. Debian/Ubuntu, as root.
+# Sourced by run.sh and test.sh; safe to run twice.
+set -euo pipefail
+
+need_pkgs() {
+    local missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if ((${#missing[@]})); then
+        echo "bbrtop setup: installing ${missing[*]}" >&2
+        if [ "$(id -u)" -ne 0 ]; then
+            echo "bbrtop setup: missing packages and not root; run as root or install: ${missing[*]}" >&2
+            exit 1
+        fi
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+}
+
+# Build: clang compiles the BPF C; libelf and zlib for libbpf; pkg-config to find them.
+BUILD_PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config libbpf-dev make gcc)
+# Run: iproute2 for the lab (ip, tc, ss), bpftool to inspect programs.
+RUN_PKGS=(iproute2 bpftool procps)
+# Test: the real servers and tools the tests compare with.
+TEST_PKGS=(prometheus prometheus-alertmanager bpftrace iperf3 tmux openssl systemd)
+
+setup_build() {
+    need_pkgs "${BUILD_PKGS[@]}" "${RUN_PKGS[@]}"
+    if ! command -v cargo >/dev/null 2>&1; then
+        [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+    fi
+    command -v cargo >/dev/null 2>&1 || {
+        echo "bbrtop setup: cargo not found; install Rust 1.85 or later (https://rustup.rs)" >&2
+        exit 1
+    }
+}
+
+setup_test() {
+    setup_build
+    need_pkgs "${TEST_PKGS[@]}"
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The whole test suite, the same one CI runs (.ci/run calls this). As root: the lab, eBPF and
+# exporter tests use network namespaces, BPF and real Prometheus/Alertmanager servers. Under
+# CI=true a privileged test that cannot run fails; it never skips.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/setup.sh
+setup_test
+
+export CARGO_TERM_COLOR=never
+step() { printf '\n== %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+step "cargo clippy (all targets, -D warnings)"
+cargo clippy --locked --all-targets -- -D warnings
+step "netlink-only build (--no-default-features)"
+cargo build --locked --no-default-features
+step "cargo test"
+# Tests that shape links and run flows share two cores; one test binary at a time keeps their
+# figures honest, and each binary decides its own parallelism.
+cargo test --locked -- --test-threads="${BBRTOP_TEST_THREADS:-2}"
