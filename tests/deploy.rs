@@ -1,0 +1,382 @@
+//! deploy/: the systemd unit (checked with `systemd-analyze verify` and `security`) and the
+//! Kubernetes manifests (parsed and checked field by field; there is no cluster here).
+//!
+//! deploy/kubernetes/prometheusrule.yaml is generated from the rules files:
+//! `BBRTOP_WRITE_PROMETHEUSRULE=1 cargo test --test deploy prometheusrule` rewrites it.
+
+use serde::Deserialize;
+use serde_norway::{Mapping, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const UNIT: &str = "deploy/systemd/bbrtop.service";
+const K8S: &str = "deploy/kubernetes";
+const INSTALLED_BINARY: &str = "/usr/local/bin/bbrtop";
+const PORT: i64 = 10027;
+const RULE_FILES: [&str; 2] =
+    ["dashboards/prometheus/bbrtop-alerts.rules.yml", "dashboards/prometheus/bbrtop-recording.rules.yml"];
+
+fn path(rel: &str) -> PathBuf {
+    Path::new(ROOT).join(rel)
+}
+
+/// The tool's path, or None after a loud skip message. Under CI=true a missing tool fails.
+fn tool(name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{name} is not installed (scripts/setup.sh installs it)");
+        }
+        eprintln!("SKIP: {name} is not installed; this test did not run");
+    }
+    found
+}
+
+/// The unit with ExecStart pointing at the binary cargo built: `verify` checks that it exists.
+fn unit_with_built_binary(dir: &Path) -> PathBuf {
+    let text = fs::read_to_string(path(UNIT)).expect("unit");
+    assert!(text.contains(INSTALLED_BINARY), "ExecStart does not use {INSTALLED_BINARY}");
+    let unit = dir.join("bbrtop.service");
+    fs::write(&unit, text.replace(INSTALLED_BINARY, env!("CARGO_BIN_EXE_bbrtop"))).expect("write unit");
+    unit
+}
+
+#[test]
+fn systemd_unit_verifies() {
+    let Some(analyze) = tool("systemd-analyze") else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let unit = unit_with_built_binary(dir.path());
+    let out = Command::new(&analyze).arg("verify").arg(&unit).output().expect("systemd-analyze");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // verify exits 0 on unknown keys and bad values, and only warns: any output is a finding.
+    assert!(out.status.success() && stderr.trim().is_empty(), "systemd-analyze verify:\n{stderr}");
+
+    // And it does catch a broken directive.
+    let text = fs::read_to_string(&unit).expect("unit");
+    fs::write(&unit, text.replace("NoNewPrivileges=yes", "NoNewPrivileges=maybe")).expect("write");
+    let out = Command::new(&analyze).arg("verify").arg(&unit).output().expect("systemd-analyze");
+    assert!(!String::from_utf8_lossy(&out.stderr).trim().is_empty(), "a bad boolean went unnoticed");
+}
+
+/// systemd's own exposure score (0 best, 10 worst), offline from the file.
+#[test]
+fn systemd_unit_exposure_is_low() {
+    let Some(analyze) = tool("systemd-analyze") else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let unit = unit_with_built_binary(dir.path());
+    let out = Command::new(&analyze)
+        .args(["security", "--offline=true", "--no-pager", "--threshold=25"])
+        .arg(&unit)
+        .output()
+        .expect("systemd-analyze security");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout.lines().find(|l| l.contains("Overall exposure level")).unwrap_or("none");
+    eprintln!("{summary}");
+    assert!(out.status.success(), "exposure above 2.5:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// key -> values of the unit's [Service] section (a key may repeat).
+fn service_section() -> BTreeMap<String, Vec<String>> {
+    let text = fs::read_to_string(path(UNIT)).expect("unit");
+    let mut section = "";
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line;
+        } else if section == "[Service]" && !line.starts_with('#') {
+            if let Some((k, v)) = line.split_once('=') {
+                out.entry(k.to_owned()).or_default().push(v.to_owned());
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn systemd_unit_holds_only_the_bpf_capabilities() {
+    let s = service_section();
+    let one = |k: &str| -> &str {
+        match s.get(k).map(Vec::as_slice) {
+            Some([v]) => v,
+            other => panic!("{k}: expected one value, got {other:?}"),
+        }
+    };
+    let words = |k: &str| -> BTreeSet<&str> { one(k).split_whitespace().collect() };
+    let bpf: BTreeSet<&str> = ["CAP_BPF", "CAP_PERFMON"].into();
+    assert_eq!(words("AmbientCapabilities"), bpf);
+    assert_eq!(words("CapabilityBoundingSet"), bpf);
+    assert_eq!(words("RestrictAddressFamilies"), ["AF_NETLINK", "AF_INET", "AF_INET6", "AF_UNIX"].into());
+    for (k, v) in [
+        ("NoNewPrivileges", "yes"),
+        ("ProtectSystem", "strict"),
+        ("ProtectHome", "yes"),
+        ("PrivateTmp", "yes"),
+        ("LockPersonality", "yes"),
+        ("MemoryDenyWriteExecute", "yes"),
+        ("DynamicUser", "yes"),
+    ] {
+        assert_eq!(one(k), v, "{k}");
+    }
+    let exec: Vec<&str> = one("ExecStart").split_whitespace().collect();
+    assert_eq!(exec[..2], [INSTALLED_BINARY, "export"]);
+    // Options that would break the exporter: it must see the host's sockets, and capabilities in a
+    // user namespace do not reach bpf().
+    for k in ["PrivateNetwork", "PrivateUsers", "User"] {
+        assert!(!s.contains_key(k), "{k} must not be set");
+    }
+    let filter = one("SystemCallFilter");
+    assert!(filter.split_whitespace().any(|w| w == "bpf"), "bpf() not allowed: {filter}");
+}
+
+/// Every document of every manifest, with the file it came from.
+fn manifests() -> Vec<(String, Value)> {
+    let mut files: Vec<PathBuf> = fs::read_dir(path(K8S))
+        .expect("deploy/kubernetes")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let name = file.file_name().expect("name").to_string_lossy().into_owned();
+        let text = fs::read_to_string(&file).expect("read manifest");
+        for doc in serde_norway::Deserializer::from_str(&text) {
+            let v = Value::deserialize(doc).unwrap_or_else(|e| panic!("{name}: {e}"));
+            if !v.is_null() {
+                out.push((name.clone(), v));
+            }
+        }
+    }
+    assert!(!out.is_empty(), "no manifests");
+    out
+}
+
+fn get<'a>(v: &'a Value, dotted: &str) -> &'a Value {
+    dotted.split('.').fold(v, |v, k| v.get(k).unwrap_or(&Value::Null))
+}
+
+fn text<'a>(v: &'a Value, dotted: &str) -> &'a str {
+    get(v, dotted).as_str().unwrap_or_else(|| panic!("{dotted}: not a string"))
+}
+
+fn list<'a>(v: &'a Value, dotted: &str) -> &'a [Value] {
+    get(v, dotted).as_sequence().map(Vec::as_slice).unwrap_or_else(|| panic!("{dotted}: not a list"))
+}
+
+fn strings(v: &Value, dotted: &str) -> BTreeSet<String> {
+    list(v, dotted).iter().map(|s| s.as_str().expect("string").to_owned()).collect()
+}
+
+fn one_of_kind<'a>(docs: &'a [(String, Value)], kind: &str) -> &'a Value {
+    let found: Vec<&Value> = docs.iter().map(|(_, v)| v).filter(|v| text(v, "kind") == kind).collect();
+    assert_eq!(found.len(), 1, "expected one {kind}");
+    found[0]
+}
+
+/// A selector's labels are all carried by the pods.
+fn selects(selector: &Value, labels: &Value) -> bool {
+    let selector = selector.as_mapping().expect("selector map");
+    !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+#[test]
+fn manifests_have_known_kinds_and_one_namespace() {
+    let docs = manifests();
+    let known: BTreeMap<&str, &str> = [
+        ("Namespace", "v1"),
+        ("DaemonSet", "apps/v1"),
+        ("Service", "v1"),
+        ("PodMonitor", "monitoring.coreos.com/v1"),
+        ("PrometheusRule", "monitoring.coreos.com/v1"),
+        ("Kustomization", "kustomize.config.k8s.io/v1beta1"),
+    ]
+    .into();
+    let ns = text(one_of_kind(&docs, "Namespace"), "metadata.name");
+    let mut kinds = BTreeSet::new();
+    for (file, doc) in &docs {
+        let kind = text(doc, "kind");
+        assert_eq!(known.get(kind), Some(&text(doc, "apiVersion")), "{file}: {kind} apiVersion");
+        kinds.insert(kind);
+        if !matches!(kind, "Namespace" | "Kustomization") {
+            assert!(!text(doc, "metadata.name").is_empty(), "{file}: no name");
+            assert_eq!(text(doc, "metadata.namespace"), ns, "{file}: namespace");
+        }
+    }
+    assert_eq!(kinds, known.keys().copied().collect(), "every kind present");
+
+    // kustomization.yaml lists every other manifest.
+    let listed = strings(one_of_kind(&docs, "Kustomization"), "resources");
+    let files: BTreeSet<String> =
+        docs.iter().filter(|(_, d)| text(d, "kind") != "Kustomization").map(|(f, _)| f.clone()).collect();
+    assert_eq!(listed, files);
+}
+
+#[test]
+fn daemonset_is_least_privilege_with_probes_and_resources() {
+    let docs = manifests();
+    let ds = one_of_kind(&docs, "DaemonSet");
+    let pod = get(ds, "spec.template.spec");
+    let pod_labels = get(ds, "spec.template.metadata.labels");
+    assert!(selects(get(ds, "spec.selector.matchLabels"), pod_labels), "selector does not match pods");
+    assert_eq!(get(pod, "hostNetwork").as_bool(), Some(true), "hostNetwork: the node's sockets");
+    assert_eq!(text(pod, "dnsPolicy"), "ClusterFirstWithHostNet");
+    for k in ["hostPID", "hostIPC"] {
+        assert_ne!(get(pod, k).as_bool(), Some(true), "{k}");
+    }
+
+    let containers = list(pod, "containers");
+    assert_eq!(containers.len(), 1);
+    let c = &containers[0];
+    let args: Vec<&str> = list(c, "args").iter().filter_map(Value::as_str).collect();
+    assert_eq!(args.first(), Some(&"export"));
+    assert!(args.contains(&"--web.listen-address=:10027"), "{args:?}");
+
+    let sc = get(c, "securityContext");
+    assert_eq!(get(sc, "privileged").as_bool(), Some(false), "privileged");
+    assert_eq!(get(sc, "allowPrivilegeEscalation").as_bool(), Some(false));
+    assert_eq!(get(sc, "readOnlyRootFilesystem").as_bool(), Some(true));
+    assert_eq!(strings(sc, "capabilities.drop"), ["ALL".to_owned()].into());
+    assert_eq!(strings(sc, "capabilities.add"), ["BPF".to_owned(), "PERFMON".to_owned()].into());
+
+    // Named ports resolve to the exporter's port.
+    let ports: BTreeMap<&str, i64> = list(c, "ports")
+        .iter()
+        .map(|p| (text(p, "name"), get(p, "containerPort").as_i64().expect("containerPort")))
+        .collect();
+    let port_of = |v: &Value| v.as_i64().or_else(|| v.as_str().and_then(|n| ports.get(n).copied()));
+    for (probe, path) in [("livenessProbe", "/-/healthy"), ("readinessProbe", "/-/ready")] {
+        let http = get(c, &format!("{probe}.httpGet"));
+        assert_eq!(text(http, "path"), path, "{probe}");
+        assert_eq!(port_of(get(http, "port")), Some(PORT), "{probe} port");
+    }
+
+    for kind in ["requests", "limits"] {
+        for res in ["cpu", "memory"] {
+            let v = get(c, &format!("resources.{kind}.{res}"));
+            assert!(v.as_str().is_some_and(|s| !s.is_empty()), "resources.{kind}.{res} unset");
+        }
+    }
+    assert!(
+        millicores(text(c, "resources.requests.cpu")) <= millicores(text(c, "resources.limits.cpu")),
+        "cpu request above limit"
+    );
+    assert!(
+        bytes(text(c, "resources.requests.memory")) <= bytes(text(c, "resources.limits.memory")),
+        "memory request above limit"
+    );
+
+    // BTF, read-only, from the node.
+    let mount = list(c, "volumeMounts")
+        .iter()
+        .find(|m| text(m, "mountPath") == "/sys/kernel/btf")
+        .expect("/sys/kernel/btf mount");
+    assert_eq!(get(mount, "readOnly").as_bool(), Some(true), "BTF mount must be read-only");
+    let volume = list(pod, "volumes")
+        .iter()
+        .find(|v| text(v, "name") == text(mount, "name"))
+        .expect("volume of the BTF mount");
+    assert_eq!(text(volume, "hostPath.path"), "/sys/kernel/btf");
+    assert_eq!(list(c, "volumeMounts").len(), 1, "nothing else from the host is mounted");
+}
+
+/// Kubernetes CPU quantity in millicores ("50m", "0.5", "2").
+fn millicores(q: &str) -> u64 {
+    match q.strip_suffix('m') {
+        Some(m) => m.parse().unwrap_or_else(|_| panic!("cpu {q}")),
+        None => (q.parse::<f64>().unwrap_or_else(|_| panic!("cpu {q}")) * 1000.0) as u64,
+    }
+}
+
+/// Kubernetes memory quantity in bytes (binary suffixes, which the manifests use).
+fn bytes(q: &str) -> u64 {
+    let (num, mult) = [("Ki", 1u64 << 10), ("Mi", 1 << 20), ("Gi", 1 << 30)]
+        .iter()
+        .find_map(|(s, m)| q.strip_suffix(s).map(|n| (n, *m)))
+        .unwrap_or((q, 1));
+    num.parse::<u64>().unwrap_or_else(|_| panic!("memory {q}")) * mult
+}
+
+#[test]
+fn service_and_podmonitor_find_the_pods() {
+    let docs = manifests();
+    let ds = one_of_kind(&docs, "DaemonSet");
+    let pod_labels = get(ds, "spec.template.metadata.labels");
+    let container = &list(ds, "spec.template.spec.containers")[0];
+    let port_names: BTreeSet<&str> = list(container, "ports").iter().map(|p| text(p, "name")).collect();
+    let ns = text(ds, "metadata.namespace");
+
+    let svc = one_of_kind(&docs, "Service");
+    assert!(selects(get(svc, "spec.selector"), pod_labels), "Service selector");
+    let svc_port = &list(svc, "spec.ports")[0];
+    assert_eq!(get(svc_port, "port").as_i64(), Some(PORT));
+    assert!(port_names.contains(text(svc_port, "targetPort")), "Service targetPort");
+
+    let pm = one_of_kind(&docs, "PodMonitor");
+    assert!(selects(get(pm, "spec.selector.matchLabels"), pod_labels), "PodMonitor selector");
+    assert!(strings(pm, "spec.namespaceSelector.matchNames").contains(ns));
+    let endpoint = &list(pm, "spec.podMetricsEndpoints")[0];
+    assert!(port_names.contains(text(endpoint, "port")), "PodMonitor port");
+    assert_eq!(text(endpoint, "path"), "/metrics");
+    // The alert rules select job=~"bbrtop.*"; the fleet A/B compares hosts by instance.
+    let relabel = list(endpoint, "relabelings");
+    let sets = |target: &str| relabel.iter().find(|r| text(r, "targetLabel") == target);
+    let job = sets("job").expect("job relabeling");
+    assert!(text(job, "replacement").starts_with("bbrtop"));
+    let instance = sets("instance").expect("instance relabeling");
+    assert_eq!(strings(instance, "sourceLabels"), ["__meta_kubernetes_pod_node_name".to_owned()].into());
+}
+
+/// The groups of both rules files, in order.
+fn rule_groups() -> Value {
+    let mut groups = Vec::new();
+    for rel in RULE_FILES {
+        let doc: Value =
+            serde_norway::from_str(&fs::read_to_string(path(rel)).expect("rules")).expect("yaml");
+        groups.extend(list(&doc, "groups").iter().cloned());
+    }
+    Value::Sequence(groups)
+}
+
+fn prometheusrule_text(groups: Value) -> String {
+    let mut labels = Mapping::new();
+    labels.insert("app.kubernetes.io/name".into(), "bbrtop".into());
+    let mut metadata = Mapping::new();
+    metadata.insert("name".into(), "bbrtop".into());
+    metadata.insert("namespace".into(), "bbrtop".into());
+    metadata.insert("labels".into(), Value::Mapping(labels));
+    let mut spec = Mapping::new();
+    spec.insert("groups".into(), groups);
+    let mut doc = Mapping::new();
+    doc.insert("apiVersion".into(), "monitoring.coreos.com/v1".into());
+    doc.insert("kind".into(), "PrometheusRule".into());
+    doc.insert("metadata".into(), Value::Mapping(metadata));
+    doc.insert("spec".into(), Value::Mapping(spec));
+    format!(
+        "# Generated from dashboards/prometheus/*.rules.yml; do not edit. Regenerate with\n\
+         # BBRTOP_WRITE_PROMETHEUSRULE=1 cargo test --test deploy prometheusrule\n{}",
+        serde_norway::to_string(&Value::Mapping(doc)).expect("yaml")
+    )
+}
+
+#[test]
+fn prometheusrule_matches_the_rules_files() {
+    let file = path(&format!("{K8S}/prometheusrule.yaml"));
+    if std::env::var_os("BBRTOP_WRITE_PROMETHEUSRULE").is_some() {
+        fs::write(&file, prometheusrule_text(rule_groups())).expect("write prometheusrule.yaml");
+    }
+    let docs = manifests();
+    let rule = one_of_kind(&docs, "PrometheusRule");
+    assert!(
+        *get(rule, "spec.groups") == rule_groups(),
+        "{} is out of date with dashboards/prometheus/*.rules.yml: regenerate it with \
+         BBRTOP_WRITE_PROMETHEUSRULE=1 cargo test --test deploy prometheusrule",
+        file.display()
+    );
+}
