@@ -5,8 +5,10 @@
 //! consumers (table, JSON, TUI, exporter, alerts) only read snapshots.
 
 pub mod alert;
+pub mod caps;
 pub mod cli;
 pub mod collect;
+pub mod doctor;
 pub mod engine;
 pub mod filter;
 pub mod model;
