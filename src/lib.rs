@@ -11,6 +11,7 @@ pub mod collect;
 pub mod doctor;
 pub mod engine;
 pub mod filter;
+pub mod lab;
 pub mod model;
 pub mod output;
 pub mod runtime;

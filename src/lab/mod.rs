@@ -1,0 +1,3 @@
+//! The lab: network namespaces, links and real flows for tests, `--lab` and `bbrtop lab`.
+
+pub mod delayline;
