@@ -5,10 +5,13 @@
 //! consumers (table, JSON, TUI, exporter, alerts) only read snapshots.
 
 pub mod alert;
+pub mod caps;
 pub mod cli;
 pub mod collect;
+pub mod doctor;
 pub mod engine;
 pub mod filter;
+pub mod lab;
 pub mod model;
 pub mod output;
 pub mod runtime;

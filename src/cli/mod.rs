@@ -5,6 +5,7 @@
 //! stderr.
 
 pub mod args;
+pub mod doctor;
 pub mod snapshot;
 pub mod watch;
 
@@ -24,6 +25,8 @@ pub enum Command {
     Snapshot(snapshot::SnapshotArgs),
     /// Poll every --interval and stream one JSON object per socket per poll (--ndjson).
     Watch(watch::WatchArgs),
+    /// Check the host's BBR setup: exit 0 all well, 1 warnings, 2 failures.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// A failure, with the exit code it maps to.
@@ -67,7 +70,7 @@ pub fn main() -> ExitCode {
         }
     };
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(f) => {
             // One line: newlines in a chained error would break log scrapers.
             eprintln!("bbrtop: error: {}", f.to_string().replace('\n', " "));
@@ -76,10 +79,12 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<(), Failure> {
+/// Runs a command; the exit code on success is the command's (0, or doctor's verdict).
+fn run(cli: Cli) -> Result<u8, Failure> {
     match cli.command {
-        Some(Command::Snapshot(a)) => snapshot::run(a),
-        Some(Command::Watch(a)) => watch::run(a),
+        Some(Command::Snapshot(a)) => snapshot::run(a).map(|()| 0),
+        Some(Command::Watch(a)) => watch::run(a).map(|()| 0),
+        Some(Command::Doctor(a)) => doctor::run(a),
         None => Err(Failure::Usage("no command given; try `bbrtop snapshot` or `bbrtop --help`".into())),
     }
 }

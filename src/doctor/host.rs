@@ -1,0 +1,81 @@
+//! Reading the host for doctor: /proc/sys, /sys and one netlink dump. The I/O edge.
+
+use super::{BbrModule, Live, Readings};
+use crate::caps::CapSet;
+use crate::engine::Dump;
+use std::path::Path;
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+fn read_u64(path: &str) -> Option<u64> {
+    read(path)?.parse().ok()
+}
+
+fn read_triple(path: &str) -> Option<[u64; 3]> {
+    let v: Vec<u64> = read(path)?.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+    v.try_into().ok()
+}
+
+/// How tcp_bbr is present: a loaded module is in /proc/modules; a module file is listed in
+/// modules.dep; built in means bbr is available with neither.
+pub fn bbr_module(
+    available: Option<&[String]>,
+    modules: Option<&str>,
+    module_files: Option<&str>,
+) -> BbrModule {
+    if modules.is_some_and(|m| m.lines().any(|l| l.starts_with("tcp_bbr "))) {
+        BbrModule::Loaded
+    } else if available.is_some_and(|a| a.iter().any(|c| c == "bbr")) {
+        BbrModule::Builtin
+    } else if module_files.is_some_and(|m| m.contains("tcp_bbr.ko")) {
+        BbrModule::Loadable
+    } else {
+        BbrModule::Missing
+    }
+}
+
+/// The sysctls of the calling thread's network namespace, and host-wide facts.
+pub fn read_readings() -> Readings {
+    let kernel = read("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let available_cc: Option<Vec<String>> = read("/proc/sys/net/ipv4/tcp_available_congestion_control")
+        .map(|s| s.split_whitespace().map(str::to_string).collect());
+    let module_files = read(&format!("/lib/modules/{kernel}/modules.dep"));
+    Readings {
+        bbr_module: Some(bbr_module(
+            available_cc.as_deref(),
+            read("/proc/modules").as_deref(),
+            module_files.as_deref(),
+        )),
+        available_cc,
+        cc: read("/proc/sys/net/ipv4/tcp_congestion_control"),
+        default_qdisc: read("/proc/sys/net/core/default_qdisc"),
+        btf: Path::new("/sys/kernel/btf/vmlinux").exists(),
+        caps: Some(CapSet::effective()),
+        rmem_max: read_u64("/proc/sys/net/core/rmem_max"),
+        wmem_max: read_u64("/proc/sys/net/core/wmem_max"),
+        tcp_rmem: read_triple("/proc/sys/net/ipv4/tcp_rmem"),
+        tcp_wmem: read_triple("/proc/sys/net/ipv4/tcp_wmem"),
+        window_scaling: read_u64("/proc/sys/net/ipv4/tcp_window_scaling"),
+        fastopen: read_u64("/proc/sys/net/ipv4/tcp_fastopen"),
+        min_rtt_wlen: read_u64("/proc/sys/net/ipv4/tcp_min_rtt_wlen"),
+        kernel,
+        live: None,
+    }
+}
+
+/// The live check from one dump: BBR sockets that sent data within the last second, and how many
+/// of those have a pacing rate.
+pub fn live_of(dump: &Dump) -> Live {
+    let mut l = Live::default();
+    for s in dump.sockets.iter().filter(|s| s.cc.as_deref() == Some("bbr")) {
+        l.bbr_total += 1;
+        let i = &s.tcp_info;
+        if i.last_data_sent_ms.is_some_and(|ms| ms <= 1000) && i.bytes_acked.unwrap_or(0) > 0 {
+            l.bbr_active += 1;
+            l.bbr_pacing += usize::from(i.pacing_rate_bytes_per_sec.unwrap_or(0) > 0);
+        }
+    }
+    l
+}

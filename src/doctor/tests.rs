@@ -1,0 +1,129 @@
+use super::host::bbr_module;
+use super::*;
+
+fn good() -> Readings {
+    Readings {
+        kernel: "6.18.44".into(),
+        available_cc: Some(vec!["reno".into(), "bbr".into(), "cubic".into()]),
+        cc: Some("bbr".into()),
+        default_qdisc: Some("fq".into()),
+        bbr_module: Some(BbrModule::Builtin),
+        btf: true,
+        caps: Some(CapSet(u64::MAX)),
+        rmem_max: Some(64 << 20),
+        wmem_max: Some(64 << 20),
+        tcp_rmem: Some([4096, 131072, 64 << 20]),
+        tcp_wmem: Some([4096, 16384, 64 << 20]),
+        window_scaling: Some(1),
+        fastopen: Some(1),
+        min_rtt_wlen: Some(300),
+        live: Some(Live { bbr_active: 2, bbr_pacing: 2, bbr_total: 3 }),
+    }
+}
+
+fn status_of(checks: &[Check], name: &str) -> Status {
+    checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no check {name}")).status
+}
+
+#[test]
+fn a_good_host_passes() {
+    let c = checks(&good(), Bdp::default());
+    assert_eq!(exit_code(&c), 0, "{c:#?}");
+}
+
+#[test]
+fn each_problem_is_flagged_with_a_fix() {
+    type Edit = fn(&mut Readings);
+    let cases: &[(&str, Edit, &str, Status)] = &[
+        ("old kernel", |r| r.kernel = "4.4.0".into(), "kernel", Status::Fail),
+        ("no ebpf kernel", |r| r.kernel = "5.4.0".into(), "kernel", Status::Warn),
+        ("cubic default", |r| r.cc = Some("cubic".into()), "tcp_congestion_control", Status::Warn),
+        (
+            "no bbr",
+            |r| r.available_cc = Some(vec!["cubic".into()]),
+            "tcp_available_congestion_control",
+            Status::Fail,
+        ),
+        ("pfifo", |r| r.default_qdisc = Some("pfifo_fast".into()), "default_qdisc", Status::Info),
+        (
+            "pfifo old",
+            |r| {
+                r.default_qdisc = Some("pfifo_fast".into());
+                r.kernel = "4.10.0".into()
+            },
+            "default_qdisc",
+            Status::Fail,
+        ),
+        ("module not loaded", |r| r.bbr_module = Some(BbrModule::Loadable), "tcp_bbr", Status::Warn),
+        ("no btf", |r| r.btf = false, "btf", Status::Warn),
+        ("no caps", |r| r.caps = Some(CapSet(0)), "capabilities", Status::Info),
+        ("small rmem_max", |r| r.rmem_max = Some(212992), "net.core.rmem_max", Status::Warn),
+        ("small tcp_wmem", |r| r.tcp_wmem = Some([4096, 16384, 4194304]), "net.ipv4.tcp_wmem", Status::Warn),
+        ("no wscale", |r| r.window_scaling = Some(0), "net.ipv4.tcp_window_scaling", Status::Fail),
+        (
+            "not pacing",
+            |r| r.live = Some(Live { bbr_active: 2, bbr_pacing: 1, bbr_total: 2 }),
+            "live",
+            Status::Fail,
+        ),
+    ];
+    for (what, edit, name, want) in cases {
+        let mut r = good();
+        edit(&mut r);
+        let c = checks(&r, Bdp::default());
+        assert_eq!(status_of(&c, name), *want, "{what}");
+        let ck = c.iter().find(|c| c.name == *name).unwrap();
+        if *want >= Status::Warn && *name != "kernel" && *name != "live" {
+            assert!(!ck.fix.is_empty(), "{what}: a warning without a fix");
+        }
+    }
+}
+
+#[test]
+fn bdp_sizes_buffers() {
+    // 1 Gbit x 100 ms = 12.5 MB; 2x that is 25 MB: 32 MB passes, 16 MB does not.
+    assert_eq!(Bdp::default().bytes(), 12_500_000);
+    let mut r = good();
+    r.rmem_max = Some(16 << 20);
+    let c = checks(&r, Bdp::default());
+    let ck = c.iter().find(|c| c.name == "net.core.rmem_max").unwrap();
+    assert_eq!(ck.status, Status::Warn);
+    assert_eq!(ck.fix[0], "sysctl -w net.core.rmem_max=\"25000000\"");
+    let small = Bdp { rate_bits_per_sec: 100e6, rtt_seconds: 0.02 };
+    assert_eq!(status_of(&checks(&r, small), "net.core.rmem_max"), Status::Ok);
+}
+
+#[test]
+fn rates_and_versions() {
+    assert_eq!(parse_rate("1gbit"), Ok(1e9));
+    assert_eq!(parse_rate("100Mbit/s"), Ok(100e6));
+    assert_eq!(parse_rate("500kbit"), Ok(500e3));
+    assert_eq!(parse_rate("2500"), Ok(2500.0));
+    assert!(parse_rate("-1gbit").is_err());
+    assert!(parse_rate("fast").is_err());
+    assert_eq!(kernel_version("6.18.44-fc-v669"), Some((6, 18)));
+    assert_eq!(kernel_version("4.9.0"), Some((4, 9)));
+    assert_eq!(kernel_version(""), None);
+}
+
+#[test]
+fn module_detection() {
+    let bbr = vec!["bbr".to_string()];
+    assert_eq!(bbr_module(Some(&bbr), None, None), BbrModule::Builtin);
+    assert_eq!(bbr_module(Some(&bbr), Some("tcp_bbr 20480 3 - Live 0x0\n"), None), BbrModule::Loaded);
+    assert_eq!(bbr_module(Some(&[]), None, Some("kernel/net/ipv4/tcp_bbr.ko:")), BbrModule::Loadable);
+    assert_eq!(bbr_module(None, None, None), BbrModule::Missing);
+}
+
+#[test]
+fn namespace_differences() {
+    let host = checks(&good(), Bdp::default());
+    let mut r = good();
+    r.cc = Some("cubic".into());
+    let ns = checks(&r, Bdp::default());
+    let d = netns_differences(&host, &ns);
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].name, "netns:tcp_congestion_control");
+    assert_eq!(d[0].value, "host bbr / netns cubic");
+    assert!(d[0].fix[0].starts_with("ip netns exec <ns> sysctl -w net.ipv4.tcp_congestion_control"));
+}

@@ -1,0 +1,4 @@
+//! The lab: network namespaces, links and real flows for tests, `--lab` and `bbrtop lab`.
+
+pub mod delayline;
+pub mod scenario;

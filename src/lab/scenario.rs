@@ -1,0 +1,281 @@
+//! The BBR guides' scenarios, as lab settings, and the report that compares what bbrtop measured
+//! with the figures the guides published. Pure: the runner lives in [`super::run`].
+
+use crate::engine::aggregate::percentile;
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scenario {
+    /// 10 Mbit/s, 40 ms, a 1000-packet buffer: CUBIC fills the buffer, BBR does not.
+    Bufferbloat,
+    /// A long lossy path: 100 Mbit/s, 100 ms, 1% loss (scaled to what the machine can do).
+    Lossy,
+    /// One BBR and one CUBIC flow sharing one path.
+    Ab,
+}
+
+impl FromStr for Scenario {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "bufferbloat" => Ok(Scenario::Bufferbloat),
+            "lossy" => Ok(Scenario::Lossy),
+            "ab" => Ok(Scenario::Ab),
+            _ => Err(format!("unknown scenario {s:?} (expected bufferbloat, lossy or ab)")),
+        }
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Scenario::Bufferbloat => "bufferbloat",
+            Scenario::Lossy => "lossy",
+            Scenario::Ab => "ab",
+        })
+    }
+}
+
+/// One path and the flows that run over it. `sequential` runs each flow alone in turn (the
+/// guides' comparisons), otherwise they share the path at once.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Plan {
+    pub rate_bits_per_sec: u64,
+    pub rtt: Duration,
+    pub buffer_packets: u32,
+    pub loss: f64,
+    pub flows: Vec<&'static str>,
+    pub sequential: bool,
+}
+
+/// What a guide published for this scenario.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Published {
+    pub source: &'static str,
+    pub text: &'static str,
+    /// Median RTT in ms per cc, where the guide gives it.
+    pub median_rtt_ms: Vec<(&'static str, f64)>,
+    /// Throughput in Mbit/s per cc, where the guide gives it.
+    pub throughput_mbit: Vec<(&'static str, f64)>,
+}
+
+impl Scenario {
+    pub fn plan(self) -> Plan {
+        match self {
+            Scenario::Bufferbloat => Plan {
+                rate_bits_per_sec: 10_000_000,
+                rtt: Duration::from_millis(40),
+                buffer_packets: 1000,
+                loss: 0.0,
+                flows: vec!["cubic", "bbr"],
+                sequential: true,
+            },
+            // 100 Mbit/s through a userspace delay line is what two cores carry reliably.
+            Scenario::Lossy => Plan {
+                rate_bits_per_sec: 100_000_000,
+                rtt: Duration::from_millis(100),
+                buffer_packets: 1000,
+                loss: 0.01,
+                flows: vec!["cubic", "bbr"],
+                sequential: true,
+            },
+            Scenario::Ab => Plan {
+                rate_bits_per_sec: 20_000_000,
+                rtt: Duration::from_millis(40),
+                buffer_packets: 1000,
+                loss: 0.0,
+                flows: vec!["bbr", "cubic"],
+                sequential: false,
+            },
+        }
+    }
+
+    pub fn published(self) -> Published {
+        match self {
+            Scenario::Bufferbloat => Published {
+                source: "guides/002 (BBR on a 10 Mbit/s, 40 ms path with a 1000-packet buffer, 120 s netperf)",
+                text: "Both fully use the link; BBR's median RTT is 25x lower: 43 ms instead of 1.09 s.",
+                median_rtt_ms: vec![("cubic", 1090.0), ("bbr", 43.0)],
+                throughput_mbit: vec![],
+            },
+            Scenario::Lossy => Published {
+                source: "guides/002 (10 Gbit/s, 100 ms, 1% loss, 30 s netperf)",
+                text: "CUBIC gets 3.27 Mbit/s, BBR gets 9150 Mbit/s (2798x higher).",
+                median_rtt_ms: vec![],
+                throughput_mbit: vec![("cubic", 3.27), ("bbr", 9150.0)],
+            },
+            Scenario::Ab => Published {
+                source: "guides/000 (25 GbE, 4 streams, 30 min)",
+                text: "p95 RTT 48 ms for CUBIC against 22 ms for BBR v1; throughput +17%.",
+                median_rtt_ms: vec![],
+                throughput_mbit: vec![("cubic", 8200.0), ("bbr", 9600.0)],
+            },
+        }
+    }
+}
+
+/// What one flow did, as bbrtop measured it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowResult {
+    pub cc: String,
+    pub throughput_bits_per_sec: f64,
+    pub rtt_p50_ms: Option<f64>,
+    pub rtt_p95_ms: Option<f64>,
+    pub rtt_p99_ms: Option<f64>,
+    pub samples: usize,
+    pub retrans_segs: u64,
+}
+
+impl FlowResult {
+    /// From the srtt samples (µs) bbrtop took during the run and the bytes acked over `elapsed`.
+    pub fn from_samples(
+        cc: &str,
+        mut srtt_us: Vec<u32>,
+        bytes_acked: u64,
+        elapsed: Duration,
+        retrans: u64,
+    ) -> FlowResult {
+        srtt_us.sort_unstable();
+        let ms = |p| percentile(&srtt_us, p).map(|v| v as f64 / 1000.0);
+        FlowResult {
+            cc: cc.to_string(),
+            throughput_bits_per_sec: bytes_acked as f64 * 8.0 / elapsed.as_secs_f64().max(1e-9),
+            rtt_p50_ms: ms(50.0),
+            rtt_p95_ms: ms(95.0),
+            rtt_p99_ms: ms(99.0),
+            samples: srtt_us.len(),
+            retrans_segs: retrans,
+        }
+    }
+}
+
+/// The report `bbrtop lab` prints.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    pub scenario: Scenario,
+    pub plan: Plan,
+    /// How the path was built here (e.g. "tbf + userspace delay line (no netem)").
+    pub path: String,
+    pub duration_seconds: f64,
+    pub flows: Vec<FlowResult>,
+    /// CUBIC over BBR, for median RTT and throughput, when both ran.
+    pub cubic_over_bbr_rtt_p50: Option<f64>,
+    pub bbr_over_cubic_throughput: Option<f64>,
+    pub published: Published,
+}
+
+impl Report {
+    pub fn new(
+        scenario: Scenario,
+        plan: Plan,
+        path: String,
+        duration: Duration,
+        flows: Vec<FlowResult>,
+    ) -> Report {
+        let get = |cc: &str| flows.iter().find(|f| f.cc == cc);
+        let (c, b) = (get("cubic"), get("bbr"));
+        let ratio = |x: Option<f64>, y: Option<f64>| match (x, y) {
+            (Some(x), Some(y)) if y > 0.0 => Some(x / y),
+            _ => None,
+        };
+        Report {
+            cubic_over_bbr_rtt_p50: ratio(c.and_then(|f| f.rtt_p50_ms), b.and_then(|f| f.rtt_p50_ms)),
+            bbr_over_cubic_throughput: ratio(
+                b.map(|f| f.throughput_bits_per_sec),
+                c.map(|f| f.throughput_bits_per_sec),
+            ),
+            published: scenario.published(),
+            scenario,
+            plan,
+            path,
+            duration_seconds: duration.as_secs_f64(),
+            flows,
+        }
+    }
+
+    /// The human-readable report.
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let p = &self.plan;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "scenario {}: {:.0} Mbit/s, {} ms RTT, {}-packet buffer, {:.1}% loss, {} ({:.0} s per flow)",
+            self.scenario,
+            p.rate_bits_per_sec as f64 / 1e6,
+            p.rtt.as_millis(),
+            p.buffer_packets,
+            p.loss * 100.0,
+            if p.sequential { "flows one at a time" } else { "flows together" },
+            self.duration_seconds
+        );
+        let _ = writeln!(s, "path: {}", self.path);
+        let _ = writeln!(
+            s,
+            "{:<6} {:>14} {:>10} {:>10} {:>10} {:>8} {:>8}",
+            "CC", "THROUGHPUT", "RTT p50", "RTT p95", "RTT p99", "RETRANS", "SAMPLES"
+        );
+        let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}ms"));
+        for f in &self.flows {
+            let _ = writeln!(
+                s,
+                "{:<6} {:>14} {:>10} {:>10} {:>10} {:>8} {:>8}",
+                f.cc,
+                format!("{:.2}Mbit/s", f.throughput_bits_per_sec / 1e6),
+                ms(f.rtt_p50_ms),
+                ms(f.rtt_p95_ms),
+                ms(f.rtt_p99_ms),
+                f.retrans_segs,
+                f.samples
+            );
+        }
+        if let Some(r) = self.cubic_over_bbr_rtt_p50 {
+            let _ = writeln!(s, "median RTT, CUBIC / BBR: {r:.1}x");
+        }
+        if let Some(r) = self.bbr_over_cubic_throughput {
+            let _ = writeln!(s, "throughput, BBR / CUBIC: {r:.2}x");
+        }
+        let _ = writeln!(s, "published ({}): {}", self.published.source, self.published.text);
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenarios_parse() {
+        assert_eq!("bufferbloat".parse::<Scenario>(), Ok(Scenario::Bufferbloat));
+        assert!("nope".parse::<Scenario>().unwrap_err().contains("expected bufferbloat"));
+        assert_eq!(Scenario::Bufferbloat.plan().buffer_packets, 1000);
+        assert_eq!(Scenario::Ab.plan().flows, vec!["bbr", "cubic"]);
+    }
+
+    #[test]
+    fn report_ratios() {
+        let d = Duration::from_secs(10);
+        let cubic =
+            FlowResult::from_samples("cubic", (1..=100).map(|v| v * 10_000).collect(), 12_500_000, d, 3);
+        let bbr = FlowResult::from_samples("bbr", vec![45_000; 50], 11_250_000, d, 0);
+        assert_eq!(cubic.rtt_p50_ms, Some(500.0));
+        assert_eq!(cubic.rtt_p99_ms, Some(990.0));
+        assert_eq!(cubic.throughput_bits_per_sec, 10_000_000.0);
+        let r = Report::new(
+            Scenario::Bufferbloat,
+            Scenario::Bufferbloat.plan(),
+            "test".into(),
+            d,
+            vec![cubic, bbr],
+        );
+        assert_eq!(r.cubic_over_bbr_rtt_p50.map(|v| (v * 100.0).round() / 100.0), Some(11.11));
+        assert_eq!(r.bbr_over_cubic_throughput, Some(0.9));
+        let text = r.render();
+        assert!(text.contains("median RTT, CUBIC / BBR: 11.1x"), "{text}");
+        assert!(text.contains("1.09 s"), "{text}");
+    }
+}
