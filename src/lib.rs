@@ -15,3 +15,4 @@ pub mod lab;
 pub mod model;
 pub mod output;
 pub mod runtime;
+pub mod wire;
