@@ -34,7 +34,7 @@ fn socket2_like_connect(addr: SocketAddr, cc: &str) -> TcpStream {
     s
 }
 
-fn find(socks: &[SocketRecord], local: SocketAddr) -> &SocketRecord {
+fn find(socks: &[std::sync::Arc<SocketRecord>], local: SocketAddr) -> &SocketRecord {
     socks.iter().find(|s| s.local == local).unwrap_or_else(|| panic!("{local} not in the dump"))
 }
 
@@ -63,7 +63,7 @@ fn dump_finds_bbr_and_cubic_sockets_as_ss_does() {
     assert_eq!(rc.cc.as_deref(), Some("cubic"));
     assert!(rb.bbr.is_some(), "a BBR socket carries tcp_bbr_info");
     assert!(rc.bbr.is_none(), "a CUBIC socket does not");
-    assert!(rb.tcp_info.srtt_us.is_some() && rb.tcp_info.bytes_acked.unwrap() >= 256 * 1024);
+    assert!(rb.tcp_info.srtt_us().is_some() && rb.tcp_info.bytes_acked().unwrap() >= 256 * 1024);
     assert_ne!(rb.cookie, rc.cookie);
     assert!(rb.netns.is_some());
     // ss, a moment later: cc and cwnd agree (an idle socket's cwnd does not move).
@@ -72,7 +72,7 @@ fn dump_finds_bbr_and_cubic_sockets_as_ss_does() {
         assert!(line.contains(rec.cc.as_deref().unwrap()), "{line}");
         assert_eq!(
             field(&line, "cwnd:").map(str::to_string),
-            rec.tcp_info.snd_cwnd_segs.map(|v| v.to_string()),
+            rec.tcp_info.snd_cwnd_segs().map(|v| v.to_string()),
             "{line}"
         );
         let inode = line.split_whitespace().find_map(|w| w.strip_prefix("ino:"));
