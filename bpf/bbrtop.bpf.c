@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0
+/* bbrtop kernel half: per-socket RTT state and true BBR state on every ACK (tp_btf/tcp_probe),
+ * kept in socket-local storage; only transitions (inflation started/ended, BBR phase changed)
+ * and one record per closed socket reach userspace, through a ring buffer. */
+#include "vmlinux_min.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "bbrtop.h"
+
+#define AF_INET6 10
+#define BBR_MODES 4
+
+/* Set by userspace before load: the alert rule (DESIGN.md), same values as userspace. */
+const volatile __u32 ratio_milli = 1500; /* inflated while srtt*1000 >= ratio_milli*baseline */
+const volatile __u32 floor_us = 1000;    /* ... and srtt - baseline >= floor_us */
+
+struct sock_state {
+	__u64 first_ns;
+	__u64 onset_ns;            /* 0: not inflated */
+	__u64 phase_began_ns;
+	const void *ca_ops;        /* the ops is_bbr was computed for */
+	__u32 last_srtt_us, min_srtt_us, max_srtt_us, samples;
+	__u32 peak_ratio_milli;    /* this episode */
+	__u32 peak_ratio_all;      /* lifetime */
+	__u32 inflations;
+	__u32 entered[BBR_MODES];
+	__u8 is_bbr, mode, step, seen_phase;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sock_state);
+} socks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+/* Ring-buffer reserve failures, per CPU; userspace sums them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+/* Referenced so the skeleton carries the event types (Rust checks their sizes). */
+struct bbrtop_infl _infl_layout = {};
+struct bbrtop_phase _phase_layout = {};
+struct bbrtop_close _close_layout = {};
+
+static __always_inline void count_lost(void)
+{
+	__u32 k = 0;
+	__u64 *v = bpf_map_lookup_elem(&lost, &k);
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void fill_hdr(struct bbrtop_hdr *h, __u32 kind, struct sock *sk, __u64 now)
+{
+	h->kind = kind;
+	h->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+	h->cookie = bpf_get_socket_cookie(sk);
+	h->ts_ns = now;
+}
+
+static __always_inline bool is_bbr_ops(const struct tcp_congestion_ops *ops)
+{
+	char n[4] = {};
+	bpf_probe_read_kernel(n, sizeof(n), ops->name);
+	return n[0] == 'b' && n[1] == 'b' && n[2] == 'r' && n[3] == 0;
+}
+
+static __always_inline __u8 step_of(__u8 mode, __u8 cycle_idx)
+{
+	/* PROBE_BW: 0 up, 1 down, 2..7 cruise (tcp_bbr.c bbr_pacing_gain[]). */
+	return mode == 2 ? (cycle_idx < 2 ? cycle_idx : 2) : 0;
+}
+
+static __always_inline void emit_infl(struct sock *sk, __u32 kind, struct sock_state *st, __u32 srtt,
+				      __u32 base, __u64 now)
+{
+	struct bbrtop_infl *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost();
+		return;
+	}
+	fill_hdr(&e->h, kind, sk, now);
+	e->srtt_us = srtt;
+	e->baseline_us = base;
+	e->onset_ns = st->onset_ns;
+	e->peak_ratio_milli = st->peak_ratio_milli;
+	e->_pad = 0;
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+	struct sock_state *st;
+	struct bbr *bbr = 0;
+	__u32 srtt, base, mode = 0, cycle = 0;
+
+	if (!tp)
+		return 0;
+	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!st)
+		return 0;
+
+	srtt = tp->srtt_us >> 3;
+	if (!st->samples) {
+		st->first_ns = bpf_ktime_get_ns();
+		st->min_srtt_us = srtt;
+	}
+	st->samples++;
+	st->last_srtt_us = srtt;
+	if (srtt < st->min_srtt_us)
+		st->min_srtt_us = srtt;
+	if (srtt > st->max_srtt_us)
+		st->max_srtt_us = srtt;
+
+	const void *ops = tp->inet_conn.icsk_ca_ops;
+	if (ops != st->ca_ops) {
+		st->ca_ops = ops;
+		st->is_bbr = is_bbr_ops(ops);
+	}
+
+	/* Baseline: the smaller of tcp's windowed min RTT and BBR's own (DESIGN.md). */
+	base = tp->rtt_min.s[0].v;
+	if (st->is_bbr) {
+		bbr = (struct bbr *)&tp->inet_conn.icsk_ca_priv;
+		__u32 b = BPF_CORE_READ(bbr, min_rtt_us);
+		if (b && b < base)
+			base = b;
+	}
+
+	if (srtt && base && base != ~0U) {
+		__u32 ratio = (__u32)(((__u64)srtt * 1000) / base);
+		bool inflated = ratio >= ratio_milli && srtt - base >= floor_us;
+		if (inflated) {
+			if (!st->onset_ns) {
+				__u64 now = bpf_ktime_get_ns();
+				st->onset_ns = now;
+				st->peak_ratio_milli = ratio;
+				st->inflations++;
+				emit_infl(sk, BBRTOP_INFL_START, st, srtt, base, now);
+			} else if (ratio > st->peak_ratio_milli) {
+				st->peak_ratio_milli = ratio;
+			}
+			if (ratio > st->peak_ratio_all)
+				st->peak_ratio_all = ratio;
+		} else if (st->onset_ns) {
+			emit_infl(sk, BBRTOP_INFL_END, st, srtt, base, bpf_ktime_get_ns());
+			st->onset_ns = 0;
+		}
+	}
+
+	if (!bbr)
+		return 0;
+	mode = BPF_CORE_READ_BITFIELD_PROBED(bbr, mode);
+	cycle = BPF_CORE_READ_BITFIELD_PROBED(bbr, cycle_idx);
+	__u8 step = step_of(mode, cycle);
+	if (st->seen_phase && mode == st->mode && step == st->step)
+		return 0;
+
+	__u64 now = bpf_ktime_get_ns();
+	__u64 prev_began = st->phase_began_ns;
+	__u8 prev_mode = st->seen_phase ? st->mode : 0xff;
+	if (mode != st->mode || !st->seen_phase)
+		st->entered[mode & (BBR_MODES - 1)]++;
+	st->phase_began_ns = now;
+	st->mode = mode;
+	st->step = step;
+	st->seen_phase = 1;
+
+	struct bbrtop_phase *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost();
+		return 0;
+	}
+	fill_hdr(&e->h, BBRTOP_PHASE, sk, now);
+	e->mode = mode;
+	e->cycle_idx = cycle;
+	e->full_bw_reached = BPF_CORE_READ_BITFIELD_PROBED(bbr, full_bw_reached);
+	e->lt_use_bw = BPF_CORE_READ_BITFIELD_PROBED(bbr, lt_use_bw);
+	e->prev_mode = prev_mode;
+	e->prev_cycle_idx = 0;
+	e->_pad = 0;
+	e->prev_began_ns = prev_began;
+	e->min_rtt_us = BPF_CORE_READ(bbr, min_rtt_us);
+	e->entered = st->entered[mode & (BBR_MODES - 1)];
+	e->bw = BPF_CORE_READ(bbr, bw.s[0].v);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/tcp_destroy_sock")
+int BPF_PROG(tcp_destroy_sock, struct sock *sk)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+	struct sock_state *st;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!tp)
+		return 0;
+	st = bpf_sk_storage_get(&socks, sk, 0, 0);
+
+	struct bbrtop_close *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost();
+		return 0;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	fill_hdr(&e->h, BBRTOP_CLOSE, sk, now);
+	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	e->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	e->rport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (e->family == AF_INET6) {
+		BPF_CORE_READ_INTO(&e->saddr, sk, __sk_common.skc_v6_rcv_saddr);
+		BPF_CORE_READ_INTO(&e->daddr, sk, __sk_common.skc_v6_daddr);
+	} else {
+		BPF_CORE_READ_INTO((__u32 *)e->saddr, sk, __sk_common.skc_rcv_saddr);
+		BPF_CORE_READ_INTO((__u32 *)e->daddr, sk, __sk_common.skc_daddr);
+	}
+	const struct tcp_congestion_ops *ops = tp->inet_conn.icsk_ca_ops;
+	if (ops)
+		bpf_probe_read_kernel_str(e->cc, sizeof(e->cc), ops->name);
+	e->bytes_acked = tp->bytes_acked;
+	e->bytes_received = tp->bytes_received;
+	e->total_retrans = tp->total_retrans;
+	e->srtt_us = tp->srtt_us >> 3;
+	e->min_rtt_us = tp->rtt_min.s[0].v;
+	e->rate_delivered = tp->rate_delivered;
+	e->rate_interval_us = tp->rate_interval_us;
+	e->mss = tp->mss_cache;
+	if (ops && is_bbr_ops(ops)) {
+		struct bbr *bbr = (struct bbr *)&tp->inet_conn.icsk_ca_priv;
+		e->is_bbr = 1;
+		e->bbr_mode = BPF_CORE_READ_BITFIELD_PROBED(bbr, mode);
+		e->bbr_min_rtt_us = BPF_CORE_READ(bbr, min_rtt_us);
+		e->bbr_bw = BPF_CORE_READ(bbr, bw.s[0].v);
+	}
+	if (st) {
+		e->lifetime_ns = st->samples ? now - st->first_ns : 0;
+		e->peak_ratio_milli = st->peak_ratio_all;
+		e->rtt_samples = st->samples;
+		e->inflations = st->inflations;
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,75 @@
+/* Event layouts shared by bpf/bbrtop.bpf.c and src/bpf/event.rs (which decodes them by the
+ * offsets below; a Rust test checks the sizes against the skeleton's generated types).
+ * All integers are little-endian host order; addresses are network order. */
+#ifndef BBRTOP_H
+#define BBRTOP_H
+
+enum bbrtop_kind {
+	BBRTOP_INFL_START = 1,
+	BBRTOP_INFL_END = 2,
+	BBRTOP_PHASE = 3,
+	BBRTOP_CLOSE = 4,
+};
+
+/* 24 bytes, first in every event. */
+struct bbrtop_hdr {
+	__u32 kind;
+	__u32 netns;   /* inode of the socket's network namespace */
+	__u64 cookie;  /* socket cookie: joins with inet_diag's idiag_cookie */
+	__u64 ts_ns;   /* bpf_ktime_get_ns() when sent */
+};
+
+/* INFL_START / INFL_END: 48 bytes. */
+struct bbrtop_infl {
+	struct bbrtop_hdr h;
+	__u32 srtt_us;
+	__u32 baseline_us;
+	__u64 onset_ns;        /* ktime of the onset (for END: of the episode that ended) */
+	__u32 peak_ratio_milli; /* peak srtt/baseline x1000 in this episode */
+	__u32 _pad;
+};
+
+/* PHASE: 56 bytes. A change of BBR mode, or of PROBE_BW step (up/down/cruise). */
+struct bbrtop_phase {
+	struct bbrtop_hdr h;
+	__u8 mode;
+	__u8 cycle_idx;
+	__u8 full_bw_reached;
+	__u8 lt_use_bw;
+	__u8 prev_mode;
+	__u8 prev_cycle_idx;
+	__u16 _pad;
+	__u64 prev_began_ns;   /* when the previous phase began */
+	__u32 min_rtt_us;      /* bbr->min_rtt_us */
+	__u32 entered;         /* times this mode was entered (this one included) */
+	__u64 bw;              /* bbr bw max filter: delivered pkts per usec << 24 */
+};
+
+/* CLOSE: 152 bytes, one per destroyed TCP socket. */
+struct bbrtop_close {
+	struct bbrtop_hdr h;
+	__u16 family;          /* AF_INET 2 or AF_INET6 10 */
+	__u16 lport;           /* host order */
+	__u16 rport;           /* host order */
+	__u8 is_bbr;
+	__u8 bbr_mode;
+	__u8 saddr[16];        /* v4: first 4 bytes */
+	__u8 daddr[16];
+	char cc[16];
+	__u64 lifetime_ns;     /* since first seen by tcp_probe; 0 if never seen */
+	__u64 bytes_acked;
+	__u64 bytes_received;
+	__u32 total_retrans;
+	__u32 srtt_us;
+	__u32 min_rtt_us;      /* tcp_sock rtt_min (windowed) */
+	__u32 rate_delivered;  /* packets, over rate_interval_us */
+	__u32 rate_interval_us;
+	__u32 mss;
+	__u32 bbr_min_rtt_us;
+	__u32 peak_ratio_milli;
+	__u64 bbr_bw;
+	__u32 rtt_samples;
+	__u32 inflations;      /* inflation onsets seen */
+};
+
+#endif

@@ -1,0 +1,129 @@
+/* Minimal CO-RE kernel types for bbrtop.bpf.c: only the members the programs read.
+ * preserve_access_index makes every access a CO-RE relocation, resolved by libbpf against the
+ * running kernel's BTF (/sys/kernel/btf/vmlinux) at load time, so layouts here need not match
+ * any kernel; only names and types do. See README.md for why this is not a full vmlinux.h. */
+#ifndef BBRTOP_VMLINUX_MIN_H
+#define BBRTOP_VMLINUX_MIN_H
+
+typedef unsigned char __u8;
+typedef unsigned short __u16;
+typedef unsigned int __u32;
+typedef unsigned long long __u64;
+typedef signed char __s8;
+typedef short __s16;
+typedef int __s32;
+typedef long long __s64;
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef __u16 __be16;
+typedef __u32 __be32;
+typedef __u32 __wsum;
+typedef _Bool bool;
+
+enum bpf_map_type {
+	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
+	BPF_MAP_TYPE_RINGBUF = 27,
+	BPF_MAP_TYPE_SK_STORAGE = 24,
+};
+
+enum {
+	BPF_F_NO_PREALLOC = 1,
+};
+
+enum {
+	BPF_SK_STORAGE_GET_F_CREATE = 1,
+};
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+struct in6_addr {
+	union {
+		__u8 u6_addr8[16];
+		__be32 u6_addr32[4];
+	} in6_u;
+};
+
+struct ns_common {
+	unsigned int inum;
+};
+
+struct net {
+	struct ns_common ns;
+};
+
+typedef struct {
+	struct net *net;
+} possible_net_t;
+
+struct sock_common {
+	__be32 skc_daddr;
+	__be32 skc_rcv_saddr;
+	__be16 skc_dport;
+	__u16 skc_num;
+	unsigned short skc_family;
+	possible_net_t skc_net;
+	struct in6_addr skc_v6_daddr;
+	struct in6_addr skc_v6_rcv_saddr;
+};
+
+struct sock {
+	struct sock_common __sk_common;
+};
+
+struct sk_buff;
+
+struct tcp_congestion_ops {
+	char name[16];
+};
+
+struct inet_sock {
+	struct sock sk;
+};
+
+struct inet_connection_sock {
+	struct inet_sock icsk_inet;
+	const struct tcp_congestion_ops *icsk_ca_ops;
+	__u64 icsk_ca_priv[13];
+};
+
+struct minmax_sample {
+	u32 t;
+	u32 v;
+};
+
+struct minmax {
+	struct minmax_sample s[3];
+};
+
+struct tcp_sock {
+	struct inet_connection_sock inet_conn;
+	u32 srtt_us;
+	struct minmax rtt_min;
+	u32 mss_cache;
+	u32 snd_cwnd;
+	u32 total_retrans;
+	u32 rate_delivered;
+	u32 rate_interval_us;
+	u64 bytes_acked;
+	u64 bytes_received;
+};
+
+/* net/ipv4/tcp_bbr.c; present in vmlinux BTF when BBR is built in (module BTF otherwise). */
+struct bbr {
+	u32 min_rtt_us;
+	struct minmax bw;
+	/* The members between the bitfield words keep clang from merging them into one storage
+	 * unit that would straddle an alignment boundary (a CO-RE bitfield read needs its unit). */
+	u64 cycle_mstamp;
+	u32 mode: 3, prev_ca_state: 3, packet_conservation: 1, round_start: 1, idle_restart: 1,
+	    probe_rtt_round_done: 1, unused: 13, lt_is_sampling: 1, lt_rtt_cnt: 7, lt_use_bw: 1;
+	u32 lt_bw;
+	u32 pacing_gain: 10, cwnd_gain: 10, full_bw_reached: 1, full_bw_cnt: 2, cycle_idx: 3,
+	    has_seen_rtt: 1, unused_b: 5;
+};
+
+#pragma clang attribute pop
+
+#endif

@@ -1,0 +1,38 @@
+//! Compiles bpf/bbrtop.bpf.c into a libbpf-rs skeleton in OUT_DIR, only with the `bpf` feature.
+//! Nothing is fetched: the kernel types come from the vendored bpf/vmlinux_min.h.
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    if std::env::var_os("CARGO_FEATURE_BPF").is_some() {
+        bpf::build();
+    }
+}
+
+#[cfg(feature = "bpf")]
+mod bpf {
+    use std::path::PathBuf;
+
+    pub fn build() {
+        const SRC: &str = "bpf/bbrtop.bpf.c";
+        for f in [SRC, "bpf/bbrtop.h", "bpf/vmlinux_min.h"] {
+            println!("cargo:rerun-if-changed={f}");
+        }
+        let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+        let arch = match std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() {
+            Ok("x86_64") => "x86",
+            Ok("aarch64") => "arm64",
+            Ok(other) => panic!("bpf feature: no target arch mapping for {other}"),
+            Err(_) => "x86",
+        };
+        libbpf_cargo::SkeletonBuilder::new()
+            .source(SRC)
+            .clang_args(["-I", "bpf", "-D", &format!("__TARGET_ARCH_{arch}")])
+            .build_and_generate(out.join("bbrtop.skel.rs"))
+            .expect("building the BPF skeleton (clang and libbpf headers are needed)");
+    }
+}
+
+#[cfg(not(feature = "bpf"))]
+mod bpf {
+    pub fn build() {}
+}
