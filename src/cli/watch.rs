@@ -28,6 +28,9 @@ pub struct WatchArgs {
     /// Stop after this many polls (default: until SIGINT or SIGTERM).
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
+    /// Stream one JSON object per closed flow (eBPF close records) instead of live sockets.
+    #[arg(long)]
+    pub closed: bool,
 }
 
 pub fn run(a: WatchArgs) -> Result<(), Failure> {
@@ -37,23 +40,38 @@ pub fn run(a: WatchArgs) -> Result<(), Failure> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
     }
-    let engine = Engine::new(EngineConfig { rule: a.alert.rule(), filter, ..EngineConfig::default() });
-    let sources: Vec<Box<dyn Source>> = vec![Box::new(diag)];
+    let rule = a.alert.rule();
+    let engine = Engine::new(EngineConfig { rule, filter, ..EngineConfig::default() });
+    let mut sources: Vec<Box<dyn Source>> = vec![Box::new(diag)];
+    let (bpf, status) = crate::bpf::sources(&rule);
+    if let Some(reason) = &status.reason {
+        eprintln!("bbrtop: {reason}");
+    } else if !status.failed.is_empty() {
+        eprintln!("bbrtop: eBPF partly attached: {}", crate::bpf::describe_failures(&status));
+    }
+    if a.closed && status.attached.is_empty() {
+        return Err(Failure::Runtime(anyhow::anyhow!("--closed needs eBPF, which is off")));
+    }
+    sources.extend(bpf);
     let rt = Runtime::start(engine, sources, a.source.interval).context("starting the poller")?;
     let published = rt.published();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let (mut seq, mut polls) = (0, 0u64);
+    let (mut seq, mut polls, mut closed_seq) = (0, 0u64, 0u64);
     while !stop.load(Ordering::Relaxed) && a.count.is_none_or(|n| polls < n) {
         let Some(snap) = published.wait_newer(seq, Duration::from_millis(100)) else { continue };
         seq = snap.seq;
         polls += 1;
-        let res = snap
-            .sockets
-            .iter()
-            .try_for_each(|s| {
+        let res = if a.closed {
+            // Newest first in the snapshot: print the unseen ones oldest first.
+            let new: Vec<_> = snap.closed.iter().take_while(|c| c.seq > closed_seq).collect();
+            closed_seq = snap.closed.first().map_or(closed_seq, |c| c.seq.max(closed_seq));
+            new.iter().rev().try_for_each(|c| json::write_line(&mut out, c))
+        } else {
+            snap.sockets.iter().try_for_each(|s| {
                 json::write_line(&mut out, &json::SocketLine { ts: snap.taken_at, seq, socket: s })
             })
-            .and_then(|()| out.flush());
+        }
+        .and_then(|()| out.flush());
         if let Err(e) = res {
             // A closed pipe ends the stream quietly; anything else is an error.
             return ignore_broken_pipe(e).context("writing to stdout").map_err(Failure::from);

@@ -3,6 +3,7 @@
 
 pub mod aggregate;
 pub mod history;
+pub mod kernel;
 pub mod snapshot;
 pub mod update;
 
@@ -84,6 +85,7 @@ pub struct Engine {
     seq: u64,
     netlink: CollectorStatus,
     alerts: Alerts,
+    kernel: kernel::KernelState,
 }
 
 impl Engine {
@@ -95,6 +97,7 @@ impl Engine {
             netlink: CollectorStatus { name: "netlink", enabled: true, ..Default::default() },
             alerts: Alerts { keep: cfg.recent_alerts, ..Alerts::default() },
             cfg,
+            kernel: kernel::KernelState::default(),
         }
     }
 
@@ -112,6 +115,11 @@ impl Engine {
                 s.last_success = false;
                 s.last_duration_seconds = duration.as_secs_f64();
                 s.reason = Some(error);
+            }
+            Update::Kernel(k) => self.kernel.apply(k),
+            Update::Closed(c) => self.kernel.close(*c),
+            Update::BpfStatus { programs_attached, ringbuf_lost_total, reason } => {
+                self.kernel.status(programs_attached, ringbuf_lost_total, reason)
             }
         }
     }
@@ -168,7 +176,16 @@ impl Engine {
                 (Some(srtt_us), Some(baseline_us)) => Some(RuleSample { srtt_us, baseline_us, active }),
                 _ => None,
             };
-            let tr = t.alert.eval(&rule, now.mono, sample);
+            let tr = match (self.kernel.onset(cookie), sample) {
+                // The kernel timed the onset per ACK; netlink still says whether ACKs arrive.
+                (Some(onset), Some(s)) if s.active => t.alert.step(
+                    &rule,
+                    now.mono,
+                    onset,
+                    Some(f64::from(s.srtt_us) / f64::from(s.baseline_us.max(1))),
+                ),
+                _ => t.alert.eval(&rule, now.mono, sample),
+            };
             self.alerts.record(r, &t.alert, sample, tr, now);
             let sample = sample_of(r);
             // Only a change is written: an idle socket's ring stays shared with the snapshots.
@@ -196,7 +213,7 @@ impl Engine {
             .values()
             .map(|t| SocketView {
                 record: Arc::clone(&t.record),
-                derived: derived(&rule, t, now.mono),
+                derived: kernel::overlay(derived(&rule, t, now.mono), self.kernel.socket(t.record.cookie)),
                 history: HistoryView::new(Arc::clone(&t.history), t.first_poll, poll, cap),
             })
             .collect();
@@ -209,7 +226,9 @@ impl Engine {
             sockets,
             by_cc,
             alerts,
-            collectors: vec![self.netlink.clone()],
+            collectors: vec![self.netlink.clone(), self.kernel.status.clone()],
+            closed: self.kernel.closed(),
+            closed_by_cc: self.kernel.closed_by_cc(),
             inflation_onsets_total: self.alerts.onsets.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             rule,
         })
@@ -247,6 +266,7 @@ fn derived(rule: &RuleConfig, t: &Tracked, now: Instant) -> Derived {
         limited_by: limits.and_then(|l| derive::limited_by(l, r.tcp_info.app_limited())),
         rates: t.rates,
         seen_for_seconds: now.saturating_duration_since(t.first_seen).as_secs_f64(),
+        kernel: None,
     }
 }
 

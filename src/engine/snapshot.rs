@@ -40,6 +40,8 @@ pub struct Derived {
     pub rates: Rates,
     /// Seconds since bbrtop first saw the socket.
     pub seen_for_seconds: f64,
+    /// The kernel's own state of this socket (eBPF), when known.
+    pub kernel: Option<super::kernel::KernelSocket>,
 }
 
 /// One socket in a snapshot: what the kernel said, what follows from it, and its history.
@@ -119,6 +121,10 @@ pub struct Snapshot {
     /// Inflation onsets since start, per cc.
     pub inflation_onsets_total: Vec<(String, u64)>,
     pub rule: RuleConfig,
+    /// Recently closed flows (eBPF), newest first.
+    pub closed: Vec<super::kernel::ClosedFlow>,
+    /// Closed flows since start, per cc.
+    pub closed_by_cc: Vec<super::kernel::ClosedAggregate>,
 }
 
 impl Snapshot {
@@ -132,6 +138,8 @@ impl Snapshot {
             collectors: Vec::new(),
             inflation_onsets_total: Vec::new(),
             rule,
+            closed: Vec::new(),
+            closed_by_cc: Vec::new(),
         }
     }
 

@@ -9,6 +9,12 @@ pub enum Update {
     Dump(Dump),
     /// A poll that failed; the engine keeps its last state and reports the error.
     DumpFailed { error: String, duration: Duration },
+    /// eBPF: a live socket's kernel state changed (BBR phase, inflation onset or end).
+    Kernel(super::kernel::KernelUpdate),
+    /// eBPF: a socket closed; its final record.
+    Closed(Box<super::kernel::ClosedFlow>),
+    /// eBPF collector health, sent at every poll.
+    BpfStatus { programs_attached: u32, ringbuf_lost_total: u64, reason: Option<String> },
 }
 
 #[derive(Clone, Debug, Default)]

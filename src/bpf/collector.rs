@@ -1,0 +1,127 @@
+//! The BPF collector as a poller [`Source`]: each poll drains the ring buffer without blocking
+//! and turns events into engine updates. Dropping it drops the links, which detaches.
+
+use super::event::{Close, Event};
+use super::loader::Loaded;
+use crate::engine::Update;
+use crate::engine::kernel::{ClosedBbr, ClosedFlow, KernelPhase, KernelUpdate};
+use crate::model::Phase;
+use crate::runtime::Source;
+use std::time::{Duration, Instant, SystemTime};
+
+pub struct Collector {
+    loaded: Loaded,
+    decode_errors: u64,
+}
+
+impl Collector {
+    pub fn new(loaded: Loaded) -> Collector {
+        Collector { loaded, decode_errors: 0 }
+    }
+}
+
+/// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns()`.
+#[allow(unsafe_code)]
+pub fn ktime_now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes only into the timespec we pass, which outlives the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A kernel timestamp as an `Instant`, given the same moment in both clocks.
+pub fn instant_of(ktime_ns: u64, ktime_now: u64, now: Instant) -> Instant {
+    now.checked_sub(Duration::from_nanos(ktime_now.saturating_sub(ktime_ns))).unwrap_or(now)
+}
+
+pub fn update_of(e: Event, ktime_now: u64, now: Instant, wall: SystemTime) -> Update {
+    match e {
+        Event::InflationStarted(i) => Update::Kernel(KernelUpdate::Inflation {
+            cookie: i.h.cookie,
+            netns: i.h.netns,
+            onset: Some(instant_of(i.onset_ns, ktime_now, now)),
+            peak_ratio: i.peak_ratio,
+        }),
+        Event::InflationEnded(i) => Update::Kernel(KernelUpdate::Inflation {
+            cookie: i.h.cookie,
+            netns: i.h.netns,
+            onset: None,
+            peak_ratio: i.peak_ratio,
+        }),
+        Event::Phase(p) => Update::Kernel(KernelUpdate::Phase {
+            cookie: p.h.cookie,
+            netns: p.h.netns,
+            phase: KernelPhase {
+                mode: p.mode,
+                cycle_idx: p.cycle_idx,
+                full_bw_reached: p.full_bw_reached,
+                lt_use_bw: p.lt_use_bw,
+                min_rtt_us: p.min_rtt_us,
+            },
+            entered: p.entered,
+        }),
+        Event::Close(c) => Update::Closed(Box::new(closed_flow(c, ktime_now, wall))),
+    }
+}
+
+fn closed_flow(c: Close, ktime_now: u64, wall: SystemTime) -> ClosedFlow {
+    ClosedFlow {
+        seq: 0,
+        cookie: c.h.cookie,
+        netns: c.h.netns,
+        closed_at: wall - Duration::from_nanos(ktime_now.saturating_sub(c.h.ts_ns)),
+        lifetime_seconds: (c.lifetime_ns > 0).then(|| c.lifetime_ns as f64 / 1e9),
+        bbr: c.bbr.map(|(mode, min_rtt_us, bw)| ClosedBbr {
+            mode: Phase::from_kernel(mode, 0).map_or("unknown", |p| p.mode_name()),
+            min_rtt_us,
+            bw_bytes_per_sec: bw,
+        }),
+        cc: c.cc,
+        local: c.local,
+        peer: c.peer,
+        bytes_acked: c.bytes_acked,
+        bytes_received: c.bytes_received,
+        total_retrans: c.total_retrans,
+        srtt_us: c.srtt_us,
+        min_rtt_us: c.min_rtt_us,
+        delivery_rate_bytes_per_sec: c.delivery_rate,
+        peak_inflation_ratio: c.peak_ratio,
+    }
+}
+
+impl Source for Collector {
+    fn poll(&mut self, out: &mut Vec<Update>) {
+        let consumed = self.loaded.consume();
+        let (now, wall, know) = (Instant::now(), SystemTime::now(), ktime_now_ns());
+        let events = std::mem::take(&mut *self.loaded.inbox.lock().unwrap_or_else(|e| e.into_inner()));
+        for e in events {
+            match e {
+                Ok(e) => out.push(update_of(e, know, now, wall)),
+                Err(_) => self.decode_errors += 1,
+            }
+        }
+        let reason = match consumed {
+            Err(e) => Some(format!("ring buffer: {e}")),
+            Ok(()) if self.decode_errors > 0 => Some(format!("{} undecodable events", self.decode_errors)),
+            Ok(()) => None,
+        };
+        out.push(Update::BpfStatus {
+            programs_attached: self.loaded.links.len() as u32,
+            ringbuf_lost_total: self.loaded.lost_total(),
+            reason,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ktime_to_instant() {
+        let now = Instant::now();
+        assert_eq!(instant_of(9_000_000_000, 10_000_000_000, now), now - Duration::from_secs(1));
+        assert_eq!(instant_of(11_000_000_000, 10_000_000_000, now), now, "future clamps to now");
+        assert!(ktime_now_ns() > 0);
+    }
+}

@@ -1,0 +1,304 @@
+//! Ring-buffer events (layouts in bpf/bbrtop.h), decoded by a pure function that never panics.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+pub const HDR_LEN: usize = 24;
+pub const INFL_LEN: usize = 48;
+pub const PHASE_LEN: usize = 56;
+pub const CLOSE_LEN: usize = 152;
+
+const KIND_INFL_START: u32 = 1;
+const KIND_INFL_END: u32 = 2;
+const KIND_PHASE: u32 = 3;
+const KIND_CLOSE: u32 = 4;
+
+/// Common to every event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub netns: u32,
+    pub cookie: u64,
+    /// `bpf_ktime_get_ns()` (CLOCK_MONOTONIC) when the event was sent.
+    pub ts_ns: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    InflationStarted(Inflation),
+    InflationEnded(Inflation),
+    Phase(PhaseChange),
+    Close(Close),
+}
+
+impl Event {
+    pub fn header(&self) -> &Header {
+        match self {
+            Event::InflationStarted(i) | Event::InflationEnded(i) => &i.h,
+            Event::Phase(p) => &p.h,
+            Event::Close(c) => &c.h,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Inflation {
+    pub h: Header,
+    pub srtt_us: u32,
+    pub baseline_us: u32,
+    /// ktime (ns) of the onset of this episode.
+    pub onset_ns: u64,
+    pub peak_ratio: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PhaseChange {
+    pub h: Header,
+    /// `struct bbr` mode: 0 STARTUP, 1 DRAIN, 2 PROBE_BW, 3 PROBE_RTT.
+    pub mode: u8,
+    pub cycle_idx: u8,
+    pub full_bw_reached: bool,
+    pub lt_use_bw: bool,
+    /// None for the socket's first phase event.
+    pub prev_mode: Option<u8>,
+    pub prev_began_ns: u64,
+    pub min_rtt_us: u32,
+    /// Times this mode has been entered, this time included.
+    pub entered: u32,
+    /// BBR's max-filtered bandwidth in bytes per second (needs the mss, so raw here).
+    pub bw_raw: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Close {
+    pub h: Header,
+    pub local: SocketAddr,
+    pub peer: SocketAddr,
+    pub cc: String,
+    pub lifetime_ns: u64,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub total_retrans: u32,
+    pub srtt_us: u32,
+    pub min_rtt_us: u32,
+    /// Bytes per second, from rate_delivered × mss / rate_interval; None when no interval.
+    pub delivery_rate: Option<u64>,
+    pub mss: u32,
+    /// For BBR sockets: (mode, min_rtt_us, bw in bytes per second).
+    pub bbr: Option<(u8, u32, u64)>,
+    pub peak_ratio: f64,
+    pub rtt_samples: u32,
+    pub inflations: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("event of {len} bytes is shorter than {need}")]
+    Short { len: usize, need: usize },
+    #[error("unknown event kind {0}")]
+    Kind(u32),
+    #[error("unknown address family {0}")]
+    Family(u16),
+}
+
+/// BBR's bw is delivered packets per µs scaled by 2^24 (BW_SCALE); × mss × 10^6 gives bytes/s.
+pub fn bbr_bw_bytes_per_sec(raw: u64, mss: u32) -> u64 {
+    ((raw as u128 * mss as u128 * 1_000_000) >> 24).min(u64::MAX as u128) as u64
+}
+
+struct Rd<'a>(&'a [u8]);
+
+impl Rd<'_> {
+    fn arr<const N: usize>(&self, off: usize) -> [u8; N] {
+        let mut a = [0u8; N];
+        a.copy_from_slice(&self.0[off..off + N]);
+        a
+    }
+    fn u8(&self, off: usize) -> u8 {
+        self.0[off]
+    }
+    fn u16(&self, off: usize) -> u16 {
+        u16::from_ne_bytes(self.arr(off))
+    }
+    fn u32(&self, off: usize) -> u32 {
+        u32::from_ne_bytes(self.arr(off))
+    }
+    fn u64(&self, off: usize) -> u64 {
+        u64::from_ne_bytes(self.arr(off))
+    }
+}
+
+fn need(b: &[u8], n: usize) -> Result<Rd<'_>, DecodeError> {
+    if b.len() < n { Err(DecodeError::Short { len: b.len(), need: n }) } else { Ok(Rd(b)) }
+}
+
+/// Decodes one ring-buffer record. Longer records than this build knows are accepted (a newer
+/// BPF object may append fields); shorter ones are an error.
+pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
+    let r = need(b, HDR_LEN)?;
+    let kind = r.u32(0);
+    let h = Header { netns: r.u32(4), cookie: r.u64(8), ts_ns: r.u64(16) };
+    match kind {
+        KIND_INFL_START | KIND_INFL_END => {
+            let r = need(b, INFL_LEN)?;
+            let i = Inflation {
+                h,
+                srtt_us: r.u32(24),
+                baseline_us: r.u32(28),
+                onset_ns: r.u64(32),
+                peak_ratio: f64::from(r.u32(40)) / 1000.0,
+            };
+            Ok(if kind == KIND_INFL_START { Event::InflationStarted(i) } else { Event::InflationEnded(i) })
+        }
+        KIND_PHASE => {
+            let r = need(b, PHASE_LEN)?;
+            let prev = r.u8(28);
+            Ok(Event::Phase(PhaseChange {
+                h,
+                mode: r.u8(24),
+                cycle_idx: r.u8(25),
+                full_bw_reached: r.u8(26) != 0,
+                lt_use_bw: r.u8(27) != 0,
+                prev_mode: (prev != 0xff).then_some(prev),
+                prev_began_ns: r.u64(32),
+                min_rtt_us: r.u32(40),
+                entered: r.u32(44),
+                bw_raw: r.u64(48),
+            }))
+        }
+        KIND_CLOSE => {
+            let r = need(b, CLOSE_LEN)?;
+            let family = r.u16(24);
+            let (lport, rport) = (r.u16(26), r.u16(28));
+            let addr = |off: usize| -> Result<IpAddr, DecodeError> {
+                match family {
+                    2 => Ok(IpAddr::V4(Ipv4Addr::from(r.arr::<4>(off)))),
+                    10 => Ok(IpAddr::V6(Ipv6Addr::from(r.arr::<16>(off)))),
+                    f => Err(DecodeError::Family(f)),
+                }
+            };
+            let cc_bytes = &b[64..80];
+            let cc_len = cc_bytes.iter().position(|&c| c == 0).unwrap_or(cc_bytes.len());
+            let mss = r.u32(124);
+            let (delivered, interval) = (r.u32(116), r.u32(120));
+            let is_bbr = r.u8(30) != 0;
+            Ok(Event::Close(Close {
+                h,
+                local: SocketAddr::new(addr(32)?, lport),
+                peer: SocketAddr::new(addr(48)?, rport),
+                cc: String::from_utf8_lossy(&cc_bytes[..cc_len]).into_owned(),
+                lifetime_ns: r.u64(80),
+                bytes_acked: r.u64(88),
+                bytes_received: r.u64(96),
+                total_retrans: r.u32(104),
+                srtt_us: r.u32(108),
+                min_rtt_us: r.u32(112),
+                delivery_rate: (interval > 0)
+                    .then(|| u64::from(delivered) * u64::from(mss) * 1_000_000 / u64::from(interval)),
+                mss,
+                bbr: is_bbr.then(|| (r.u8(31), r.u32(128), bbr_bw_bytes_per_sec(r.u64(136), mss))),
+                peak_ratio: f64::from(r.u32(132)) / 1000.0,
+                rtt_samples: r.u32(144),
+                inflations: r.u32(148),
+            }))
+        }
+        k => Err(DecodeError::Kind(k)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn hdr(kind: u32, len: usize) -> Vec<u8> {
+        let mut b = vec![0u8; len];
+        b[0..4].copy_from_slice(&kind.to_ne_bytes());
+        b[4..8].copy_from_slice(&4026531840u32.to_ne_bytes());
+        b[8..16].copy_from_slice(&77u64.to_ne_bytes());
+        b[16..24].copy_from_slice(&5_000_000_000u64.to_ne_bytes());
+        b
+    }
+
+    #[test]
+    fn inflation_started() {
+        let mut b = hdr(1, INFL_LEN);
+        b[24..28].copy_from_slice(&30_000u32.to_ne_bytes());
+        b[28..32].copy_from_slice(&10_000u32.to_ne_bytes());
+        b[32..40].copy_from_slice(&4_999_000_000u64.to_ne_bytes());
+        b[40..44].copy_from_slice(&3000u32.to_ne_bytes());
+        let Event::InflationStarted(i) = decode(&b).unwrap() else { panic!("kind") };
+        assert_eq!(i.h, Header { netns: 4026531840, cookie: 77, ts_ns: 5_000_000_000 });
+        assert_eq!(
+            (i.srtt_us, i.baseline_us, i.onset_ns, i.peak_ratio),
+            (30_000, 10_000, 4_999_000_000, 3.0)
+        );
+        b[0] = 2;
+        assert!(matches!(decode(&b), Ok(Event::InflationEnded(_))));
+    }
+
+    #[test]
+    fn phase_change() {
+        let mut b = hdr(3, PHASE_LEN);
+        b[24..30].copy_from_slice(&[2, 5, 1, 0, 0xff, 0]);
+        b[40..44].copy_from_slice(&150u32.to_ne_bytes());
+        b[44..48].copy_from_slice(&2u32.to_ne_bytes());
+        let Event::Phase(p) = decode(&b).unwrap() else { panic!("kind") };
+        assert_eq!((p.mode, p.cycle_idx, p.full_bw_reached, p.lt_use_bw), (2, 5, true, false));
+        assert_eq!((p.prev_mode, p.min_rtt_us, p.entered), (None, 150, 2));
+        b[28] = 0;
+        let Event::Phase(p) = decode(&b).unwrap() else { panic!("kind") };
+        assert_eq!(p.prev_mode, Some(0));
+    }
+
+    #[test]
+    fn close_v4_and_v6() {
+        let mut b = hdr(4, CLOSE_LEN);
+        b[24..26].copy_from_slice(&2u16.to_ne_bytes());
+        b[26..28].copy_from_slice(&5201u16.to_ne_bytes());
+        b[28..30].copy_from_slice(&40000u16.to_ne_bytes());
+        b[30] = 1;
+        b[31] = 2;
+        b[32..36].copy_from_slice(&[10, 0, 0, 1]);
+        b[48..52].copy_from_slice(&[10, 0, 0, 2]);
+        b[64..67].copy_from_slice(b"bbr");
+        b[116..120].copy_from_slice(&100u32.to_ne_bytes()); // packets
+        b[120..124].copy_from_slice(&1000u32.to_ne_bytes()); // µs
+        b[124..128].copy_from_slice(&1448u32.to_ne_bytes());
+        b[136..144].copy_from_slice(&(1u64 << 24).to_ne_bytes()); // 1 packet per µs
+        let Event::Close(c) = decode(&b).unwrap() else { panic!("kind") };
+        assert_eq!(c.local, "10.0.0.1:5201".parse().unwrap());
+        assert_eq!(c.peer, "10.0.0.2:40000".parse().unwrap());
+        assert_eq!(c.cc, "bbr");
+        assert_eq!(c.delivery_rate, Some(144_800_000));
+        assert_eq!(c.bbr, Some((2, 0, 1_448_000_000)));
+
+        b[24..26].copy_from_slice(&10u16.to_ne_bytes());
+        b[32..48].copy_from_slice(&Ipv6Addr::LOCALHOST.octets());
+        b[30] = 0;
+        b[120..124].copy_from_slice(&0u32.to_ne_bytes());
+        let Event::Close(c) = decode(&b).unwrap() else { panic!("kind") };
+        assert_eq!(c.local, "[::1]:5201".parse().unwrap());
+        assert_eq!((c.bbr, c.delivery_rate), (None, None));
+
+        b[24] = 7;
+        assert_eq!(decode(&b), Err(DecodeError::Family(7)));
+    }
+
+    #[test]
+    fn bad_input() {
+        assert_eq!(decode(&[1, 0, 0]), Err(DecodeError::Short { len: 3, need: HDR_LEN }));
+        assert_eq!(decode(&hdr(4, 100)), Err(DecodeError::Short { len: 100, need: CLOSE_LEN }));
+        assert_eq!(decode(&hdr(9, 200)), Err(DecodeError::Kind(9)));
+        // A longer record (a newer object appending fields) still decodes.
+        assert!(decode(&hdr(1, INFL_LEN + 8)).is_ok());
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(b in proptest::collection::vec(any::<u8>(), 0..200), kind in 0u32..6) {
+            let _ = decode(&b);
+            let mut b = b;
+            if b.len() >= 4 { b[0..4].copy_from_slice(&kind.to_ne_bytes()); }
+            let _ = decode(&b);
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! Opens, configures, loads and attaches the skeleton. Each program is attached on its own and
+//! a failure is recorded, not fatal. The skeleton itself is closed once everything is set up:
+//! the links keep the programs, the ring buffer's mapping keeps its map, and a duplicated fd
+//! keeps the loss counter, so what is returned is plain owned values (and `Send`).
+
+use super::event::{self, DecodeError, Event};
+use super::{BpfStatus, PROGRAMS};
+use crate::alert::rule::RuleConfig;
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::{
+    Link, MapCore, MapFlags, MapHandle, PrintLevel, ProgramHandle, RingBuffer, RingBufferBuilder,
+};
+use std::mem::MaybeUninit;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+#[allow(
+    unsafe_code,
+    clippy::all,
+    clippy::pedantic,
+    clippy::undocumented_unsafe_blocks,
+    non_camel_case_types,
+    dead_code,
+    unused_imports
+)]
+mod skel {
+    include!(concat!(env!("OUT_DIR"), "/bbrtop.skel.rs"));
+}
+pub use skel::types;
+
+/// The rule's kernel half, written into the object's rodata before load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadConfig {
+    pub ratio_milli: u32,
+    pub floor_us: u32,
+}
+
+impl LoadConfig {
+    pub fn from_rule(rule: &RuleConfig) -> LoadConfig {
+        LoadConfig {
+            ratio_milli: (rule.ratio * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32,
+            floor_us: rule.floor.as_micros().min(u32::MAX as u128) as u32,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("BPF open failed: {0}")]
+    Open(String),
+    #[error("BPF load failed: {summary} (verifier log: {})", log.display())]
+    Load { summary: String, log: PathBuf },
+    #[error("BPF ring buffer setup failed: {0}")]
+    RingBuf(String),
+}
+
+/// Decoded ring-buffer records, filled by the ring buffer's callback.
+pub type Inbox = Arc<Mutex<Vec<Result<Event, DecodeError>>>>;
+
+pub struct Loaded {
+    /// Attached programs; dropping a link detaches it.
+    pub links: Vec<(&'static str, Link)>,
+    pub failed: Vec<(&'static str, String)>,
+    /// Kernel program ids (for bpf_stats and the exit check).
+    pub prog_ids: Vec<(&'static str, u32)>,
+    pub ringbuf: RingBuffer<'static>,
+    pub inbox: Inbox,
+    lost: MapHandle,
+}
+
+impl Loaded {
+    pub fn status(&self) -> BpfStatus {
+        BpfStatus {
+            attached: self.links.iter().map(|(n, _)| *n).collect(),
+            failed: self.failed.clone(),
+            reason: None,
+        }
+    }
+
+    /// Ring-buffer reserve failures since load, summed over CPUs.
+    pub fn lost_total(&self) -> u64 {
+        match self.lost.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
+            Ok(Some(per_cpu)) => per_cpu
+                .iter()
+                .filter_map(|v| v.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_ne_bytes))
+                .sum(),
+            _ => 0,
+        }
+    }
+
+    /// Drains the ring buffer without blocking, into the inbox.
+    pub fn consume(&self) -> Result<(), String> {
+        self.ringbuf.consume().map_err(|e| e.to_string())
+    }
+}
+
+/// libbpf's messages during load, kept for the verifier log file.
+static LIBBPF_LOG: Mutex<String> = Mutex::new(String::new());
+
+fn keep_log(_: PrintLevel, msg: String) {
+    LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()).push_str(&msg);
+}
+
+pub fn verifier_log_path() -> PathBuf {
+    std::env::temp_dir().join(format!("bbrtop-verifier-{}.log", std::process::id()))
+}
+
+pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
+    let mut storage = MaybeUninit::uninit();
+    let mut open =
+        skel::BbrtopSkelBuilder::default().open(&mut storage).map_err(|e| LoadError::Open(e.to_string()))?;
+    if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
+        ro.ratio_milli = cfg.ratio_milli;
+        ro.floor_us = cfg.floor_us;
+    }
+    LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    let prev = libbpf_rs::set_print(Some((PrintLevel::Debug, keep_log)));
+    let loaded = open.load();
+    libbpf_rs::set_print(prev);
+    let skel = loaded.map_err(|e| {
+        let log = verifier_log_path();
+        let text = std::mem::take(&mut *LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()));
+        let _ = std::fs::write(&log, format!("{text}\n{e:#}\n"));
+        LoadError::Load { summary: e.to_string().lines().next().unwrap_or("").to_string(), log }
+    })?;
+
+    let progs = [&skel.progs.tcp_probe, &skel.progs.tcp_destroy_sock];
+    let (mut links, mut failed, mut prog_ids) = (Vec::new(), Vec::new(), Vec::new());
+    for (name, prog) in PROGRAMS.into_iter().zip(progs) {
+        if let Ok(h) = ProgramHandle::try_from(prog) {
+            prog_ids.push((name, h.id()));
+        }
+        match prog.attach() {
+            Ok(l) => links.push((name, l)),
+            Err(e) => failed.push((name, e.to_string())),
+        }
+    }
+
+    let inbox: Inbox = Arc::default();
+    let sink = Arc::clone(&inbox);
+    let mut rb = RingBufferBuilder::new();
+    rb.add(&skel.maps.events, move |data: &[u8]| {
+        sink.lock().unwrap_or_else(|e| e.into_inner()).push(event::decode(data));
+        0
+    })
+    .map_err(|e| LoadError::RingBuf(e.to_string()))?;
+    let ringbuf = rb.build().map_err(|e| LoadError::RingBuf(e.to_string()))?;
+    let lost = MapHandle::try_from(&skel.maps.lost).map_err(|e| LoadError::RingBuf(e.to_string()))?;
+    Ok(Loaded { links, failed, prog_ids, ringbuf, inbox, lost })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// The Rust decoder's offsets match the C layouts (the skeleton's types come from the
+    /// object's BTF).
+    #[test]
+    fn layouts_match_the_c_header() {
+        assert_eq!(size_of::<types::bbrtop_hdr>(), event::HDR_LEN);
+        assert_eq!(size_of::<types::bbrtop_infl>(), event::INFL_LEN);
+        assert_eq!(size_of::<types::bbrtop_phase>(), event::PHASE_LEN);
+        assert_eq!(size_of::<types::bbrtop_close>(), event::CLOSE_LEN);
+        assert_eq!(offset_of!(types::bbrtop_infl, onset_ns), 32);
+        assert_eq!(offset_of!(types::bbrtop_phase, bw), 48);
+        assert_eq!(offset_of!(types::bbrtop_close, cc), 64);
+        assert_eq!(offset_of!(types::bbrtop_close, bbr_bw), 136);
+        assert_eq!(offset_of!(types::bbrtop_close, inflations), 148);
+    }
+
+    #[test]
+    fn rule_to_rodata() {
+        let c = LoadConfig::from_rule(&RuleConfig::default());
+        assert_eq!(c, LoadConfig { ratio_milli: 1500, floor_us: 1000 });
+    }
+}

@@ -1,0 +1,124 @@
+//! The eBPF collector: availability checks, loading, and the poller [`Source`].
+//!
+//! Commands that run the poller call [`sources`] once: it returns the BPF source when it can run,
+//! and otherwise a status-only source carrying the one-line reason, so every status report
+//! (snapshot collectors, exporter self-metrics) shows why eBPF is off.
+
+#[cfg(feature = "bpf")]
+mod collector;
+pub mod event;
+#[cfg(feature = "bpf")]
+pub mod loader;
+
+use crate::alert::rule::RuleConfig;
+use crate::caps::{self, Cap, CapSet};
+use crate::engine::Update;
+use crate::runtime::Source;
+use std::path::Path;
+
+pub const BTF_PATH: &str = "/sys/kernel/btf/vmlinux";
+
+/// The programs bbrtop attaches, by name (these are also their names in `bpftool prog show`).
+pub const PROGRAMS: [&str; 2] = ["tcp_probe", "tcp_destroy_sock"];
+
+/// What happened when the BPF collector was set up.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BpfStatus {
+    pub attached: Vec<&'static str>,
+    /// Programs that failed to attach, with the error.
+    pub failed: Vec<(&'static str, String)>,
+    /// Why eBPF is off altogether (netlink-only), as one line.
+    pub reason: Option<String>,
+}
+
+impl BpfStatus {
+    fn off(reason: String) -> BpfStatus {
+        BpfStatus { reason: Some(reason), ..Default::default() }
+    }
+}
+
+/// Why eBPF cannot run here, if it cannot: the feature, BTF, capabilities (never the uid).
+pub fn unavailable(caps: CapSet, btf: &Path) -> Option<String> {
+    if !cfg!(feature = "bpf") {
+        return Some("eBPF off: built without the `bpf` feature (netlink-only)".into());
+    }
+    if !btf.exists() {
+        return Some(format!("eBPF off: no kernel BTF at {} (netlink-only)", btf.display()));
+    }
+    let missing = caps.missing(&[Cap::Bpf, Cap::Perfmon]);
+    if !missing.is_empty() {
+        return Some(format!("eBPF off: missing {} (netlink-only)", caps::names(&missing)));
+    }
+    None
+}
+
+/// The BPF source for the poller, or a status-only source with the reason it is off.
+pub fn sources(rule: &RuleConfig) -> (Vec<Box<dyn Source>>, BpfStatus) {
+    if let Some(reason) = unavailable(CapSet::effective(), Path::new(BTF_PATH)) {
+        return (vec![Box::new(Off(reason.clone()))], BpfStatus::off(reason));
+    }
+    load_source(rule)
+}
+
+#[cfg(feature = "bpf")]
+fn load_source(rule: &RuleConfig) -> (Vec<Box<dyn Source>>, BpfStatus) {
+    match loader::load(&loader::LoadConfig::from_rule(rule)) {
+        Ok(l) => {
+            let status = l.status();
+            if l.links.is_empty() {
+                let reason = format!("eBPF off: no program attached ({})", describe_failures(&status));
+                return (vec![Box::new(Off(reason.clone()))], BpfStatus { reason: Some(reason), ..status });
+            }
+            (vec![Box::new(collector::Collector::new(l))], status)
+        }
+        Err(e) => {
+            let reason = format!("eBPF off: {e}");
+            (vec![Box::new(Off(reason.clone()))], BpfStatus::off(reason))
+        }
+    }
+}
+
+#[cfg(not(feature = "bpf"))]
+fn load_source(_: &RuleConfig) -> (Vec<Box<dyn Source>>, BpfStatus) {
+    unreachable!("unavailable() is Some without the bpf feature")
+}
+
+/// "tcp_probe: <error>; ..." for messages.
+pub fn describe_failures(s: &BpfStatus) -> String {
+    s.failed.iter().map(|(p, e)| format!("{p}: {e}")).collect::<Vec<_>>().join("; ")
+}
+
+/// Reports, at every poll, that eBPF is off and why.
+struct Off(String);
+
+impl Source for Off {
+    fn poll(&mut self, out: &mut Vec<Update>) {
+        out.push(Update::BpfStatus {
+            programs_attached: 0,
+            ringbuf_lost_total: 0,
+            reason: Some(self.0.clone()),
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_name_what_is_missing() {
+        let all = CapSet((1 << 39) | (1 << 38));
+        let btf = Path::new(BTF_PATH);
+        if cfg!(feature = "bpf") {
+            let none = unavailable(CapSet(0), Path::new("/nonexistent/btf")).unwrap();
+            assert!(none.contains("no kernel BTF"), "{none}");
+            if btf.exists() {
+                let r = unavailable(CapSet(1 << 39), btf).unwrap();
+                assert!(r.contains("CAP_PERFMON") && !r.contains("CAP_BPF"), "{r}");
+                assert_eq!(unavailable(all, btf), None);
+            }
+        } else {
+            assert!(unavailable(all, btf).unwrap().contains("feature"));
+        }
+    }
+}

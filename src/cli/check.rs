@@ -1,0 +1,65 @@
+//! `bbrtop check`: load and attach the eBPF programs, make one netlink dump and one ring-buffer
+//! poll, print what attached and what did not. Exit 0 when everything attached, else 1.
+
+use super::Failure;
+use super::args::SourceArgs;
+use crate::collect::InetDiag;
+use crate::model::StateSet;
+use clap::Args;
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+}
+
+pub fn run(a: CheckArgs) -> Result<u8, Failure> {
+    let mut ok = true;
+    match InetDiag::open(a.source.netns.as_ref(), StateSet::default_filter()).and_then(|mut d| d.dump()) {
+        Ok(d) => println!("netlink: ok, {} sockets", d.sockets.len()),
+        Err(e) => {
+            println!("netlink: FAILED: {e}");
+            ok = false;
+        }
+    }
+    ok &= bpf();
+    Ok(if ok { 0 } else { 1 })
+}
+
+#[cfg(feature = "bpf")]
+fn bpf() -> bool {
+    use crate::bpf::{self, loader};
+    use std::path::Path;
+    if let Some(reason) = bpf::unavailable(crate::caps::CapSet::effective(), Path::new(bpf::BTF_PATH)) {
+        println!("bpf: {reason}");
+        return false;
+    }
+    let cfg = loader::LoadConfig::from_rule(&crate::alert::rule::RuleConfig::default());
+    let l = match loader::load(&cfg) {
+        Ok(l) => l,
+        Err(e) => {
+            println!("bpf: {e}");
+            return false;
+        }
+    };
+    for (name, _) in &l.links {
+        let id = l.prog_ids.iter().find(|(n, _)| n == name).map_or(0, |(_, id)| *id);
+        println!("bpf: attached {name} (prog id {id})");
+    }
+    for (name, e) in &l.failed {
+        println!("bpf: NOT attached {name}: {e}");
+    }
+    let polled = l.consume();
+    let events = l.inbox.lock().map(|v| v.len()).unwrap_or(0);
+    match &polled {
+        Ok(()) => println!("bpf: ring buffer ok, {events} events, {} lost", l.lost_total()),
+        Err(e) => println!("bpf: ring buffer FAILED: {e}"),
+    }
+    l.failed.is_empty() && polled.is_ok()
+}
+
+#[cfg(not(feature = "bpf"))]
+fn bpf() -> bool {
+    println!("bpf: eBPF off: built without the `bpf` feature (netlink-only)");
+    false
+}

@@ -1,0 +1,277 @@
+//! The eBPF half of the engine: per-cookie kernel state (true BBR phase, kernel-timed inflation
+//! onset), closed flows with per-cc aggregates, and the BPF collector's status.
+
+use super::snapshot::CollectorStatus;
+use crate::model::{Cookie, Phase};
+use crate::output::serde_time;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::time::{Instant, SystemTime};
+
+/// `struct bbr` as the kernel last reported it for one socket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct KernelPhase {
+    pub mode: u8,
+    pub cycle_idx: u8,
+    pub full_bw_reached: bool,
+    /// BBR's long-term (policer) bandwidth mode.
+    pub lt_use_bw: bool,
+    pub min_rtt_us: u32,
+}
+
+impl KernelPhase {
+    pub fn phase(&self) -> Option<Phase> {
+        Phase::from_kernel(self.mode, self.cycle_idx)
+    }
+}
+
+/// What the BPF collector learned about one live socket.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum KernelUpdate {
+    Phase {
+        cookie: Cookie,
+        netns: u32,
+        phase: KernelPhase,
+        entered: u32,
+    },
+    /// `onset` is None when the spell ended.
+    Inflation {
+        cookie: Cookie,
+        netns: u32,
+        onset: Option<Instant>,
+        peak_ratio: f64,
+    },
+}
+
+/// The latest kernel state of one socket, shown in [`super::snapshot::Derived::kernel`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct KernelSocket {
+    pub netns: u32,
+    pub bbr: Option<KernelPhase>,
+    /// Phase-change events seen (mode or PROBE_BW step).
+    pub phase_changes: u64,
+    /// Times the present mode was entered.
+    pub mode_entered: u32,
+    /// Whether the kernel has timed inflation for this socket (then its onset is authoritative).
+    #[serde(skip)]
+    pub inflation_known: bool,
+    #[serde(skip)]
+    pub inflation_onset: Option<Instant>,
+    pub peak_ratio: f64,
+}
+
+/// One closed TCP socket, from the kernel at destroy time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClosedFlow {
+    /// Monotonic per engine: consumers stream records with a seq above the last they printed.
+    pub seq: u64,
+    pub cookie: Cookie,
+    pub netns: u32,
+    pub cc: String,
+    pub local: SocketAddr,
+    pub peer: SocketAddr,
+    #[serde(with = "serde_time")]
+    pub closed_at: SystemTime,
+    /// None when tcp_probe never saw the socket (no RTT sample).
+    pub lifetime_seconds: Option<f64>,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub total_retrans: u32,
+    pub srtt_us: u32,
+    pub min_rtt_us: u32,
+    pub delivery_rate_bytes_per_sec: Option<u64>,
+    pub bbr: Option<ClosedBbr>,
+    pub peak_inflation_ratio: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct ClosedBbr {
+    pub mode: &'static str,
+    pub min_rtt_us: u32,
+    pub bw_bytes_per_sec: u64,
+}
+
+/// Upper bounds of the closed-flow distributions (the last bucket is everything above).
+pub const SRTT_BOUNDS_US: [u64; 6] = [100, 1_000, 10_000, 100_000, 1_000_000, u64::MAX];
+pub const RATE_BOUNDS_BYTES_PER_SEC: [u64; 6] =
+    [125_000, 1_250_000, 12_500_000, 125_000_000, 1_250_000_000, u64::MAX];
+
+/// Closed flows of one congestion control since start.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ClosedAggregate {
+    pub cc: String,
+    pub count: u64,
+    pub bytes_acked_total: u64,
+    /// Counts per bucket of [`SRTT_BOUNDS_US`].
+    pub srtt_buckets: [u64; 6],
+    /// Counts per bucket of [`RATE_BOUNDS_BYTES_PER_SEC`] (flows with a delivery rate).
+    pub rate_buckets: [u64; 6],
+}
+
+fn bucket(bounds: &[u64; 6], v: u64) -> usize {
+    bounds.iter().position(|&b| v <= b).unwrap_or(bounds.len() - 1)
+}
+
+/// Kernel state the engine holds.
+pub struct KernelState {
+    sockets: FxHashMap<Cookie, KernelSocket>,
+    closed: VecDeque<ClosedFlow>,
+    closed_by_cc: BTreeMap<String, ClosedAggregate>,
+    closed_seq: u64,
+    keep_closed: usize,
+    pub status: CollectorStatus,
+}
+
+/// The closed records kept in each snapshot.
+pub const DEFAULT_KEEP_CLOSED: usize = 4096;
+
+impl Default for KernelState {
+    fn default() -> Self {
+        KernelState {
+            sockets: FxHashMap::default(),
+            closed: VecDeque::new(),
+            closed_by_cc: BTreeMap::new(),
+            closed_seq: 0,
+            keep_closed: DEFAULT_KEEP_CLOSED,
+            status: CollectorStatus { name: "bpf", enabled: false, ..Default::default() },
+        }
+    }
+}
+
+impl KernelState {
+    pub fn apply(&mut self, u: KernelUpdate) {
+        match u {
+            KernelUpdate::Phase { cookie, netns, phase, entered } => {
+                let k = self.sockets.entry(cookie).or_default();
+                k.netns = netns;
+                k.bbr = Some(phase);
+                k.phase_changes += 1;
+                k.mode_entered = entered;
+            }
+            KernelUpdate::Inflation { cookie, netns, onset, peak_ratio } => {
+                let k = self.sockets.entry(cookie).or_default();
+                k.netns = netns;
+                k.inflation_known = true;
+                k.inflation_onset = onset;
+                k.peak_ratio = k.peak_ratio.max(peak_ratio);
+            }
+        }
+    }
+
+    pub fn close(&mut self, mut c: ClosedFlow) {
+        self.sockets.remove(&c.cookie);
+        self.closed_seq += 1;
+        c.seq = self.closed_seq;
+        let a = self
+            .closed_by_cc
+            .entry(c.cc.clone())
+            .or_insert_with(|| ClosedAggregate { cc: c.cc.clone(), ..Default::default() });
+        a.count += 1;
+        a.bytes_acked_total += c.bytes_acked;
+        a.srtt_buckets[bucket(&SRTT_BOUNDS_US, c.srtt_us.into())] += 1;
+        if let Some(r) = c.delivery_rate_bytes_per_sec {
+            a.rate_buckets[bucket(&RATE_BOUNDS_BYTES_PER_SEC, r)] += 1;
+        }
+        self.closed.push_front(c);
+        self.closed.truncate(self.keep_closed);
+    }
+
+    pub fn status(&mut self, attached: u32, lost_total: u64, reason: Option<String>) {
+        let s = &mut self.status;
+        s.enabled = reason.is_none() || attached > 0;
+        s.polls_total += 1;
+        s.last_success = reason.is_none();
+        s.reason = reason;
+        s.programs_attached = Some(attached);
+        s.ringbuf_lost_total = Some(lost_total);
+    }
+
+    pub fn socket(&self, cookie: Cookie) -> Option<&KernelSocket> {
+        self.sockets.get(&cookie)
+    }
+
+    /// The kernel's onset for the netlink alert path: `Some(onset)` when the kernel times this
+    /// socket's inflation, `None` when the netlink path must evaluate on its own.
+    pub fn onset(&self, cookie: Cookie) -> Option<Option<Instant>> {
+        self.sockets.get(&cookie).filter(|k| k.inflation_known).map(|k| k.inflation_onset)
+    }
+
+    pub fn closed(&self) -> Vec<ClosedFlow> {
+        self.closed.iter().cloned().collect()
+    }
+
+    pub fn closed_by_cc(&self) -> Vec<ClosedAggregate> {
+        self.closed_by_cc.values().cloned().collect()
+    }
+}
+
+/// Overlays kernel values on what netlink inferred: the phase says where it came from.
+pub fn overlay(mut d: super::snapshot::Derived, k: Option<&KernelSocket>) -> super::snapshot::Derived {
+    if let Some(k) = k {
+        if let Some(p) = k.bbr.and_then(|b| b.phase()) {
+            d.phase = Some(p);
+            d.phase_source = Some(crate::model::Source::Kernel);
+        }
+        d.kernel = Some(*k);
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(cc: &str, srtt_us: u32, rate: Option<u64>) -> ClosedFlow {
+        ClosedFlow {
+            seq: 0,
+            cookie: 1,
+            netns: 1,
+            cc: cc.into(),
+            local: "10.0.0.1:1".parse().unwrap(),
+            peer: "10.0.0.2:2".parse().unwrap(),
+            closed_at: SystemTime::UNIX_EPOCH,
+            lifetime_seconds: None,
+            bytes_acked: 10,
+            bytes_received: 0,
+            total_retrans: 0,
+            srtt_us,
+            min_rtt_us: 0,
+            delivery_rate_bytes_per_sec: rate,
+            bbr: None,
+            peak_inflation_ratio: 0.0,
+        }
+    }
+
+    #[test]
+    fn closed_aggregates_and_seq() {
+        let mut k = KernelState::default();
+        k.apply(KernelUpdate::Inflation { cookie: 1, netns: 1, onset: None, peak_ratio: 2.0 });
+        assert_eq!(k.onset(1), Some(None));
+        k.close(flow("cubic", 50, Some(1_000_000)));
+        k.close(flow("cubic", 5_000, None));
+        k.close(flow("bbr", 2_000_000, Some(u64::MAX)));
+        assert_eq!(k.onset(1), None, "close forgets the socket");
+        let agg = k.closed_by_cc();
+        assert_eq!(
+            agg.iter().map(|a| (a.cc.as_str(), a.count)).collect::<Vec<_>>(),
+            [("bbr", 1), ("cubic", 2)]
+        );
+        assert_eq!(agg[1].srtt_buckets, [1, 0, 1, 0, 0, 0]);
+        assert_eq!(agg[1].rate_buckets, [0, 1, 0, 0, 0, 0]);
+        assert_eq!(agg[0].srtt_buckets[5], 1);
+        assert_eq!(k.closed().iter().map(|c| c.seq).collect::<Vec<_>>(), [3, 2, 1]);
+    }
+
+    #[test]
+    fn phase_updates_keep_latest() {
+        let mut k = KernelState::default();
+        let p = KernelPhase { mode: 2, cycle_idx: 1, ..Default::default() };
+        k.apply(KernelUpdate::Phase { cookie: 9, netns: 4, phase: KernelPhase::default(), entered: 1 });
+        k.apply(KernelUpdate::Phase { cookie: 9, netns: 4, phase: p, entered: 1 });
+        let s = k.socket(9).unwrap();
+        assert_eq!((s.bbr.unwrap().phase(), s.phase_changes), (p.phase(), 2));
+        assert_eq!(k.onset(9), None, "no inflation info yet: netlink decides");
+    }
+}
