@@ -9,6 +9,11 @@
 #include "bbrtop.h"
 
 #define AF_INET6 10
+
+/* A verifier-inlined cast (no helper call): the result reads as an untrusted BTF pointer,
+ * each load a PROBE_MEM load. tcp_probe only fires for full TCP sockets, so the cast holds. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#define TCP_SK(sk) ((struct tcp_sock *)bpf_rdonly_cast((sk), bpf_core_type_id_kernel(struct tcp_sock)))
 #define BBR_MODES 4
 
 /* Set by userspace before load: the alert rule (DESIGN.md), same values as userspace. */
@@ -102,7 +107,7 @@ static __always_inline void emit_infl(struct sock *sk, __u32 kind, struct sock_s
 SEC("tp_btf/tcp_probe")
 int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 {
-	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+	struct tcp_sock *tp = TCP_SK(sk);
 	struct sock_state *st;
 	struct bbr *bbr = 0;
 	__u32 srtt, base, mode = 0, cycle = 0;
@@ -135,7 +140,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	base = tp->rtt_min.s[0].v;
 	if (st->is_bbr) {
 		bbr = (struct bbr *)&tp->inet_conn.icsk_ca_priv;
-		__u32 b = BPF_CORE_READ(bbr, min_rtt_us);
+		__u32 b = bbr->min_rtt_us; /* direct load: tp is a trusted BTF pointer */
 		if (b && b < base)
 			base = b;
 	}
@@ -163,8 +168,8 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 
 	if (!bbr)
 		return 0;
-	mode = BPF_CORE_READ_BITFIELD_PROBED(bbr, mode);
-	cycle = BPF_CORE_READ_BITFIELD_PROBED(bbr, cycle_idx);
+	mode = BPF_CORE_READ_BITFIELD(bbr, mode);
+	cycle = BPF_CORE_READ_BITFIELD(bbr, cycle_idx);
 	__u8 step = step_of(mode, cycle);
 	if (st->seen_phase && mode == st->mode && step == st->step)
 		return 0;
@@ -187,15 +192,15 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	fill_hdr(&e->h, BBRTOP_PHASE, sk, now);
 	e->mode = mode;
 	e->cycle_idx = cycle;
-	e->full_bw_reached = BPF_CORE_READ_BITFIELD_PROBED(bbr, full_bw_reached);
-	e->lt_use_bw = BPF_CORE_READ_BITFIELD_PROBED(bbr, lt_use_bw);
+	e->full_bw_reached = BPF_CORE_READ_BITFIELD(bbr, full_bw_reached);
+	e->lt_use_bw = BPF_CORE_READ_BITFIELD(bbr, lt_use_bw);
 	e->prev_mode = prev_mode;
 	e->prev_cycle_idx = 0;
 	e->_pad = 0;
 	e->prev_began_ns = prev_began;
-	e->min_rtt_us = BPF_CORE_READ(bbr, min_rtt_us);
+	e->min_rtt_us = bbr->min_rtt_us;
 	e->entered = st->entered[mode & (BBR_MODES - 1)];
-	e->bw = BPF_CORE_READ(bbr, bw.s[0].v);
+	e->bw = bbr->bw.s[0].v;
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
