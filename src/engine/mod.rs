@@ -194,7 +194,7 @@ impl Engine {
     pub fn tick(&mut self, now: Now) -> Arc<Snapshot> {
         self.seq += 1;
         let (rule, cap, poll) = (self.cfg.rule, self.cfg.history, self.generation);
-        let mut sockets: Vec<SocketView> = self
+        let sockets: Vec<SocketView> = self
             .sockets
             .values()
             .map(|t| SocketView {
