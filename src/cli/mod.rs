@@ -7,6 +7,7 @@
 pub mod args;
 pub mod check;
 pub mod doctor;
+pub mod lab;
 pub mod snapshot;
 pub mod watch;
 
@@ -30,6 +31,8 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Load and attach the eBPF programs, poll once, report what attached: exit 0 or 1.
     Check(check::CheckArgs),
+    /// Run a BBR guide's scenario (bufferbloat, lossy, ab) in network namespaces and report.
+    Lab(lab::LabArgs),
 }
 
 /// A failure, with the exit code it maps to.
@@ -89,6 +92,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Some(Command::Watch(a)) => watch::run(a).map(|()| 0),
         Some(Command::Doctor(a)) => doctor::run(a),
         Some(Command::Check(a)) => check::run(a),
+        Some(Command::Lab(a)) => lab::run(a).map(|()| 0),
         None => Err(Failure::Usage("no command given; try `bbrtop snapshot` or `bbrtop --help`".into())),
     }
 }

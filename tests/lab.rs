@@ -1,0 +1,111 @@
+//! The lab on the real kernel: namespaces, a tbf bottleneck, real CUBIC and BBR flows, and `ss`.
+
+use bbrtop::collect::InetDiag;
+use bbrtop::collect::netns::NetnsSpec;
+use bbrtop::lab::ss::{SsSocket, parse_ss_tin};
+use bbrtop::lab::{Flow, Lab, LabConfig, privileged};
+use bbrtop::model::StateSet;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn our_namespaces(lab_name: &str) -> Vec<String> {
+    let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with(lab_name))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `ss -tinH` inside the lab's sender namespace, for one flow.
+fn ss_flow(lab: &Lab, f: &Flow) -> SsSocket {
+    let out = Command::new("ip")
+        .args(["netns", "exec", lab.sender_name(), "ss", "-tinH", "state", "established"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    parse_ss_tin(&text)
+        .into_iter()
+        .find(|s| s.local == Some(f.local))
+        .unwrap_or_else(|| panic!("flow not in ss:\n{text}"))
+}
+
+/// Bytes acked by a flow's socket, from bbrtop's own collector.
+fn acked(diag: &mut InetDiag, f: &Flow) -> u64 {
+    let d = diag.dump().unwrap();
+    d.sockets.iter().find(|s| s.local == f.local).and_then(|s| s.tcp_info.bytes_acked()).unwrap_or(0)
+}
+
+#[test]
+fn cubic_fills_the_deep_buffer_at_the_shaped_rate() {
+    if !privileged("lab test") {
+        return;
+    }
+    let mut lab = Lab::new(LabConfig::default()).unwrap();
+    let flow = lab.start_flow("cubic").unwrap();
+    let mut diag =
+        InetDiag::open(Some(&NetnsSpec(lab.sender_netns().to_path_buf())), StateSet::default_filter())
+            .unwrap();
+    // Let the queue build, then measure the rate over a known interval.
+    std::thread::sleep(Duration::from_secs(3));
+    let (t0, b0) = (Instant::now(), acked(&mut diag, &flow));
+    std::thread::sleep(Duration::from_secs(3));
+    let (t1, b1) = (Instant::now(), acked(&mut diag, &flow));
+    let rate = (b1 - b0) as f64 * 8.0 / (t1 - t0).as_secs_f64();
+    eprintln!("cubic through 20 Mbit/s tbf: {:.2} Mbit/s", rate / 1e6);
+    assert!((8e6..=22e6).contains(&rate), "rate {rate} bit/s");
+    let ss = ss_flow(&lab, &flow);
+    eprintln!("ss: rtt {:?} ms, minrtt {:?} ms", ss.rtt_ms, ss.minrtt_ms);
+    assert_eq!(ss.cc.as_deref(), Some("cubic"));
+    let (rtt, min) = (ss.rtt_ms.unwrap(), ss.minrtt_ms.unwrap());
+    assert!(rtt > 10.0 * min && rtt > 20.0, "a standing queue: rtt {rtt} ms vs min {min} ms");
+}
+
+#[test]
+fn bbr_flow_runs_and_labs_do_not_collide() {
+    if !privileged("lab test") {
+        return;
+    }
+    let mut a = Lab::new(LabConfig::default()).unwrap();
+    let mut b = Lab::new(LabConfig::default()).unwrap();
+    assert_ne!(a.sender_name(), b.sender_name());
+    let fa = a.start_flow("bbr").unwrap();
+    let fb = b.start_flow("bbr").unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    for (lab, f) in [(&a, &fa), (&b, &fb)] {
+        let ss = ss_flow(lab, f);
+        assert_eq!(ss.cc.as_deref(), Some("bbr"));
+        assert!(ss.bbr_bw_bps.unwrap_or(0.0) > 1e6, "bbr measured a bandwidth: {ss:?}");
+    }
+    a.stop_flow(&fa);
+    let name = a.name().to_string();
+    drop(a);
+    assert!(our_namespaces(&name).is_empty(), "lab a removed");
+    assert_eq!(our_namespaces(b.name()).len(), 3, "lab b untouched: sender, router, receiver");
+}
+
+#[test]
+fn unknown_cc_is_a_clear_error_and_a_panic_still_cleans_up() {
+    if !privileged("lab test") {
+        return;
+    }
+    let mut lab = Lab::new(LabConfig::default()).unwrap();
+    let err = lab.start_flow("nosuchcc").unwrap_err().to_string();
+    assert!(err.contains("nosuchcc") && err.contains("not available"), "{err}");
+    let name = lab.name().to_string();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _lab = lab;
+        panic!("a test failing half way");
+    }));
+    assert!(r.is_err());
+    assert!(our_namespaces(&name).is_empty(), "namespaces removed on unwind");
+}
+
+#[test]
+fn short_flows_complete() {
+    if !privileged("lab test") {
+        return;
+    }
+    let lab = Lab::new(LabConfig::default()).unwrap();
+    assert_eq!(lab.short_flows("cubic", 50).unwrap(), 50);
+}
