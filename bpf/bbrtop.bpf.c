@@ -224,7 +224,8 @@ int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 	__builtin_memset(e, 0, sizeof(*e));
 	fill_hdr(&e->h, BBRTOP_CLOSE, sk, now);
 	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
-	e->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	/* inet_sport, not skc_num: the port is unhashed (skc_num zeroed) before destroy. */
+	e->lport = __builtin_bswap16(tp->inet_conn.icsk_inet.inet_sport);
 	e->rport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	if (e->family == AF_INET6) {
 		BPF_CORE_READ_INTO(&e->saddr, sk, __sk_common.skc_v6_rcv_saddr);

@@ -80,6 +80,7 @@ struct tcp_congestion_ops {
 
 struct inet_sock {
 	struct sock sk;
+	__be16 inet_sport;
 };
 
 struct inet_connection_sock {

@@ -1,0 +1,195 @@
+//! Privileged eBPF tests: real programs on the real kernel, with loopback and lab flows.
+#![cfg(feature = "bpf")]
+
+use bbrtop::bpf::event::{Close, Event};
+use bbrtop::bpf::loader::{self, LoadConfig, Loaded};
+use bbrtop::caps::{self, Cap, CapSet};
+use bbrtop::lab::{Lab, LabConfig};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::MetadataExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// BPF needs CAP_BPF and CAP_PERFMON: under CI their absence fails the test, elsewhere it skips
+/// loudly.
+fn bpf_privileged(what: &str) -> bool {
+    let missing = CapSet::effective().missing(&[Cap::Bpf, Cap::Perfmon]);
+    if missing.is_empty() {
+        return true;
+    }
+    let msg = format!("{what} needs {}", caps::names(&missing));
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{msg}");
+    }
+    eprintln!("SKIP (not under CI): {msg}");
+    false
+}
+
+fn load() -> Loaded {
+    let l = loader::load(&LoadConfig { ratio_milli: 1500, floor_us: 1000 }).expect("load");
+    assert!(l.failed.is_empty(), "attach failures: {:?}", l.failed);
+    assert_eq!(l.links.len(), 2);
+    l
+}
+
+/// Drains the ring buffer until `done` holds for the events so far (bounded in time).
+fn collect_until(l: &Loaded, limit: Duration, mut done: impl FnMut(&[Event]) -> bool) -> Vec<Event> {
+    let start = Instant::now();
+    let mut all = Vec::new();
+    loop {
+        l.consume().expect("consume");
+        let batch = std::mem::take(&mut *l.inbox.lock().unwrap());
+        all.extend(batch.into_iter().map(|e| e.expect("every kernel event decodes")));
+        if done(&all) || start.elapsed() > limit {
+            return all;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn closes(events: &[Event]) -> impl Iterator<Item = &Close> {
+    events.iter().filter_map(|e| if let Event::Close(c) = e { Some(c) } else { None })
+}
+
+fn netns_inode(path: &std::path::Path) -> u32 {
+    std::fs::metadata(path).expect("netns path").ino() as u32
+}
+
+#[test]
+fn loads_attaches_and_reports_loopback_closes() {
+    if !bpf_privileged("loading BPF programs") {
+        return;
+    }
+    let l = load();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).unwrap();
+        buf.len()
+    });
+    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    c.write_all(&vec![7u8; 256 * 1024]).unwrap();
+    drop(c);
+    assert_eq!(server.join().unwrap(), 256 * 1024);
+
+    let ev = collect_until(&l, Duration::from_secs(10), |ev| {
+        closes(ev).filter(|c| c.local.port() == port || c.peer.port() == port).count() >= 2
+    });
+    let mine: Vec<&Close> = closes(&ev).filter(|c| c.local.port() == port || c.peer.port() == port).collect();
+    assert!(mine.len() >= 2, "close records for port {port}: {mine:?}");
+    let client = mine.iter().find(|c| c.peer.port() == port).expect("the client's close");
+    assert_eq!(client.local.ip().to_string(), "127.0.0.1");
+    assert!(client.bytes_acked >= 256 * 1024, "{client:?}");
+    assert!(!client.cc.is_empty() && client.rtt_samples > 0, "{client:?}");
+    let server = mine.iter().find(|c| c.local.port() == port).expect("the server's close");
+    assert!(server.bytes_received >= 256 * 1024, "{server:?}");
+    assert_eq!(client.h.netns, server.h.netns);
+}
+
+#[test]
+fn bbr_lab_flow_goes_startup_then_probe_bw_from_the_kernel() {
+    if !bbrtop::lab::privileged("a BBR lab flow") || !bpf_privileged("kernel BBR state") {
+        return;
+    }
+    let mut lab = Lab::new(LabConfig::default()).expect("lab");
+    let ns = netns_inode(lab.sender_netns());
+    let l = load();
+    let flow = lab.start_flow("bbr").expect("bbr flow");
+    let phases = |ev: &[Event]| -> Vec<(u64, u8, u8)> {
+        ev.iter()
+            .filter_map(|e| match e {
+                Event::Phase(p) if p.h.netns == ns => Some((p.h.cookie, p.mode, p.cycle_idx)),
+                _ => None,
+            })
+            .collect()
+    };
+    let ev = collect_until(&l, Duration::from_secs(30), |ev| {
+        let p = phases(ev);
+        let steps: std::collections::BTreeSet<u8> =
+            p.iter().filter(|x| x.1 == 2).map(|x| x.2.min(2)).collect();
+        steps.len() >= 3
+    });
+    lab.stop_flow(&flow);
+    let p = phases(&ev);
+    assert!(!p.is_empty(), "no phase events from the sender namespace");
+    let cookie = p[0].0;
+    let mine: Vec<_> = p.iter().filter(|x| x.0 == cookie).collect();
+    assert_eq!(mine[0].1, 0, "the first kernel phase is STARTUP: {mine:?}");
+    let cycles: std::collections::BTreeSet<u8> = mine.iter().filter(|x| x.1 == 2).map(|x| x.2).collect();
+    assert!(cycles.len() >= 2, "PROBE_BW with cycle_idx moving: {mine:?}");
+}
+
+#[test]
+fn cubic_through_a_deep_buffer_is_flagged_inflated_by_the_kernel() {
+    if !bbrtop::lab::privileged("a CUBIC lab flow") || !bpf_privileged("kernel inflation") {
+        return;
+    }
+    let mut lab = Lab::new(LabConfig::default()).expect("lab");
+    let ns = netns_inode(lab.sender_netns());
+    let l = load();
+    let flow = lab.start_flow("cubic").expect("cubic flow");
+    let started = |e: &Event| matches!(e, Event::InflationStarted(i) if i.h.netns == ns);
+    let ev = collect_until(&l, Duration::from_secs(30), |ev| ev.iter().any(started));
+    lab.stop_flow(&flow);
+    let Some(Event::InflationStarted(i)) = ev.iter().find(|e| started(e)) else {
+        panic!("no kernel inflation onset for the CUBIC flow");
+    };
+    assert!(i.srtt_us as f64 >= 1.5 * i.baseline_us as f64, "{i:?}");
+    assert!(i.srtt_us - i.baseline_us >= 1000, "{i:?}");
+    assert!(i.onset_ns > 0 && i.onset_ns <= i.h.ts_ns, "{i:?}");
+}
+
+#[test]
+fn two_thousand_short_connections_give_two_thousand_closes_or_counted_losses() {
+    if !bbrtop::lab::privileged("short lab flows") || !bpf_privileged("close records") {
+        return;
+    }
+    const N: usize = 2000;
+    let lab = Lab::new(LabConfig::default()).expect("lab");
+    let ns = netns_inode(lab.sender_netns());
+    let l = load();
+    let lost_before = l.lost_total();
+    let made = lab.short_flows("cubic", N).expect("short flows");
+    assert_eq!(made, N, "the lab completed every connection");
+    let sender_closes = |ev: &[Event]| closes(ev).filter(|c| c.h.netns == ns && c.cc == "cubic").count();
+    let ev = collect_until(&l, Duration::from_secs(30), |ev| {
+        sender_closes(ev) as u64 + l.lost_total() - lost_before >= N as u64
+    });
+    let (seen, lost) = (sender_closes(&ev) as u64, l.lost_total() - lost_before);
+    assert!(seen + lost >= N as u64, "{seen} closes + {lost} lost < {N}");
+    assert!(seen <= N as u64 + 1, "no duplicates: {seen}");
+    eprintln!("short flows: {made} made, {seen} closes, {lost} lost");
+}
+
+#[test]
+fn no_program_of_ours_survives_the_process() {
+    if !bpf_privileged("bbrtop check") {
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_bbrtop")).arg("check").output().expect("run bbrtop check");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "bbrtop check failed: {text}");
+    let ids: Vec<u32> = text
+        .lines()
+        .filter_map(|l| l.split("(prog id ").nth(1)?.trim_end_matches(')').parse().ok())
+        .collect();
+    assert_eq!(ids.len(), 2, "{text}");
+    // Programs are freed after an RCU grace period: poll, bounded.
+    let start = Instant::now();
+    let alive = |id: u32| {
+        Command::new("bpftool")
+            .args(["prog", "show", "id", &id.to_string()])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    while ids.iter().any(|&id| alive(id)) && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<u32> = ids.into_iter().filter(|&id| alive(id)).collect();
+    assert!(left.is_empty(), "programs still loaded after exit: {left:?}");
+}
