@@ -117,3 +117,73 @@ fn filter_and_collector_status() {
     assert!(!c.last_success);
     assert_eq!(c.reason.as_deref(), Some("boom"));
 }
+
+#[test]
+fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
+    use super::kernel::{ClosedFlow, KernelPhase, KernelUpdate};
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    // Netlink alone: BBR cruise (inferred), and the CUBIC socket is not inflated.
+    let socks = || vec![sock(1, "bbr", 20_000, 20_000, 0), sock(2, "cubic", 20_000, 20_000, 0)];
+    e.apply(
+        Update::Kernel(KernelUpdate::Phase {
+            cookie: 1,
+            netns: 7,
+            phase: KernelPhase { mode: 0, ..Default::default() },
+            entered: 1,
+        }),
+        t0,
+    );
+    // The kernel timed an onset 6 s ago (longer than the 5 s hold).
+    let onset = t0.mono - Duration::from_secs(6);
+    e.apply(
+        Update::Kernel(KernelUpdate::Inflation { cookie: 2, netns: 7, onset: Some(onset), peak_ratio: 3.0 }),
+        t0,
+    );
+    e.apply(dump(socks()), t0);
+    e.apply(Update::BpfStatus { programs_attached: 2, ringbuf_lost_total: 5, reason: None }, t0);
+    let s = e.tick(t0);
+    let bbr = s.socket(1).unwrap();
+    assert_eq!((bbr.derived.phase, bbr.derived.phase_source), (Some(Phase::Startup), Some(Source::Kernel)));
+    assert_eq!(bbr.derived.kernel.unwrap().netns, 7);
+    let cubic = s.socket(2).unwrap();
+    assert!(cubic.derived.alert_firing, "the kernel onset drives the alert");
+    assert_eq!(cubic.derived.phase_source, None);
+    let bpf = s.collectors.iter().find(|c| c.name == "bpf").unwrap();
+    assert_eq!((bpf.programs_attached, bpf.ringbuf_lost_total, bpf.enabled), (Some(2), Some(5), true));
+
+    // The kernel says the spell ended: the alert resolves at the next poll.
+    let t1 = t0.after(Duration::from_secs(1));
+    e.apply(
+        Update::Kernel(KernelUpdate::Inflation { cookie: 2, netns: 7, onset: None, peak_ratio: 3.0 }),
+        t1,
+    );
+    e.apply(dump(socks()), t1);
+    assert!(!e.tick(t1).socket(2).unwrap().derived.alert_firing);
+
+    e.apply(
+        Update::Closed(Box::new(ClosedFlow {
+            seq: 0,
+            cookie: 2,
+            netns: 7,
+            cc: "cubic".into(),
+            local: "10.0.0.1:40002".parse().unwrap(),
+            peer: "10.0.0.2:5201".parse().unwrap(),
+            closed_at: t1.wall,
+            lifetime_seconds: Some(7.0),
+            bytes_acked: 1000,
+            bytes_received: 0,
+            total_retrans: 0,
+            srtt_us: 20_000,
+            min_rtt_us: 20_000,
+            delivery_rate_bytes_per_sec: None,
+            bbr: None,
+            peak_inflation_ratio: 3.0,
+        })),
+        t1,
+    );
+    let s = e.tick(t1);
+    assert_eq!(s.closed.len(), 1);
+    assert_eq!((s.closed_by_cc[0].cc.as_str(), s.closed_by_cc[0].count), ("cubic", 1));
+    assert!(s.socket(2).unwrap().derived.kernel.is_none(), "closed sockets' kernel state is dropped");
+}
