@@ -64,6 +64,10 @@ pub fn run(a: WatchArgs) -> Result<(), Failure> {
         let res = if a.closed {
             // Newest first in the snapshot: print the unseen ones oldest first.
             let new: Vec<_> = snap.closed.iter().take_while(|c| c.seq > closed_seq).collect();
+            // The snapshot keeps the latest records only: say how many fell out between polls.
+            if let Some(oldest) = new.last().filter(|c| c.seq > closed_seq + 1) {
+                eprintln!("bbrtop: {} closed records missed between polls", oldest.seq - closed_seq - 1);
+            }
             closed_seq = snap.closed.first().map_or(closed_seq, |c| c.seq.max(closed_seq));
             new.iter().rev().try_for_each(|c| json::write_line(&mut out, c))
         } else {

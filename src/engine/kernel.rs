@@ -125,7 +125,7 @@ pub struct KernelState {
 }
 
 /// The closed records kept in each snapshot.
-pub const DEFAULT_KEEP_CLOSED: usize = 4096;
+pub const DEFAULT_KEEP_CLOSED: usize = 16384;
 
 impl Default for KernelState {
     fn default() -> Self {

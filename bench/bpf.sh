@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# eBPF overhead benchmark, in one run and alternating:
+#  1. single-flow loopback iperf3 throughput without and with bbrtop tracing (ROUNDS each);
+#  2. ns per run of each program, from bpf_stats (run_time_ns / run_cnt), during the traced runs;
+#  3. short loopback connections at the top churn rate: closes captured vs sockets closed.
+# Needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN for bpf_stats), iperf3, python3, bpftool.
+# Usage: bench/bpf.sh [ROUNDS] [SECONDS] [CONNECTIONS]
+set -euo pipefail
+ROUNDS=${1:-3} SECS=${2:-5} CONNS=${3:-20000}
+cd "$(dirname "$0")/.."
+BIN=${BBRTOP:-target/release/bbrtop}
+[ -x "$BIN" ] || BIN=target/debug/bbrtop
+[ -x "$BIN" ] || { echo "build bbrtop first (cargo build --release)" >&2; exit 1; }
+PORT=$((20000 + RANDOM % 20000))
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+stats_before=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -qw kernel.bpf_stats_enabled=1
+trap 'cleanup; sysctl -qw kernel.bpf_stats_enabled='"$stats_before" EXIT
+
+iperf3 -s -p "$PORT" >/dev/null 2>&1 & pids+=($!)
+sleep 0.5
+gbps() { iperf3 -c 127.0.0.1 -p "$PORT" -t "$SECS" -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)'; }
+prog_stats() { # name -> "run_time_ns run_cnt" summed over loaded programs of that name
+  bpftool prog show -j | python3 -c "import json,sys; p=[x for x in json.load(sys.stdin) if x.get('name')=='$1']; print(sum(x.get('run_time_ns',0) for x in p), sum(x.get('run_cnt',0) for x in p))"
+}
+
+without=() with=() ns=()
+for r in $(seq "$ROUNDS"); do
+  without+=("$(gbps)")
+  "$BIN" watch --ndjson --port 1 --interval 1s >/dev/null 2>&1 & w=$!; pids+=($w)
+  for _ in $(seq 100); do [ "$(prog_stats tcp_probe)" != "0 0" ] && break; sleep 0.05; done
+  with+=("$(gbps)")
+  read -r t c <<<"$(prog_stats tcp_probe)"
+  ns+=("$(python3 -c "print(round($t/max($c,1),1))")")
+  kill "$w"; wait "$w" 2>/dev/null || true
+done
+python3 - "${without[*]}" "${with[*]}" "${ns[*]}" <<'PY'
+import sys, statistics as st
+wo, wi, ns = ([float(x) for x in a.split()] for a in sys.argv[1:4])
+print(f"throughput without bbrtop: {' '.join(f'{x:.2f}' for x in wo)} Gbit/s  mean {st.mean(wo):.2f}")
+print(f"throughput with bbrtop:    {' '.join(f'{x:.2f}' for x in wi)} Gbit/s  mean {st.mean(wi):.2f}")
+print(f"throughput change: {100*(st.mean(wi)/st.mean(wo)-1):+.2f}%")
+print(f"tcp_probe ns/run per round: {ns}  median {st.median(ns)}")
+PY
+
+# Churn: CONNS short connections as fast as python can make them; both ends close in this
+# namespace, so 2 x CONNS close records are expected (the loss counter explains any gap).
+CPORT=$((PORT + 1))
+"$BIN" watch --closed --ndjson --port 1 --interval 100ms > /tmp/bbrtop-bench-closed.$$ 2>/tmp/bbrtop-bench-closed.err.$$ & w=$!; pids+=($w)
+sleep 1
+python3 - "$CPORT" "$CONNS" <<'PY'
+import socket, sys, threading, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port)); srv.listen(4096)
+def serve():
+    for _ in range(n):
+        c, _ = srv.accept(); c.close()
+threading.Thread(target=serve, daemon=True).start()
+t = time.time()
+for _ in range(n):
+    s = socket.create_connection(("127.0.0.1", port)); s.close()
+dt = time.time() - t
+print(f"churn: {n} connections in {dt:.2f}s = {n/dt:.0f}/s")
+PY
+sleep 2
+read -r dt dc <<<"$(prog_stats tcp_destroy_sock)"
+kill -INT "$w"; wait "$w" 2>/dev/null || true
+captured=$(grep -c ":$CPORT\"" /tmp/bbrtop-bench-closed.$$ || true)
+echo "closes captured: $captured of $((2 * CONNS)) sockets (port $CPORT); tcp_destroy_sock ns/run: $(python3 -c "print(round($dt/max($dc,1),1))")"
+cat /tmp/bbrtop-bench-closed.err.$$ >&2; rm -f /tmp/bbrtop-bench-closed.$$ /tmp/bbrtop-bench-closed.err.$$
