@@ -146,9 +146,10 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	}
 
 	if (srtt && base && base != ~0U) {
-		__u32 ratio = (__u32)(((__u64)srtt * 1000) / base);
-		bool inflated = ratio >= ratio_milli && srtt - base >= floor_us;
+		/* No division on the common path: the ratio is computed only while inflated. */
+		bool inflated = (__u64)srtt * 1000 >= (__u64)ratio_milli * base && srtt - base >= floor_us;
 		if (inflated) {
+			__u32 ratio = (__u32)(((__u64)srtt * 1000) / base);
 			if (!st->onset_ns) {
 				__u64 now = bpf_ktime_get_ns();
 				st->onset_ns = now;
