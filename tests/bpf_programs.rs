@@ -193,3 +193,29 @@ fn no_program_of_ours_survives_the_process() {
     let left: Vec<u32> = ids.into_iter().filter(|&id| alive(id)).collect();
     assert!(left.is_empty(), "programs still loaded after exit: {left:?}");
 }
+
+#[test]
+fn watch_drops_cap_bpf_and_cap_perfmon_after_attach() {
+    if !bpf_privileged("bbrtop watch with eBPF") {
+        return;
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .args(["watch", "--ndjson", "--port", "1", "--interval", "100ms"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("run bbrtop watch");
+    let status = format!("/proc/{}/status", child.id());
+    let dropped = |s: &str| CapSet::parse_status(s).is_some_and(|c| !c.has(Cap::Bpf) && !c.has(Cap::Perfmon));
+    let start = Instant::now();
+    let mut last = String::new();
+    while start.elapsed() < Duration::from_secs(10) {
+        last = std::fs::read_to_string(&status).unwrap_or_default();
+        if dropped(&last) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(dropped(&last), "CapEff still has CAP_BPF or CAP_PERFMON: {last}");
+}

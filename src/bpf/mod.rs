@@ -9,6 +9,8 @@ mod collector;
 pub mod event;
 #[cfg(feature = "bpf")]
 pub mod loader;
+#[cfg(feature = "bpf")]
+pub mod privs;
 
 use crate::alert::rule::RuleConfig;
 use crate::caps::{self, Cap, CapSet};
@@ -68,6 +70,10 @@ fn load_source(rule: &RuleConfig) -> (Vec<Box<dyn Source>>, BpfStatus) {
             if l.links.is_empty() {
                 let reason = format!("eBPF off: no program attached ({})", describe_failures(&status));
                 return (vec![Box::new(Off(reason.clone()))], BpfStatus { reason: Some(reason), ..status });
+            }
+            // Attached: CAP_BPF and CAP_PERFMON are no longer needed (the fds are open).
+            if let Err(e) = privs::drop_caps(&[Cap::Bpf, Cap::Perfmon]) {
+                eprintln!("bbrtop: could not drop CAP_BPF/CAP_PERFMON: {e}");
             }
             (vec![Box::new(collector::Collector::new(l))], status)
         }
