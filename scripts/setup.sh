@@ -41,4 +41,8 @@ setup_build() {
 setup_test() {
     setup_build
     need_pkgs "${TEST_PKGS[@]}"
+    # bpftrace's tracepoint probes read their formats from tracefs (tests/bpf_scripts.rs).
+    if [ ! -e /sys/kernel/tracing/events ] && [ "$(id -u)" = 0 ]; then
+        mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+    fi
 }
