@@ -2,4 +2,10 @@
 
 pub mod cc;
 pub mod delayline;
+mod flow;
+mod net;
 pub mod scenario;
+pub mod ss;
+
+pub use flow::Flow;
+pub use net::{Lab, LabConfig, LabError, privileged};
