@@ -70,9 +70,8 @@ impl Lab {
         };
         let local = stream.local_addr()?;
         let s = Arc::clone(&stop);
-        let writer = std::thread::Builder::new()
-            .name("bbrtop-lab-snd".into())
-            .spawn(move || fill(stream, &s))?;
+        let writer =
+            std::thread::Builder::new().name("bbrtop-lab-snd".into()).spawn(move || fill(stream, &s))?;
         let id = self.next_flow;
         self.next_flow += 1;
         self.flows.push(FlowRun { id, stop, received, threads: vec![reader, writer] });
@@ -149,7 +148,9 @@ impl Lab {
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|_| "unknown".into());
             return Err(match e.raw_os_error() {
-                Some(libc::ENOENT) | Some(libc::EPERM) => LabError::CcUnavailable { cc: cc.into(), available },
+                Some(libc::ENOENT) | Some(libc::EPERM) => {
+                    LabError::CcUnavailable { cc: cc.into(), available }
+                }
                 _ => LabError::Io(e),
             });
         }
@@ -203,7 +204,11 @@ fn fill(mut c: TcpStream, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         match c.write(&buf) {
             Ok(_) => {}
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(_) => break,
         }
     }

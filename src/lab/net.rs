@@ -1,5 +1,11 @@
-//! The lab's network: two namespaces (sender, receiver) joined by a veth pair, with tbf on the
-//! sender's egress. Built with iproute2; torn down on drop, on a failed setup and on unwind.
+//! The lab's network: a sender and a receiver namespace joined through a router namespace by two
+//! veth pairs, with tbf on the router's egress towards the receiver. Built with iproute2; torn
+//! down on drop, on a failed setup and on unwind.
+//!
+//! Why a router and not tbf on the sender's own veth: a packet queued in the sender's qdisc still
+//! counts against its socket (TCP small queues allows about two 64 KB GSO packets there), so the
+//! queue could never grow past ~100 KB and CUBIC would never fill a deep buffer. Packets leaving
+//! the sender's veth are orphaned, so a queue in the router behaves like a real bottleneck's.
 
 use crate::caps::{Cap, CapSet};
 use std::net::{IpAddr, Ipv4Addr};
@@ -9,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::flow::FlowRun;
 
-/// Prefix of every namespace a lab creates: `bbrtop-<pid>-<n>-snd|rcv`.
+/// Prefix of every namespace a lab creates: `bbrtop-<pid>-<n>-snd|rtr|rcv`.
 const PREFIX: &str = "bbrtop-";
 
 /// The path's shape.
@@ -53,16 +59,16 @@ pub enum LabError {
 /// A running lab. See the module docs.
 pub struct Lab {
     cfg: LabConfig,
-    snd_name: String,
-    rcv_name: String,
-    snd_path: PathBuf,
-    rcv_path: PathBuf,
-    snd_dev: String,
-    rcv_dev: String,
-    snd_addr: Ipv4Addr,
-    rcv_addr: Ipv4Addr,
-    /// Which namespaces exist (and so must be deleted): set as they are made.
-    made: [bool; 2],
+    /// Namespace names: sender, router, receiver.
+    names: [String; 3],
+    paths: [PathBuf; 3],
+    /// Interface tag: devices are `<tag>s` (sender), `<tag>a` (router, sender side), `<tag>b`
+    /// (router, receiver side: the bottleneck), `<tag>r` (receiver).
+    tag: String,
+    /// 10.a.b.0/29 of this lab.
+    net: (u8, u8),
+    /// How many namespaces exist (and so must be deleted): counted as they are made.
+    made: usize,
     pub(super) flows: Vec<FlowRun>,
     pub(super) next_flow: u64,
 }
@@ -78,22 +84,16 @@ impl Lab {
         remove_stale();
         let pid = std::process::id();
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let snd_name = format!("{PREFIX}{pid}-{n}-snd");
-        let rcv_name = format!("{PREFIX}{pid}-{n}-rcv");
-        // Interface names: at most 15 chars ("bt" + 6 hex pid digits + "x" + hex counter + end).
-        let tag = format!("bt{pid:x}x{:x}", n & 0xfff);
-        let (a, b) = subnet(pid, n);
+        let names = ["snd", "rtr", "rcv"].map(|r| format!("{PREFIX}{pid}-{n}-{r}"));
+        let paths = names.clone().map(|n| Path::new("/run/netns").join(n));
         let mut lab = Lab {
             cfg,
-            snd_path: Path::new("/run/netns").join(&snd_name),
-            rcv_path: Path::new("/run/netns").join(&rcv_name),
-            snd_name,
-            rcv_name,
-            snd_dev: format!("{tag}s"),
-            rcv_dev: format!("{tag}r"),
-            snd_addr: Ipv4Addr::new(10, a, b, 1),
-            rcv_addr: Ipv4Addr::new(10, a, b, 2),
-            made: [false; 2],
+            names,
+            paths,
+            // Interface names: at most 15 chars ("bt" + 6 hex pid digits + "x" + 3 hex + end).
+            tag: format!("bt{pid:x}x{:x}", n & 0xfff),
+            net: subnet(pid, n),
+            made: 0,
             flows: Vec::new(),
             next_flow: 0,
         };
@@ -102,29 +102,41 @@ impl Lab {
         Ok(lab)
     }
 
+    fn addr(&self, host: u8) -> Ipv4Addr {
+        Ipv4Addr::new(10, self.net.0, self.net.1, host)
+    }
+
     fn build(&mut self) -> Result<(), LabError> {
-        ip(&["netns", "add", &self.snd_name])?;
-        self.made[0] = true;
-        ip(&["netns", "add", &self.rcv_name])?;
-        self.made[1] = true;
-        let (snd, rcv) = (self.snd_name.clone(), self.rcv_name.clone());
-        let (sd, rd) = (self.snd_dev.clone(), self.rcv_dev.clone());
-        ip(&["link", "add", &sd, "netns", &snd, "type", "veth", "peer", "name", &rd, "netns", &rcv])?;
-        for (ns, dev, addr) in [(&snd, &sd, self.snd_addr), (&rcv, &rd, self.rcv_addr)] {
-            ip(&["-n", ns, "addr", "add", &format!("{addr}/30"), "dev", dev])?;
-            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        for name in self.names.clone() {
+            ip(&["netns", "add", &name])?;
+            self.made += 1;
+        }
+        let [snd, rtr, rcv] = self.names.clone();
+        let t = &self.tag;
+        let (sd, ra, rb, rd) = (format!("{t}s"), format!("{t}a"), format!("{t}b"), format!("{t}r"));
+        ip(&["link", "add", &sd, "netns", &snd, "type", "veth", "peer", "name", &ra, "netns", &rtr])?;
+        ip(&["link", "add", &rb, "netns", &rtr, "type", "veth", "peer", "name", &rd, "netns", &rcv])?;
+        // sender .1 -- .2 router .5 -- .6 receiver
+        for (ns, dev, host) in [(&snd, &sd, 1), (&rtr, &ra, 2), (&rtr, &rb, 5), (&rcv, &rd, 6)] {
+            ip(&["-n", ns, "addr", "add", &format!("{}/30", self.addr(host)), "dev", dev])?;
             ip(&["-n", ns, "link", "set", dev, "up"])?;
         }
+        for ns in [&snd, &rtr, &rcv] {
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        ip(&["-n", &snd, "route", "add", "default", "via", &self.addr(2).to_string()])?;
+        ip(&["-n", &rcv, "route", "add", "default", "via", &self.addr(5).to_string()])?;
+        in_netns(&self.paths[1], || std::fs::write("/proc/sys/net/ipv4/ip_forward", "1"))??;
         let c = &self.cfg;
         run(
             "tc",
             &[
                 "-n",
-                &snd,
+                &rtr,
                 "qdisc",
                 "add",
                 "dev",
-                &sd,
+                &rb,
                 "root",
                 "tbf",
                 "rate",
@@ -142,37 +154,44 @@ impl Lab {
         &self.cfg
     }
     pub fn sender_netns(&self) -> &Path {
-        &self.snd_path
+        &self.paths[0]
+    }
+    pub fn router_netns(&self) -> &Path {
+        &self.paths[1]
     }
     pub fn receiver_netns(&self) -> &Path {
-        &self.rcv_path
+        &self.paths[2]
     }
     pub fn sender_name(&self) -> &str {
-        &self.snd_name
+        &self.names[0]
+    }
+    /// The namespace holding the bottleneck (`tc -n <router_name> qdisc show`).
+    pub fn router_name(&self) -> &str {
+        &self.names[1]
     }
     pub fn receiver_name(&self) -> &str {
-        &self.rcv_name
+        &self.names[2]
     }
-    /// The sender's veth device (where tbf sits).
-    pub fn sender_dev(&self) -> &str {
-        &self.snd_dev
+    /// The router's device towards the receiver, where tbf sits.
+    pub fn bottleneck_dev(&self) -> String {
+        format!("{}b", self.tag)
     }
     pub fn receiver_addr(&self) -> IpAddr {
-        IpAddr::V4(self.rcv_addr)
+        IpAddr::V4(self.addr(6))
     }
     pub fn sender_addr(&self) -> IpAddr {
-        IpAddr::V4(self.snd_addr)
+        IpAddr::V4(self.addr(1))
     }
 
     /// Runs `f` on a thread that has entered the sender namespace (children it spawns, such as
     /// `ss`, start there too).
     pub fn run_in_sender<T: Send>(&self, f: impl FnOnce() -> T + Send) -> Result<T, LabError> {
-        in_netns(&self.snd_path, f)
+        in_netns(self.sender_netns(), f)
     }
 
     /// Runs `f` on a thread that has entered the receiver namespace.
     pub fn run_in_receiver<T: Send>(&self, f: impl FnOnce() -> T + Send) -> Result<T, LabError> {
-        in_netns(&self.rcv_path, f)
+        in_netns(self.receiver_netns(), f)
     }
 }
 
@@ -182,25 +201,25 @@ impl Drop for Lab {
         for f in self.flows.drain(..) {
             f.stop();
         }
-        for (made, name) in [(self.made[0], &self.snd_name), (self.made[1], &self.rcv_name)] {
-            if made && let Err(e) = ip(&["netns", "del", name]) {
+        for name in &self.names[..self.made] {
+            if let Err(e) = ip(&["netns", "del", name]) {
                 eprintln!("bbrtop lab: teardown: {e}");
             }
         }
     }
 }
 
-/// 10.a.b.0/30 from the pid and the counter. Each lab has its own namespaces, so equal subnets in
+/// 10.a.b.0/29 from the pid and the counter. Each lab has its own namespaces, so equal subnets in
 /// two labs would not collide; distinct ones only make captures easier to read.
 fn subnet(pid: u32, n: u32) -> (u8, u8) {
     let k = pid.wrapping_mul(2_654_435_761).wrapping_add(n.wrapping_mul(40_503));
-    (((k >> 16) & 0xff) as u8, ((k >> 8) & 0xff) as u8)
+    (((k >> 16) & 0xff) as u8, ((k >> 5) & 0xf8) as u8)
 }
 
-/// `bbrtop-<pid>-<n>-snd|rcv` -> pid; None for any name that is not a lab's.
+/// `bbrtop-<pid>-<n>-snd|rtr|rcv` -> pid; None for any name that is not a lab's.
 pub(super) fn lab_pid(name: &str) -> Option<u32> {
     let rest = name.strip_prefix(PREFIX)?;
-    let rest = rest.strip_suffix("-snd").or_else(|| rest.strip_suffix("-rcv"))?;
+    let rest = ["-snd", "-rtr", "-rcv"].iter().find_map(|s| rest.strip_suffix(s))?;
     let (pid, n) = rest.split_once('-')?;
     if n.is_empty() || !n.bytes().all(|c| c.is_ascii_digit()) {
         return None;
@@ -228,7 +247,10 @@ pub(super) fn ip(args: &[&str]) -> Result<String, LabError> {
 
 fn run(prog: &str, args: &[&str]) -> Result<String, LabError> {
     let cmd = format!("{prog} {}", args.join(" "));
-    let out = Command::new(prog).args(args).output().map_err(|source| LabError::Spawn { cmd: cmd.clone(), source })?;
+    let out = Command::new(prog)
+        .args(args)
+        .output()
+        .map_err(|source| LabError::Spawn { cmd: cmd.clone(), source })?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr).trim().replace('\n', "; ");
         return Err(LabError::Command { cmd, stderr });
@@ -268,10 +290,8 @@ pub fn privileged(what: &str) -> bool {
     if missing.is_empty() {
         return true;
     }
-    let msg = format!(
-        "{what} needs CAP_NET_ADMIN and CAP_SYS_ADMIN: missing {}",
-        crate::caps::names(&missing)
-    );
+    let msg =
+        format!("{what} needs CAP_NET_ADMIN and CAP_SYS_ADMIN: missing {}", crate::caps::names(&missing));
     if std::env::var("CI").as_deref() == Ok("true") {
         panic!("{msg}");
     }
@@ -287,6 +307,7 @@ mod tests {
     fn lab_names_are_recognised_and_others_are_not() {
         assert_eq!(lab_pid("bbrtop-1234-0-snd"), Some(1234));
         assert_eq!(lab_pid("bbrtop-1234-17-rcv"), Some(1234));
+        assert_eq!(lab_pid("bbrtop-99-3-rtr"), Some(99));
         for other in ["bbrtop-1234-0-x", "bbrtop-abc-0-snd", "bbrtop-1234--snd", "mylab", "bbrtop-12-snd"] {
             assert_eq!(lab_pid(other), None, "{other}");
         }
