@@ -147,8 +147,9 @@ impl Lab {
             })?
             .map(|s| s.trim().to_string())
             .unwrap_or_else(|_| "unknown".into());
-            return Err(match e.raw_os_error() {
-                Some(libc::ENOENT) | Some(libc::EPERM) => {
+            // set_congestion keeps the kind of the kernel's ENOENT (unknown) or EPERM (not allowed).
+            return Err(match e.kind() {
+                ErrorKind::NotFound | ErrorKind::PermissionDenied => {
                     LabError::CcUnavailable { cc: cc.into(), available }
                 }
                 _ => LabError::Io(e),
