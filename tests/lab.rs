@@ -268,3 +268,19 @@ fn without_net_admin_the_lab_names_the_capability() {
         "{text}"
     );
 }
+
+#[test]
+fn a_failed_setup_undoes_what_it_made() {
+    if !privileged("the lab test") {
+        return;
+    }
+    // tc refuses a zero burst: the last step fails after the namespaces and links exist.
+    let err = Lab::new(LabConfig { burst_bytes: 0, ..LabConfig::default() }).err().expect("tc fails");
+    let msg = err.to_string();
+    assert!(matches!(err, LabError::Command { .. }) && msg.contains("tc -n bbrtop-"), "{msg}");
+    assert!(!msg.contains('\n'), "{msg}");
+    // The command names the router namespace; all three of that lab's are gone.
+    let rtr = msg.split_whitespace().find(|w| w.ends_with("-rtr")).expect("router name").to_string();
+    let base = rtr.trim_end_matches("-rtr");
+    assert_gone(&["snd", "rtr", "rcv"].map(|r| format!("{base}-{r}")));
+}
