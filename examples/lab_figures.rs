@@ -14,12 +14,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut last = (Instant::now(), 0u64);
         for i in 1..=secs {
             std::thread::sleep(Duration::from_secs(1));
-            let bytes = lab.received_bytes(&flow).unwrap_or(0);
-            let mbit = (bytes - last.1) as f64 * 8.0 / last.0.elapsed().as_secs_f64() / 1e6;
-            last = (Instant::now(), bytes);
             let out = lab.run_in_sender(|| std::process::Command::new("ss").args(["-tinH"]).output())??;
             let ss = parse_ss_tin(&String::from_utf8_lossy(&out.stdout));
             let Some(s) = ss.iter().find(|s| s.local == Some(flow.local)) else { continue };
+            // Goodput from bytes acked between two samples.
+            let acked = s.bytes_acked.unwrap_or(0);
+            let mbit = acked.saturating_sub(last.1) as f64 * 8.0 / last.0.elapsed().as_secs_f64() / 1e6;
+            last = (Instant::now(), acked);
             println!(
                 "{cc:5} t={i:2}s {mbit:5.2} Mbit/s srtt {:7.2} ms min rtt {:.3} ms cwnd {}",
                 s.rtt_ms.unwrap_or(f64::NAN),

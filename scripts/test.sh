@@ -19,4 +19,5 @@ cargo build --locked --no-default-features
 step "cargo test"
 # Tests that shape links and run flows share two cores; one test binary at a time keeps their
 # figures honest, and each binary decides its own parallelism.
-cargo test --locked -- --test-threads="${BBRTOP_TEST_THREADS:-2}"
+# (no doc tests: the crate has none, and an empty doc-test run would close the log)
+cargo test --locked --lib --bins --tests -- --test-threads="${BBRTOP_TEST_THREADS:-2}"

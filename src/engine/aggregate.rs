@@ -37,11 +37,32 @@ pub struct CcAggregate {
 
 /// The nearest-rank percentile (0 < p <= 100) of sorted values.
 pub fn percentile<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+    Some(sorted[rank(sorted.len(), p)?])
+}
+
+/// The index of the nearest-rank percentile `p` in `n` sorted values.
+fn rank(n: usize, p: f64) -> Option<usize> {
+    (n > 0).then(|| ((p / 100.0) * n as f64).ceil().clamp(1.0, n as f64) as usize - 1)
+}
+
+/// Nearest-rank percentiles of unsorted values, by selection: O(n) each, no full sort. `ps`
+/// ascending.
+pub fn percentiles<T: Copy>(
+    v: &mut [T],
+    ps: &[f64],
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering + Copy,
+) -> Vec<Option<T>> {
+    let mut lo = 0;
+    ps.iter()
+        .map(|&p| {
+            let i = rank(v.len(), p)?;
+            // Everything left of an earlier pick is no larger: select in the rest only.
+            let start = lo.min(i);
+            v[start..].select_nth_unstable_by(i - start, cmp);
+            lo = i;
+            Some(v[i])
+        })
+        .collect()
 }
 
 /// Aggregates sockets by cc, sorted by cc name.
@@ -72,13 +93,10 @@ pub fn by_cc(sockets: &[SocketView]) -> Vec<CcAggregate> {
     groups
         .into_values()
         .map(|(mut agg, mut rtts, mut ratios)| {
-            rtts.sort_unstable();
-            ratios.sort_unstable_by(f64::total_cmp);
-            agg.srtt_p50_us = percentile(&rtts, 50.0);
-            agg.srtt_p95_us = percentile(&rtts, 95.0);
-            agg.srtt_p99_us = percentile(&rtts, 99.0);
-            agg.inflation_p50 = percentile(&ratios, 50.0);
-            agg.inflation_p95 = percentile(&ratios, 95.0);
+            let r = percentiles(&mut rtts, &[50.0, 95.0, 99.0], u32::cmp);
+            (agg.srtt_p50_us, agg.srtt_p95_us, agg.srtt_p99_us) = (r[0], r[1], r[2]);
+            let r = percentiles(&mut ratios, &[50.0, 95.0], f64::total_cmp);
+            (agg.inflation_p50, agg.inflation_p95) = (r[0], r[1]);
             agg
         })
         .collect()
@@ -97,5 +115,10 @@ mod tests {
         assert_eq!(percentile(&[7u32], 99.0), Some(7));
         assert_eq!(percentile::<u32>(&[], 50.0), None);
         assert_eq!(percentile(&[1u32, 2], 1.0), Some(1));
+        // Selection agrees with sorting, on shuffled values.
+        let mut shuffled: Vec<u32> = (1..=1000).map(|i| (i * 7919) % 1000 + 1).collect();
+        let got = percentiles(&mut shuffled, &[50.0, 95.0, 99.0], u32::cmp);
+        assert_eq!(got, vec![Some(500), Some(950), Some(990)]);
+        assert_eq!(percentiles::<u32>(&mut [], &[50.0], u32::cmp), vec![None]);
     }
 }

@@ -129,8 +129,11 @@ impl Engine {
         self.generation += 1;
         let generation = self.generation;
         let (rule, cap) = (self.cfg.rule, self.cfg.history);
+        // The collector already asked the kernel for these states: with no other filter, every
+        // record is kept without a look.
+        let unfiltered = Filter { states: None, ..self.cfg.filter.clone() }.is_empty();
         for rec in dump.sockets {
-            if !self.cfg.filter.matches(&rec) {
+            if !unfiltered && !self.cfg.filter.matches(&rec) {
                 continue;
             }
             let cookie = rec.cookie;
@@ -191,7 +194,7 @@ impl Engine {
     pub fn tick(&mut self, now: Now) -> Arc<Snapshot> {
         self.seq += 1;
         let (rule, cap, poll) = (self.cfg.rule, self.cfg.history, self.generation);
-        let mut sockets: Vec<SocketView> = self
+        let sockets: Vec<SocketView> = self
             .sockets
             .values()
             .map(|t| SocketView {
@@ -200,7 +203,6 @@ impl Engine {
                 history: HistoryView::new(Arc::clone(&t.history), t.first_poll, poll, cap),
             })
             .collect();
-        sockets.sort_unstable_by_key(|s| s.record.cookie);
         let by_cc = aggregate::by_cc(&sockets);
         let alerts = self.alerts.firing.values().rev().chain(self.alerts.recent.iter()).cloned().collect();
         Arc::new(Snapshot {

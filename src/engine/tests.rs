@@ -39,10 +39,11 @@ fn rates_phase_and_pruning() {
     e.apply(dump(vec![sock(1, "bbr", 20_000, 20_000, 0), sock(2, "cubic", 20_000, 20_000, 0)]), t0);
     let s = e.tick(t0);
     assert_eq!(s.sockets.len(), 2);
-    assert_eq!(s.sockets[0].derived.rates.goodput_bytes_per_sec, None);
-    assert_eq!(s.sockets[0].derived.phase, Some(Phase::ProbeBw(ProbeBwStep::Cruise)));
-    assert_eq!(s.sockets[0].derived.phase_source, Some(Source::Inferred));
-    assert_eq!(s.sockets[1].derived.phase, None);
+    let (bbr, cubic) = (s.socket(1).unwrap(), s.socket(2).unwrap());
+    assert_eq!(bbr.derived.rates.goodput_bytes_per_sec, None);
+    assert_eq!(bbr.derived.phase, Some(Phase::ProbeBw(ProbeBwStep::Cruise)));
+    assert_eq!(bbr.derived.phase_source, Some(Source::Inferred));
+    assert_eq!(cubic.derived.phase, None);
 
     let t1 = t0.after(Duration::from_secs(2));
     e.apply(dump(vec![sock(1, "bbr", 20_000, 20_000, 4_000_000)]), t1);

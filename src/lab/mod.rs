@@ -1,11 +1,354 @@
-//! The lab: network namespaces, links and real flows for tests, `--lab` and `bbrtop lab`.
+//! The lab: two network namespaces joined by a shaped link, and real TCP flows through it, for
+//! tests, `bbrtop --lab` and `bbrtop lab`. Everything it creates is removed when it drops, on
+//! error and on panic (Drop runs on unwind).
+//!
+//! ```text
+//!  <name>-s (sender)        <name>-m (router)                        <name>-r (receiver)
+//!  flows ──► wan0 ────────► wan0  lan0 [tbf: rate, deep queue] ──────► lan0 ──► sinks
+//!            (veth, or TUN through a userspace delay line: this kernel has no netem)
+//! ```
+//!
+//! The bottleneck sits in a router of its own, as it does on a real path: a queue on the
+//! sender's own interface would be capped by TCP Small Queues and never bloat.
 
 pub mod cc;
 pub mod delayline;
-mod flow;
-mod net;
+pub mod flows;
+pub mod run;
 pub mod scenario;
 pub mod ss;
 
-pub use flow::Flow;
-pub use net::{Lab, LabConfig, LabError, privileged};
+use crate::caps::{Cap, CapSet};
+use crate::collect::netns::{NetnsSpec, run_in};
+use delayline::DelayLine;
+use flows::{Flows, Sink};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+/// The shaped link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LabConfig {
+    /// tbf rate on the sender's egress.
+    pub rate_bit_per_sec: u64,
+    /// tbf queue (limit): deep, so a loss-based flow builds a standing queue.
+    pub queue_bytes: u32,
+    /// tbf bucket.
+    pub burst_bytes: u32,
+    /// One-way propagation delay, through a userspace delay line (this kernel has no netem).
+    pub delay: Option<Duration>,
+    /// Random loss on the sender's egress (0..1), by a tc BPF program.
+    pub loss: f64,
+}
+
+impl Default for LabConfig {
+    /// 20 Mbit/s with a 1.5 MB queue: 600 ms of buffer for a flow that fills it.
+    fn default() -> Self {
+        LabConfig {
+            rate_bit_per_sec: 20_000_000,
+            queue_bytes: 1_500_000,
+            burst_bytes: 64 * 1024,
+            delay: None,
+            loss: 0.0,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error("the lab needs {0} (network namespaces, links and qdiscs)")]
+    Privilege(String),
+    #[error("`{cmd}` failed: {stderr}")]
+    Command { cmd: String, stderr: String },
+    #[error("congestion control {0:?} is not available here (see net.ipv4.tcp_available_congestion_control)")]
+    NoCc(String),
+    #[error("{0}")]
+    Collect(String),
+    #[error("lab I/O: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// One bulk flow, as the lab started it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flow {
+    pub id: u32,
+    pub cc: String,
+    /// The sender's end (in the sender namespace).
+    pub local: SocketAddr,
+    pub peer: SocketAddr,
+}
+
+const SENDER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 1, 1);
+const ROUTER_UP: Ipv4Addr = Ipv4Addr::new(10, 77, 1, 2);
+const ROUTER_DOWN: Ipv4Addr = Ipv4Addr::new(10, 77, 2, 1);
+const RECEIVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 2, 2);
+const PREFIX: &str = "bbrtop-";
+
+static NEXT: AtomicU32 = AtomicU32::new(0);
+
+pub struct Lab {
+    name: String,
+    sender: PathBuf,
+    receiver: PathBuf,
+    // Field order is drop order: flows stop before the sink, the line before the namespaces.
+    flows: Flows,
+    sink: Option<Sink>,
+    line: Option<DelayLine>,
+    created: Vec<String>,
+    path: String,
+}
+
+/// Whether this process may build a lab. Under CI a missing capability is a failure (panic);
+/// elsewhere the caller skips, and this says so loudly.
+pub fn privileged(what: &str) -> bool {
+    let missing = CapSet::effective().missing(&[Cap::NetAdmin, Cap::SysAdmin]);
+    if missing.is_empty() {
+        return true;
+    }
+    let msg = format!("{what} needs {}", crate::caps::names(&missing));
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{msg}");
+    }
+    eprintln!("SKIP (not under CI): {msg}");
+    false
+}
+
+fn run(cmd: &str, args: &[&str]) -> Result<(), LabError> {
+    let o = Command::new(cmd).args(args).output()?;
+    if o.status.success() {
+        return Ok(());
+    }
+    Err(LabError::Command {
+        cmd: format!("{cmd} {}", args.join(" ")),
+        // One line: tc and ip print usage text over several.
+        stderr: String::from_utf8_lossy(&o.stderr).trim().lines().collect::<Vec<_>>().join("; "),
+    })
+}
+
+impl Lab {
+    pub fn new(cfg: LabConfig) -> Result<Lab, LabError> {
+        let missing = CapSet::effective().missing(&[Cap::NetAdmin, Cap::SysAdmin]);
+        if !missing.is_empty() {
+            return Err(LabError::Privilege(crate::caps::names(&missing)));
+        }
+        remove_stale();
+        let name = format!("{PREFIX}{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let (s, m, r) = (format!("{name}-s"), format!("{name}-m"), format!("{name}-r"));
+        let mut lab = Lab {
+            sender: Path::new("/run/netns").join(&s),
+            receiver: Path::new("/run/netns").join(&r),
+            name,
+            flows: Flows::default(),
+            sink: None,
+            line: None,
+            created: Vec::new(),
+            path: String::new(),
+        };
+        // A failure part way leaves `lab` to drop, which removes what was made.
+        for ns in [&s, &r, &m] {
+            run("ip", &["netns", "add", ns])?;
+            lab.created.push(ns.clone());
+            run("ip", &["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        run("ip", &["netns", "exec", &m, "sysctl", "-qw", "net.ipv4.ip_forward=1"])?;
+        match cfg.delay {
+            None => lab.veth(&s, &m, "wan0", SENDER_ADDR, ROUTER_UP)?,
+            Some(d) => lab.delay_line(&s, &m, d)?,
+        }
+        lab.veth(&m, &r, "lan0", ROUTER_DOWN, RECEIVER_ADDR)?;
+        run("ip", &["-n", &s, "route", "add", "default", "via", &ROUTER_UP.to_string()])?;
+        run("ip", &["-n", &r, "route", "add", "default", "via", &ROUTER_DOWN.to_string()])?;
+        lab.shape(&m, "lan0", &cfg)?;
+        let ns = NetnsSpec(lab.receiver.clone());
+        lab.sink = Some(Sink::start(&ns, SocketAddr::new(RECEIVER_ADDR.into(), 0))?);
+        Ok(lab)
+    }
+
+    /// A veth pair named `dev` on both sides, from namespace `a` to `b`.
+    fn veth(
+        &mut self,
+        a: &str,
+        b: &str,
+        dev: &str,
+        a_addr: Ipv4Addr,
+        b_addr: Ipv4Addr,
+    ) -> Result<(), LabError> {
+        run("ip", &["-n", a, "link", "add", dev, "type", "veth", "peer", "name", dev, "netns", b])?;
+        for (ns, addr) in [(a, a_addr), (b, b_addr)] {
+            run("ip", &["-n", ns, "addr", "add", &format!("{addr}/30"), "dev", dev])?;
+            run("ip", &["-n", ns, "link", "set", dev, "up"])?;
+        }
+        if self.path.is_empty() {
+            self.path = "veth, router with tbf".into();
+        }
+        Ok(())
+    }
+
+    /// The sender's uplink through a userspace delay line: TUN "wan0" in the sender and the router.
+    fn delay_line(&mut self, s: &str, m: &str, one_way: Duration) -> Result<(), LabError> {
+        let router = Path::new("/run/netns").join(m);
+        self.line = Some(DelayLine::start(&self.sender, "wan0", &router, "wan0", one_way)?);
+        for (ns, a, b) in [(s, SENDER_ADDR, ROUTER_UP), (m, ROUTER_UP, SENDER_ADDR)] {
+            run("ip", &["-n", ns, "addr", "add", &a.to_string(), "peer", &b.to_string(), "dev", "wan0"])?;
+            run("ip", &["-n", ns, "link", "set", "wan0", "up"])?;
+        }
+        self.path =
+            format!("userspace delay line ({} ms each way; no netem), router with tbf", one_way.as_millis());
+        Ok(())
+    }
+
+    fn shape(&mut self, router: &str, dev: &str, cfg: &LabConfig) -> Result<(), LabError> {
+        let rate = format!("{}bit", cfg.rate_bit_per_sec);
+        let (burst, limit) = (cfg.burst_bytes.to_string(), cfg.queue_bytes.to_string());
+        run(
+            "tc",
+            &[
+                "-n", router, "qdisc", "add", "dev", dev, "root", "tbf", "rate", &rate, "burst", &burst,
+                "limit", &limit,
+            ],
+        )?;
+        self.path.push_str(&format!(
+            ", {:.0} Mbit/s, {} KB queue",
+            cfg.rate_bit_per_sec as f64 / 1e6,
+            cfg.queue_bytes / 1000
+        ));
+        if cfg.loss > 0.0 {
+            return Err(LabError::Unsupported(format!(
+                "{:.1}% loss needs the tc BPF loss program, which this build does not have yet",
+                cfg.loss * 100.0
+            )));
+        }
+        Ok(())
+    }
+
+    /// A description of the path, for reports.
+    pub fn path_description(&self) -> String {
+        self.path.clone()
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn sender_netns(&self) -> &Path {
+        &self.sender
+    }
+
+    pub fn receiver_netns(&self) -> &Path {
+        &self.receiver
+    }
+
+    /// The `ip netns` name of the sender namespace.
+    pub fn sender_name(&self) -> &str {
+        self.created.first().map_or("", String::as_str)
+    }
+
+    pub fn receiver_name(&self) -> &str {
+        self.created.get(1).map_or("", String::as_str)
+    }
+
+    /// The `ip netns` name of the router namespace, where the bottleneck queue is.
+    pub fn router_name(&self) -> &str {
+        self.created.get(2).map_or("", String::as_str)
+    }
+
+    pub fn sender_addr(&self) -> IpAddr {
+        SENDER_ADDR.into()
+    }
+
+    pub fn receiver_addr(&self) -> IpAddr {
+        RECEIVER_ADDR.into()
+    }
+
+    fn sink_addr(&self) -> Result<SocketAddr, LabError> {
+        self.sink
+            .as_ref()
+            .map(Sink::addr)
+            .ok_or_else(|| LabError::Unsupported("the lab has no receiver".into()))
+    }
+
+    /// Starts a bulk flow from the sender to the receiver with congestion control `cc`. It runs
+    /// until stopped or until the lab drops.
+    pub fn start_flow(&mut self, cc: &str) -> Result<Flow, LabError> {
+        let to = self.sink_addr()?;
+        self.flows.start(&NetnsSpec(self.sender.clone()), to, cc)
+    }
+
+    pub fn stop_flow(&mut self, flow: &Flow) {
+        self.flows.stop(flow.id);
+    }
+
+    /// `n` short connections (connect, send 4 KB, close), one after another. Returns how many
+    /// completed; bounded by a minute in all.
+    pub fn short_flows(&self, cc: &str, n: usize) -> Result<usize, LabError> {
+        let to = self.sink_addr()?;
+        flows::short(&NetnsSpec(self.sender.clone()), to, cc, n)
+    }
+
+    /// Runs `f` on a thread inside the sender namespace (to run `ss` there, say).
+    pub fn run_in_sender<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, LabError> {
+        run_in(&NetnsSpec(self.sender.clone()), f).map_err(|e| LabError::Collect(e.to_string()))
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.flows.stop_all();
+        self.sink = None;
+        self.line = None;
+        for ns in self.created.drain(..).rev() {
+            let _ = Command::new("ip").args(["netns", "del", &ns]).output();
+        }
+    }
+}
+
+/// `bbrtop-<pid>-<n>-s|m|r` (a lab's namespace) -> pid. Anything else, even with our prefix, is
+/// somebody else's and None.
+fn lab_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(PREFIX)?;
+    let rest = ["-s", "-m", "-r"].iter().find_map(|suffix| rest.strip_suffix(suffix))?;
+    let (pid, n) = rest.split_once('-')?;
+    let digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
+    (digits(pid) && digits(n)).then(|| pid.parse().ok()).flatten()
+}
+
+/// Removes namespaces of labs whose process died without cleaning up (a killed test).
+fn remove_stale() {
+    let Ok(dir) = std::fs::read_dir("/run/netns") else { return };
+    for e in dir.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = lab_pid(&name) else { continue };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = Command::new("ip").args(["netns", "del", &name]).output();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lab_pid;
+
+    #[test]
+    fn only_lab_names_are_ours() {
+        assert_eq!(lab_pid("bbrtop-1234-0-s"), Some(1234));
+        assert_eq!(lab_pid("bbrtop-1234-17-m"), Some(1234));
+        assert_eq!(lab_pid("bbrtop-9-3-r"), Some(9));
+        for other in [
+            "bbrtop-1234-prod",
+            "bbrtop-1234-keep-s",
+            "bbrtop-1234-0",
+            "bbrtop--0-s",
+            "bbrtop-x-0-r",
+            "lab-1-0-s",
+        ] {
+            assert_eq!(lab_pid(other), None, "{other}");
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! `bbrtop lab SCENARIO`: the guides' scenarios on this machine, with a report.
+
+use super::Failure;
+use super::args::parse_duration;
+use crate::caps::{Cap, CapSet};
+use crate::lab::run;
+use crate::lab::scenario::Scenario;
+use anyhow::Context;
+use clap::Args;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct LabArgs {
+    /// bufferbloat (10 Mbit/s, 40 ms, 1000-packet buffer), lossy (100 Mbit/s, 100 ms, 1% loss)
+    /// or ab (one BBR and one CUBIC flow sharing a path).
+    #[arg(value_parser = |s: &str| s.parse::<Scenario>())]
+    pub scenario: Scenario,
+    /// How long each flow runs (flows that share the path run together for this long).
+    #[arg(long, default_value = "20s", value_parser = parse_positive_duration)]
+    pub duration: Duration,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_secs(1) || d > Duration::from_secs(3600) {
+        return Err(format!("duration {s:?} out of range (1s to 1h)"));
+    }
+    Ok(d)
+}
+
+pub fn run(a: LabArgs) -> Result<(), Failure> {
+    let missing = CapSet::effective().missing(&[Cap::NetAdmin, Cap::SysAdmin]);
+    if !missing.is_empty() {
+        return Err(Failure::Privilege(format!(
+            "the lab builds network namespaces and shapes links: it needs {}",
+            crate::caps::names(&missing)
+        )));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
+    }
+    eprintln!("bbrtop lab {}: running (Ctrl-C stops early and cleans up)", a.scenario);
+    let report = run::run(a.scenario, a.duration, &stop, |_| {}).map_err(|e| Failure::Runtime(e.into()))?;
+    if a.json {
+        crate::output::json::write_line(&mut std::io::stdout().lock(), &report)
+            .context("writing to stdout")?;
+    } else {
+        print!("{}", report.render());
+    }
+    Ok(())
+}

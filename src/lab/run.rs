@@ -1,0 +1,116 @@
+//! Running a scenario: build the path, run its flows, sample them with bbrtop's own pipeline, and
+//! report. Everything is torn down when the lab drops, on error and on interrupt too.
+
+use super::scenario::{FlowResult, Plan, Report, Scenario};
+use super::{Lab, LabConfig, LabError};
+use crate::collect::InetDiag;
+use crate::collect::netns::NetnsSpec;
+use crate::engine::snapshot::Snapshot;
+use crate::engine::{Engine, EngineConfig, Now, Update};
+use crate::model::StateSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How often flows are sampled: often enough for percentiles, cheap on a handful of sockets.
+const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+
+/// The bytes of one full-size packet on the wire, to turn a packet buffer into tbf's byte limit.
+const PACKET_BYTES: u32 = 1514;
+
+/// The lab settings for a plan.
+pub fn lab_config(plan: &Plan) -> LabConfig {
+    LabConfig {
+        rate_bit_per_sec: plan.rate_bits_per_sec,
+        queue_bytes: plan.buffer_packets * PACKET_BYTES,
+        delay: (!plan.rtt.is_zero()).then_some(plan.rtt / 2),
+        loss: plan.loss,
+        ..LabConfig::default()
+    }
+}
+
+/// Runs `scenario` for `duration` per flow (or for all flows together). `stop` ends it early;
+/// `on_sample` sees every snapshot (for `--tui`).
+pub fn run(
+    scenario: Scenario,
+    duration: Duration,
+    stop: &AtomicBool,
+    mut on_sample: impl FnMut(&Arc<Snapshot>),
+) -> Result<Report, LabError> {
+    let plan = scenario.plan();
+    let mut lab = Lab::new(lab_config(&plan))?;
+    let path = lab.path_description();
+    let groups: Vec<Vec<&str>> = if plan.sequential {
+        plan.flows.iter().map(|f| vec![*f]).collect()
+    } else {
+        vec![plan.flows.clone()]
+    };
+    let mut results = Vec::new();
+    for group in groups {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        results.extend(run_group(&mut lab, &group, duration, stop, &mut on_sample)?);
+    }
+    Ok(Report::new(scenario, plan, path, duration, results))
+}
+
+/// Runs flows together and measures each from bbrtop's snapshots of the sender namespace.
+fn run_group(
+    lab: &mut Lab,
+    ccs: &[&str],
+    duration: Duration,
+    stop: &AtomicBool,
+    on_sample: &mut impl FnMut(&Arc<Snapshot>),
+) -> Result<Vec<FlowResult>, LabError> {
+    let ns = NetnsSpec(lab.sender_netns().to_path_buf());
+    let mut diag = InetDiag::open(Some(&ns), StateSet::default_filter())
+        .map_err(|e| LabError::Collect(e.to_string()))?;
+    let flows = ccs.iter().map(|cc| lab.start_flow(cc)).collect::<Result<Vec<_>, _>>()?;
+    let mut engine = Engine::new(EngineConfig::default());
+    let mut samples: Vec<Vec<u32>> = vec![Vec::new(); flows.len()];
+    let mut first: Vec<Option<(Instant, u64)>> = vec![None; flows.len()];
+    let mut last: Vec<Option<(Instant, u64, u64)>> = vec![None; flows.len()];
+    let start = Instant::now();
+    while start.elapsed() < duration && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(SAMPLE_EVERY);
+        let now = Now::system();
+        match diag.dump() {
+            Ok(d) => engine.apply(Update::Dump(d), now),
+            Err(e) => {
+                engine.apply(Update::DumpFailed { error: e.to_string(), duration: Duration::ZERO }, now)
+            }
+        }
+        let snap = engine.tick(now);
+        for (i, f) in flows.iter().enumerate() {
+            let Some(s) = snap.sockets.iter().find(|s| s.record.local == f.local && s.record.peer == f.peer)
+            else {
+                continue;
+            };
+            let info = &s.record.tcp_info;
+            let acked = info.bytes_acked().unwrap_or(0);
+            first[i].get_or_insert((now.mono, acked));
+            last[i] = Some((now.mono, acked, info.total_retrans_segs().unwrap_or(0).into()));
+            if let Some(v) = info.srtt_us() {
+                samples[i].push(v);
+            }
+        }
+        on_sample(&snap);
+    }
+    for f in &flows {
+        lab.stop_flow(f);
+    }
+    Ok(flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let (elapsed, bytes, retrans) = match (first[i], last[i]) {
+                (Some((t0, b0)), Some((t1, b1, r))) => {
+                    (t1.saturating_duration_since(t0), b1.saturating_sub(b0), r)
+                }
+                _ => (Duration::ZERO, 0, 0),
+            };
+            FlowResult::from_samples(&f.cc, std::mem::take(&mut samples[i]), bytes, elapsed, retrans)
+        })
+        .collect())
+}
