@@ -124,7 +124,8 @@ fn run(cmd: &str, args: &[&str]) -> Result<(), LabError> {
     }
     Err(LabError::Command {
         cmd: format!("{cmd} {}", args.join(" ")),
-        stderr: String::from_utf8_lossy(&o.stderr).trim().to_string(),
+        // One line: tc and ip print usage text over several.
+        stderr: String::from_utf8_lossy(&o.stderr).trim().lines().collect::<Vec<_>>().join("; "),
     })
 }
 
@@ -308,18 +309,46 @@ impl Drop for Lab {
     }
 }
 
+/// `bbrtop-<pid>-<n>-s|m|r` (a lab's namespace) -> pid. Anything else, even with our prefix, is
+/// somebody else's and None.
+fn lab_pid(name: &str) -> Option<u32> {
+    let rest = name.strip_prefix(PREFIX)?;
+    let rest = ["-s", "-m", "-r"].iter().find_map(|suffix| rest.strip_suffix(suffix))?;
+    let (pid, n) = rest.split_once('-')?;
+    let digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
+    (digits(pid) && digits(n)).then(|| pid.parse().ok()).flatten()
+}
+
 /// Removes namespaces of labs whose process died without cleaning up (a killed test).
 fn remove_stale() {
     let Ok(dir) = std::fs::read_dir("/run/netns") else { return };
     for e in dir.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) =
-            name.strip_prefix(PREFIX).and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
+        let Some(pid) = lab_pid(&name) else { continue };
         if !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = Command::new("ip").args(["netns", "del", &name]).output();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lab_pid;
+
+    #[test]
+    fn only_lab_names_are_ours() {
+        assert_eq!(lab_pid("bbrtop-1234-0-s"), Some(1234));
+        assert_eq!(lab_pid("bbrtop-1234-17-m"), Some(1234));
+        assert_eq!(lab_pid("bbrtop-9-3-r"), Some(9));
+        for other in [
+            "bbrtop-1234-prod",
+            "bbrtop-1234-keep-s",
+            "bbrtop-1234-0",
+            "bbrtop--0-s",
+            "bbrtop-x-0-r",
+            "lab-1-0-s",
+        ] {
+            assert_eq!(lab_pid(other), None, "{other}");
         }
     }
 }
