@@ -14,7 +14,8 @@ mod bpf {
 
     pub fn build() {
         const SRC: &str = "bpf/bbrtop.bpf.c";
-        for f in [SRC, "bpf/bbrtop.h", "bpf/vmlinux_min.h"] {
+        const LOSS: &str = "bpf/lab_loss.bpf.c";
+        for f in [SRC, LOSS, "bpf/bbrtop.h", "bpf/vmlinux_min.h"] {
             println!("cargo:rerun-if-changed={f}");
         }
         let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -29,6 +30,14 @@ mod bpf {
             .clang_args(["-I", "bpf", "-D", &format!("__TARGET_ARCH_{arch}")])
             .build_and_generate(out.join("bbrtop.skel.rs"))
             .expect("building the BPF skeleton (clang and libbpf headers are needed)");
+        // The lab's loss program uses only UAPI headers; the multiarch include dir has asm/.
+        let multiarch =
+            format!("/usr/include/{}-linux-gnu", std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default());
+        libbpf_cargo::SkeletonBuilder::new()
+            .source(LOSS)
+            .clang_args(["-I", &multiarch])
+            .build_and_generate(out.join("lab_loss.skel.rs"))
+            .expect("building the lab's loss program (clang and kernel UAPI headers are needed)");
     }
 }
 

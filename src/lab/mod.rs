@@ -14,6 +14,7 @@
 pub mod cc;
 pub mod delayline;
 pub mod flows;
+pub mod loss;
 pub mod run;
 pub mod scenario;
 pub mod ss;
@@ -217,10 +218,8 @@ impl Lab {
             cfg.queue_bytes / 1000
         ));
         if cfg.loss > 0.0 {
-            return Err(LabError::Unsupported(format!(
-                "{:.1}% loss needs the tc BPF loss program, which this build does not have yet",
-                cfg.loss * 100.0
-            )));
+            loss::attach(&NetnsSpec(Path::new("/run/netns").join(router)), dev, cfg.loss)?;
+            self.path.push_str(&format!(", {:.1}% loss (tc eBPF)", cfg.loss * 100.0));
         }
         Ok(())
     }

@@ -1,0 +1,105 @@
+//! `bbrtop lab SCENARIO` end to end: the guides' comparisons reproduced on real flows, and an
+//! interrupted lab leaving nothing behind. Privileged.
+
+use bbrtop::lab::privileged;
+use serde_json::Value;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn lab_json(scenario: &str, duration: &str) -> Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .args(["lab", scenario, "--duration", duration, "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "bbrtop lab {scenario}: {}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("report JSON")
+}
+
+fn flow<'a>(r: &'a Value, cc: &str) -> &'a Value {
+    r["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["cc"] == cc)
+        .unwrap_or_else(|| panic!("no {cc} flow in {r}"))
+}
+
+fn ours() -> Vec<String> {
+    let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let prefix = format!("bbrtop-{}-", std::process::id());
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| l.starts_with(&prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn bufferbloat_bbr_keeps_the_queue_short() {
+    if !privileged("lab scenario test") {
+        return;
+    }
+    let r = lab_json("bufferbloat", "10s");
+    let (c, b) = (flow(&r, "cubic"), flow(&r, "bbr"));
+    let (c50, b50) = (c["rtt_p50_ms"].as_f64().unwrap(), b["rtt_p50_ms"].as_f64().unwrap());
+    eprintln!("bufferbloat: cubic p50 {c50} ms, bbr p50 {b50} ms");
+    // The guide: 1.09 s against 43 ms. CUBIC fills the 1000-packet buffer; BBR does not.
+    assert!(c50 > 3.0 * b50, "CUBIC's median RTT {c50} ms is not well above BBR's {b50} ms");
+    assert!(c50 > 200.0, "CUBIC built a standing queue: {c50} ms");
+    for f in [c, b] {
+        let bps = f["throughput_bits_per_sec"].as_f64().unwrap();
+        assert!((5e6..=10.5e6).contains(&bps), "{} used the 10 Mbit/s link: {bps}", f["cc"]);
+    }
+    assert!(r["cubic_over_bbr_rtt_p50"].as_f64().unwrap() > 3.0);
+}
+
+#[test]
+fn lossy_bbr_outruns_cubic() {
+    if !privileged("lab scenario test") {
+        return;
+    }
+    let r = lab_json("lossy", "8s");
+    let (c, b) = (flow(&r, "cubic"), flow(&r, "bbr"));
+    let (cb, bb) =
+        (c["throughput_bits_per_sec"].as_f64().unwrap(), b["throughput_bits_per_sec"].as_f64().unwrap());
+    eprintln!("lossy: cubic {:.2} Mbit/s, bbr {:.2} Mbit/s", cb / 1e6, bb / 1e6);
+    // The guide: 3.27 Mbit/s against 9150 Mbit/s on 10 Gbit/s. Here the link is 100 Mbit/s.
+    assert!(bb > 5.0 * cb, "BBR {bb} bit/s vs CUBIC {cb} bit/s");
+    assert!(r["path"].as_str().unwrap().contains("loss"), "{}", r["path"]);
+}
+
+#[test]
+fn an_interrupted_lab_leaves_nothing_behind() {
+    if !privileged("lab scenario test") {
+        return;
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .args(["lab", "ab", "--duration", "60s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prefix = format!("bbrtop-{}-", child.id());
+    let listed = || {
+        let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with(&prefix)).count()
+    };
+    // Wait (bounded) until the lab is up, then interrupt it.
+    let t = Instant::now();
+    while listed() < 3 && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(listed(), 3, "the lab came up");
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(20), "bbrtop lab did not stop on SIGINT");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "an interrupted lab still reports: {status}");
+    assert_eq!(listed(), 0, "no namespace left behind");
+    assert!(ours().is_empty());
+}
