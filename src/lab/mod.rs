@@ -156,9 +156,14 @@ impl Lab {
             run("ip", &["-n", ns, "link", "set", "lo", "up"])?;
         }
         run("ip", &["netns", "exec", &m, "sysctl", "-qw", "net.ipv4.ip_forward=1"])?;
-        match cfg.delay {
-            None => lab.veth(&s, &m, "wan0", SENDER_ADDR, ROUTER_UP)?,
-            Some(d) => lab.delay_line(&s, &m, d)?,
+        lab.veth(&s, &m, "wan0", SENDER_ADDR, ROUTER_UP)?;
+        if let Some(d) = cfg.delay
+            && !lab.netem(&m, d * 2)?
+        {
+            // No netem in this kernel: replace the veth with the userspace delay line.
+            run("ip", &["-n", &s, "link", "del", "wan0"])?;
+            lab.path.clear();
+            lab.delay_line(&s, &m, d)?;
         }
         lab.veth(&m, &r, "lan0", ROUTER_DOWN, RECEIVER_ADDR)?;
         run("ip", &["-n", &s, "route", "add", "default", "via", &ROUTER_UP.to_string()])?;
@@ -187,6 +192,30 @@ impl Lab {
             self.path = "veth, router with tbf".into();
         }
         Ok(())
+    }
+
+    /// The whole round trip's delay on the router's return path (towards the sender), with netem
+    /// if the kernel has it: on the router, not the sender, where TCP Small Queues would cap it.
+    /// `Ok(false)` when there is no netem.
+    fn netem(&mut self, m: &str, rtt: Duration) -> Result<bool, LabError> {
+        let delay = format!("{}us", rtt.as_micros());
+        match run(
+            "tc",
+            &["-n", m, "qdisc", "add", "dev", "wan0", "root", "netem", "delay", &delay, "limit", "100000"],
+        ) {
+            Ok(()) => {
+                self.path = format!("veth, netem {} ms on the return path, router with tbf", rtt.as_millis());
+                Ok(true)
+            }
+            Err(LabError::Command { stderr, .. })
+                if stderr.contains("unknown")
+                    || stderr.contains("No such file")
+                    || stderr.contains("not supported") =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The sender's uplink through a userspace delay line: TUN "wan0" in the sender and the router.
