@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod doctor;
+pub mod export;
 pub mod snapshot;
 pub mod watch;
 
@@ -27,6 +28,8 @@ pub enum Command {
     Watch(watch::WatchArgs),
     /// Check the host's BBR setup: exit 0 all well, 1 warnings, 2 failures.
     Doctor(doctor::DoctorArgs),
+    /// Serve Prometheus metrics and the JSON API, and push alerts to Alertmanager.
+    Export(export::ExportArgs),
 }
 
 /// A failure, with the exit code it maps to.
@@ -85,6 +88,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Some(Command::Snapshot(a)) => snapshot::run(a).map(|()| 0),
         Some(Command::Watch(a)) => watch::run(a).map(|()| 0),
         Some(Command::Doctor(a)) => doctor::run(a),
+        Some(Command::Export(a)) => export::run(a).map(|()| 0),
         None => Err(Failure::Usage("no command given; try `bbrtop snapshot` or `bbrtop --help`".into())),
     }
 }
