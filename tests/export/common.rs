@@ -1,0 +1,164 @@
+//! Helpers for the exporter tests: an in-process server on a free loopback port, a tiny HTTP
+//! client, synthetic snapshots, and child processes killed by PID on drop.
+
+#![allow(dead_code)]
+
+use bbrtop::engine::snapshot::Snapshot;
+use bbrtop::engine::{Dump, Engine, EngineConfig, Now, Update};
+use bbrtop::export::peer_groups::PeerGroups;
+use bbrtop::export::server::{self, App, Limits};
+use bbrtop::export::web_config::Security;
+use bbrtop::model::{BbrInfo, SocketRecord, TcpState};
+use bbrtop::runtime::Published;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Child;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub fn record(cookie: u64, cc: &str, peer: &str, srtt_us: u32) -> SocketRecord {
+    let mut r = SocketRecord::new(
+        cookie,
+        "10.0.0.1:5201".parse().unwrap(),
+        peer.parse().unwrap(),
+        TcpState::Established,
+    );
+    r.cc = Some(cc.to_string());
+    r.tcp_info.srtt_us = Some(srtt_us);
+    r.tcp_info.min_rtt_us = Some(10_000);
+    r.tcp_info.delivery_rate_bytes_per_sec = Some(1_250_000);
+    r.tcp_info.last_ack_recv_ms = Some(0);
+    if cc == "bbr" {
+        r.bbr = Some(BbrInfo {
+            bw_bytes_per_sec: 1_250_000,
+            min_rtt_us: 10_000,
+            pacing_gain: 1.0,
+            cwnd_gain: 2.0,
+        });
+    }
+    r
+}
+
+/// A snapshot of a few BBR and CUBIC sockets, some inflated.
+pub fn snapshot() -> Arc<Snapshot> {
+    let mut e = Engine::new(EngineConfig::default());
+    let recs = vec![
+        record(1, "bbr", "10.1.0.2:40000", 12_000),
+        record(2, "bbr", "192.0.2.7:40001", 35_000),
+        record(3, "cubic", "10.1.0.3:40002", 90_000),
+        record(4, "cubic", "[2001:db8::9]:40003", 11_000),
+    ];
+    let now = Now::system();
+    e.apply(Update::Dump(Dump { sockets: recs, ..Dump::default() }), now);
+    e.tick(now)
+}
+
+pub struct Server {
+    pub port: u16,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    pub fn start(security: Security, limits: Limits, top_k: usize) -> Server {
+        let l = server::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let app = Arc::new(App {
+            published: Published::new(snapshot()),
+            groups: Arc::new(PeerGroups::parse("groups: {lab: [10.1.0.0/16]}").unwrap()),
+            top_k,
+            push_stats: None,
+            security,
+        });
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(server::serve(vec![l], app, limits, async move {
+                let _ = rx.await;
+            }))
+            .unwrap();
+        });
+        Server { port, stop: Some(tx), thread: Some(thread) }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A plain HTTP/1.1 GET: (status, body).
+pub fn get(port: u16, path: &str, accept: Option<&str>) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n{accept}Connection: close\r\n\r\n")?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp)?;
+    let status = resp.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = resp.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    Ok((status, body))
+}
+
+/// Polls `f` every 100 ms until it returns Some, at most `limit`.
+pub fn poll_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() >= end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A child process killed (by its PID) and reaped on drop.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free loopback port (bound then released; the caller binds it next).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Whether a tool is installed. Under CI=true a missing tool fails the test.
+pub fn have(tool: &str) -> bool {
+    let ok = std::process::Command::new(tool).arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{tool} is not installed (scripts/setup.sh installs it)");
+        }
+        eprintln!("SKIP: {tool} is not installed; this test did not run");
+    }
+    ok
+}
+
+/// Runs `promtool check metrics` on `text`: (success, everything it printed).
+pub fn promtool_check(text: &str) -> (bool, String) {
+    let mut c = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = c.wait_with_output().unwrap();
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), printed)
+}
