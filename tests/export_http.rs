@@ -120,7 +120,8 @@ fn closed(s: &mut TcpStream) -> bool {
     s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
     let mut buf = [0u8; 256];
     match s.read(&mut buf) {
-        Ok(_) => true,
+        // EOF, or an answer such as 408 before the close.
+        Ok(n) => n == 0 || buf[..n].starts_with(b"HTTP/"),
         Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
     }
 }
