@@ -162,3 +162,59 @@ pub fn promtool_check(text: &str) -> (bool, String) {
     let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     (out.status.success(), printed)
 }
+
+/// A real Alertmanager on a free loopback port, with its own temp dir; killed on drop.
+pub struct Alertmanager {
+    pub port: u16,
+    _proc: Proc,
+    _dir: tempfile::TempDir,
+}
+
+impl Alertmanager {
+    pub fn start() -> Alertmanager {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("am.yml");
+        std::fs::write(
+            &cfg,
+            "route: {receiver: blackhole, group_wait: 1s}\nreceivers: [{name: blackhole}]\n",
+        )
+        .unwrap();
+        let port = free_port();
+        let child = std::process::Command::new("prometheus-alertmanager")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!("--storage.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--cluster.listen-address=")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let am = Alertmanager { port, _proc: Proc(child), _dir: dir };
+        let ready =
+            poll_until(Duration::from_secs(20), || get(port, "/-/ready", None).ok().filter(|r| r.0 == 200));
+        assert!(ready.is_some(), "alertmanager did not become ready on port {port}");
+        am
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The alerts Alertmanager lists now (active, silenced, inhibited, unprocessed).
+    pub fn alerts(&self) -> Vec<serde_json::Value> {
+        get(self.port, "/api/v2/alerts", None)
+            .ok()
+            .and_then(|(_, b)| serde_json::from_str::<Vec<serde_json::Value>>(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// The TcpRttInflation alerts whose endsAt is still ahead.
+    pub fn active_rtt_alerts(&self) -> Vec<serde_json::Value> {
+        let now = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+        self.alerts()
+            .into_iter()
+            .filter(|a| a["labels"]["alertname"] == "TcpRttInflation")
+            .filter(|a| a["endsAt"].as_str().is_some_and(|e| e > now.as_str()))
+            .collect()
+    }
+}
