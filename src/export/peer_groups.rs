@@ -28,7 +28,9 @@ struct File {
 /// Groups sorted by prefix length, longest first, so the first match is the most specific.
 #[derive(Clone, Debug, Default)]
 pub struct PeerGroups {
-    nets: Vec<(IpNet, String)>,
+    /// (network, index into `names`).
+    nets: Vec<(IpNet, usize)>,
+    names: Vec<String>,
 }
 
 impl PeerGroups {
@@ -41,7 +43,7 @@ impl PeerGroups {
     /// Parses the YAML text. Errors are one line.
     pub fn parse(text: &str) -> Result<PeerGroups, String> {
         let f: File = serde_norway::from_str(text).map_err(|e| e.to_string().replace('\n', " "))?;
-        let mut nets = Vec::new();
+        let (mut nets, mut names) = (Vec::new(), Vec::new());
         for (name, cidrs) in f.groups {
             let valid = !name.is_empty()
                 && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
@@ -56,17 +58,36 @@ impl PeerGroups {
             }
             for c in cidrs {
                 let net = crate::filter::parse_cidr(&c).map_err(|e| format!("group {name:?}: {e}"))?;
-                nets.push((net, name.clone()));
+                nets.push((net, names.len()));
             }
+            names.push(name);
         }
         nets.sort_by_key(|n| std::cmp::Reverse(n.0.prefix_len()));
-        Ok(PeerGroups { nets })
+        Ok(PeerGroups { nets, names })
     }
 
     /// The group of a peer address (IPv4-mapped IPv6 peers match IPv4 networks).
     pub fn group(&self, ip: IpAddr) -> &str {
+        self.name(self.index(ip))
+    }
+
+    /// The group's index: 0..len() for a named group, len() for [`UNMATCHED`].
+    pub fn index(&self, ip: IpAddr) -> usize {
         let ip = ip.to_canonical();
-        self.nets.iter().find(|(n, _)| n.contains(&ip)).map_or(UNMATCHED, |(_, g)| g.as_str())
+        self.nets.iter().find(|(n, _)| n.contains(&ip)).map_or(self.names.len(), |(_, g)| *g)
+    }
+
+    pub fn name(&self, index: usize) -> &str {
+        self.names.get(index).map_or(UNMATCHED, String::as_str)
+    }
+
+    /// Named groups (not counting [`UNMATCHED`]).
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
     }
 }
 
