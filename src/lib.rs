@@ -16,3 +16,4 @@ pub mod lab;
 pub mod model;
 pub mod output;
 pub mod runtime;
+pub mod wire;

@@ -1,0 +1,185 @@
+//! Poll cost against the kernel floor and `ss`, on the same sockets, in the same run.
+//!
+//!     cargo bench --bench poll -- 1000 10000 100000
+//!
+//! For each N it opens N loopback sockets (N/2 connections) spread over child processes, so no
+//! process passes a 20,000-file limit, then times, alternating and repeated:
+//!   raw       a netlink dump read without parsing (the kernel floor)
+//!   poll      a full poll: dump + parse + engine update + tick
+//!   ss        `ss -tin > /dev/null`
+//!   snapshot  `bbrtop snapshot --json > /dev/null`
+//! and the RSS of an engine holding 60 polls of history for every socket. It asserts nothing.
+
+use bbrtop::collect::InetDiag;
+use bbrtop::engine::{Engine, EngineConfig, Now, Update};
+use bbrtop::model::StateSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Connections per holder process: two sockets each, well under a 20,000-file limit.
+const CONNS_PER_HOLDER: usize = 8_000;
+const ROUNDS: usize = 7;
+const HOLD_ENV: &str = "BBRTOP_BENCH_HOLD";
+
+fn main() {
+    if let Ok(n) = std::env::var(HOLD_ENV) {
+        hold(n.parse().expect("connection count"));
+        return;
+    }
+    let sizes: Vec<usize> =
+        std::env::args().skip(1).filter(|a| !a.starts_with('-')).filter_map(|a| a.parse().ok()).collect();
+    let sizes = if sizes.is_empty() { vec![1_000, 10_000, 100_000] } else { sizes };
+    let bin = bbrtop_binary();
+    println!(
+        "{:>8} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>9}",
+        "sockets", "raw ms", "poll ms", "ss ms", "snap ms", "poll/raw", "ss/snap", "rss60 MB"
+    );
+    for n in sizes {
+        let holders = open_sockets(n);
+        let seen = count_sockets();
+        let (mut raw, mut poll, mut ss, mut snap) = (vec![], vec![], vec![], vec![]);
+        for _ in 0..ROUNDS {
+            raw.push(time(raw_dump));
+            poll.push(time(full_poll));
+            ss.push(time(|| run_quiet(Command::new("ss").arg("-tin"))));
+            snap.push(time(|| run_quiet(Command::new(&bin).args(["snapshot", "--json"]))));
+        }
+        let rss = rss_with_history(60);
+        let (r, p, s, j) = (median(raw), median(poll), median(ss), median(snap));
+        println!(
+            "{seen:>8} {r:>10.2} {p:>10.2} {s:>10.2} {j:>10.2} {:>8.2} {:>8.2} {:>9.1}",
+            p / r,
+            s / j,
+            rss as f64 / 1e6
+        );
+        println!(
+            "         per socket: raw {:.3} µs, poll {:.3} µs, ss {:.3} µs, snapshot {:.3} µs",
+            r * 1e3 / seen as f64,
+            p * 1e3 / seen as f64,
+            s * 1e3 / seen as f64,
+            j * 1e3 / seen as f64
+        );
+        drop(holders);
+    }
+}
+
+/// The bbrtop binary built in the same profile as this bench.
+fn bbrtop_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    let bin = dir.join("bbrtop");
+    assert!(bin.exists(), "{} missing: run `cargo build --release` first", bin.display());
+    bin
+}
+
+fn time(f: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn run_quiet(c: &mut Command) {
+    let st = c.stdout(Stdio::null()).status().expect("spawn");
+    assert!(st.success(), "{c:?} failed");
+}
+
+fn raw_dump() {
+    let mut d = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
+    d.dump_raw().expect("raw dump");
+}
+
+fn full_poll() {
+    let mut d = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
+    let mut e = Engine::new(EngineConfig::default());
+    let dump = d.dump().expect("dump");
+    let now = Now::system();
+    e.apply(Update::Dump(dump), now);
+    std::hint::black_box(e.tick(now));
+}
+
+fn count_sockets() -> usize {
+    let mut d = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
+    d.dump().expect("dump").sockets.len()
+}
+
+/// An engine fed `polls` dumps a second apart, and the process's resident set after.
+fn rss_with_history(polls: u32) -> u64 {
+    let mut d = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let mut last = None;
+    for i in 0..polls {
+        let now = t0.after(Duration::from_secs(i.into()));
+        e.apply(Update::Dump(d.dump().expect("dump")), now);
+        last = Some(e.tick(now));
+    }
+    let rss = vm_rss();
+    drop(last);
+    rss
+}
+
+fn vm_rss() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// Child processes holding `n` sockets between them; they exit when dropped.
+struct Holders(Vec<Child>);
+
+impl Drop for Holders {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            drop(c.stdin.take());
+        }
+        for c in &mut self.0 {
+            let _ = c.wait();
+        }
+    }
+}
+
+fn open_sockets(n: usize) -> Holders {
+    let mut conns = n / 2;
+    let mut kids = Holders(Vec::new());
+    while conns > 0 {
+        let k = conns.min(CONNS_PER_HOLDER);
+        conns -= k;
+        let mut c = Command::new(std::env::current_exe().expect("exe"))
+            .env(HOLD_ENV, k.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("spawn holder");
+        let mut line = String::new();
+        BufReader::new(c.stdout.take().expect("stdout")).read_line(&mut line).expect("holder ready");
+        assert_eq!(line.trim(), "ready", "holder failed");
+        kids.0.push(c);
+    }
+    kids
+}
+
+/// In a child: `conns` loopback connections, then wait for stdin to close.
+fn hold(conns: usize) {
+    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("listen");
+    let addr: SocketAddr = l.local_addr().expect("addr");
+    let mut keep = Vec::with_capacity(conns * 2);
+    for _ in 0..conns {
+        let c = TcpStream::connect(addr).expect("connect");
+        let (s, _) = l.accept().expect("accept");
+        keep.push(c);
+        keep.push(s);
+    }
+    println!("ready");
+    std::io::stdout().flush().ok();
+    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    drop(keep);
+}

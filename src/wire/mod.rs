@@ -1,0 +1,168 @@
+//! Pure parsing of an inet_diag dump: netlink bytes in, [`SocketRecord`]s out. No sockets, no
+//! I/O. The framing uses netlink-packet-core and netlink-packet-sock-diag; `tcp_info`,
+//! `tcp_bbr_info` and skmeminfo are decoded here because the crate hands them back as raw bytes.
+
+pub mod request;
+
+use crate::engine::{Dump, DumpStats};
+use crate::model::{BbrInfo, Cookie, InfoSize, MemInfo, SocketRecord, TcpInfo, TcpState};
+use netlink_packet_core::{
+    NLM_F_DUMP_INTR, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NetlinkBuffer, NlasIterator, Parseable,
+};
+use netlink_packet_sock_diag::constants::{
+    INET_DIAG_BBRINFO, INET_DIAG_CONG, INET_DIAG_INFO, INET_DIAG_SKMEMINFO, SOCK_DIAG_BY_FAMILY,
+};
+use netlink_packet_sock_diag::inet::InetResponseHeader;
+use std::collections::HashSet;
+use std::net::SocketAddr;
+
+/// `struct inet_diag_msg`: the fixed part before the attributes.
+const INET_DIAG_MSG_LEN: usize = 72;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum WireError {
+    #[error("truncated or malformed netlink message: {0}")]
+    Malformed(String),
+    #[error("the kernel answered the dump with error {errno} ({})", std::io::Error::from_raw_os_error(*errno))]
+    Kernel { errno: i32 },
+    #[error("unexpected netlink message type {0}")]
+    UnexpectedType(u16),
+}
+
+/// Where a dump stands after a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// More buffers follow (a multi-part reply).
+    More,
+    /// NLMSG_DONE arrived. `interrupted` when the kernel flagged the dump inconsistent
+    /// (NLM_F_DUMP_INTR): its sockets changed while it was read, so it should be restarted.
+    Done { interrupted: bool },
+}
+
+/// Accumulates one dump across the buffers of a multi-part reply.
+#[derive(Default)]
+pub struct DumpParser {
+    sockets: Vec<SocketRecord>,
+    seen: HashSet<Cookie>,
+    stats: DumpStats,
+    interrupted: bool,
+}
+
+impl DumpParser {
+    pub fn new() -> DumpParser {
+        DumpParser::default()
+    }
+
+    /// Parses every message in one receive buffer. Never panics on any input.
+    pub fn feed(&mut self, buf: &[u8]) -> Result<Progress, WireError> {
+        let mut off = 0;
+        while off < buf.len() {
+            let rest = &buf[off..];
+            let msg = NetlinkBuffer::new_checked(rest).map_err(|e| WireError::Malformed(e.to_string()))?;
+            let len = msg.length() as usize;
+            if msg.flags() & NLM_F_DUMP_INTR != 0 {
+                self.interrupted = true;
+            }
+            self.stats.messages += 1;
+            match msg.message_type() {
+                NLMSG_DONE => return Ok(Progress::Done { interrupted: self.interrupted }),
+                NLMSG_ERROR => {
+                    let p = msg.payload();
+                    let code = p.get(..4).map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]));
+                    match code {
+                        Some(0) => {}
+                        Some(c) => return Err(WireError::Kernel { errno: c.saturating_neg() }),
+                        None => return Err(WireError::Malformed("short NLMSG_ERROR".into())),
+                    }
+                }
+                NLMSG_NOOP => {}
+                SOCK_DIAG_BY_FAMILY => {
+                    let rec = parse_socket(msg.payload(), &mut self.stats)?;
+                    if self.seen.insert(rec.cookie) {
+                        self.sockets.push(rec);
+                    } else {
+                        self.stats.duplicates += 1;
+                    }
+                }
+                t => return Err(WireError::UnexpectedType(t)),
+            }
+            // Messages are 4-byte aligned; the last one in a buffer may lack its padding.
+            off += len.div_ceil(4) * 4;
+        }
+        Ok(Progress::More)
+    }
+
+    pub fn interrupted(&self) -> bool {
+        self.interrupted
+    }
+
+    /// The dump so far. `stats.duration` is left for the caller.
+    pub fn finish(self) -> Dump {
+        Dump { sockets: self.sockets, stats: self.stats }
+    }
+}
+
+/// Parses one SOCK_DIAG_BY_FAMILY payload: `inet_diag_msg` then attributes.
+pub fn parse_socket(payload: &[u8], stats: &mut DumpStats) -> Result<SocketRecord, WireError> {
+    let hdr = InetResponseHeader::parse(payload).map_err(|e| WireError::Malformed(e.to_string()))?;
+    let id = &hdr.socket_id;
+    let c = id.cookie;
+    let cookie = u64::from(u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+        | u64::from(u32::from_ne_bytes([c[4], c[5], c[6], c[7]])) << 32;
+    let state = TcpState::from_kernel(hdr.state)
+        .ok_or_else(|| WireError::Malformed(format!("unknown TCP state {}", hdr.state)))?;
+    let mut rec = SocketRecord::new(
+        cookie,
+        SocketAddr::new(id.source_address, id.source_port),
+        SocketAddr::new(id.destination_address, id.destination_port),
+        state,
+    );
+    rec.uid = hdr.uid;
+    rec.inode = hdr.inode;
+    let attrs = payload.get(INET_DIAG_MSG_LEN..).unwrap_or_default();
+    for nla in NlasIterator::new(attrs) {
+        let nla = nla.map_err(|e| WireError::Malformed(e.to_string()))?;
+        let v = nla.value();
+        match nla.kind() {
+            INET_DIAG_INFO => {
+                let (info, size) = TcpInfo::parse(v);
+                match size {
+                    InfoSize::Short => stats.info_short += 1,
+                    InfoSize::Long => stats.info_long += 1,
+                    InfoSize::Exact => {}
+                }
+                rec.tcp_info = info;
+            }
+            INET_DIAG_BBRINFO => rec.bbr = BbrInfo::parse(v),
+            INET_DIAG_CONG => {
+                let name = v.split(|&b| b == 0).next().unwrap_or_default();
+                rec.cc = Some(String::from_utf8_lossy(name).into_owned());
+            }
+            INET_DIAG_SKMEMINFO => rec.skmem = MemInfo::parse(v),
+            // Everything else (and anything a newer kernel adds) is skipped.
+            _ => {}
+        }
+    }
+    Ok(rec)
+}
+
+/// Whether a buffer holds the message that ends a dump (NLMSG_DONE or an error), reading only
+/// headers: the raw benchmark's floor, which must not pay for parsing.
+pub fn ends_dump(buf: &[u8]) -> bool {
+    let mut off = 0;
+    while let Some(h) = buf.get(off..off + 16) {
+        let len = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]) as usize;
+        let ty = u16::from_ne_bytes([h[4], h[5]]);
+        if ty == NLMSG_DONE || ty == NLMSG_ERROR {
+            return true;
+        }
+        if len < 16 {
+            return true;
+        }
+        off += len.div_ceil(4) * 4;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,252 @@
+//! Byte fixtures in the kernel's layouts, built by hand, and a property test.
+
+use super::*;
+use crate::model::tcp_info::TCP_INFO_KNOWN_LEN;
+use proptest::prelude::*;
+use std::net::IpAddr;
+
+const AF_INET: u8 = 2;
+const AF_INET6: u8 = 10;
+
+fn nlmsg(ty: u16, flags: u16, payload: &[u8]) -> Vec<u8> {
+    let len = 16 + payload.len();
+    let mut b = Vec::new();
+    b.extend_from_slice(&(len as u32).to_ne_bytes());
+    b.extend_from_slice(&ty.to_ne_bytes());
+    b.extend_from_slice(&flags.to_ne_bytes());
+    b.extend_from_slice(&1u32.to_ne_bytes());
+    b.extend_from_slice(&0u32.to_ne_bytes());
+    b.extend_from_slice(payload);
+    b.resize(len.div_ceil(4) * 4, 0);
+    b
+}
+
+fn nla(kind: u16, value: &[u8]) -> Vec<u8> {
+    let len = 4 + value.len();
+    let mut b = Vec::new();
+    b.extend_from_slice(&(len as u16).to_ne_bytes());
+    b.extend_from_slice(&kind.to_ne_bytes());
+    b.extend_from_slice(value);
+    b.resize(len.div_ceil(4) * 4, 0);
+    b
+}
+
+/// A tcp_info of `len` bytes with srtt, cwnd and pacing rate set where they fit.
+fn tcp_info(len: usize, srtt: u32) -> Vec<u8> {
+    let mut b = vec![0u8; len.max(112)];
+    b[68..72].copy_from_slice(&srtt.to_ne_bytes());
+    b[80..84].copy_from_slice(&10u32.to_ne_bytes());
+    b[104..112].copy_from_slice(&2_500_000u64.to_ne_bytes());
+    b.truncate(len);
+    b
+}
+
+fn bbr_info() -> Vec<u8> {
+    [2_500_000u32, 0, 40_000, 320, 512].iter().flat_map(|v| v.to_ne_bytes()).collect()
+}
+
+/// One SOCK_DIAG_BY_FAMILY message: inet_diag_msg then the given attributes.
+fn sock_msg(
+    family: u8,
+    src: IpAddr,
+    sport: u16,
+    dst: IpAddr,
+    dport: u16,
+    cookie: u64,
+    attrs: &[Vec<u8>],
+) -> Vec<u8> {
+    let mut p = vec![family, 1 /* ESTABLISHED */, 0, 0];
+    p.extend_from_slice(&sport.to_be_bytes());
+    p.extend_from_slice(&dport.to_be_bytes());
+    for a in [src, dst] {
+        let mut raw = [0u8; 16];
+        match a {
+            IpAddr::V4(v) => raw[..4].copy_from_slice(&v.octets()),
+            IpAddr::V6(v) => raw.copy_from_slice(&v.octets()),
+        }
+        p.extend_from_slice(&raw);
+    }
+    p.extend_from_slice(&0u32.to_ne_bytes()); // interface
+    p.extend_from_slice(&((cookie & 0xffff_ffff) as u32).to_ne_bytes());
+    p.extend_from_slice(&((cookie >> 32) as u32).to_ne_bytes());
+    for v in [0u32, 0, 0, 1000 /* uid */, 4242 /* inode */] {
+        p.extend_from_slice(&v.to_ne_bytes());
+    }
+    assert_eq!(p.len(), INET_DIAG_MSG_LEN);
+    for a in attrs {
+        p.extend_from_slice(a);
+    }
+    nlmsg(SOCK_DIAG_BY_FAMILY, 2 /* MULTI */, &p)
+}
+
+fn v4(cookie: u64, attrs: &[Vec<u8>]) -> Vec<u8> {
+    sock_msg(AF_INET, "10.0.0.1".parse().unwrap(), 40000, "10.0.0.2".parse().unwrap(), 5201, cookie, attrs)
+}
+
+fn done(flags: u16) -> Vec<u8> {
+    nlmsg(NLMSG_DONE, flags, &0i32.to_ne_bytes())
+}
+
+fn full_attrs(srtt: u32) -> Vec<Vec<u8>> {
+    vec![
+        nla(INET_DIAG_INFO, &tcp_info(TCP_INFO_KNOWN_LEN, srtt)),
+        nla(INET_DIAG_CONG, b"bbr\0"),
+        nla(INET_DIAG_BBRINFO, &bbr_info()),
+    ]
+}
+
+fn parse_all(bufs: &[Vec<u8>]) -> (Result<Progress, WireError>, Dump) {
+    let mut p = DumpParser::new();
+    let mut last = Ok(Progress::More);
+    for b in bufs {
+        last = p.feed(b);
+        if !matches!(last, Ok(Progress::More)) {
+            break;
+        }
+    }
+    (last, p.finish())
+}
+
+#[test]
+fn ipv4_socket_with_bbr_info() {
+    let buf = [v4(0x1_0000_0002, &full_attrs(1234)), done(2)].concat();
+    let (res, d) = parse_all(&[buf]);
+    assert_eq!(res, Ok(Progress::Done { interrupted: false }));
+    assert_eq!(d.sockets.len(), 1);
+    let s = &d.sockets[0];
+    assert_eq!(s.cookie, 0x1_0000_0002);
+    assert_eq!(s.local, "10.0.0.1:40000".parse().unwrap());
+    assert_eq!(s.peer, "10.0.0.2:5201".parse().unwrap());
+    assert_eq!(s.state, TcpState::Established);
+    assert_eq!((s.uid, s.inode), (1000, 4242));
+    assert_eq!(s.cc.as_deref(), Some("bbr"));
+    assert_eq!(s.tcp_info.srtt_us, Some(1234));
+    assert_eq!(s.tcp_info.snd_cwnd_segs, Some(10));
+    let b = s.bbr.unwrap();
+    assert_eq!(
+        (b.bw_bytes_per_sec, b.min_rtt_us, b.pacing_gain, b.cwnd_gain),
+        (2_500_000, 40_000, 1.25, 2.0)
+    );
+    assert_eq!((d.stats.info_short, d.stats.info_long), (0, 0));
+}
+
+#[test]
+fn ipv6_socket() {
+    let m = sock_msg(
+        AF_INET6,
+        "2001:db8::1".parse().unwrap(),
+        443,
+        "2001:db8::2".parse().unwrap(),
+        50000,
+        9,
+        &[nla(INET_DIAG_CONG, b"cubic\0")],
+    );
+    let (_, d) = parse_all(&[[m, done(2)].concat()]);
+    assert_eq!(d.sockets[0].local, "[2001:db8::1]:443".parse().unwrap());
+    assert_eq!(d.sockets[0].peer, "[2001:db8::2]:50000".parse().unwrap());
+    assert_eq!(d.sockets[0].cc.as_deref(), Some("cubic"));
+    assert_eq!(d.sockets[0].bbr, None);
+    assert_eq!(d.sockets[0].tcp_info, TcpInfo::default(), "no INFO attribute: every field unknown");
+}
+
+#[test]
+fn several_messages_in_one_buffer_and_duplicates() {
+    let buf = [v4(1, &full_attrs(1)), v4(2, &full_attrs(2)), v4(1, &full_attrs(3)), done(2)].concat();
+    let (_, d) = parse_all(&[buf]);
+    assert_eq!(d.sockets.iter().map(|s| s.cookie).collect::<Vec<_>>(), vec![1, 2]);
+    assert_eq!(d.stats.duplicates, 1);
+    assert_eq!(d.stats.messages, 4);
+}
+
+#[test]
+fn dump_split_over_buffers() {
+    let bufs = [v4(1, &full_attrs(1)), [v4(2, &full_attrs(2)), v4(3, &[])].concat(), done(2)];
+    let mut p = DumpParser::new();
+    assert_eq!(p.feed(&bufs[0]), Ok(Progress::More));
+    assert_eq!(p.feed(&bufs[1]), Ok(Progress::More));
+    assert_eq!(p.feed(&bufs[2]), Ok(Progress::Done { interrupted: false }));
+    assert_eq!(p.finish().sockets.len(), 3);
+}
+
+#[test]
+fn kernel_error() {
+    let mut payload = (-libc::ENOENT).to_ne_bytes().to_vec();
+    payload.extend_from_slice(&[0u8; 16]);
+    let (res, _) = parse_all(&[nlmsg(NLMSG_ERROR, 0, &payload)]);
+    assert_eq!(res, Err(WireError::Kernel { errno: libc::ENOENT }));
+    assert!(res.unwrap_err().to_string().contains("No such file"));
+    // An ack (error 0) is not an error.
+    let (res, _) = parse_all(&[[nlmsg(NLMSG_ERROR, 0, &[0u8; 20]), done(0)].concat()]);
+    assert_eq!(res, Ok(Progress::Done { interrupted: false }));
+}
+
+#[test]
+fn dump_intr_is_reported() {
+    let intr = NLM_F_DUMP_INTR | 2;
+    let mut m = v4(1, &[]);
+    m[6..8].copy_from_slice(&intr.to_ne_bytes());
+    let (res, d) = parse_all(&[[m, done(2)].concat()]);
+    assert_eq!(res, Ok(Progress::Done { interrupted: true }));
+    assert_eq!(d.sockets.len(), 1);
+}
+
+#[test]
+fn truncated_message_is_an_error() {
+    let m = v4(1, &full_attrs(1));
+    for cut in [3, 15, 40, 100, m.len() - 1] {
+        let (res, _) = parse_all(&[m[..cut].to_vec()]);
+        assert!(matches!(res, Err(WireError::Malformed(_))), "cut at {cut}: {res:?}");
+    }
+    // A message whose length says less than its header.
+    let mut bad = v4(1, &[]);
+    bad[0..4].copy_from_slice(&8u32.to_ne_bytes());
+    assert!(matches!(parse_all(&[bad]).0, Err(WireError::Malformed(_))));
+}
+
+#[test]
+fn short_and_long_tcp_info() {
+    let short = v4(1, &[nla(INET_DIAG_INFO, &tcp_info(104, 500))]);
+    let long = v4(2, &[nla(INET_DIAG_INFO, &tcp_info(300, 600))]);
+    let (_, d) = parse_all(&[[short, long, done(2)].concat()]);
+    assert_eq!((d.stats.info_short, d.stats.info_long), (1, 1));
+    let s = &d.sockets[0].tcp_info;
+    assert_eq!(s.srtt_us, Some(500));
+    assert_eq!(s.pacing_rate_bytes_per_sec, None, "past a 104-byte tcp_info: unknown");
+    assert_eq!(d.sockets[1].tcp_info.pacing_rate_bytes_per_sec, Some(2_500_000));
+}
+
+#[test]
+fn unknown_attribute_is_skipped() {
+    let attrs =
+        vec![nla(200, b"future"), nla(INET_DIAG_CONG, b"bbr\0"), nla(15 /* MARK */, &7u32.to_ne_bytes())];
+    let (_, d) = parse_all(&[[v4(1, &attrs), done(2)].concat()]);
+    assert_eq!(d.sockets[0].cc.as_deref(), Some("bbr"));
+}
+
+#[test]
+fn ends_dump_reads_headers_only() {
+    assert!(!ends_dump(&v4(1, &[])));
+    assert!(ends_dump(&[v4(1, &[]), done(2)].concat()));
+    assert!(ends_dump(&[0u8; 16]), "a zero length ends the walk");
+    assert!(!ends_dump(&[]));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, .. ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+        let _ = DumpParser::new().feed(&bytes);
+        let _ = ends_dump(&bytes);
+        let _ = parse_socket(&bytes, &mut DumpStats::default());
+    }
+
+    #[test]
+    fn mutated_valid_dumps_never_panic(idx in 0usize..400, val in any::<u8>(), cut in 0usize..400) {
+        let mut b = [v4(1, &full_attrs(7)), v4(2, &full_attrs(8)), done(2)].concat();
+        let i = idx % b.len();
+        b[i] = val;
+        b.truncate(cut.max(1).min(b.len()));
+        let _ = DumpParser::new().feed(&b);
+    }
+}
