@@ -156,3 +156,33 @@ fn slow_headers_time_out_and_excess_connections_are_closed() {
         poll_until(Duration::from_secs(5), || get(srv.port, "/-/healthy", None).ok().filter(|r| r.0 == 200));
     assert!(ok.is_some());
 }
+
+/// Prometheus negotiates OpenMetrics, so this checks that format with a real parser.
+#[test]
+fn a_real_prometheus_scrapes_it() {
+    if !have("prometheus") {
+        return;
+    }
+    let srv = Server::start(Security::default(), Limits::default(), 3);
+    let prom = Prometheus::start(&format!("127.0.0.1:{}", srv.port));
+    let healthy = poll_until(Duration::from_secs(20), || {
+        prom.targets().into_iter().find(|(h, _)| h == "up").map(|_| ())
+    });
+    assert!(healthy.is_some(), "target never up: {:?}", prom.targets());
+    for expr in [
+        "bbrtop_srtt_seconds_bucket",
+        "bbrtop_inflation_onsets_total",
+        "bbrtop_socket_srtt_seconds",
+        "bbrtop_build_info",
+    ] {
+        let got = poll_until(Duration::from_secs(10), || Some(prom.query(expr)).filter(|r| !r.is_empty()));
+        assert!(got.is_some(), "{expr}: no data in Prometheus");
+    }
+    let groups: std::collections::BTreeSet<String> = prom
+        .query("bbrtop_srtt_seconds_count")
+        .iter()
+        .filter_map(|s| s["metric"]["peer_group"].as_str().map(String::from))
+        .collect();
+    assert_eq!(groups.into_iter().collect::<Vec<_>>(), ["lab", "other"]);
+    assert!(prom.targets().iter().all(|(_, e)| e.is_empty()), "{:?}", prom.targets());
+}

@@ -103,8 +103,23 @@ pub fn get(port: u16, path: &str, accept: Option<&str>) -> std::io::Result<(u16,
     let mut resp = String::new();
     s.read_to_string(&mut resp)?;
     let status = resp.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = resp.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
-    Ok((status, body))
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
+    let chunked = head.lines().any(|l| l.eq_ignore_ascii_case("transfer-encoding: chunked"));
+    Ok((status, if chunked { dechunk(body) } else { body.to_string() }))
+}
+
+/// Decodes a chunked HTTP/1.1 body (the servers under test send large answers that way).
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
+    }
+    out
 }
 
 /// Polls `f` every 100 ms until it returns Some, at most `limit`.
@@ -215,6 +230,64 @@ impl Alertmanager {
             .into_iter()
             .filter(|a| a["labels"]["alertname"] == "TcpRttInflation")
             .filter(|a| a["endsAt"].as_str().is_some_and(|e| e > now.as_str()))
+            .collect()
+    }
+}
+
+/// A real Prometheus scraping `target` every second, on a free loopback port; killed on drop.
+pub struct Prometheus {
+    pub port: u16,
+    _proc: Proc,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    pub fn start(target: &str) -> Prometheus {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "global: {{scrape_interval: 1s, scrape_timeout: 1s}}\nscrape_configs:\n  - job_name: bbrtop\n    static_configs: [{{targets: ['{target}']}}]\n"
+            ),
+        )
+        .unwrap();
+        let port = free_port();
+        let child = std::process::Command::new("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let p = Prometheus { port, _proc: Proc(child), _dir: dir };
+        let ready =
+            poll_until(Duration::from_secs(30), || get(port, "/-/ready", None).ok().filter(|r| r.0 == 200));
+        assert!(ready.is_some(), "prometheus did not become ready on port {port}");
+        p
+    }
+
+    /// An instant query (the expression must not need URL escaping): the result vector.
+    pub fn query(&self, expr: &str) -> Vec<serde_json::Value> {
+        get(self.port, &format!("/api/v1/query?query={expr}"), None)
+            .ok()
+            .and_then(|(_, b)| serde_json::from_str::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["data"]["result"].as_array().cloned())
+            .unwrap_or_default()
+    }
+
+    /// The scrape targets' health and last error.
+    pub fn targets(&self) -> Vec<(String, String)> {
+        get(self.port, "/api/v1/targets", None)
+            .ok()
+            .and_then(|(_, b)| serde_json::from_str::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["data"]["activeTargets"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|t| {
+                (t["health"].as_str().unwrap_or("").into(), t["lastError"].as_str().unwrap_or("").into())
+            })
             .collect()
     }
 }
