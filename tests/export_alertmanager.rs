@@ -84,3 +84,26 @@ fn an_unreachable_alertmanager_is_counted_and_retried() {
     });
     assert!(errors.is_some(), "{:?}", pusher.stats().snapshot());
 }
+
+#[test]
+fn a_rejected_post_is_counted_as_a_client_error() {
+    if !have("prometheus-alertmanager") {
+        return;
+    }
+    let am = Alertmanager::start();
+    // A wrong path prefix: Alertmanager answers 404, which must not count as success nor retry.
+    let url = format!("{}/no-such-prefix", am.url());
+    let published = Published::new(snap(1, vec![alert(AlertStatus::Firing, SystemTime::now(), None)]));
+    let pusher = Pusher::start(config(vec![url.clone()]), published).unwrap();
+    let count = |r: &str| {
+        pusher
+            .stats()
+            .snapshot()
+            .into_iter()
+            .find(|((u, res), _)| *u == url && *res == r)
+            .map_or(0, |(_, n)| n)
+    };
+    assert!(poll_until(Duration::from_secs(10), || (count("client_error") >= 1).then_some(())).is_some());
+    assert_eq!(count("success"), 0);
+    assert!(am.active_rtt_alerts().is_empty());
+}

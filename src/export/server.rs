@@ -192,19 +192,22 @@ async fn handle(app: &App, req: Request<Incoming>) -> Resp {
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|a| a.contains("application/openmetrics-text"));
             let posts = app.push_stats.as_ref().map(|s| s.snapshot()).unwrap_or_default();
-            let text = metrics::render_openmetrics(Scrape {
-                snap,
-                groups: Arc::clone(&app.groups),
-                top_k: app.top_k,
-                posts,
-            });
-            if om {
-                respond(StatusCode::OK, OPENMETRICS, text)
-            } else {
-                respond(StatusCode::OK, TEXT_004, metrics::to_text_004(&text))
-            }
+            let scrape = Scrape { snap, groups: Arc::clone(&app.groups), top_k: app.top_k, posts };
+            // Rendering 100k sockets takes milliseconds: off the event loop, so other
+            // connections keep being served meanwhile.
+            blocking(move || {
+                let text = metrics::render_openmetrics(scrape);
+                if om {
+                    respond(StatusCode::OK, OPENMETRICS, text)
+                } else {
+                    respond(StatusCode::OK, TEXT_004, metrics::to_text_004(&text))
+                }
+            })
+            .await
         }
-        "/api/sockets" => json(&SnapshotDoc::new(&snap, snap.sockets.iter().collect())),
+        "/api/sockets" => {
+            blocking(move || json(&SnapshotDoc::new(&snap, snap.sockets.iter().collect()))).await
+        }
         "/api/alerts" => json(&AlertsDoc { taken_at: snap.taken_at, rule: &snap.rule, alerts: &snap.alerts }),
         "/-/healthy" => respond(StatusCode::OK, "text/plain", "Healthy\n"),
         "/-/ready" => {
@@ -218,6 +221,12 @@ async fn handle(app: &App, req: Request<Incoming>) -> Resp {
         "/" => respond(StatusCode::OK, "text/html; charset=utf-8", LANDING),
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "Not Found\n"),
     }
+}
+
+async fn blocking(f: impl FnOnce() -> Resp + Send + 'static) -> Resp {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", format!("internal error: {e}\n"))
+    })
 }
 
 #[derive(Serialize)]
