@@ -289,5 +289,7 @@ mod tests {
         let e = bind(&format!("127.0.0.1:{port}")).unwrap_err();
         assert!(e.contains("already in use") && !e.contains('\n'), "{e}");
         assert!(bind(":notaport").unwrap_err().contains("bad port"));
+        // ":port" listens on every address.
+        assert!(bind(":0").unwrap().local_addr().unwrap().ip().is_unspecified());
     }
 }
