@@ -39,15 +39,27 @@ fn main() {
     for n in sizes {
         let holders = open_sockets(n);
         let seen = count_sockets();
-        let (mut raw, mut poll, mut ss, mut snap) = (vec![], vec![], vec![], vec![]);
+        // The steady state: one collector and one engine across polls, as the poller keeps them.
+        let mut diag = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
+        let mut engine = Engine::new(EngineConfig::default());
+        full_poll(&mut diag, &mut engine);
+        let (mut raw, mut parse, mut poll, mut ss, mut snap, mut table) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
         for _ in 0..ROUNDS {
             raw.push(time(raw_dump));
-            poll.push(time(full_poll));
+            parse.push(time(parsed_dump));
+            poll.push(time(|| full_poll(&mut diag, &mut engine)));
             ss.push(time(|| run_quiet(Command::new("ss").arg("-tin"))));
             snap.push(time(|| run_quiet(Command::new(&bin).args(["snapshot", "--json"]))));
+            table.push(time(|| run_quiet(Command::new(&bin).arg("snapshot"))));
         }
         let rss = rss_with_history(60);
         let (r, p, s, j) = (median(raw), median(poll), median(ss), median(snap));
+        println!(
+            "         dump + parse alone: {:.2} ms; `bbrtop snapshot` (table): {:.2} ms",
+            median(parse),
+            median(table)
+        );
         println!(
             "{seen:>8} {r:>10.2} {p:>10.2} {s:>10.2} {j:>10.2} {:>8.2} {:>8.2} {:>9.1}",
             p / r,
@@ -95,9 +107,12 @@ fn raw_dump() {
     d.dump_raw().expect("raw dump");
 }
 
-fn full_poll() {
+fn parsed_dump() {
     let mut d = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
-    let mut e = Engine::new(EngineConfig::default());
+    std::hint::black_box(d.dump().expect("dump"));
+}
+
+fn full_poll(d: &mut InetDiag, e: &mut Engine) {
     let dump = d.dump().expect("dump");
     let now = Now::system();
     e.apply(Update::Dump(dump), now);

@@ -26,10 +26,10 @@ fn sockets(n: usize) -> Vec<SocketRecord> {
             let bbr = i % 2 == 0;
             r.cc = Some(if bbr { "bbr" } else { "cubic" }.into());
             let min = 1_000 + (i % 50) as u32 * 400;
-            r.tcp_info.min_rtt_us = Some(min);
-            r.tcp_info.srtt_us = Some(min + (i % 7) as u32 * min / 2);
-            r.tcp_info.delivery_rate_bytes_per_sec = Some(10_000 * (1 + i as u64 % 1000));
-            r.tcp_info.last_ack_recv_ms = Some((i % 3) as u32 * 600);
+            r.tcp_info.set_min_rtt_us(min);
+            r.tcp_info.set_srtt_us(min + (i % 7) as u32 * min / 2);
+            r.tcp_info.set_delivery_rate_bytes_per_sec(10_000 * (1 + i as u64 % 1000));
+            r.tcp_info.set_last_ack_recv_ms((i % 3) as u32 * 600);
             if bbr {
                 let gains = [(2.885, 2.885), (1.25, 2.0), (1.0, 2.0), (0.75, 2.0), (1.0, 1.0)][i % 5];
                 r.bbr = Some(BbrInfo {
@@ -77,7 +77,10 @@ fn main() {
     for n in ns {
         let mut e = Engine::new(EngineConfig::default());
         let now = Now::system();
-        e.apply(Update::Dump(Dump { sockets: sockets(n), ..Dump::default() }), now);
+        e.apply(
+            Update::Dump(Dump { sockets: sockets(n).into_iter().map(Arc::new).collect(), ..Dump::default() }),
+            now,
+        );
         let snap = e.tick(now);
         let runs = if n >= 100_000 { 11 } else { 31 };
         let (json_t, json_b) = time(runs, || {

@@ -109,7 +109,7 @@ mod tests {
 
     fn rec(local: &str, peer: &str, cc: &str, st: TcpState) -> SocketRecord {
         let mut r = SocketRecord::new(1, local.parse().unwrap(), peer.parse().unwrap(), st);
-        r.cc = Some(cc.to_string());
+        r.cc = Some(cc.into());
         r
     }
 

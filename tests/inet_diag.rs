@@ -34,16 +34,21 @@ fn socket2_like_connect(addr: SocketAddr, cc: &str) -> TcpStream {
     s
 }
 
-fn find(socks: &[SocketRecord], local: SocketAddr) -> &SocketRecord {
-    socks.iter().find(|s| s.local == local).unwrap_or_else(|| panic!("{local} not in the dump"))
+/// The record of a stream's socket. Both ends are matched: a closed socket of another test may
+/// hold the same local port towards another peer.
+fn find<'a>(socks: &'a [std::sync::Arc<SocketRecord>], s: &TcpStream) -> &'a SocketRecord {
+    let (local, peer) = (s.local_addr().unwrap(), s.peer_addr().unwrap());
+    socks
+        .iter()
+        .find(|r| r.local == local && r.peer == peer)
+        .unwrap_or_else(|| panic!("{local} not in the dump"))
 }
 
-/// `ss -tinH` for one local port: the cc name and cwnd it prints.
-fn ss_line(port: u16) -> String {
-    let o = Command::new("ss")
-        .args(["-tinH", "state", "established", &format!("( sport = :{port} )")])
-        .output()
-        .unwrap();
+/// `ss -tinH` for one connection, by both ports.
+fn ss_line(s: &TcpStream) -> String {
+    let (sport, dport) = (s.local_addr().unwrap().port(), s.peer_addr().unwrap().port());
+    let filter = format!("( sport = :{sport} and dport = :{dport} )");
+    let o = Command::new("ss").args(["-tinH", "state", "established", &filter]).output().unwrap();
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
@@ -57,22 +62,21 @@ fn dump_finds_bbr_and_cubic_sockets_as_ss_does() {
     let cubic = connect("cubic");
     let mut d = InetDiag::open(None, StateSet::default_filter()).unwrap();
     let dump = d.dump().unwrap();
-    let (b, c) = (bbr.client.local_addr().unwrap(), cubic.client.local_addr().unwrap());
-    let (rb, rc) = (find(&dump.sockets, b), find(&dump.sockets, c));
+    let (rb, rc) = (find(&dump.sockets, &bbr.client), find(&dump.sockets, &cubic.client));
     assert_eq!(rb.cc.as_deref(), Some("bbr"));
     assert_eq!(rc.cc.as_deref(), Some("cubic"));
     assert!(rb.bbr.is_some(), "a BBR socket carries tcp_bbr_info");
     assert!(rc.bbr.is_none(), "a CUBIC socket does not");
-    assert!(rb.tcp_info.srtt_us.is_some() && rb.tcp_info.bytes_acked.unwrap() >= 256 * 1024);
+    assert!(rb.tcp_info.srtt_us().is_some() && rb.tcp_info.bytes_acked().unwrap() >= 256 * 1024);
     assert_ne!(rb.cookie, rc.cookie);
     assert!(rb.netns.is_some());
     // ss, a moment later: cc and cwnd agree (an idle socket's cwnd does not move).
-    for (rec, port) in [(rb, b.port()), (rc, c.port())] {
-        let line = ss_line(port);
+    for (rec, stream) in [(rb, &bbr.client), (rc, &cubic.client)] {
+        let line = ss_line(stream);
         assert!(line.contains(rec.cc.as_deref().unwrap()), "{line}");
         assert_eq!(
             field(&line, "cwnd:").map(str::to_string),
-            rec.tcp_info.snd_cwnd_segs.map(|v| v.to_string()),
+            rec.tcp_info.snd_cwnd_segs().map(|v| v.to_string()),
             "{line}"
         );
         let inode = line.split_whitespace().find_map(|w| w.strip_prefix("ino:"));

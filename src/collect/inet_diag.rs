@@ -5,7 +5,7 @@ use super::netns::{self, NetnsSpec};
 use crate::engine::{Dump, DumpStats, Update};
 use crate::model::StateSet;
 use crate::runtime::Source;
-use crate::wire::{DumpParser, Progress, WireError, ends_dump, request};
+use crate::wire::{CcNames, DumpParser, Progress, WireError, ends_dump, request};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_SOCK_DIAG};
 use std::time::Instant;
 
@@ -41,6 +41,9 @@ pub struct InetDiag {
     buf: Vec<u8>,
     seq: u32,
     netns: Option<u64>,
+    names: CcNames,
+    /// Sockets per family in the last dump, to size the next one.
+    last_count: [usize; 2],
 }
 
 impl InetDiag {
@@ -52,19 +55,25 @@ impl InetDiag {
         };
         let ino = ns.map_or_else(|| std::path::PathBuf::from("/proc/self/ns/net"), |s| s.0.clone());
         let netns = std::fs::metadata(ino).ok().map(|m| std::os::unix::fs::MetadataExt::ino(&m));
-        Ok(InetDiag { sock, states, buf: Vec::with_capacity(RECV_BUF), seq: 0, netns })
+        Ok(InetDiag {
+            sock,
+            states,
+            buf: Vec::with_capacity(RECV_BUF),
+            seq: 0,
+            netns,
+            names: CcNames::default(),
+            last_count: [0; 2],
+        })
     }
 
     /// One full dump of IPv4 and IPv6 TCP sockets.
     pub fn dump(&mut self) -> Result<Dump, CollectError> {
         let start = Instant::now();
         let mut all = Dump::default();
-        for family in [libc::AF_INET as u8, libc::AF_INET6 as u8] {
-            let d = self.dump_family(family)?;
+        for (i, family) in [libc::AF_INET as u8, libc::AF_INET6 as u8].into_iter().enumerate() {
+            let d = self.dump_family(family, i)?;
+            self.last_count[i] = d.sockets.len();
             merge(&mut all, d);
-        }
-        for s in &mut all.sockets {
-            s.netns = self.netns;
         }
         all.stats.duration = start.elapsed();
         Ok(all)
@@ -87,10 +96,11 @@ impl InetDiag {
         Ok(total)
     }
 
-    fn dump_family(&mut self, family: u8) -> Result<Dump, CollectError> {
+    fn dump_family(&mut self, family: u8, idx: usize) -> Result<Dump, CollectError> {
         for attempt in 0..MAX_DUMP_TRIES {
             self.send_request(family)?;
-            let mut parser = DumpParser::new();
+            let expect = self.last_count[idx] + self.last_count[idx] / 8;
+            let mut parser = DumpParser::with(std::mem::take(&mut self.names), expect, self.netns);
             let interrupted = loop {
                 let n = self.recv()?;
                 match parser.feed(&self.buf[..n]) {
@@ -106,11 +116,13 @@ impl InetDiag {
                         ));
                     }
                     Err(e) => {
+                        self.names = parser.take_names();
                         self.drain();
                         return Err(e.into());
                     }
                 }
             };
+            self.names = parser.take_names();
             if !interrupted {
                 let mut d = parser.finish();
                 d.stats.intr_retries = attempt;
@@ -164,7 +176,11 @@ fn open_socket() -> Result<Socket, CollectError> {
 }
 
 fn merge(all: &mut Dump, d: Dump) {
-    all.sockets.extend(d.sockets);
+    if all.sockets.is_empty() {
+        all.sockets = d.sockets;
+    } else {
+        all.sockets.extend(d.sockets);
+    }
     let (a, b): (&mut DumpStats, DumpStats) = (&mut all.stats, d.stats);
     a.messages += b.messages;
     a.intr_retries += b.intr_retries;

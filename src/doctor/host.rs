@@ -72,9 +72,9 @@ pub fn live_of(dump: &Dump) -> Live {
     for s in dump.sockets.iter().filter(|s| s.cc.as_deref() == Some("bbr")) {
         l.bbr_total += 1;
         let i = &s.tcp_info;
-        if i.last_data_sent_ms.is_some_and(|ms| ms <= 1000) && i.bytes_acked.unwrap_or(0) > 0 {
+        if i.last_data_sent_ms().is_some_and(|ms| ms <= 1000) && i.bytes_acked().unwrap_or(0) > 0 {
             l.bbr_active += 1;
-            l.bbr_pacing += usize::from(i.pacing_rate_bytes_per_sec.unwrap_or(0) > 0);
+            l.bbr_pacing += usize::from(i.pacing_rate_bytes_per_sec().unwrap_or(0) > 0);
         }
     }
     l

@@ -54,13 +54,13 @@ pub fn by_cc(sockets: &[SocketView]) -> Vec<CcAggregate> {
         });
         agg.sockets += 1;
         let info = &s.record.tcp_info;
-        if let Some(v) = info.srtt_us {
+        if let Some(v) = info.srtt_us() {
             rtts.push(v);
         }
         if let Some(r) = s.derived.inflation_ratio {
             ratios.push(r);
         }
-        agg.delivery_rate_bytes_per_sec += info.delivery_rate_bytes_per_sec.unwrap_or(0) as f64;
+        agg.delivery_rate_bytes_per_sec += info.delivery_rate_bytes_per_sec().unwrap_or(0) as f64;
         agg.goodput_bytes_per_sec += s.derived.rates.goodput_bytes_per_sec.unwrap_or(0.0);
         agg.retrans_segs_per_sec += s.derived.rates.retrans_segs_per_sec.unwrap_or(0.0);
         agg.inflated += usize::from(s.derived.inflated);

@@ -1,11 +1,14 @@
-//! Per-socket history: a ring of the last N samples, run-length encoded.
+//! Per-socket history: the last N samples, one per poll, run-length encoded by the poll number
+//! each value began at.
 //!
-//! Most sockets on a busy host are idle, and an idle socket's sample does not change from one poll
-//! to the next, so runs keep 100k sockets x 60 s of history in a few MB instead of hundreds.
+//! Most sockets on a busy host are idle, and an idle socket's sample does not change from one
+//! poll to the next. A run stores where it began, not its length, so an unchanged sample costs no
+//! write at all, and a snapshot can share the ring (an `Arc`) without the engine copying it.
 
 use crate::model::Phase;
 use serde::Serialize;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// One poll's values for the charts. Rates are f32: plenty for display, half the memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -19,57 +22,76 @@ pub struct Sample {
     pub phase: Option<Phase>,
 }
 
-/// The last `cap` samples of one socket, oldest first.
-#[derive(Clone, Debug, PartialEq)]
-pub struct History {
-    runs: VecDeque<(Sample, u32)>,
-    len: usize,
-    cap: usize,
-}
-
 /// How many samples a socket keeps by default: 60 s at the default 1 s interval.
 pub const DEFAULT_HISTORY: usize = 60;
 
+/// The runs of one socket's samples: (value, poll it began at), oldest first.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct History {
+    runs: VecDeque<(Sample, u64)>,
+}
+
 impl History {
-    pub fn new(cap: usize) -> History {
-        History { runs: VecDeque::new(), len: 0, cap: cap.max(1) }
+    pub fn last(&self) -> Option<&Sample> {
+        self.runs.back().map(|(s, _)| s)
     }
 
-    pub fn push(&mut self, s: Sample) {
-        match self.runs.back_mut() {
-            Some((last, n)) if *last == s => *n += 1,
-            _ => self.runs.push_back((s, 1)),
-        }
-        self.len += 1;
-        while self.len > self.cap {
-            let Some(front) = self.runs.front_mut() else { break };
-            front.1 -= 1;
-            self.len -= 1;
-            if front.1 == 0 {
-                self.runs.pop_front();
+    /// Whether recording `s` at poll `seq` would change anything (a new value, or an old run
+    /// falling out of a window of `cap` polls).
+    pub fn needs_write(&self, seq: u64, s: &Sample, cap: usize) -> bool {
+        self.last() != Some(s) || self.runs.get(1).is_some_and(|(_, start)| *start + cap as u64 <= seq + 1)
+    }
+
+    /// Records `s` as the value from poll `seq` on, and forgets runs older than `cap` polls.
+    pub fn record(&mut self, seq: u64, s: Sample, cap: usize) {
+        if self.last() != Some(&s) {
+            // Most sockets never leave their first run: allocate for one.
+            if self.runs.capacity() == 0 {
+                self.runs.reserve_exact(1);
             }
+            self.runs.push_back((s, seq));
         }
+        // A run is needed while the next one began inside the window.
+        while self.runs.get(1).is_some_and(|(_, start)| *start + cap as u64 <= seq + 1) {
+            self.runs.pop_front();
+        }
+    }
+}
+
+/// A socket's history as of one snapshot: the shared ring, and the poll the snapshot was taken at.
+#[derive(Clone, Debug)]
+pub struct HistoryView {
+    ring: Arc<History>,
+    first: u64,
+    end: u64,
+}
+
+impl HistoryView {
+    /// The window `[end + 1 - cap, end]` of `ring`, starting no earlier than `first_seen`.
+    pub fn new(ring: Arc<History>, first_seen: u64, end: u64, cap: usize) -> HistoryView {
+        HistoryView { ring, first: first_seen.max((end + 1).saturating_sub(cap as u64)), end }
+    }
+
+    /// Samples, oldest first, one per poll.
+    pub fn iter(&self) -> impl Iterator<Item = &Sample> + '_ {
+        let runs = &self.ring.runs;
+        runs.iter().enumerate().flat_map(move |(i, (s, start))| {
+            let next = runs.get(i + 1).map_or(self.end + 1, |(_, n)| *n);
+            let (from, to) = ((*start).max(self.first), next.min(self.end + 1));
+            std::iter::repeat_n(s, to.saturating_sub(from) as usize)
+        })
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        (self.end + 1).saturating_sub(self.first) as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub fn capacity(&self) -> usize {
-        self.cap
-    }
-
-    /// Samples, oldest first.
-    pub fn iter(&self) -> impl Iterator<Item = &Sample> + '_ {
-        self.runs.iter().flat_map(|(s, n)| std::iter::repeat_n(s, *n as usize))
+        self.len() == 0
     }
 
     pub fn last(&self) -> Option<&Sample> {
-        self.runs.back().map(|(s, _)| s)
+        self.ring.last()
     }
 }
 
@@ -81,26 +103,40 @@ mod tests {
         Sample { srtt_us: srtt, ..Sample::default() }
     }
 
-    #[test]
-    fn keeps_the_last_cap_samples_in_order() {
-        let mut h = History::new(5);
-        for v in [1, 1, 2, 3, 3, 3, 4] {
-            h.push(s(v));
+    fn window(values: &[u32], cap: usize) -> (History, Vec<u32>) {
+        let mut h = History::default();
+        for (seq, v) in values.iter().enumerate() {
+            h.record(seq as u64, s(*v), cap);
         }
-        let got: Vec<u32> = h.iter().map(|x| x.srtt_us).collect();
-        assert_eq!(got, vec![2, 3, 3, 3, 4]);
-        assert_eq!(h.len(), 5);
-        assert_eq!(h.last().unwrap().srtt_us, 4);
+        let view = HistoryView::new(Arc::new(h.clone()), 0, values.len() as u64 - 1, cap);
+        assert_eq!(view.iter().count(), view.len());
+        let got = view.iter().map(|x| x.srtt_us).collect();
+        (h, got)
     }
 
     #[test]
-    fn idle_socket_is_one_run() {
-        let mut h = History::new(60);
-        for _ in 0..1000 {
-            h.push(s(7));
-        }
-        assert_eq!(h.len(), 60);
+    fn keeps_the_last_cap_samples_in_order() {
+        let (h, got) = window(&[1, 1, 2, 3, 3, 3, 4], 5);
+        assert_eq!(got, vec![2, 3, 3, 3, 4]);
+        assert_eq!(h.runs.len(), 3, "the run of 1s fell out of the window");
+        assert_eq!(window(&[5, 6], 60).1, vec![5, 6]);
+    }
+
+    #[test]
+    fn idle_socket_is_one_run_and_needs_no_write() {
+        let (h, got) = window(&[7; 1000], 60);
+        assert_eq!(got.len(), 60);
         assert_eq!(h.runs.len(), 1);
-        assert_eq!(h.iter().count(), 60);
+        assert!(!h.needs_write(1000, &s(7), 60));
+        assert!(h.needs_write(1000, &s(8), 60));
+    }
+
+    #[test]
+    fn first_seen_bounds_a_young_socket() {
+        let mut h = History::default();
+        h.record(10, s(1), 60);
+        h.record(11, s(2), 60);
+        let v = HistoryView::new(Arc::new(h), 10, 12, 60);
+        assert_eq!(v.iter().map(|x| x.srtt_us).collect::<Vec<_>>(), vec![1, 2, 2]);
     }
 }

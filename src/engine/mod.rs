@@ -10,9 +10,10 @@ use crate::alert::rule::{AlertTracker, RuleConfig, Sample as RuleSample, Transit
 use crate::filter::Filter;
 use crate::model::derive::{self, Counters, LimitTimes, Rates};
 use crate::model::{Cookie, SocketRecord, Source};
-use history::{History, Sample};
+use history::{History, HistoryView, Sample};
+use rustc_hash::FxHashMap;
 use snapshot::{AlertStatus, AlertView, CollectorStatus, Derived, Snapshot, SocketView};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 pub use update::{Dump, DumpStats, Update};
@@ -69,6 +70,8 @@ struct Tracked {
     rates: Rates,
     interval_limits: Option<LimitTimes>,
     history: Arc<History>,
+    /// The poll this socket was first seen at.
+    first_poll: u64,
     alert: AlertTracker,
     /// The dump generation that last saw this socket.
     generation: u64,
@@ -76,7 +79,7 @@ struct Tracked {
 
 pub struct Engine {
     cfg: EngineConfig,
-    sockets: HashMap<Cookie, Tracked>,
+    sockets: FxHashMap<Cookie, Tracked>,
     generation: u64,
     seq: u64,
     netlink: CollectorStatus,
@@ -86,7 +89,7 @@ pub struct Engine {
 impl Engine {
     pub fn new(cfg: EngineConfig) -> Engine {
         Engine {
-            sockets: HashMap::new(),
+            sockets: FxHashMap::default(),
             generation: 0,
             seq: 0,
             netlink: CollectorStatus { name: "netlink", enabled: true, ..Default::default() },
@@ -133,13 +136,14 @@ impl Engine {
             let cookie = rec.cookie;
             let counters = Counters::of(&rec.tcp_info);
             let t = self.sockets.entry(cookie).or_insert_with(|| Tracked {
-                record: Arc::new(rec.clone()),
+                record: Arc::clone(&rec),
                 first_seen: now.mono,
                 counters,
                 counters_at: now.mono,
                 rates: Rates::default(),
                 interval_limits: None,
-                history: Arc::new(History::new(cap)),
+                history: Arc::new(History::default()),
+                first_poll: generation,
                 alert: AlertTracker::default(),
                 generation,
             });
@@ -153,19 +157,24 @@ impl Engine {
                 t.counters = counters;
                 t.counters_at = now.mono;
             }
-            t.record = Arc::new(rec);
+            t.record = rec;
             t.generation = generation;
 
             let r = &t.record;
             let baseline = rule.baseline.of(r);
-            let active = rule.active(r.tcp_info.last_ack_recv_ms.map(|ms| Duration::from_millis(ms.into())));
-            let sample = match (r.tcp_info.srtt_us, baseline) {
+            let active =
+                rule.active(r.tcp_info.last_ack_recv_ms().map(|ms| Duration::from_millis(ms.into())));
+            let sample = match (r.tcp_info.srtt_us(), baseline) {
                 (Some(srtt_us), Some(baseline_us)) => Some(RuleSample { srtt_us, baseline_us, active }),
                 _ => None,
             };
             let tr = t.alert.eval(&rule, now.mono, sample);
             self.alerts.record(r, &t.alert, sample, tr, now);
-            Arc::make_mut(&mut t.history).push(sample_of(r));
+            let sample = sample_of(r);
+            // Only a change is written: an idle socket's ring stays shared with the snapshots.
+            if t.history.needs_write(generation, &sample, cap) {
+                Arc::make_mut(&mut t.history).record(generation, sample, cap);
+            }
         }
         // Sockets the dump no longer lists have closed: prune them and resolve their alerts.
         let closed: Vec<Cookie> =
@@ -181,14 +190,14 @@ impl Engine {
     /// Publishes the state as of `now`.
     pub fn tick(&mut self, now: Now) -> Arc<Snapshot> {
         self.seq += 1;
-        let rule = self.cfg.rule;
+        let (rule, cap, poll) = (self.cfg.rule, self.cfg.history, self.generation);
         let mut sockets: Vec<SocketView> = self
             .sockets
             .values()
             .map(|t| SocketView {
                 record: Arc::clone(&t.record),
                 derived: derived(&rule, t, now.mono),
-                history: Arc::clone(&t.history),
+                history: HistoryView::new(Arc::clone(&t.history), t.first_poll, poll, cap),
             })
             .collect();
         sockets.sort_unstable_by_key(|s| s.record.cookie);
@@ -210,12 +219,12 @@ impl Engine {
 fn sample_of(r: &SocketRecord) -> Sample {
     let i = &r.tcp_info;
     Sample {
-        srtt_us: i.srtt_us.unwrap_or(0),
-        min_rtt_us: i.min_rtt_us.unwrap_or(0),
-        cwnd_segs: i.snd_cwnd_segs.unwrap_or(0),
+        srtt_us: i.srtt_us().unwrap_or(0),
+        min_rtt_us: i.min_rtt_us().unwrap_or(0),
+        cwnd_segs: i.snd_cwnd_segs().unwrap_or(0),
         bbr_bw_bytes_per_sec: r.bbr.map_or(0.0, |b| b.bw_bytes_per_sec as f32),
-        delivery_rate_bytes_per_sec: i.delivery_rate_bytes_per_sec.unwrap_or(0) as f32,
-        pacing_rate_bytes_per_sec: i.pacing_rate_bytes_per_sec.unwrap_or(0) as f32,
+        delivery_rate_bytes_per_sec: i.delivery_rate_bytes_per_sec().unwrap_or(0) as f32,
+        pacing_rate_bytes_per_sec: i.pacing_rate_bytes_per_sec().unwrap_or(0) as f32,
         phase: derive::inferred_phase(r),
     }
 }
@@ -223,7 +232,7 @@ fn sample_of(r: &SocketRecord) -> Sample {
 fn derived(rule: &RuleConfig, t: &Tracked, now: Instant) -> Derived {
     let r = &t.record;
     let baseline = rule.baseline.of(r);
-    let srtt = r.tcp_info.srtt_us;
+    let srtt = r.tcp_info.srtt_us();
     let phase = derive::inferred_phase(r);
     let limits = t.interval_limits.filter(|l| l.busy_us > 0).or(t.counters.limits);
     Derived {

@@ -1,7 +1,7 @@
 //! The immutable snapshot the engine publishes on each tick. Consumers only ever read these.
 
 pub use super::aggregate::CcAggregate;
-use super::history::History;
+use super::history::HistoryView;
 use crate::alert::rule::RuleConfig;
 use crate::model::derive::{LimitedBy, Rates};
 use crate::model::{Cookie, Phase, SocketRecord, Source};
@@ -49,7 +49,7 @@ pub struct SocketView {
     pub record: Arc<SocketRecord>,
     pub derived: Derived,
     #[serde(skip)]
-    pub history: Arc<History>,
+    pub history: HistoryView,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -10,13 +10,13 @@ fn sock(cookie: u64, cc: &str, srtt: u32, min_rtt: u32, acked: u64) -> SocketRec
         "10.0.0.2:5201".parse().unwrap(),
         TcpState::Established,
     );
-    r.cc = Some(cc.to_string());
-    r.tcp_info.srtt_us = Some(srtt);
-    r.tcp_info.min_rtt_us = Some(min_rtt);
-    r.tcp_info.last_ack_recv_ms = Some(0);
-    r.tcp_info.bytes_acked = Some(acked);
-    r.tcp_info.total_retrans_segs = Some(0);
-    r.tcp_info.delivery_rate_bytes_per_sec = Some(1_000_000);
+    r.cc = Some(cc.into());
+    r.tcp_info.set_srtt_us(srtt);
+    r.tcp_info.set_min_rtt_us(min_rtt);
+    r.tcp_info.set_last_ack_recv_ms(0);
+    r.tcp_info.set_bytes_acked(acked);
+    r.tcp_info.set_total_retrans_segs(0);
+    r.tcp_info.set_delivery_rate_bytes_per_sec(1_000_000);
     if cc == "bbr" {
         r.bbr = Some(BbrInfo {
             bw_bytes_per_sec: 2_500_000,
@@ -29,7 +29,7 @@ fn sock(cookie: u64, cc: &str, srtt: u32, min_rtt: u32, acked: u64) -> SocketRec
 }
 
 fn dump(sockets: Vec<SocketRecord>) -> Update {
-    Update::Dump(Dump { sockets, stats: DumpStats::default() })
+    Update::Dump(Dump { sockets: sockets.into_iter().map(Arc::new).collect(), stats: DumpStats::default() })
 }
 
 #[test]
@@ -99,7 +99,10 @@ fn filter_and_collector_status() {
         ..Default::default()
     };
     e.apply(
-        Update::Dump(Dump { sockets: vec![sock(1, "bbr", 1, 1, 0), sock(2, "cubic", 1, 1, 0)], stats }),
+        Update::Dump(Dump {
+            sockets: vec![Arc::new(sock(1, "bbr", 1, 1, 0)), Arc::new(sock(2, "cubic", 1, 1, 0))],
+            stats,
+        }),
         t0,
     );
     e.apply(Update::DumpFailed { error: "boom".into(), duration: Duration::ZERO }, t0);

@@ -1,6 +1,7 @@
 //! What collectors hand the engine: plain values, never kernel bytes.
 
 use crate::model::SocketRecord;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub enum Update {
@@ -12,7 +13,9 @@ pub enum Update {
 
 #[derive(Clone, Debug, Default)]
 pub struct Dump {
-    pub sockets: Vec<SocketRecord>,
+    /// Each record is allocated once, by the parser, and shared from then on by the engine and
+    /// every snapshot that shows it.
+    pub sockets: Vec<Arc<SocketRecord>>,
     pub stats: DumpStats,
 }
 

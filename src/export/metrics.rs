@@ -202,11 +202,11 @@ struct Values {
 fn values(s: &SocketView) -> Values {
     let i = &s.record.tcp_info;
     Values {
-        srtt: i.srtt_us.map(|v| v as f64 / 1e6),
-        min_rtt: i.min_rtt_us.filter(|&v| v > 0).map(|v| v as f64 / 1e6),
+        srtt: i.srtt_us().map(|v| v as f64 / 1e6),
+        min_rtt: i.min_rtt_us().filter(|&v| v > 0).map(|v| v as f64 / 1e6),
         ratio: s.derived.inflation_ratio,
         bbr_bw: s.record.bbr.map(|b| b.bw_bytes_per_sec as f64),
-        delivery: i.delivery_rate_bytes_per_sec.map(|v| v as f64),
+        delivery: i.delivery_rate_bytes_per_sec().map(|v| v as f64),
     }
 }
 

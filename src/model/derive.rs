@@ -36,7 +36,7 @@ impl FromStr for Baseline {
 impl Baseline {
     /// The baseline RTT of a socket in µs, or `None` if the kernel gave none (or gave zero).
     pub fn of(self, rec: &SocketRecord) -> Option<u32> {
-        let tcp = rec.tcp_info.min_rtt_us.filter(|&v| v > 0);
+        let tcp = rec.tcp_info.min_rtt_us().filter(|&v| v > 0);
         let bbr = rec.bbr.map(|b| b.min_rtt_us).filter(|&v| v > 0 && v != u32::MAX);
         match self {
             Baseline::Tcp => tcp,
@@ -98,9 +98,9 @@ pub struct LimitTimes {
 impl LimitTimes {
     pub fn of(info: &TcpInfo) -> Option<LimitTimes> {
         Some(LimitTimes {
-            busy_us: info.busy_time_us?,
-            rwnd_us: info.rwnd_limited_us?,
-            sndbuf_us: info.sndbuf_limited_us?,
+            busy_us: info.busy_time_us()?,
+            rwnd_us: info.rwnd_limited_us()?,
+            sndbuf_us: info.sndbuf_limited_us()?,
         })
     }
 
@@ -146,9 +146,9 @@ pub struct Counters {
 impl Counters {
     pub fn of(info: &TcpInfo) -> Counters {
         Counters {
-            bytes_acked: info.bytes_acked,
-            bytes_received: info.bytes_received,
-            total_retrans: info.total_retrans_segs,
+            bytes_acked: info.bytes_acked(),
+            bytes_received: info.bytes_received(),
+            total_retrans: info.total_retrans_segs(),
             limits: LimitTimes::of(info),
         }
     }
@@ -190,7 +190,9 @@ mod tests {
     fn rec(tcp_min: Option<u32>, bbr_min: Option<u32>) -> SocketRecord {
         let a = "127.0.0.1:1".parse().unwrap();
         let mut r = SocketRecord::new(1, a, a, TcpState::Established);
-        r.tcp_info.min_rtt_us = tcp_min;
+        if let Some(v) = tcp_min {
+            r.tcp_info.set_min_rtt_us(v);
+        }
         r.bbr =
             bbr_min.map(|m| BbrInfo { bw_bytes_per_sec: 0, min_rtt_us: m, pacing_gain: 1.0, cwnd_gain: 2.0 });
         r

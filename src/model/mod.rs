@@ -12,6 +12,7 @@ pub use tcp_info::{InfoSize, TcpInfo};
 
 use serde::Serialize;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 /// The kernel's socket cookie: unique per socket for the life of the host, and carried by both
 /// inet_diag and every TCP tracepoint, so it joins eBPF data with netlink data.
@@ -97,9 +98,10 @@ pub struct SocketRecord {
     /// Inode number of the socket's network namespace, when the collector knows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub netns: Option<u64>,
-    /// Congestion-control algorithm (`INET_DIAG_CONG`), e.g. "bbr" or "cubic".
+    /// Congestion-control algorithm (`INET_DIAG_CONG`), e.g. "bbr" or "cubic". Shared: a host
+    /// has a handful of names and 100k sockets.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cc: Option<String>,
+    pub cc: Option<Arc<str>>,
     pub tcp_info: TcpInfo,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bbr: Option<BbrInfo>,

@@ -5,7 +5,7 @@
 pub mod request;
 
 use crate::engine::{Dump, DumpStats};
-use crate::model::{BbrInfo, Cookie, InfoSize, MemInfo, SocketRecord, TcpInfo, TcpState};
+use crate::model::{BbrInfo, Cookie, InfoSize, MemInfo, SocketRecord, TcpState};
 use netlink_packet_core::{
     NLM_F_DUMP_INTR, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NetlinkBuffer, NlasIterator, Parseable,
 };
@@ -13,8 +13,9 @@ use netlink_packet_sock_diag::constants::{
     INET_DIAG_BBRINFO, INET_DIAG_CONG, INET_DIAG_INFO, INET_DIAG_SKMEMINFO, SOCK_DIAG_BY_FAMILY,
 };
 use netlink_packet_sock_diag::inet::InetResponseHeader;
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 /// `struct inet_diag_msg`: the fixed part before the attributes.
 const INET_DIAG_MSG_LEN: usize = 72;
@@ -42,15 +43,44 @@ pub enum Progress {
 /// Accumulates one dump across the buffers of a multi-part reply.
 #[derive(Default)]
 pub struct DumpParser {
-    sockets: Vec<SocketRecord>,
-    seen: HashSet<Cookie>,
+    sockets: Vec<Arc<SocketRecord>>,
+    seen: FxHashSet<Cookie>,
     stats: DumpStats,
     interrupted: bool,
+    names: CcNames,
+    netns: Option<u64>,
+}
+
+/// Congestion-control names seen so far, shared by every record that uses them.
+#[derive(Default)]
+pub struct CcNames(Vec<Arc<str>>);
+
+impl CcNames {
+    pub fn intern(&mut self, name: &[u8]) -> Arc<str> {
+        if let Some(n) = self.0.iter().find(|n| n.as_bytes() == name) {
+            return Arc::clone(n);
+        }
+        let n: Arc<str> = String::from_utf8_lossy(name).into();
+        self.0.push(Arc::clone(&n));
+        n
+    }
 }
 
 impl DumpParser {
     pub fn new() -> DumpParser {
         DumpParser::default()
+    }
+
+    /// A parser that reuses `names` and expects about `sockets` sockets (the last dump's count),
+    /// so the record vector is not regrown and copied as it fills.
+    /// Every record is tagged with `netns`, the inode of the namespace the dump came from.
+    pub fn with(names: CcNames, sockets: usize, netns: Option<u64>) -> DumpParser {
+        DumpParser { sockets: Vec::with_capacity(sockets), names, netns, ..DumpParser::default() }
+    }
+
+    /// Hands back the interned names for the next dump.
+    pub fn take_names(&mut self) -> CcNames {
+        std::mem::take(&mut self.names)
     }
 
     /// Parses every message in one receive buffer. Never panics on any input.
@@ -77,9 +107,10 @@ impl DumpParser {
                 }
                 NLMSG_NOOP => {}
                 SOCK_DIAG_BY_FAMILY => {
-                    let rec = parse_socket(msg.payload(), &mut self.stats)?;
+                    let mut rec = parse_socket(msg.payload(), &mut self.stats, &mut self.names)?;
+                    rec.netns = self.netns;
                     if self.seen.insert(rec.cookie) {
-                        self.sockets.push(rec);
+                        self.sockets.push(Arc::new(rec));
                     } else {
                         self.stats.duplicates += 1;
                     }
@@ -103,7 +134,11 @@ impl DumpParser {
 }
 
 /// Parses one SOCK_DIAG_BY_FAMILY payload: `inet_diag_msg` then attributes.
-pub fn parse_socket(payload: &[u8], stats: &mut DumpStats) -> Result<SocketRecord, WireError> {
+pub fn parse_socket(
+    payload: &[u8],
+    stats: &mut DumpStats,
+    names: &mut CcNames,
+) -> Result<SocketRecord, WireError> {
     let hdr = InetResponseHeader::parse(payload).map_err(|e| WireError::Malformed(e.to_string()))?;
     let id = &hdr.socket_id;
     let c = id.cookie;
@@ -124,19 +159,15 @@ pub fn parse_socket(payload: &[u8], stats: &mut DumpStats) -> Result<SocketRecor
         let nla = nla.map_err(|e| WireError::Malformed(e.to_string()))?;
         let v = nla.value();
         match nla.kind() {
-            INET_DIAG_INFO => {
-                let (info, size) = TcpInfo::parse(v);
-                match size {
-                    InfoSize::Short => stats.info_short += 1,
-                    InfoSize::Long => stats.info_long += 1,
-                    InfoSize::Exact => {}
-                }
-                rec.tcp_info = info;
-            }
+            INET_DIAG_INFO => match rec.tcp_info.fill(v) {
+                InfoSize::Short => stats.info_short += 1,
+                InfoSize::Long => stats.info_long += 1,
+                InfoSize::Exact => {}
+            },
             INET_DIAG_BBRINFO => rec.bbr = BbrInfo::parse(v),
             INET_DIAG_CONG => {
                 let name = v.split(|&b| b == 0).next().unwrap_or_default();
-                rec.cc = Some(String::from_utf8_lossy(name).into_owned());
+                rec.cc = Some(names.intern(name));
             }
             INET_DIAG_SKMEMINFO => rec.skmem = MemInfo::parse(v),
             // Everything else (and anything a newer kernel adds) is skipped.

@@ -1,6 +1,7 @@
 //! Byte fixtures in the kernel's layouts, built by hand, and a property test.
 
 use super::*;
+use crate::model::TcpInfo;
 use crate::model::tcp_info::TCP_INFO_KNOWN_LEN;
 use proptest::prelude::*;
 use std::net::IpAddr;
@@ -120,8 +121,8 @@ fn ipv4_socket_with_bbr_info() {
     assert_eq!(s.state, TcpState::Established);
     assert_eq!((s.uid, s.inode), (1000, 4242));
     assert_eq!(s.cc.as_deref(), Some("bbr"));
-    assert_eq!(s.tcp_info.srtt_us, Some(1234));
-    assert_eq!(s.tcp_info.snd_cwnd_segs, Some(10));
+    assert_eq!(s.tcp_info.srtt_us(), Some(1234));
+    assert_eq!(s.tcp_info.snd_cwnd_segs(), Some(10));
     let b = s.bbr.unwrap();
     assert_eq!(
         (b.bw_bytes_per_sec, b.min_rtt_us, b.pacing_gain, b.cwnd_gain),
@@ -210,9 +211,9 @@ fn short_and_long_tcp_info() {
     let (_, d) = parse_all(&[[short, long, done(2)].concat()]);
     assert_eq!((d.stats.info_short, d.stats.info_long), (1, 1));
     let s = &d.sockets[0].tcp_info;
-    assert_eq!(s.srtt_us, Some(500));
-    assert_eq!(s.pacing_rate_bytes_per_sec, None, "past a 104-byte tcp_info: unknown");
-    assert_eq!(d.sockets[1].tcp_info.pacing_rate_bytes_per_sec, Some(2_500_000));
+    assert_eq!(s.srtt_us(), Some(500));
+    assert_eq!(s.pacing_rate_bytes_per_sec(), None, "past a 104-byte tcp_info: unknown");
+    assert_eq!(d.sockets[1].tcp_info.pacing_rate_bytes_per_sec(), Some(2_500_000));
 }
 
 #[test]
@@ -238,7 +239,7 @@ proptest! {
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
         let _ = DumpParser::new().feed(&bytes);
         let _ = ends_dump(&bytes);
-        let _ = parse_socket(&bytes, &mut DumpStats::default());
+        let _ = parse_socket(&bytes, &mut DumpStats::default(), &mut CcNames::default());
     }
 
     #[test]

@@ -24,11 +24,11 @@ pub fn record(cookie: u64, cc: &str, peer: &str, srtt_us: u32) -> SocketRecord {
         peer.parse().unwrap(),
         TcpState::Established,
     );
-    r.cc = Some(cc.to_string());
-    r.tcp_info.srtt_us = Some(srtt_us);
-    r.tcp_info.min_rtt_us = Some(10_000);
-    r.tcp_info.delivery_rate_bytes_per_sec = Some(1_250_000);
-    r.tcp_info.last_ack_recv_ms = Some(0);
+    r.cc = Some(cc.into());
+    r.tcp_info.set_srtt_us(srtt_us);
+    r.tcp_info.set_min_rtt_us(10_000);
+    r.tcp_info.set_delivery_rate_bytes_per_sec(1_250_000);
+    r.tcp_info.set_last_ack_recv_ms(0);
     if cc == "bbr" {
         r.bbr = Some(BbrInfo {
             bw_bytes_per_sec: 1_250_000,
@@ -50,7 +50,7 @@ pub fn snapshot() -> Arc<Snapshot> {
         record(4, "cubic", "[2001:db8::9]:40003", 11_000),
     ];
     let now = Now::system();
-    e.apply(Update::Dump(Dump { sockets: recs, ..Dump::default() }), now);
+    e.apply(Update::Dump(Dump { sockets: recs.into_iter().map(Arc::new).collect(), ..Dump::default() }), now);
     e.tick(now)
 }
 

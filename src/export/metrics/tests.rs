@@ -9,11 +9,11 @@ fn rec(cookie: u64, cc: &str, peer: &str, srtt_us: u32, min_rtt_us: u32) -> Sock
         peer.parse().unwrap(),
         TcpState::Established,
     );
-    r.cc = Some(cc.to_string());
-    r.tcp_info.srtt_us = Some(srtt_us);
-    r.tcp_info.min_rtt_us = Some(min_rtt_us);
-    r.tcp_info.delivery_rate_bytes_per_sec = Some(2_000_000);
-    r.tcp_info.last_ack_recv_ms = Some(0);
+    r.cc = Some(cc.into());
+    r.tcp_info.set_srtt_us(srtt_us);
+    r.tcp_info.set_min_rtt_us(min_rtt_us);
+    r.tcp_info.set_delivery_rate_bytes_per_sec(2_000_000);
+    r.tcp_info.set_last_ack_recv_ms(0);
     if cc == "bbr" {
         r.bbr =
             Some(BbrInfo { bw_bytes_per_sec: 5_000_000, min_rtt_us, pacing_gain: 2.885, cwnd_gain: 2.885 });
@@ -24,7 +24,7 @@ fn rec(cookie: u64, cc: &str, peer: &str, srtt_us: u32, min_rtt_us: u32) -> Sock
 fn snapshot(recs: Vec<SocketRecord>) -> Arc<Snapshot> {
     let mut e = Engine::new(EngineConfig::default());
     let now = Now::system();
-    e.apply(Update::Dump(Dump { sockets: recs, ..Dump::default() }), now);
+    e.apply(Update::Dump(Dump { sockets: recs.into_iter().map(Arc::new).collect(), ..Dump::default() }), now);
     e.tick(now)
 }
 
