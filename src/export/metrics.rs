@@ -263,7 +263,7 @@ impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
         let snap = &self.snap;
         // Per-cc accumulators found by a short linear scan: a host has a handful of algorithms,
-        // and this loop runs once per socket (100k sockets in ~15 ms, see examples/scrape_bench.rs).
+        // and this loop runs once per socket (100k sockets in 10-15 ms, see examples/scrape_bench.rs).
         let n_groups = self.groups.len() + 1;
         let mut ccs: Vec<PerCc> = Vec::new();
         let mut last = 0;
