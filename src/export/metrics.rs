@@ -318,7 +318,7 @@ impl Collector for Scrape {
             inflated.insert(c.name, c.inflated);
             firing.insert(c.name, 0);
         }
-        // An alert on a socket that closed still counts until the engine resolves it.
+        // Firing alerts per cc, from the engine's alert list.
         for a in snap.firing() {
             *firing.entry(a.cc.as_str()).or_default() += 1;
         }
