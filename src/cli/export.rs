@@ -88,6 +88,8 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::Runtime(anyhow::anyhow!(e)))?;
     let port = listeners[0].local_addr().context("listener address")?.port();
+    let bound: Vec<String> =
+        listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
     let filter = a.filter.filter();
     let diag = InetDiag::open(a.source.netns.as_ref(), filter.state_set()).map_err(Failure::from_collect)?;
     // The single place sources are assembled; the eBPF source joins here.
@@ -117,6 +119,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         security,
     });
     let limits = Limits { max_connections: a.max_connections.max(1), ..Limits::default() };
+    eprintln!("bbrtop export: listening on {} ({scheme})", bound.join(", "));
     let tokio_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
