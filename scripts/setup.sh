@@ -25,7 +25,7 @@ BUILD_PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config libbpf-dev make gcc)
 # Run: iproute2 for the lab (ip, tc, ss), bpftool to inspect programs.
 RUN_PKGS=(iproute2 bpftool procps)
 # Test: the real servers and tools the tests compare with.
-TEST_PKGS=(prometheus prometheus-alertmanager bpftrace iperf3 tmux openssl systemd)
+TEST_PKGS=(prometheus prometheus-alertmanager bpftrace iperf3 tmux openssl systemd curl)
 
 setup_build() {
     need_pkgs "${BUILD_PKGS[@]}" "${RUN_PKGS[@]}"

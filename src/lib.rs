@@ -11,6 +11,7 @@ pub mod cli;
 pub mod collect;
 pub mod doctor;
 pub mod engine;
+pub mod export;
 pub mod filter;
 pub mod lab;
 pub mod model;

@@ -1,3 +1,4 @@
 //! The queue-delay alert: the rule (pure) and, in time, its delivery.
 
+pub mod push;
 pub mod rule;

@@ -8,6 +8,7 @@ pub mod args;
 pub mod check;
 pub mod doctor;
 pub mod lab;
+pub mod export;
 pub mod snapshot;
 pub mod watch;
 
@@ -33,6 +34,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Run a BBR guide's scenario (bufferbloat, lossy, ab) in network namespaces and report.
     Lab(lab::LabArgs),
+    /// Serve Prometheus metrics and the JSON API, and push alerts to Alertmanager.
+    Export(export::ExportArgs),
 }
 
 /// A failure, with the exit code it maps to.
@@ -93,6 +96,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Some(Command::Doctor(a)) => doctor::run(a),
         Some(Command::Check(a)) => check::run(a),
         Some(Command::Lab(a)) => lab::run(a).map(|()| 0),
+        Some(Command::Export(a)) => export::run(a).map(|()| 0),
         None => Err(Failure::Usage("no command given; try `bbrtop snapshot` or `bbrtop --help`".into())),
     }
 }

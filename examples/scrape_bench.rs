@@ -1,0 +1,101 @@
+//! Scrape-time benchmark: `/metrics` rendered from a snapshot of N synthetic sockets, built in
+//! process. The JSON of `/api/sockets` for the same snapshot is timed alongside as a reference.
+//!
+//!     cargo run --release --example scrape_bench [N...]     (default: 10000 100000)
+
+use bbrtop::engine::{Dump, Engine, EngineConfig, Now, Update};
+use bbrtop::export::metrics::{Scrape, render_openmetrics, to_text_004};
+use bbrtop::export::peer_groups::PeerGroups;
+use bbrtop::model::{BbrInfo, SocketRecord, TcpState};
+use bbrtop::output::json::SnapshotDoc;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn sockets(n: usize) -> Vec<SocketRecord> {
+    (0..n)
+        .map(|i| {
+            let peer =
+                SocketAddr::from((Ipv4Addr::from(0x0a00_0000u32 + i as u32), 40_000 + (i % 20_000) as u16));
+            let mut r = SocketRecord::new(
+                i as u64 + 1,
+                "10.255.0.1:443".parse().unwrap(),
+                peer,
+                TcpState::Established,
+            );
+            let bbr = i % 2 == 0;
+            r.cc = Some(if bbr { "bbr" } else { "cubic" }.into());
+            let min = 1_000 + (i % 50) as u32 * 400;
+            r.tcp_info.set_min_rtt_us(min);
+            r.tcp_info.set_srtt_us(min + (i % 7) as u32 * min / 2);
+            r.tcp_info.set_delivery_rate_bytes_per_sec(10_000 * (1 + i as u64 % 1000));
+            r.tcp_info.set_last_ack_recv_ms((i % 3) as u32 * 600);
+            if bbr {
+                let gains = [(2.885, 2.885), (1.25, 2.0), (1.0, 2.0), (0.75, 2.0), (1.0, 1.0)][i % 5];
+                r.bbr = Some(BbrInfo {
+                    bw_bytes_per_sec: 12_500 * (1 + i as u64 % 1000),
+                    min_rtt_us: min,
+                    pacing_gain: gains.0,
+                    cwnd_gain: gains.1,
+                });
+            }
+            r
+        })
+        .collect()
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn time(runs: usize, mut f: impl FnMut() -> usize) -> (Duration, usize) {
+    let mut bytes = 0;
+    let t: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            bytes = f();
+            t.elapsed()
+        })
+        .collect();
+    (median(t), bytes)
+}
+
+fn main() {
+    let ns: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let ns = if ns.is_empty() { vec![10_000, 100_000] } else { ns };
+    let groups = Arc::new(
+        PeerGroups::parse(
+            "groups: {a: [10.0.0.0/16], b: [10.1.0.0/16], c: [10.0.0.0/12], d: [192.0.2.0/24]}",
+        )
+        .unwrap(),
+    );
+    println!(
+        "{:>8} {:>6} {:>12} {:>10} {:>14} {:>10}",
+        "sockets", "top_k", "metrics_ms", "bytes", "api_json_ms", "bytes"
+    );
+    for n in ns {
+        let mut e = Engine::new(EngineConfig::default());
+        let now = Now::system();
+        e.apply(
+            Update::Dump(Dump { sockets: sockets(n).into_iter().map(Arc::new).collect(), ..Dump::default() }),
+            now,
+        );
+        let snap = e.tick(now);
+        let runs = if n >= 100_000 { 11 } else { 31 };
+        let (json_t, json_b) = time(runs, || {
+            serde_json::to_vec(&SnapshotDoc::new(&snap, snap.sockets.iter().collect())).unwrap().len()
+        });
+        for top_k in [0, 100, 1000] {
+            let (t, b) = time(runs, || {
+                let s = Scrape { snap: Arc::clone(&snap), groups: Arc::clone(&groups), top_k, posts: vec![] };
+                to_text_004(&render_openmetrics(s)).len()
+            });
+            println!(
+                "{n:>8} {top_k:>6} {:>12.2} {b:>10} {:>14.2} {json_b:>10}",
+                t.as_secs_f64() * 1e3,
+                json_t.as_secs_f64() * 1e3
+            );
+        }
+    }
+}

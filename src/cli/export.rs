@@ -1,0 +1,142 @@
+//! `bbrtop export`: poll, serve /metrics and the JSON API, and push alerts to Alertmanager.
+
+use super::Failure;
+use super::args::{AlertArgs, FilterArgs, SourceArgs, parse_duration};
+use crate::alert::push::{PushConfig, Pusher};
+use crate::collect::InetDiag;
+use crate::engine::{Engine, EngineConfig};
+use crate::export::metrics::TOP_K_CAP;
+use crate::export::peer_groups::PeerGroups;
+use crate::export::server::{self, App, Limits};
+use crate::export::web_config::{Security, WebConfig};
+use crate::runtime::{Runtime, Source};
+use anyhow::Context;
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[command(flatten)]
+    pub alert: AlertArgs,
+    /// Address to listen on, host:port or :port (every address). May be given more than once.
+    #[arg(long = "web.listen-address", value_name = "ADDR", default_value = ":10027")]
+    pub listen: Vec<String>,
+    /// exporter-toolkit web config (YAML): TLS and basic auth.
+    #[arg(long = "web.config.file", value_name = "FILE")]
+    pub web_config: Option<PathBuf>,
+    /// Concurrent connections; past this, new connections are closed at once.
+    #[arg(long = "web.max-connections", value_name = "N", default_value = "512")]
+    pub max_connections: usize,
+    /// Alertmanager to push alerts to (http://host:port). May be given more than once.
+    #[arg(long = "alertmanager.url", value_name = "URL", value_parser = parse_am_url)]
+    pub alertmanager: Vec<String>,
+    /// Resend firing alerts this often; endsAt is 4 times this ahead.
+    #[arg(long = "alertmanager.resend-interval", value_name = "DURATION", default_value = "1m",
+          value_parser = parse_duration)]
+    pub resend: Duration,
+    /// Export per-socket gauges for the N most inflated sockets (0: none; at most 1000).
+    #[arg(long = "metrics.per-socket.top-k", value_name = "N", default_value = "0", value_parser = parse_top_k)]
+    pub top_k: usize,
+    /// CIDR groups (YAML) that become the peer_group label.
+    #[arg(long = "peer-groups", value_name = "FILE")]
+    pub peer_groups: Option<PathBuf>,
+}
+
+fn parse_top_k(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n <= TOP_K_CAP => Ok(n),
+        _ => Err(format!("invalid top-k {s:?} (0 to {TOP_K_CAP})")),
+    }
+}
+
+fn parse_am_url(s: &str) -> Result<String, String> {
+    let rest = s
+        .strip_prefix("http://")
+        .ok_or_else(|| format!("invalid Alertmanager URL {s:?} (expected http://host:port)"))?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(format!("invalid Alertmanager URL {s:?}: no host"));
+    }
+    Ok(s.trim_end_matches('/').to_string())
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+pub fn run(a: ExportArgs) -> Result<(), Failure> {
+    let groups = match &a.peer_groups {
+        Some(p) => PeerGroups::load(p).map_err(Failure::Usage)?,
+        None => PeerGroups::default(),
+    };
+    let groups = Arc::new(groups);
+    let security = match &a.web_config {
+        Some(p) => WebConfig::load(p).map_err(Failure::Usage)?,
+        None => Security::default(),
+    };
+    let listeners = a
+        .listen
+        .iter()
+        .map(|l| server::bind(l))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::Runtime(anyhow::anyhow!(e)))?;
+    let port = listeners[0].local_addr().context("listener address")?.port();
+    let bound: Vec<String> =
+        listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
+    let filter = a.filter.filter();
+    let diag = InetDiag::open(a.source.netns.as_ref(), filter.state_set()).map_err(Failure::from_collect)?;
+    // The single place sources are assembled; the eBPF source joins here.
+    let sources: Vec<Box<dyn Source>> = vec![Box::new(diag)];
+    let engine = Engine::new(EngineConfig { rule: a.alert.rule(), filter, ..EngineConfig::default() });
+    let rt = Runtime::start(engine, sources, a.source.interval).context("starting the poller")?;
+
+    let host = hostname();
+    let scheme = if security.tls.is_some() { "https" } else { "http" };
+    let pusher = if a.alertmanager.is_empty() {
+        None
+    } else {
+        let cfg = PushConfig {
+            urls: a.alertmanager.clone(),
+            resend: a.resend,
+            instance: format!("{host}:{port}"),
+            generator_url: format!("{scheme}://{host}:{port}/api/alerts"),
+            groups: Arc::clone(&groups),
+        };
+        Some(Pusher::start(cfg, rt.published()).context("starting the Alertmanager pusher")?)
+    };
+    let app = Arc::new(App {
+        published: rt.published(),
+        groups,
+        top_k: a.top_k,
+        push_stats: pusher.as_ref().map(Pusher::stats),
+        security,
+    });
+    let limits = Limits { max_connections: a.max_connections.max(1), ..Limits::default() };
+    eprintln!("bbrtop export: listening on {} ({scheme})", bound.join(", "));
+    let tokio_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the HTTP runtime")?;
+    tokio_rt
+        .block_on(async move {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+            let shutdown = async move {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            };
+            server::serve(listeners, app, limits, shutdown).await
+        })
+        .context("serving HTTP")?;
+    drop(pusher);
+    drop(rt);
+    Ok(())
+}

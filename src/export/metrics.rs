@@ -1,0 +1,537 @@
+//! `/metrics`: every series is built at scrape time from the latest snapshot, so a closed socket
+//! leaves no stale series and the histograms describe the sockets open now.
+//!
+//! Names (prefix `bbrtop_`, base units) are fixed: the shipped rules and dashboards use them.
+//! prometheus-client encodes OpenMetrics text; [`to_text_004`] turns it into the classic text
+//! format for scrapers (and `promtool check metrics`) that do not ask for OpenMetrics.
+
+use super::peer_groups::PeerGroups;
+use crate::engine::snapshot::{Snapshot, SocketView};
+use crate::model::{Phase, TcpState};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The hard cap on `--metrics.per-socket.top-k`.
+pub const TOP_K_CAP: usize = 1000;
+
+/// Bucket bounds. RTTs span loopback (tens of µs) to a bloated queue (seconds).
+pub const RTT_BOUNDS: &[f64] =
+    &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
+pub const RATIO_BOUNDS: &[f64] = &[1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0];
+/// 10 kB/s to 10 GB/s in half decades.
+pub const RATE_BOUNDS: &[f64] = &[1e4, 3e4, 1e5, 3e5, 1e6, 3e6, 1e7, 3e7, 1e8, 3e8, 1e9, 3e9, 1e10];
+
+/// A classic histogram with fixed bounds: per-bucket (not cumulative) counts, the last for +Inf.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hist {
+    bounds: &'static [f64],
+    counts: Vec<u64>,
+    sum: f64,
+    count: u64,
+}
+
+impl Hist {
+    pub fn new(bounds: &'static [f64]) -> Hist {
+        Hist { bounds, counts: vec![0; bounds.len() + 1], sum: 0.0, count: 0 }
+    }
+
+    pub fn observe(&mut self, v: f64) {
+        if !v.is_finite() {
+            return;
+        }
+        // `le` is inclusive: v goes in the first bucket whose bound is >= v.
+        self.counts[self.bounds.partition_point(|&b| b < v)] += 1;
+        self.sum += v;
+        self.count += 1;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    fn buckets(&self) -> Vec<(f64, u64)> {
+        self.bounds.iter().copied().chain([f64::INFINITY]).zip(self.counts.iter().copied()).collect()
+    }
+}
+
+/// Closed flows of one cc since start (eBPF only), cumulative.
+#[derive(Clone, Debug)]
+pub struct ClosedFlows {
+    pub cc: String,
+    pub total: u64,
+    /// Built with [`RTT_BOUNDS`].
+    pub srtt_seconds: Hist,
+    /// Built with [`RATE_BOUNDS`].
+    pub throughput_bytes_per_second: Hist,
+}
+
+/// HOOK for the eBPF collector: once the snapshot carries cumulative closed-flow data per cc,
+/// return it here and the three `bbrtop_closed_flow*` families appear. Without eBPF they are
+/// absent (not zero), so dashboards can tell "off" from "no flows".
+fn closed_flows(_snap: &Snapshot) -> Vec<ClosedFlows> {
+    Vec::new()
+}
+
+/// `bbrtop_alertmanager_posts_total` values: ((alertmanager, result), count).
+pub type PostCounts = Vec<((String, &'static str), u64)>;
+
+/// Everything one scrape reads.
+#[derive(Debug)]
+pub struct Scrape {
+    pub snap: Arc<Snapshot>,
+    pub groups: Arc<PeerGroups>,
+    pub top_k: usize,
+    pub posts: PostCounts,
+}
+
+/// Encodes one scrape as OpenMetrics text (ending in `# EOF`).
+pub fn render_openmetrics(s: Scrape) -> String {
+    let mut reg = Registry::default();
+    reg.register_collector(Box::new(s));
+    let mut out = String::with_capacity(64 * 1024);
+    // Writing to a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
+    out
+}
+
+/// Rewrites OpenMetrics text as Prometheus text 0.0.4: counters are named with `_total` in
+/// HELP/TYPE, and `# UNIT`/`# EOF` lines go (0.0.4 has neither).
+pub fn to_text_004(om: &str) -> String {
+    let mut out = String::with_capacity(om.len());
+    let mut lines = om.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let counter_help = line.starts_with("# HELP ")
+            && lines.peek().is_some_and(|n| n.starts_with("# TYPE ") && n.ends_with(" counter"));
+        if counter_help || (line.starts_with("# TYPE ") && line.ends_with(" counter")) {
+            let mut parts = line.splitn(4, ' ');
+            let (hash, kind, name, rest) = (
+                parts.next().unwrap_or(""),
+                parts.next().unwrap_or(""),
+                parts.next().unwrap_or(""),
+                parts.next(),
+            );
+            out.push_str(&format!("{hash} {kind} {name}_total"));
+            if let Some(r) = rest {
+                out.push(' ');
+                out.push_str(r);
+            }
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `phase` label values, indexed by [`phase_index`].
+const PHASES: [&str; 5] = ["none", "startup", "drain", "probe_bw", "probe_rtt"];
+/// Kernel TCP states are 1..=12; one slot per value.
+const STATES: usize = 16;
+
+fn phase_index(p: Option<Phase>) -> usize {
+    match p {
+        None => 0,
+        Some(Phase::Startup) => 1,
+        Some(Phase::Drain) => 2,
+        Some(Phase::ProbeBw(_)) => 3,
+        Some(Phase::ProbeRtt) => 4,
+    }
+}
+
+pub fn phase_label(p: Option<Phase>) -> &'static str {
+    PHASES[phase_index(p)]
+}
+
+/// One congestion control's counts during a scrape.
+struct PerCc<'a> {
+    name: &'a str,
+    by_state: [[u64; PHASES.len()]; STATES],
+    inflated: u64,
+    /// Indexed by peer group (the last is "other").
+    hists: Vec<Option<Hists>>,
+}
+
+impl<'a> PerCc<'a> {
+    fn new(name: &'a str, groups: usize) -> PerCc<'a> {
+        PerCc {
+            name,
+            by_state: [[0; PHASES.len()]; STATES],
+            inflated: 0,
+            hists: (0..groups).map(|_| None).collect(),
+        }
+    }
+}
+
+/// The five per-(cc, peer_group) histograms.
+struct Hists {
+    srtt: Hist,
+    min_rtt: Hist,
+    ratio: Hist,
+    bbr_bw: Hist,
+    delivery: Hist,
+}
+
+impl Hists {
+    fn new() -> Hists {
+        Hists {
+            srtt: Hist::new(RTT_BOUNDS),
+            min_rtt: Hist::new(RTT_BOUNDS),
+            ratio: Hist::new(RATIO_BOUNDS),
+            bbr_bw: Hist::new(RATE_BOUNDS),
+            delivery: Hist::new(RATE_BOUNDS),
+        }
+    }
+}
+
+/// Per-socket values, in the units the metrics use.
+struct Values {
+    srtt: Option<f64>,
+    min_rtt: Option<f64>,
+    ratio: Option<f64>,
+    bbr_bw: Option<f64>,
+    delivery: Option<f64>,
+}
+
+fn values(s: &SocketView) -> Values {
+    let i = &s.record.tcp_info;
+    Values {
+        srtt: i.srtt_us().map(|v| v as f64 / 1e6),
+        min_rtt: i.min_rtt_us().filter(|&v| v > 0).map(|v| v as f64 / 1e6),
+        ratio: s.derived.inflation_ratio,
+        bbr_bw: s.record.bbr.map(|b| b.bw_bytes_per_sec as f64),
+        delivery: i.delivery_rate_bytes_per_sec().map(|v| v as f64),
+    }
+}
+
+type Enc<'a> = DescriptorEncoder<'a>;
+
+/// A metric family: name, help, and how to read its value.
+type Family<F> = (&'static str, &'static str, F);
+type HistPick = fn(&Hists) -> &Hist;
+type ValuePick = fn(&Values) -> Option<f64>;
+
+const NO_LABELS: [(&str, &str); 0] = [];
+
+fn gauges<L: EncodeLabelSet, V: prometheus_client::encoding::EncodeGaugeValue>(
+    enc: &mut Enc,
+    name: &str,
+    help: &str,
+    rows: impl IntoIterator<Item = (L, V)>,
+) -> std::fmt::Result {
+    let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (l, v) in rows {
+        m.encode_family(&l)?.encode_gauge(&v)?;
+    }
+    Ok(())
+}
+
+/// `name` without `_total`: the encoder appends it.
+fn counters<L: EncodeLabelSet>(
+    enc: &mut Enc,
+    name: &str,
+    help: &str,
+    rows: impl IntoIterator<Item = (L, u64)>,
+) -> std::fmt::Result {
+    let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+    for (l, v) in rows {
+        m.encode_family(&l)?.encode_counter::<NoLabelSet, _, u64>(&v, None)?;
+    }
+    Ok(())
+}
+
+fn histograms<'h, L: EncodeLabelSet + 'h>(
+    enc: &mut Enc,
+    name: &str,
+    help: &str,
+    rows: impl IntoIterator<Item = (L, &'h Hist)>,
+) -> std::fmt::Result {
+    let mut m = enc.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    for (l, h) in rows {
+        m.encode_family(&l)?.encode_histogram::<NoLabelSet>(h.sum, h.count, &h.buckets(), None)?;
+    }
+    Ok(())
+}
+
+impl Collector for Scrape {
+    fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
+        let snap = &self.snap;
+        // Per-cc accumulators found by a short linear scan: a host has a handful of algorithms,
+        // and this loop runs once per socket (100k sockets in 10-15 ms, see examples/scrape_bench.rs).
+        let n_groups = self.groups.len() + 1;
+        let mut ccs: Vec<PerCc> = Vec::new();
+        let mut last = 0;
+        for s in &snap.sockets {
+            let cc = s.record.cc_name();
+            if ccs.get(last).is_none_or(|c| c.name != cc) {
+                last = match ccs.iter().position(|c| c.name == cc) {
+                    Some(i) => i,
+                    None => {
+                        ccs.push(PerCc::new(cc, n_groups));
+                        ccs.len() - 1
+                    }
+                };
+            }
+            let c = &mut ccs[last];
+            c.by_state[s.record.state as usize % STATES][phase_index(s.derived.phase)] += 1;
+            c.inflated += u64::from(s.derived.inflated);
+            let h = c.hists[self.groups.index(s.record.peer.ip())].get_or_insert_with(Hists::new);
+            let v = values(s);
+            let pairs = [
+                (&mut h.srtt, v.srtt),
+                (&mut h.min_rtt, v.min_rtt),
+                (&mut h.ratio, v.ratio),
+                (&mut h.bbr_bw, v.bbr_bw),
+                (&mut h.delivery, v.delivery),
+            ];
+            for (hist, val) in pairs {
+                if let Some(x) = val {
+                    hist.observe(x);
+                }
+            }
+        }
+        ccs.sort_unstable_by(|a, b| a.name.cmp(b.name));
+        let mut by_state: Vec<([(&str, &str); 3], u64)> = Vec::new();
+        let mut hists: Vec<((&str, &str), &Hists)> = Vec::new();
+        let mut inflated: BTreeMap<&str, u64> = BTreeMap::new();
+        let mut firing: BTreeMap<&str, u64> = BTreeMap::new();
+        for c in &ccs {
+            for st in TcpState::ALL {
+                for (p, label) in PHASES.iter().enumerate() {
+                    let n = c.by_state[st as usize % STATES][p];
+                    if n > 0 {
+                        by_state.push(([("cc", c.name), ("state", st.name()), ("phase", label)], n));
+                    }
+                }
+            }
+            for (g, h) in c.hists.iter().enumerate() {
+                if let Some(h) = h {
+                    hists.push(((c.name, self.groups.name(g)), h));
+                }
+            }
+            inflated.insert(c.name, c.inflated);
+            firing.insert(c.name, 0);
+        }
+        // Firing alerts per cc, from the engine's alert list.
+        for a in snap.firing() {
+            *firing.entry(a.cc.as_str()).or_default() += 1;
+        }
+        let onsets: BTreeMap<&str, u64> =
+            snap.inflation_onsets_total.iter().map(|(cc, n)| (cc.as_str(), *n)).collect();
+        for cc in onsets.keys() {
+            inflated.entry(cc).or_default();
+            firing.entry(cc).or_default();
+        }
+
+        gauges(
+            &mut enc,
+            "bbrtop_sockets",
+            "Sockets by congestion control, TCP state and BBR phase (none for other algorithms).",
+            by_state,
+        )?;
+        hists.sort_unstable_by_key(|(k, _)| *k);
+        let fams: [Family<HistPick>; 5] = [
+            ("bbrtop_srtt_seconds", "Smoothed RTT of open sockets.", |h| &h.srtt),
+            ("bbrtop_min_rtt_seconds", "tcp_info min RTT of open sockets.", |h| &h.min_rtt),
+            ("bbrtop_rtt_inflation_ratio", "srtt / baseline RTT of open sockets.", |h| &h.ratio),
+            (
+                "bbrtop_bbr_bandwidth_bytes_per_second",
+                "BBR bottleneck bandwidth estimate of open BBR sockets.",
+                |h| &h.bbr_bw,
+            ),
+            ("bbrtop_delivery_rate_bytes_per_second", "tcp_info delivery rate of open sockets.", |h| {
+                &h.delivery
+            }),
+        ];
+        for (name, help, pick) in fams {
+            let rows = hists.iter().filter_map(|(k, h)| {
+                let h = pick(h);
+                (h.count() > 0).then_some(([("cc", k.0), ("peer_group", k.1)], h))
+            });
+            histograms(&mut enc, name, help, rows)?;
+        }
+        gauges(
+            &mut enc,
+            "bbrtop_sockets_inflated",
+            "Sockets inflated by the alert rule now.",
+            inflated.iter().map(|(cc, n)| ([("cc", *cc)], *n)),
+        )?;
+        gauges(
+            &mut enc,
+            "bbrtop_alerts_firing",
+            "RTT inflation alerts firing now.",
+            firing.iter().map(|(cc, n)| ([("cc", *cc)], *n)),
+        )?;
+        counters(
+            &mut enc,
+            "bbrtop_inflation_onsets",
+            "Spells of RTT inflation begun since start.",
+            onsets.iter().map(|(cc, n)| ([("cc", *cc)], *n)),
+        )?;
+
+        let closed = closed_flows(snap);
+        if !closed.is_empty() {
+            counters(
+                &mut enc,
+                "bbrtop_closed_flows",
+                "TCP flows closed since start (eBPF).",
+                closed.iter().map(|c| ([("cc", c.cc.as_str())], c.total)),
+            )?;
+            histograms(
+                &mut enc,
+                "bbrtop_closed_flow_srtt_seconds",
+                "Final smoothed RTT of closed flows (eBPF).",
+                closed.iter().map(|c| ([("cc", c.cc.as_str())], &c.srtt_seconds)),
+            )?;
+            histograms(
+                &mut enc,
+                "bbrtop_closed_flow_throughput_bytes_per_second",
+                "Average throughput over the life of closed flows (eBPF).",
+                closed.iter().map(|c| ([("cc", c.cc.as_str())], &c.throughput_bytes_per_second)),
+            )?;
+        }
+
+        if self.top_k > 0 {
+            self.encode_top_k(&mut enc)?;
+        }
+        self.encode_self(&mut enc)
+    }
+}
+
+impl Scrape {
+    /// The `top_k` sockets with the highest inflation ratio, as per-socket gauges.
+    fn encode_top_k(&self, enc: &mut Enc) -> std::fmt::Result {
+        let k = self.top_k.min(TOP_K_CAP);
+        let mut worst: Vec<(&SocketView, f64)> =
+            self.snap.sockets.iter().filter_map(|s| Some((s, s.derived.inflation_ratio?))).collect();
+        let by_ratio = |a: &(&SocketView, f64), b: &(&SocketView, f64)| {
+            b.1.total_cmp(&a.1).then(a.0.record.cookie.cmp(&b.0.record.cookie))
+        };
+        if worst.len() > k {
+            worst.select_nth_unstable_by(k, by_ratio);
+            worst.truncate(k);
+        }
+        worst.sort_unstable_by(by_ratio);
+        let rows: Vec<([(&str, String); 5], Values)> = worst
+            .iter()
+            .map(|(s, _)| {
+                let r = &s.record;
+                let labels = [
+                    ("cookie", r.cookie.to_string()),
+                    ("local", r.local.to_string()),
+                    ("peer", r.peer.to_string()),
+                    ("cc", r.cc_name().to_string()),
+                    ("peer_group", self.groups.group(r.peer.ip()).to_string()),
+                ];
+                (labels, values(s))
+            })
+            .collect();
+        let fams: [Family<ValuePick>; 5] = [
+            ("bbrtop_socket_srtt_seconds", "Smoothed RTT of one of the top-K inflated sockets.", |v| v.srtt),
+            ("bbrtop_socket_min_rtt_seconds", "tcp_info min RTT of one of the top-K sockets.", |v| v.min_rtt),
+            ("bbrtop_socket_rtt_inflation_ratio", "srtt / baseline of one of the top-K sockets.", |v| {
+                v.ratio
+            }),
+            (
+                "bbrtop_socket_bbr_bandwidth_bytes_per_second",
+                "BBR bandwidth estimate of one of the top-K sockets.",
+                |v| v.bbr_bw,
+            ),
+            (
+                "bbrtop_socket_delivery_rate_bytes_per_second",
+                "tcp_info delivery rate of one of the top-K sockets.",
+                |v| v.delivery,
+            ),
+        ];
+        for (name, help, pick) in fams {
+            gauges(enc, name, help, rows.iter().filter_map(|(l, v)| Some((l.as_slice(), pick(v)?))))?;
+        }
+        Ok(())
+    }
+
+    /// Self-metrics: collector health, netlink and eBPF counters, pushes, build info.
+    fn encode_self(&self, enc: &mut Enc) -> std::fmt::Result {
+        let cs = &self.snap.collectors;
+        let by_name = |f: fn(&crate::engine::snapshot::CollectorStatus) -> f64| {
+            cs.iter().map(move |c| ([("collector", c.name)], f(c)))
+        };
+        gauges(
+            enc,
+            "bbrtop_collector_up",
+            "1 if the collector is enabled and its last poll succeeded.",
+            by_name(|c| f64::from(u8::from(c.enabled && c.last_success))),
+        )?;
+        gauges(
+            enc,
+            "bbrtop_collector_last_duration_seconds",
+            "Duration of the collector's last poll.",
+            by_name(|c| c.last_duration_seconds),
+        )?;
+        counters(
+            enc,
+            "bbrtop_collector_polls",
+            "Polls (dumps) by collector.",
+            cs.iter().map(|c| ([("collector", c.name)], c.polls_total)),
+        )?;
+        counters(
+            enc,
+            "bbrtop_collector_errors",
+            "Failed polls by collector.",
+            cs.iter().map(|c| ([("collector", c.name)], c.errors_total)),
+        )?;
+        let sum = |f: fn(&crate::engine::snapshot::CollectorStatus) -> u64| cs.iter().map(f).sum::<u64>();
+        counters(
+            enc,
+            "bbrtop_netlink_dump_intr_retries",
+            "inet_diag dumps restarted because the kernel flagged NLM_F_DUMP_INTR.",
+            [(NO_LABELS, sum(|c| c.dump_intr_retries_total))],
+        )?;
+        counters(
+            enc,
+            "bbrtop_netlink_tcp_info_size_mismatch",
+            "tcp_info payloads shorter (older kernel) or longer (newer kernel) than this build knows.",
+            [
+                ([("kind", "short")], sum(|c| c.tcp_info_short_total)),
+                ([("kind", "long")], sum(|c| c.tcp_info_long_total)),
+            ],
+        )?;
+        gauges(
+            enc,
+            "bbrtop_bpf_programs_attached",
+            "eBPF programs attached (0 when eBPF is off).",
+            [(NO_LABELS, sum(|c| u64::from(c.programs_attached.unwrap_or(0))))],
+        )?;
+        counters(
+            enc,
+            "bbrtop_bpf_ringbuf_lost_events",
+            "eBPF ring-buffer events lost because the buffer was full.",
+            [(NO_LABELS, sum(|c| c.ringbuf_lost_total.unwrap_or(0)))],
+        )?;
+        if !self.posts.is_empty() {
+            counters(
+                enc,
+                "bbrtop_alertmanager_posts",
+                "POSTs to Alertmanager by result (success, client_error, server_error, network_error, dropped).",
+                self.posts
+                    .iter()
+                    .map(|((am, res), n)| ([("alertmanager", am.as_str()), ("result", *res)], *n)),
+            )?;
+        }
+        let features = if cfg!(feature = "bpf") { "bpf" } else { "none" };
+        gauges(
+            enc,
+            "bbrtop_build_info",
+            "Always 1; the labels say which build is running.",
+            [([("version", env!("CARGO_PKG_VERSION")), ("features", features)], 1u64)],
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,117 @@
+use super::*;
+use crate::engine::{Dump, Engine, EngineConfig, Now, Update};
+use crate::model::{BbrInfo, SocketRecord, TcpState};
+
+fn rec(cookie: u64, cc: &str, peer: &str, srtt_us: u32, min_rtt_us: u32) -> SocketRecord {
+    let mut r = SocketRecord::new(
+        cookie,
+        "10.0.0.1:5201".parse().unwrap(),
+        peer.parse().unwrap(),
+        TcpState::Established,
+    );
+    r.cc = Some(cc.into());
+    r.tcp_info.set_srtt_us(srtt_us);
+    r.tcp_info.set_min_rtt_us(min_rtt_us);
+    r.tcp_info.set_delivery_rate_bytes_per_sec(2_000_000);
+    r.tcp_info.set_last_ack_recv_ms(0);
+    if cc == "bbr" {
+        r.bbr =
+            Some(BbrInfo { bw_bytes_per_sec: 5_000_000, min_rtt_us, pacing_gain: 2.885, cwnd_gain: 2.885 });
+    }
+    r
+}
+
+fn snapshot(recs: Vec<SocketRecord>) -> Arc<Snapshot> {
+    let mut e = Engine::new(EngineConfig::default());
+    let now = Now::system();
+    e.apply(Update::Dump(Dump { sockets: recs.into_iter().map(Arc::new).collect(), ..Dump::default() }), now);
+    e.tick(now)
+}
+
+fn scrape(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> String {
+    let groups =
+        Arc::new(if groups.is_empty() { PeerGroups::default() } else { PeerGroups::parse(groups).unwrap() });
+    render_openmetrics(Scrape { snap, groups, top_k, posts: vec![(("http://am:9093".into(), "success"), 3)] })
+}
+
+/// The value of the one sample whose line starts with `prefix` (name and labels).
+fn value(text: &str, prefix: &str) -> Option<f64> {
+    let mut it = text.lines().filter(|l| l.starts_with(prefix));
+    let line = it.next()?;
+    assert!(it.next().is_none(), "{prefix} matches more than one line");
+    line.rsplit(' ').next()?.parse().ok()
+}
+
+#[test]
+fn aggregates_by_cc_state_phase_and_peer_group() {
+    let snap = snapshot(vec![
+        rec(1, "bbr", "10.1.0.2:40000", 30_000, 10_000),
+        rec(2, "bbr", "192.0.2.9:40001", 12_000, 10_000),
+        rec(3, "cubic", "10.1.0.3:40002", 80_000, 10_000),
+    ]);
+    let om = scrape(snap, 0, "groups: {edge: [10.1.0.0/16]}");
+    assert!(om.ends_with("# EOF\n"));
+    assert_eq!(value(&om, r#"bbrtop_sockets{cc="bbr",state="ESTAB",phase="startup"}"#), Some(2.0));
+    assert_eq!(value(&om, r#"bbrtop_sockets{cc="cubic",state="ESTAB",phase="none"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_count{cc="bbr",peer_group="edge"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_count{cc="bbr",peer_group="other"}"#), Some(1.0));
+    // 30 ms: not in the 25 ms bucket, in the 50 ms one.
+    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_bucket{le="0.025",cc="bbr",peer_group="edge"}"#), Some(0.0));
+    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_bucket{le="0.05",cc="bbr",peer_group="edge"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_rtt_inflation_ratio_sum{cc="cubic",peer_group="edge"}"#), Some(8.0));
+    // Only BBR sockets have a BBR bandwidth.
+    assert!(value(&om, r#"bbrtop_bbr_bandwidth_bytes_per_second_count{cc="cubic""#).is_none());
+    assert_eq!(
+        value(&om, r#"bbrtop_bbr_bandwidth_bytes_per_second_sum{cc="bbr",peer_group="edge"}"#),
+        Some(5e6)
+    );
+    assert_eq!(value(&om, r#"bbrtop_sockets_inflated{cc="bbr"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_sockets_inflated{cc="cubic"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_alerts_firing{cc="bbr"}"#), Some(0.0));
+    assert_eq!(value(&om, r#"bbrtop_inflation_onsets_total{cc="cubic"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_collector_up{collector="netlink"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_collector_polls_total{collector="netlink"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_netlink_tcp_info_size_mismatch_total{kind="short"}"#), Some(0.0));
+    assert_eq!(
+        value(&om, r#"bbrtop_alertmanager_posts_total{alertmanager="http://am:9093",result="success"}"#),
+        Some(3.0)
+    );
+    assert!(om.contains("bbrtop_build_info{version=\""));
+    assert!(!om.contains("bbrtop_socket_srtt_seconds"), "per-socket series are opt-in");
+    assert!(!om.contains("bbrtop_closed_flows"), "closed flows only with eBPF");
+}
+
+#[test]
+fn top_k_picks_the_most_inflated_and_closed_sockets_vanish() {
+    let recs: Vec<_> =
+        (1..=5).map(|i| rec(i, "cubic", "10.1.0.2:40000", 10_000 * i as u32, 10_000)).collect();
+    let om = scrape(snapshot(recs), 2, "");
+    let ratios: Vec<&str> =
+        om.lines().filter(|l| l.starts_with("bbrtop_socket_rtt_inflation_ratio{")).collect();
+    assert_eq!(ratios.len(), 2, "{ratios:?}");
+    assert!(ratios[0].starts_with(r#"bbrtop_socket_rtt_inflation_ratio{cookie="5",local="10.0.0.1:5201",peer="10.1.0.2:40000",cc="cubic",peer_group="other"} 5"#));
+    assert!(ratios[1].contains(r#"cookie="4""#));
+    // The next scrape of a snapshot without those sockets has no series for them.
+    let om = scrape(snapshot(vec![rec(1, "cubic", "10.1.0.2:40000", 10_000, 10_000)]), 2, "");
+    assert!(!om.contains(r#"cookie="5""#));
+    assert!(om.contains(r#"cookie="1""#));
+}
+
+#[test]
+fn text_004_names_counters_with_total_and_drops_eof() {
+    let om = "# HELP x_polls Polls.\n# TYPE x_polls counter\nx_polls_total 1\n# HELP g A gauge.\n# TYPE g gauge\ng 2\n# EOF\n";
+    assert_eq!(
+        to_text_004(om),
+        "# HELP x_polls_total Polls.\n# TYPE x_polls_total counter\nx_polls_total 1\n# HELP g A gauge.\n# TYPE g gauge\ng 2\n"
+    );
+}
+
+#[test]
+fn histogram_buckets_are_inclusive() {
+    let mut h = Hist::new(&[1.0, 2.0]);
+    for v in [0.5, 1.0, 1.5, 3.0, f64::NAN] {
+        h.observe(v);
+    }
+    assert_eq!(h.buckets(), vec![(1.0, 2), (2.0, 1), (f64::INFINITY, 1)]);
+    assert_eq!((h.count(), h.sum), (4, 6.0));
+}

@@ -1,0 +1,295 @@
+//! The HTTP side of `bbrtop export`: hyper 1 on a current-thread tokio runtime.
+//!
+//! Slow or hostile clients cannot starve a scrape: headers must arrive within
+//! [`Limits::header_read`], a connection lives at most [`Limits::connection`], a TLS handshake
+//! must finish within the header timeout, and past [`Limits::max_connections`] new connections
+//! are closed at once rather than queued. Idle connections cost no thread.
+
+use super::metrics::{self, Scrape};
+use super::peer_groups::PeerGroups;
+use super::web_config::Security;
+use crate::alert::push::PushStats;
+use crate::output::json::SnapshotDoc;
+use crate::runtime::Published;
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use serde::Serialize;
+use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Semaphore;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_connections: usize,
+    pub header_read: Duration,
+    pub connection: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_connections: 512,
+            header_read: Duration::from_secs(10),
+            connection: Duration::from_secs(120),
+        }
+    }
+}
+
+/// What every request reads.
+pub struct App {
+    pub published: Arc<Published>,
+    pub groups: Arc<PeerGroups>,
+    pub top_k: usize,
+    pub push_stats: Option<Arc<PushStats>>,
+    pub security: Security,
+}
+
+/// Binds `host:port` (`:port` means every address, IPv6 and IPv4). Errors are one line.
+pub fn bind(addr: &str) -> Result<StdListener, String> {
+    let addrs: Vec<SocketAddr> = if let Some(port) = addr.strip_prefix(':') {
+        let port: u16 = port.parse().map_err(|_| format!("listen address {addr:?}: bad port"))?;
+        vec![SocketAddr::from(([0u16; 8], port)), SocketAddr::from(([0u8; 4], port))]
+    } else {
+        addr.to_socket_addrs().map_err(|e| format!("listen address {addr:?}: {e}"))?.collect()
+    };
+    let mut last = format!("listen address {addr:?}: no address");
+    for a in addrs {
+        match StdListener::bind(a) {
+            Ok(l) => {
+                l.set_nonblocking(true).map_err(|e| format!("listen address {addr:?}: {e}"))?;
+                return Ok(l);
+            }
+            // A host without IPv6 falls back to 0.0.0.0; a port in use is final.
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                return Err(format!("listen address {addr:?}: {a} is already in use"));
+            }
+            Err(e) => last = format!("listen address {addr:?}: {a}: {e}"),
+        }
+    }
+    Err(last)
+}
+
+/// Serves on every listener until `shutdown` completes.
+pub async fn serve(
+    listeners: Vec<StdListener>,
+    app: Arc<App>,
+    limits: Limits,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> std::io::Result<()> {
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let tls = app.security.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+    let mut tasks = tokio::task::JoinSet::new();
+    for l in listeners {
+        let l = tokio::net::TcpListener::from_std(l)?;
+        let (app, slots, tls) = (Arc::clone(&app), Arc::clone(&slots), tls.clone());
+        tasks.spawn(accept_loop(l, app, slots, tls, limits));
+    }
+    shutdown.await;
+    tasks.abort_all();
+    Ok(())
+}
+
+async fn accept_loop(
+    l: tokio::net::TcpListener,
+    app: Arc<App>,
+    slots: Arc<Semaphore>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    limits: Limits,
+) {
+    loop {
+        let stream = match l.accept().await {
+            Ok((s, _)) => s,
+            Err(e) => {
+                // EMFILE and the like: say so, back off, keep serving.
+                eprintln!("bbrtop: accept: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let (app, tls) = (Arc::clone(&app), tls.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            let _ = stream.set_nodelay(true);
+            match tls {
+                Some(acc) => {
+                    if let Ok(Ok(s)) = tokio::time::timeout(limits.header_read, acc.accept(stream)).await {
+                        serve_conn(s, app, limits).await;
+                    }
+                }
+                None => serve_conn(stream, app, limits).await,
+            }
+        });
+    }
+}
+
+async fn serve_conn<I: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    io: I,
+    app: Arc<App>,
+    limits: Limits,
+) {
+    let svc = hyper::service::service_fn(move |req| {
+        let app = Arc::clone(&app);
+        async move { Ok::<_, std::convert::Infallible>(handle(&app, req).await) }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read)
+        .serve_connection(TokioIo::new(io), svc);
+    let _ = tokio::time::timeout(limits.connection, conn).await;
+}
+
+type Resp = Response<Full<Bytes>>;
+
+fn respond(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Resp {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
+}
+
+fn json<T: Serialize>(v: &T) -> Resp {
+    match serde_json::to_vec(v) {
+        Ok(b) => respond(StatusCode::OK, "application/json", b),
+        Err(e) => respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", e.to_string()),
+    }
+}
+
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const TEXT_004: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+const LANDING: &str = "<!DOCTYPE html><html><head><title>bbrtop exporter</title></head><body>\
+<h1>bbrtop exporter</h1><p>Per-socket TCP congestion control: BBR, CUBIC and RTT inflation.</p><ul>\
+<li><a href=\"metrics\">/metrics</a></li><li><a href=\"api/sockets\">/api/sockets</a></li>\
+<li><a href=\"api/alerts\">/api/alerts</a></li><li><a href=\"-/healthy\">/-/healthy</a></li>\
+<li><a href=\"-/ready\">/-/ready</a></li></ul></body></html>\n";
+
+async fn handle(app: &App, req: Request<Incoming>) -> Resp {
+    if !app.security.users.is_empty() && !authorized(app, &req).await {
+        let mut r = respond(StatusCode::UNAUTHORIZED, "text/plain", "Unauthorized\n");
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"bbrtop\""));
+        return r;
+    }
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return respond(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "Method Not Allowed\n");
+    }
+    let snap = app.published.latest();
+    match req.uri().path() {
+        "/metrics" => {
+            let om = req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|a| a.contains("application/openmetrics-text"));
+            let posts = app.push_stats.as_ref().map(|s| s.snapshot()).unwrap_or_default();
+            let scrape = Scrape { snap, groups: Arc::clone(&app.groups), top_k: app.top_k, posts };
+            // Rendering 100k sockets takes milliseconds: off the event loop, so other
+            // connections keep being served meanwhile.
+            blocking(move || {
+                let text = metrics::render_openmetrics(scrape);
+                if om {
+                    respond(StatusCode::OK, OPENMETRICS, text)
+                } else {
+                    respond(StatusCode::OK, TEXT_004, metrics::to_text_004(&text))
+                }
+            })
+            .await
+        }
+        "/api/sockets" => {
+            blocking(move || json(&SnapshotDoc::new(&snap, snap.sockets.iter().collect()))).await
+        }
+        "/api/alerts" => json(&AlertsDoc { taken_at: snap.taken_at, rule: &snap.rule, alerts: &snap.alerts }),
+        "/-/healthy" => respond(StatusCode::OK, "text/plain", "Healthy\n"),
+        "/-/ready" => {
+            // Ready once some collector has completed a poll successfully.
+            if snap.collectors.iter().any(|c| c.polls_total > c.errors_total) {
+                respond(StatusCode::OK, "text/plain", "Ready\n")
+            } else {
+                respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "Not ready: no successful poll yet\n")
+            }
+        }
+        "/" => respond(StatusCode::OK, "text/html; charset=utf-8", LANDING),
+        _ => respond(StatusCode::NOT_FOUND, "text/plain", "Not Found\n"),
+    }
+}
+
+async fn blocking(f: impl FnOnce() -> Resp + Send + 'static) -> Resp {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", format!("internal error: {e}\n"))
+    })
+}
+
+#[derive(Serialize)]
+struct AlertsDoc<'a> {
+    #[serde(with = "crate::output::serde_time")]
+    taken_at: std::time::SystemTime,
+    rule: &'a crate::alert::rule::RuleConfig,
+    alerts: &'a [crate::engine::snapshot::AlertView],
+}
+
+/// Basic auth against the bcrypt hashes. bcrypt is slow by design, so it runs off the event loop.
+async fn authorized(app: &App, req: &Request<Incoming>) -> bool {
+    let Some((user, pass)) = basic_credentials(req.headers().get(header::AUTHORIZATION)) else {
+        return false;
+    };
+    let users = Arc::clone(&app.security.users);
+    tokio::task::spawn_blocking(move || match users.get(&user) {
+        Some(hash) => bcrypt::verify(&pass, hash).unwrap_or(false),
+        None => {
+            // Spend the same time on an unknown user, so timing does not reveal user names.
+            if let Some(h) = users.values().next() {
+                let _ = bcrypt::verify(&pass, h);
+            }
+            false
+        }
+    })
+    .await
+    .unwrap_or(false)
+}
+
+fn basic_credentials(v: Option<&HeaderValue>) -> Option<(String, String)> {
+    let v = v?.to_str().ok()?;
+    let (scheme, b64) = v.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let raw = base64::engine::general_purpose::STANDARD.decode(b64.trim()).ok()?;
+    let s = String::from_utf8(raw).ok()?;
+    let (u, p) = s.split_once(':')?;
+    Some((u.to_string(), p.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials() {
+        let h = |s: &str| HeaderValue::from_str(s).unwrap();
+        assert_eq!(basic_credentials(Some(&h("Basic YWxpY2U6cDpx"))), Some(("alice".into(), "p:q".into())));
+        assert_eq!(basic_credentials(Some(&h("Bearer YWxpY2U6cDpx"))), None);
+        assert_eq!(basic_credentials(Some(&h("Basic !!"))), None);
+        assert_eq!(basic_credentials(None), None);
+    }
+
+    #[test]
+    fn bind_errors_are_one_line() {
+        let l = bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let e = bind(&format!("127.0.0.1:{port}")).unwrap_err();
+        assert!(e.contains("already in use") && !e.contains('\n'), "{e}");
+        assert!(bind(":notaport").unwrap_err().contains("bad port"));
+        // ":port" listens on every address.
+        assert!(bind(":0").unwrap().local_addr().unwrap().ip().is_unspecified());
+    }
+}

@@ -1,0 +1,135 @@
+//! `--web.config.file`: the exporter-toolkit YAML format, the subset bbrtop implements.
+//!
+//! ```yaml
+//! tls_server_config:
+//!   cert_file: /etc/bbrtop/cert.pem
+//!   key_file: /etc/bbrtop/key.pem
+//!   min_version: TLS12        # or TLS13; default TLS12
+//! basic_auth_users:
+//!   prometheus: $2y$10$...    # bcrypt hash (htpasswd -nBC 10 "" | tr -d ':\n')
+//! ```
+//! Unknown fields are errors, so a setting bbrtop does not implement is never silently ignored.
+//! Relative file paths are relative to the config file, as in exporter-toolkit.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebConfig {
+    #[serde(default)]
+    pub tls_server_config: Option<TlsConfig>,
+    #[serde(default)]
+    pub basic_auth_users: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    pub cert_file: PathBuf,
+    pub key_file: PathBuf,
+    #[serde(default)]
+    pub min_version: Option<String>,
+}
+
+/// What the server needs at run time.
+#[derive(Clone, Default)]
+pub struct Security {
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// user -> bcrypt hash. Empty: no authentication.
+    pub users: Arc<BTreeMap<String, String>>,
+}
+
+impl WebConfig {
+    pub fn parse(text: &str) -> Result<WebConfig, String> {
+        let c: WebConfig = serde_norway::from_str(text).map_err(|e| e.to_string().replace('\n', " "))?;
+        for (user, hash) in &c.basic_auth_users {
+            // Check the hash format now, not at the first scrape.
+            if bcrypt::verify("", hash).is_err() {
+                return Err(format!("basic_auth_users.{user}: not a bcrypt hash"));
+            }
+        }
+        Ok(c)
+    }
+
+    /// Reads the file and loads the certificate and key it names. Errors are one line.
+    pub fn load(path: &Path) -> Result<Security, String> {
+        let err = |e: String| format!("web config {}: {e}", path.display());
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let c = WebConfig::parse(&text).map_err(err)?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let tls = match &c.tls_server_config {
+            Some(t) => Some(Arc::new(t.server_config(dir).map_err(err)?)),
+            None => None,
+        };
+        Ok(Security { tls, users: Arc::new(c.basic_auth_users) })
+    }
+}
+
+impl TlsConfig {
+    fn server_config(&self, dir: &Path) -> Result<rustls::ServerConfig, String> {
+        use rustls_pki_types::pem::PemObject;
+        use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+        let versions: &[&rustls::SupportedProtocolVersion] = match self.min_version.as_deref() {
+            None | Some("TLS12") => &[&rustls::version::TLS13, &rustls::version::TLS12],
+            Some("TLS13") => &[&rustls::version::TLS13],
+            Some(v) => return Err(format!("tls_server_config.min_version {v:?}: expected TLS12 or TLS13")),
+        };
+        let cert_path = dir.join(&self.cert_file);
+        let key_path = dir.join(&self.key_file);
+        let certs = CertificateDer::pem_file_iter(&cert_path)
+            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| format!("cert_file {}: {e}", cert_path.display()))?;
+        if certs.is_empty() {
+            return Err(format!("cert_file {}: no certificate", cert_path.display()));
+        }
+        let key = PrivateKeyDer::from_pem_file(&key_path)
+            .map_err(|e| format!("key_file {}: {e}", key_path.display()))?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        rustls::ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(versions)
+            .map_err(|e| format!("tls_server_config: {e}"))?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .map_err(|e| format!("tls_server_config: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_users_and_rejects_unknown_fields() {
+        let hash = bcrypt::hash("pw", 4).unwrap();
+        let c = WebConfig::parse(&format!("basic_auth_users:\n  alice: '{hash}'\n")).unwrap();
+        assert!(bcrypt::verify("pw", &c.basic_auth_users["alice"]).unwrap());
+        for bad in [
+            "tls_server_config: {cert_file: a, key_file: b, client_auth_type: RequireAndVerifyClientCert}",
+            "http_server_config: {http2: false}",
+            "basic_auth_users: {alice: plaintext}",
+            "tls_server_config: {cert_file: a}",
+            ": [",
+        ] {
+            let e = WebConfig::parse(bad).unwrap_err();
+            assert!(!e.contains('\n'), "{bad:?} -> {e}");
+        }
+    }
+
+    #[test]
+    fn missing_cert_is_one_line_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("web.yml");
+        std::fs::write(
+            &p,
+            "tls_server_config: {cert_file: nope.pem, key_file: nope.key, min_version: TLS13}\n",
+        )
+        .unwrap();
+        let e = WebConfig::load(&p).err().unwrap();
+        assert!(e.contains("nope.pem") && !e.contains('\n'), "{e}");
+        std::fs::write(&p, "tls_server_config: {cert_file: a, key_file: b, min_version: TLS10}\n").unwrap();
+        assert!(WebConfig::load(&p).err().unwrap().contains("min_version"));
+    }
+}

@@ -1,0 +1,294 @@
+//! Helpers for the exporter tests: an in-process server on a free loopback port, a tiny HTTP
+//! client, synthetic snapshots, and child processes killed by PID on drop.
+
+#![allow(dead_code)]
+
+use bbrtop::engine::snapshot::Snapshot;
+use bbrtop::engine::{Dump, Engine, EngineConfig, Now, Update};
+use bbrtop::export::peer_groups::PeerGroups;
+use bbrtop::export::server::{self, App, Limits};
+use bbrtop::export::web_config::Security;
+use bbrtop::model::{BbrInfo, SocketRecord, TcpState};
+use bbrtop::runtime::Published;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Child;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub fn record(cookie: u64, cc: &str, peer: &str, srtt_us: u32) -> SocketRecord {
+    let mut r = SocketRecord::new(
+        cookie,
+        "10.0.0.1:5201".parse().unwrap(),
+        peer.parse().unwrap(),
+        TcpState::Established,
+    );
+    r.cc = Some(cc.into());
+    r.tcp_info.set_srtt_us(srtt_us);
+    r.tcp_info.set_min_rtt_us(10_000);
+    r.tcp_info.set_delivery_rate_bytes_per_sec(1_250_000);
+    r.tcp_info.set_last_ack_recv_ms(0);
+    if cc == "bbr" {
+        r.bbr = Some(BbrInfo {
+            bw_bytes_per_sec: 1_250_000,
+            min_rtt_us: 10_000,
+            pacing_gain: 1.0,
+            cwnd_gain: 2.0,
+        });
+    }
+    r
+}
+
+/// A snapshot of a few BBR and CUBIC sockets, some inflated.
+pub fn snapshot() -> Arc<Snapshot> {
+    let mut e = Engine::new(EngineConfig::default());
+    let recs = vec![
+        record(1, "bbr", "10.1.0.2:40000", 12_000),
+        record(2, "bbr", "192.0.2.7:40001", 35_000),
+        record(3, "cubic", "10.1.0.3:40002", 90_000),
+        record(4, "cubic", "[2001:db8::9]:40003", 11_000),
+    ];
+    let now = Now::system();
+    e.apply(Update::Dump(Dump { sockets: recs.into_iter().map(Arc::new).collect(), ..Dump::default() }), now);
+    e.tick(now)
+}
+
+pub struct Server {
+    pub port: u16,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    pub fn start(security: Security, limits: Limits, top_k: usize) -> Server {
+        let l = server::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let app = Arc::new(App {
+            published: Published::new(snapshot()),
+            groups: Arc::new(PeerGroups::parse("groups: {lab: [10.1.0.0/16]}").unwrap()),
+            top_k,
+            push_stats: None,
+            security,
+        });
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(server::serve(vec![l], app, limits, async move {
+                let _ = rx.await;
+            }))
+            .unwrap();
+        });
+        Server { port, stop: Some(tx), thread: Some(thread) }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A plain HTTP/1.1 GET: (status, body).
+pub fn get(port: u16, path: &str, accept: Option<&str>) -> std::io::Result<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n{accept}Connection: close\r\n\r\n")?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp)?;
+    let status = resp.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
+    let chunked = head.lines().any(|l| l.eq_ignore_ascii_case("transfer-encoding: chunked"));
+    Ok((status, if chunked { dechunk(body) } else { body.to_string() }))
+}
+
+/// Decodes a chunked HTTP/1.1 body (the servers under test send large answers that way).
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].strip_prefix("\r\n").unwrap_or(&rest[n..]);
+    }
+    out
+}
+
+/// Polls `f` every 100 ms until it returns Some, at most `limit`.
+pub fn poll_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(v) = f() {
+            return Some(v);
+        }
+        if Instant::now() >= end {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A child process killed (by its PID) and reaped on drop.
+pub struct Proc(pub Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A free loopback port (bound then released; the caller binds it next).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Whether a tool is installed. Under CI=true a missing tool fails the test.
+pub fn have(tool: &str) -> bool {
+    let ok = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|dir| dir.join(tool).is_file()));
+    if !ok {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("{tool} is not installed (scripts/setup.sh installs it)");
+        }
+        eprintln!("SKIP: {tool} is not installed; this test did not run");
+    }
+    ok
+}
+
+/// Runs `promtool check metrics` on `text`: (success, everything it printed).
+pub fn promtool_check(text: &str) -> (bool, String) {
+    let mut c = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let out = c.wait_with_output().unwrap();
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), printed)
+}
+
+/// A real Alertmanager on a free loopback port, with its own temp dir; killed on drop.
+pub struct Alertmanager {
+    pub port: u16,
+    _proc: Proc,
+    _dir: tempfile::TempDir,
+}
+
+impl Alertmanager {
+    pub fn start() -> Alertmanager {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("am.yml");
+        std::fs::write(
+            &cfg,
+            "route: {receiver: blackhole, group_wait: 1s}\nreceivers: [{name: blackhole}]\n",
+        )
+        .unwrap();
+        let port = free_port();
+        let child = std::process::Command::new("prometheus-alertmanager")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!("--storage.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--cluster.listen-address=")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let am = Alertmanager { port, _proc: Proc(child), _dir: dir };
+        let ready =
+            poll_until(Duration::from_secs(20), || get(port, "/-/ready", None).ok().filter(|r| r.0 == 200));
+        assert!(ready.is_some(), "alertmanager did not become ready on port {port}");
+        am
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The alerts Alertmanager lists now (active, silenced, inhibited, unprocessed).
+    pub fn alerts(&self) -> Vec<serde_json::Value> {
+        get(self.port, "/api/v2/alerts", None)
+            .ok()
+            .and_then(|(_, b)| serde_json::from_str::<Vec<serde_json::Value>>(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// The TcpRttInflation alerts whose endsAt is still ahead.
+    pub fn active_rtt_alerts(&self) -> Vec<serde_json::Value> {
+        let now = humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string();
+        self.alerts()
+            .into_iter()
+            .filter(|a| a["labels"]["alertname"] == "TcpRttInflation")
+            .filter(|a| a["endsAt"].as_str().is_some_and(|e| e > now.as_str()))
+            .collect()
+    }
+}
+
+/// A real Prometheus scraping `target` every second, on a free loopback port; killed on drop.
+pub struct Prometheus {
+    pub port: u16,
+    _proc: Proc,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    pub fn start(target: &str) -> Prometheus {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "global: {{scrape_interval: 1s, scrape_timeout: 1s}}\nscrape_configs:\n  - job_name: bbrtop\n    static_configs: [{{targets: ['{target}']}}]\n"
+            ),
+        )
+        .unwrap();
+        let port = free_port();
+        let child = std::process::Command::new("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let p = Prometheus { port, _proc: Proc(child), _dir: dir };
+        let ready =
+            poll_until(Duration::from_secs(30), || get(port, "/-/ready", None).ok().filter(|r| r.0 == 200));
+        assert!(ready.is_some(), "prometheus did not become ready on port {port}");
+        p
+    }
+
+    /// An instant query (the expression must not need URL escaping): the result vector.
+    pub fn query(&self, expr: &str) -> Vec<serde_json::Value> {
+        get(self.port, &format!("/api/v1/query?query={expr}"), None)
+            .ok()
+            .and_then(|(_, b)| serde_json::from_str::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["data"]["result"].as_array().cloned())
+            .unwrap_or_default()
+    }
+
+    /// The scrape targets' health and last error.
+    pub fn targets(&self) -> Vec<(String, String)> {
+        get(self.port, "/api/v1/targets", None)
+            .ok()
+            .and_then(|(_, b)| serde_json::from_str::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["data"]["activeTargets"].as_array().cloned())
+            .unwrap_or_default()
+            .iter()
+            .map(|t| {
+                (t["health"].as_str().unwrap_or("").into(), t["lastError"].as_str().unwrap_or("").into())
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,109 @@
+//! The Alertmanager pusher against a real `prometheus-alertmanager` on loopback.
+
+#[path = "export/common.rs"]
+mod common;
+
+use bbrtop::alert::push::{PushConfig, Pusher};
+use bbrtop::alert::rule::RuleConfig;
+use bbrtop::engine::snapshot::{AlertStatus, AlertView, Snapshot};
+use bbrtop::export::peer_groups::PeerGroups;
+use bbrtop::runtime::Published;
+use common::*;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+fn alert(status: AlertStatus, fired_at: SystemTime, resolved_at: Option<SystemTime>) -> AlertView {
+    AlertView {
+        cookie: 42,
+        cc: "cubic".into(),
+        local: "10.1.0.1:5201".parse().unwrap(),
+        peer: "10.1.0.2:40000".parse().unwrap(),
+        status,
+        srtt_us: 60_000,
+        baseline_rtt_us: 10_000,
+        ratio: 6.0,
+        peak_ratio: 6.0,
+        since: fired_at - Duration::from_secs(5),
+        fired_at,
+        resolved_at,
+    }
+}
+
+fn snap(seq: u64, alerts: Vec<AlertView>) -> Arc<Snapshot> {
+    Arc::new(Snapshot { seq, alerts, ..Snapshot::empty(RuleConfig::default()) })
+}
+
+fn config(urls: Vec<String>) -> PushConfig {
+    PushConfig {
+        urls,
+        resend: Duration::from_secs(2),
+        instance: "testhost:10027".into(),
+        generator_url: "http://testhost:10027/api/alerts".into(),
+        groups: Arc::new(PeerGroups::parse("groups: {lab: [10.1.0.0/16]}").unwrap()),
+    }
+}
+
+#[test]
+fn firing_then_resolved_reaches_alertmanager() {
+    if !have("prometheus-alertmanager") {
+        return;
+    }
+    let am = Alertmanager::start();
+    let fired_at = SystemTime::now();
+    let published = Published::new(snap(1, vec![alert(AlertStatus::Firing, fired_at, None)]));
+    let pusher = Pusher::start(config(vec![am.url()]), Arc::clone(&published)).unwrap();
+
+    let got = poll_until(Duration::from_secs(10), || am.active_rtt_alerts().into_iter().next());
+    let a = got.expect("the firing alert never reached Alertmanager");
+    let l = &a["labels"];
+    assert_eq!((l["cc"].as_str(), l["peer_group"].as_str()), (Some("cubic"), Some("lab")));
+    assert_eq!((l["local"].as_str(), l["peer"].as_str()), (Some("10.1.0.1:5201"), Some("10.1.0.2:40000")));
+    assert_eq!(l["instance"], "testhost:10027");
+    assert_eq!(a["annotations"]["ratio"], "6.00");
+    assert_eq!(a["annotations"]["srtt"], "60.0ms");
+    assert_eq!(a["generatorURL"], "http://testhost:10027/api/alerts");
+
+    published.publish(snap(2, vec![alert(AlertStatus::Resolved, fired_at, Some(SystemTime::now()))]));
+    let gone = poll_until(Duration::from_secs(10), || am.active_rtt_alerts().is_empty().then_some(()));
+    assert!(gone.is_some(), "the alert did not resolve: {:?}", am.active_rtt_alerts());
+    let stats = pusher.stats().snapshot();
+    let ok = stats.iter().find(|((u, r), _)| *u == am.url() && *r == "success").map(|(_, n)| *n);
+    assert!(ok.is_some_and(|n| n >= 2), "{stats:?}");
+}
+
+#[test]
+fn an_unreachable_alertmanager_is_counted_and_retried() {
+    // Nothing listens on this port.
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let published = Published::new(snap(1, vec![alert(AlertStatus::Firing, SystemTime::now(), None)]));
+    let pusher = Pusher::start(config(vec![url.clone()]), published).unwrap();
+    let errors = poll_until(Duration::from_secs(10), || {
+        let n =
+            pusher.stats().snapshot().into_iter().find(|((u, r), _)| *u == url && *r == "network_error")?.1;
+        (n >= 2).then_some(n)
+    });
+    assert!(errors.is_some(), "{:?}", pusher.stats().snapshot());
+}
+
+#[test]
+fn a_rejected_post_is_counted_as_a_client_error() {
+    if !have("prometheus-alertmanager") {
+        return;
+    }
+    let am = Alertmanager::start();
+    // A wrong path prefix: Alertmanager answers 404, which must not count as success nor retry.
+    let url = format!("{}/no-such-prefix", am.url());
+    let published = Published::new(snap(1, vec![alert(AlertStatus::Firing, SystemTime::now(), None)]));
+    let pusher = Pusher::start(config(vec![url.clone()]), published).unwrap();
+    let count = |r: &str| {
+        pusher
+            .stats()
+            .snapshot()
+            .into_iter()
+            .find(|((u, res), _)| *u == url && *res == r)
+            .map_or(0, |(_, n)| n)
+    };
+    assert!(poll_until(Duration::from_secs(10), || (count("client_error") >= 1).then_some(())).is_some());
+    assert_eq!(count("success"), 0);
+    assert!(am.active_rtt_alerts().is_empty());
+}

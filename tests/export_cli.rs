@@ -1,0 +1,153 @@
+//! `bbrtop export` as a process: bad input at start, and a live scrape of a loopback flow checked
+//! by the real `promtool`.
+
+#[path = "export/common.rs"]
+mod common;
+
+use common::*;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_bbrtop");
+
+/// Runs `bbrtop export ARGS` expecting it to fail at start: (exit code, stderr).
+fn fails(args: &[&str]) -> (i32, String) {
+    let out = Command::new(BIN).arg("export").args(args).stdin(Stdio::null()).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// One line of error (clap adds its usual "For more information, try '--help'." hint).
+fn assert_one_line(stderr: &str) {
+    let lines = stderr.lines().filter(|l| !l.is_empty() && !l.starts_with("For more information"));
+    assert_eq!(lines.count(), 1, "not one line: {stderr:?}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn bad_input_is_a_one_line_error_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let groups = dir.path().join("groups.yml");
+    std::fs::write(&groups, "groups: {edge: [10.0.0.0/33]}\n").unwrap();
+    let web = dir.path().join("web.yml");
+    std::fs::write(&web, "tls_server_config: {cert_file: c.pem, key_file: k.pem, cipher_suites: [x]}\n")
+        .unwrap();
+    let g = groups.to_str().unwrap();
+    let w = web.to_str().unwrap();
+    let busy = TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_addr = busy.local_addr().unwrap().to_string();
+    let free = format!("127.0.0.1:{}", free_port());
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["--web.listen-address", &free, "--peer-groups", g], 2, "peer groups"),
+        (&["--web.listen-address", &free, "--peer-groups", "/nonexistent/groups.yml"], 2, "peer groups"),
+        (&["--web.listen-address", &free, "--web.config.file", w], 2, "cipher_suites"),
+        (&["--web.listen-address", &busy_addr], 1, "already in use"),
+        (&["--web.listen-address", &free, "--metrics.per-socket.top-k", "1001"], 2, "top-k"),
+        (&["--web.listen-address", &free, "--alertmanager.url", "ftp://x"], 2, "Alertmanager URL"),
+    ];
+    for (args, code, needle) in cases {
+        let (got, stderr) = fails(args);
+        assert_eq!(got, *code, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert_one_line(&stderr);
+    }
+}
+
+/// A loopback TCP flow that keeps sending until dropped.
+struct Flow {
+    port: u16,
+    stop: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Flow {
+    fn start() -> Flow {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s1 = Arc::clone(&stop);
+        let reader = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().unwrap();
+            c.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+            let mut buf = vec![0u8; 65536];
+            while !s1.load(Ordering::Relaxed) {
+                match c.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => break,
+                }
+            }
+        });
+        let s2 = Arc::clone(&stop);
+        let writer = std::thread::spawn(move || {
+            let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            let buf = vec![7u8; 16384];
+            while !s2.load(Ordering::Relaxed) {
+                if c.write_all(&buf).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        Flow { port, stop, threads: vec![reader, writer] }
+    }
+}
+
+impl Drop for Flow {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn live_scrape_passes_promtool_and_closed_sockets_leave_no_series() {
+    if !have("promtool") {
+        return;
+    }
+    let flow = Flow::start();
+    let port = free_port();
+    let child = Command::new(BIN)
+        .args(["export", "--web.listen-address", &format!("127.0.0.1:{port}"), "--interval", "200ms"])
+        .args(["--port", &flow.port.to_string(), "--metrics.per-socket.top-k", "5"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let _exporter = Proc(child);
+    let ready =
+        poll_until(Duration::from_secs(10), || get(port, "/-/ready", None).ok().filter(|r| r.0 == 200));
+    assert!(ready.is_some(), "bbrtop export never became ready");
+    // Both ends of the flow are listed (the filter is on either port).
+    let sockets = poll_until(Duration::from_secs(10), || {
+        let (_, body) = get(port, "/api/sockets", None).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        let n = v["sockets"].as_array()?.len();
+        (n == 2).then_some(n)
+    });
+    assert!(sockets.is_some(), "the flow's two sockets never appeared in /api/sockets");
+    let (status, text) = get(port, "/metrics", None).unwrap();
+    assert_eq!(status, 200);
+    let open: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("bbrtop_sockets{") && l.contains("state=\"ESTAB\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert_eq!(open, 2.0, "{text}");
+    assert!(text.contains("bbrtop_socket_srtt_seconds{cookie="), "top-K series missing: {text}");
+    let (ok, printed) = promtool_check(&text);
+    assert!(ok && printed.trim().is_empty(), "promtool check metrics: {printed}\n{text}");
+
+    drop(flow);
+    let gone = poll_until(Duration::from_secs(10), || {
+        let (_, text) = get(port, "/metrics", None).ok()?;
+        (!text.contains("bbrtop_sockets{") && !text.contains("bbrtop_socket_srtt_seconds{")).then_some(())
+    });
+    assert!(gone.is_some(), "series of closed sockets stayed: {}", get(port, "/metrics", None).unwrap().1);
+}
