@@ -2,6 +2,9 @@
 //! tools: `promtool check rules`, `promtool test rules`, `amtool check-config`.
 
 use serde_json::Value as Json;
+#[path = "support/grafana.rs"]
+mod grafana;
+use grafana::{dashboard, exprs, panels, substitute};
 use serde_norway::Value as Yaml;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -257,34 +260,6 @@ fn alerting_rules_carry_severity_and_runbook() {
     assert!(str_of(inflation, "keep_firing_for").is_some(), "RTT inflation must use keep_firing_for");
 }
 
-fn dashboard() -> Json {
-    let text = fs::read_to_string(path("dashboards/grafana/bbrtop.json")).expect("dashboard");
-    serde_json::from_str(&text).expect("dashboard JSON")
-}
-
-/// Every panel, rows' nested panels included.
-fn panels(dash: &Json) -> Vec<&Json> {
-    let mut out = Vec::new();
-    for p in dash["panels"].as_array().expect("panels") {
-        out.push(p);
-        if let Some(nested) = p["panels"].as_array() {
-            out.extend(nested);
-        }
-    }
-    out
-}
-
-fn exprs(dash: &Json) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    for p in panels(dash) {
-        for t in p["targets"].as_array().into_iter().flatten() {
-            let title = p["title"].as_str().unwrap_or("?").to_owned();
-            out.push((title, t["expr"].as_str().expect("target expr").to_owned()));
-        }
-    }
-    out
-}
-
 #[test]
 fn grafana_dashboard_has_variables_and_panels() {
     let dash = dashboard();
@@ -345,19 +320,6 @@ fn grafana_dashboard_has_variables_and_panels() {
 }
 
 /// Grafana's variables replaced by values Prometheus accepts, as Grafana would send them.
-fn substitute(expr: &str) -> String {
-    let out = expr
-        .replace("$__rate_interval", "1m")
-        .replace("$__interval", "15s")
-        .replace("$__range", "1h")
-        .replace("${instance}", ".*")
-        .replace("$instance", ".*")
-        .replace("${cc}", ".*")
-        .replace("$cc", ".*");
-    assert!(!out.contains('$'), "unsubstituted variable in {expr}");
-    out
-}
-
 #[test]
 fn grafana_exprs_parse_with_promtool() {
     let Some(promtool) = tool("promtool") else { return };

@@ -244,15 +244,16 @@ pub struct Prometheus {
 
 impl Prometheus {
     pub fn start(target: &str) -> Prometheus {
+        Prometheus::start_config(&format!(
+            "global: {{scrape_interval: 1s, scrape_timeout: 1s}}\nscrape_configs:\n  - job_name: bbrtop\n    static_configs: [{{targets: ['{target}']}}]\n"
+        ))
+    }
+
+    /// A Prometheus with this whole configuration file (scrape configs, rule files).
+    pub fn start_config(config: &str) -> Prometheus {
         let dir = tempfile::tempdir().unwrap();
         let cfg = dir.path().join("prometheus.yml");
-        std::fs::write(
-            &cfg,
-            format!(
-                "global: {{scrape_interval: 1s, scrape_timeout: 1s}}\nscrape_configs:\n  - job_name: bbrtop\n    static_configs: [{{targets: ['{target}']}}]\n"
-            ),
-        )
-        .unwrap();
+        std::fs::write(&cfg, config).unwrap();
         let port = free_port();
         let child = std::process::Command::new("prometheus")
             .arg(format!("--config.file={}", cfg.display()))
@@ -269,9 +270,19 @@ impl Prometheus {
         p
     }
 
-    /// An instant query (the expression must not need URL escaping): the result vector.
+    /// An instant query: the result vector.
     pub fn query(&self, expr: &str) -> Vec<serde_json::Value> {
-        get(self.port, &format!("/api/v1/query?query={expr}"), None)
+        let escaped: String = expr
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        get(self.port, &format!("/api/v1/query?query={escaped}"), None)
             .ok()
             .and_then(|(_, b)| serde_json::from_str::<serde_json::Value>(&b).ok())
             .and_then(|v| v["data"]["result"].as_array().cloned())

@@ -1,0 +1,100 @@
+//! The fleet A/B of the guides (../shared/guides/003): four edge hosts on one bloated path each,
+//! one BBR and three CUBIC, each running `bbrtop export`; one real Prometheus scrapes them with
+//! the shipped rules. The fleet query gives p95 srtt per host, lower on the BBR host; and every
+//! query of the shipped Grafana dashboard returns data. Privileged.
+
+#[path = "export/common.rs"]
+mod common;
+#[path = "support/grafana.rs"]
+mod grafana;
+
+use bbrtop::lab::{Lab, LabConfig, privileged};
+use common::{Proc, Prometheus, free_port, get, have, poll_until};
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+struct Host {
+    name: &'static str,
+    port: u16,
+    _export: Proc,
+    _lab: Lab,
+}
+
+fn edge(name: &'static str, cc: &str) -> Host {
+    let mut lab = Lab::new(LabConfig::default()).unwrap();
+    lab.start_flow(cc).unwrap();
+    let port = free_port();
+    let export = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .arg("export")
+        .arg(format!("--netns={}", lab.sender_netns().display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let export = Proc(export);
+    let ready =
+        poll_until(Duration::from_secs(20), || get(port, "/-/ready", None).ok().filter(|r| r.0 == 200));
+    assert!(ready.is_some(), "{name}: exporter not ready");
+    Host { name, port, _export: export, _lab: lab }
+}
+
+fn value(sample: &serde_json::Value) -> f64 {
+    sample["value"][1].as_str().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN)
+}
+
+#[test]
+fn fleet_ab_shows_bbr_lower_p95_srtt_and_every_dashboard_query_has_data() {
+    if !privileged("fleet test") || !have("prometheus") {
+        return;
+    }
+    let hosts = vec![
+        edge("edge-bbr", "bbr"),
+        edge("edge-cubic-1", "cubic"),
+        edge("edge-cubic-2", "cubic"),
+        edge("edge-cubic-3", "cubic"),
+    ];
+    let root = env!("CARGO_MANIFEST_DIR");
+    let targets: Vec<String> = hosts.iter().map(|h| format!("'127.0.0.1:{}'", h.port)).collect();
+    let config = format!(
+        "global: {{scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}}\n\
+         rule_files: ['{root}/dashboards/prometheus/bbrtop-recording.rules.yml', '{root}/dashboards/prometheus/bbrtop-alerts.rules.yml']\n\
+         scrape_configs:\n  - job_name: bbrtop\n    static_configs: [{{targets: [{}]}}]\n",
+        targets.join(", ")
+    );
+    let prom = Prometheus::start_config(&config);
+    let by_port: BTreeMap<String, &str> =
+        hosts.iter().map(|h| (format!("127.0.0.1:{}", h.port), h.name)).collect();
+
+    // Bounded: CUBIC needs a few seconds to build its standing queue; the rules evaluate each second.
+    let per_host = poll_until(Duration::from_secs(60), || {
+        let r = prom.query("instance:bbrtop_srtt_seconds:p95");
+        let m: BTreeMap<&str, f64> = r
+            .iter()
+            .filter_map(|s| Some((*by_port.get(s["metric"]["instance"].as_str()?)?, value(s))))
+            .collect();
+        let cubic_built = m.iter().filter(|(h, v)| h.starts_with("edge-cubic") && **v > 0.1).count() == 3;
+        (m.len() == 4 && cubic_built).then_some(m)
+    })
+    .expect("p95 srtt per host for all four hosts, with CUBIC's queues built");
+    eprintln!("fleet A/B, p95 srtt per host (s): {per_host:?}");
+    let bbr = per_host["edge-bbr"];
+    for (h, v) in &per_host {
+        if h.starts_with("edge-cubic") {
+            assert!(bbr < *v, "BBR host p95 {bbr} s is not below {h}'s {v} s");
+        }
+    }
+
+    // Every dashboard query returns data from this fleet.
+    let dash = grafana::dashboard();
+    let mut empty = Vec::new();
+    for (title, expr) in grafana::exprs(&dash) {
+        let q = grafana::substitute(&expr);
+        let got = poll_until(Duration::from_secs(10), || Some(prom.query(&q)).filter(|r| !r.is_empty()));
+        if got.is_none() {
+            empty.push(format!("{title}: {q}"));
+        }
+    }
+    assert!(empty.is_empty(), "dashboard queries with no data:\n{}", empty.join("\n"));
+}
