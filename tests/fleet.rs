@@ -49,7 +49,7 @@ fn fleet_ab_shows_bbr_lower_p95_srtt_and_every_dashboard_query_has_data() {
     if !privileged("fleet test") || !have("prometheus") {
         return;
     }
-    let hosts = vec![
+    let hosts = [
         edge("edge-bbr", "bbr"),
         edge("edge-cubic-1", "cubic"),
         edge("edge-cubic-2", "cubic"),
