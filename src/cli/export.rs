@@ -3,13 +3,12 @@
 use super::Failure;
 use super::args::{AlertArgs, FilterArgs, SourceArgs, parse_duration};
 use crate::alert::push::{PushConfig, Pusher};
-use crate::collect::InetDiag;
 use crate::engine::{Engine, EngineConfig};
 use crate::export::metrics::TOP_K_CAP;
 use crate::export::peer_groups::PeerGroups;
 use crate::export::server::{self, App, Limits};
 use crate::export::web_config::{Security, WebConfig};
-use crate::runtime::{Runtime, Source};
+use crate::runtime::Runtime;
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
@@ -91,10 +90,12 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     let bound: Vec<String> =
         listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
     let filter = a.filter.filter();
-    let diag = InetDiag::open(a.source.netns.as_ref(), filter.state_set()).map_err(Failure::from_collect)?;
-    // The single place sources are assembled; the eBPF source joins here.
-    let sources: Vec<Box<dyn Source>> = vec![Box::new(diag)];
-    let engine = Engine::new(EngineConfig { rule: a.alert.rule(), filter, ..EngineConfig::default() });
+    let rule = a.alert.rule();
+    let (sources, status) = super::sources::assemble(a.source.netns.as_ref(), &filter, &rule)?;
+    if let Some(note) = super::sources::bpf_note(&status) {
+        eprintln!("{note}");
+    }
+    let engine = Engine::new(EngineConfig { rule, filter, ..EngineConfig::default() });
     let rt = Runtime::start(engine, sources, a.source.interval).context("starting the poller")?;
 
     let host = hostname();

@@ -7,9 +7,10 @@
 pub mod args;
 pub mod check;
 pub mod doctor;
-pub mod lab;
 pub mod export;
+pub mod lab;
 pub mod snapshot;
+pub mod sources;
 pub mod watch;
 
 use clap::{Parser, Subcommand};

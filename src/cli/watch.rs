@@ -3,10 +3,9 @@
 use super::Failure;
 use super::args::{AlertArgs, FilterArgs, SourceArgs};
 use super::snapshot::ignore_broken_pipe;
-use crate::collect::InetDiag;
 use crate::engine::{Engine, EngineConfig};
 use crate::output::json;
-use crate::runtime::{Runtime, Source};
+use crate::runtime::Runtime;
 use anyhow::Context;
 use clap::Args;
 use std::io::Write;
@@ -35,24 +34,19 @@ pub struct WatchArgs {
 
 pub fn run(a: WatchArgs) -> Result<(), Failure> {
     let filter = a.filter.filter();
-    let diag = InetDiag::open(a.source.netns.as_ref(), filter.state_set()).map_err(Failure::from_collect)?;
+    let rule = a.alert.rule();
+    let (sources, status) = super::sources::assemble(a.source.netns.as_ref(), &filter, &rule)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
     }
-    let rule = a.alert.rule();
     let engine = Engine::new(EngineConfig { rule, filter, ..EngineConfig::default() });
-    let mut sources: Vec<Box<dyn Source>> = vec![Box::new(diag)];
-    let (bpf, status) = crate::bpf::sources(&rule);
-    if let Some(reason) = &status.reason {
-        eprintln!("bbrtop: {reason}");
-    } else if !status.failed.is_empty() {
-        eprintln!("bbrtop: eBPF partly attached: {}", crate::bpf::describe_failures(&status));
+    if let Some(note) = super::sources::bpf_note(&status) {
+        eprintln!("{note}");
     }
     if a.closed && status.attached.is_empty() {
         return Err(Failure::Runtime(anyhow::anyhow!("--closed needs eBPF, which is off")));
     }
-    sources.extend(bpf);
     let rt = Runtime::start(engine, sources, a.source.interval).context("starting the poller")?;
     let published = rt.published();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
