@@ -17,4 +17,5 @@ pub mod lab;
 pub mod model;
 pub mod output;
 pub mod runtime;
+pub mod tui;
 pub mod wire;

@@ -17,10 +17,20 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
-#[command(name = "bbrtop", version, about = "Per-socket TCP BBR and congestion-control monitor")]
+#[command(
+    name = "bbrtop",
+    version,
+    about = "Per-socket TCP BBR and congestion-control monitor",
+    long_about = "Per-socket TCP BBR and congestion-control monitor. With no command, the live terminal UI \
+                  (q quits, ? lists the keys); `bbrtop --lab` shows a built-in BBR vs CUBIC lab.",
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// The terminal UI's flags, when no command is given.
+    #[command(flatten)]
+    pub tui: crate::tui::TuiArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -98,6 +108,6 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Some(Command::Check(a)) => check::run(a),
         Some(Command::Lab(a)) => lab::run(a).map(|()| 0),
         Some(Command::Export(a)) => export::run(a).map(|()| 0),
-        None => Err(Failure::Usage("no command given; try `bbrtop snapshot` or `bbrtop --help`".into())),
+        None => crate::tui::run(cli.tui).map(|()| 0),
     }
 }

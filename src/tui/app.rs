@@ -1,0 +1,289 @@
+//! View state, kept apart from the data: what is selected, sorted, filtered, frozen, shown. Keys
+//! become [`Action`]s (see `keymap`), and [`App::update`] is the only place state changes.
+
+use crate::engine::snapshot::{Snapshot, SocketView};
+use crate::filter::Filter;
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    Sockets,
+    Compare,
+    Alerts,
+    Closed,
+}
+
+impl View {
+    pub const ALL: [View; 4] = [View::Sockets, View::Compare, View::Alerts, View::Closed];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Sockets => "1 Sockets",
+            View::Compare => "2 BBR vs CUBIC",
+            View::Alerts => "3 Alerts",
+            View::Closed => "4 Closed flows",
+        }
+    }
+}
+
+/// The socket table's columns, each sortable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Column {
+    Local,
+    Peer,
+    Process,
+    Cc,
+    Phase,
+    BbrBw,
+    MinRtt,
+    Srtt,
+    Inflation,
+    Pacing,
+    Delivery,
+    Cwnd,
+    Gains,
+    Retrans,
+    Limited,
+}
+
+impl Column {
+    pub const ALL: [Column; 15] = [
+        Column::Local,
+        Column::Peer,
+        Column::Process,
+        Column::Cc,
+        Column::Phase,
+        Column::BbrBw,
+        Column::MinRtt,
+        Column::Srtt,
+        Column::Inflation,
+        Column::Pacing,
+        Column::Delivery,
+        Column::Cwnd,
+        Column::Gains,
+        Column::Retrans,
+        Column::Limited,
+    ];
+
+    pub fn header(self) -> &'static str {
+        match self {
+            Column::Local => "LOCAL",
+            Column::Peer => "PEER",
+            Column::Process => "PROCESS",
+            Column::Cc => "CC",
+            Column::Phase => "PHASE",
+            Column::BbrBw => "BBR BW",
+            Column::MinRtt => "MIN RTT",
+            Column::Srtt => "SRTT",
+            Column::Inflation => "INFL",
+            Column::Pacing => "PACING",
+            Column::Delivery => "DELIVERY",
+            Column::Cwnd => "CWND",
+            Column::Gains => "GAINS",
+            Column::Retrans => "RETR",
+            Column::Limited => "LIMIT",
+        }
+    }
+
+    fn index(self) -> usize {
+        Column::ALL.iter().position(|c| *c == self).unwrap_or(0)
+    }
+
+    fn step(self, by: isize) -> Column {
+        let n = Column::ALL.len() as isize;
+        Column::ALL[(self.index() as isize + by).rem_euclid(n) as usize]
+    }
+
+    /// Orders two sockets by this column (unknown values last).
+    pub fn compare(self, a: &SocketView, b: &SocketView) -> Ordering {
+        let (ra, rb) = (&a.record, &b.record);
+        let (ia, ib) = (&ra.tcp_info, &rb.tcp_info);
+        fn opt<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Ordering {
+            match (a, b) {
+                (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (None, None) => Ordering::Equal,
+            }
+        }
+        match self {
+            Column::Local => ra.local.cmp(&rb.local),
+            Column::Peer => ra.peer.cmp(&rb.peer),
+            Column::Process => ra.inode.cmp(&rb.inode),
+            Column::Cc => ra.cc_name().cmp(rb.cc_name()),
+            Column::Phase => opt(a.derived.phase.map(|p| p.label()), b.derived.phase.map(|p| p.label())),
+            Column::BbrBw => opt(ra.bbr.map(|x| x.bw_bytes_per_sec), rb.bbr.map(|x| x.bw_bytes_per_sec)),
+            Column::MinRtt => opt(a.derived.baseline_rtt_us, b.derived.baseline_rtt_us),
+            Column::Srtt => opt(ia.srtt_us(), ib.srtt_us()),
+            Column::Inflation => opt(a.derived.inflation_ratio, b.derived.inflation_ratio),
+            Column::Pacing => opt(ia.pacing_rate_bytes_per_sec(), ib.pacing_rate_bytes_per_sec()),
+            Column::Delivery => opt(ia.delivery_rate_bytes_per_sec(), ib.delivery_rate_bytes_per_sec()),
+            Column::Cwnd => opt(ia.snd_cwnd_segs(), ib.snd_cwnd_segs()),
+            Column::Gains => opt(ra.bbr.map(|x| x.pacing_gain), rb.bbr.map(|x| x.pacing_gain)),
+            Column::Retrans => opt(ia.total_retrans_segs(), ib.total_retrans_segs()),
+            Column::Limited => {
+                opt(a.derived.limited_by.map(|l| l.label()), b.derived.limited_by.map(|l| l.label()))
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    Quit,
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Top,
+    Bottom,
+    NextSort,
+    PrevSort,
+    ReverseSort,
+    StartFilter,
+    FilterChar(char),
+    FilterBackspace,
+    FilterApply,
+    FilterCancel,
+    ClearFilter,
+    ToggleFreeze,
+    ToggleDetail,
+    Show(View),
+    NextView,
+    ToggleHelp,
+}
+
+/// Whether keys go to the filter line or to the commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Normal,
+    Filtering,
+}
+
+#[derive(Clone, Debug)]
+pub struct App {
+    pub view: View,
+    pub sort: Column,
+    pub descending: bool,
+    pub selected: usize,
+    /// The filter in force, and the words it came from.
+    pub filter: Filter,
+    pub filter_text: String,
+    /// The line being typed after `/`.
+    pub editing: Option<String>,
+    /// Why the last filter did not parse (the previous one stays in force).
+    pub filter_error: Option<String>,
+    pub frozen: Option<Arc<Snapshot>>,
+    pub detail: bool,
+    pub help: bool,
+    pub quit: bool,
+    /// Rows on a page, set by the last render (for PageUp/PageDown).
+    pub page: usize,
+}
+
+impl Default for App {
+    fn default() -> Self {
+        App {
+            view: View::Sockets,
+            sort: Column::Inflation,
+            descending: true,
+            selected: 0,
+            filter: Filter::default(),
+            filter_text: String::new(),
+            editing: None,
+            filter_error: None,
+            frozen: None,
+            detail: false,
+            help: false,
+            quit: false,
+            page: 20,
+        }
+    }
+}
+
+impl App {
+    pub fn mode(&self) -> Mode {
+        if self.editing.is_some() { Mode::Filtering } else { Mode::Normal }
+    }
+
+    /// The snapshot to show: the frozen one, or the latest.
+    pub fn shown(&self, latest: &Arc<Snapshot>) -> Arc<Snapshot> {
+        Arc::clone(self.frozen.as_ref().unwrap_or(latest))
+    }
+
+    /// Applies one action. `rows` is how many sockets the table shows now; `latest` is what a
+    /// freeze captures.
+    pub fn update(&mut self, action: Action, rows: usize, latest: &Arc<Snapshot>) {
+        let last = rows.saturating_sub(1);
+        match action {
+            Action::Quit => self.quit = true,
+            Action::Up => self.selected = self.selected.saturating_sub(1),
+            Action::Down => self.selected = (self.selected + 1).min(last),
+            Action::PageUp => self.selected = self.selected.saturating_sub(self.page.max(1)),
+            Action::PageDown => self.selected = (self.selected + self.page.max(1)).min(last),
+            Action::Top => self.selected = 0,
+            Action::Bottom => self.selected = last,
+            Action::NextSort => self.sort = self.sort.step(1),
+            Action::PrevSort => self.sort = self.sort.step(-1),
+            Action::ReverseSort => self.descending = !self.descending,
+            Action::StartFilter => self.editing = Some(self.filter_text.clone()),
+            Action::FilterChar(c) => {
+                if let Some(e) = &mut self.editing {
+                    e.push(c);
+                }
+            }
+            Action::FilterBackspace => {
+                if let Some(e) = &mut self.editing {
+                    e.pop();
+                }
+            }
+            Action::FilterApply => {
+                let text = self.editing.take().unwrap_or_default();
+                match Filter::parse_words(&text) {
+                    Ok(f) => {
+                        self.filter = f;
+                        self.filter_text = text;
+                        self.filter_error = None;
+                        self.selected = 0;
+                    }
+                    Err(e) => self.filter_error = Some(format!("filter {text:?}: {e}")),
+                }
+            }
+            Action::FilterCancel => self.editing = None,
+            Action::ClearFilter => {
+                self.filter = Filter::default();
+                self.filter_text.clear();
+                self.filter_error = None;
+            }
+            Action::ToggleFreeze => {
+                self.frozen = match self.frozen {
+                    Some(_) => None,
+                    None => Some(Arc::clone(latest)),
+                }
+            }
+            Action::ToggleDetail => self.detail = !self.detail,
+            Action::Show(v) => self.view = v,
+            Action::NextView => {
+                let i = View::ALL.iter().position(|v| *v == self.view).unwrap_or(0);
+                self.view = View::ALL[(i + 1) % View::ALL.len()];
+            }
+            Action::ToggleHelp => self.help = !self.help,
+        }
+    }
+
+    /// The sockets the table shows: filtered, then sorted.
+    pub fn rows<'a>(&self, snap: &'a Snapshot) -> Vec<&'a SocketView> {
+        let mut v: Vec<&SocketView> = if self.filter.is_empty() {
+            snap.sockets.iter().collect()
+        } else {
+            snap.sockets.iter().filter(|s| self.filter.matches(&s.record)).collect()
+        };
+        let col = self.sort;
+        v.sort_by(|a, b| {
+            let o = col.compare(a, b).then_with(|| a.record.cookie.cmp(&b.record.cookie));
+            if self.descending { o.reverse() } else { o }
+        });
+        v
+    }
+}

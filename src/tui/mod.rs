@@ -1,0 +1,142 @@
+//! The live terminal UI, bbrtop's default command. The poller runs on its own thread; this loop
+//! only reads the latest snapshot (an `Arc` clone), draws, and turns keys into actions.
+
+pub mod app;
+pub mod keymap;
+pub mod procs;
+pub mod render;
+pub mod system;
+
+use crate::cli::Failure;
+use crate::cli::args::{AlertArgs, FilterArgs, SourceArgs};
+use crate::collect::netns::NetnsSpec;
+use crate::engine::{Engine, EngineConfig};
+use crate::lab::{Lab, LabConfig};
+use crate::runtime::Runtime;
+use anyhow::Context;
+use app::App;
+use clap::Args;
+use crossterm::event::{self, Event, KeyEventKind};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+#[derive(Args, Debug, Clone)]
+pub struct TuiArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[command(flatten)]
+    pub alert: AlertArgs,
+    /// Start the built-in lab (network namespaces, a 20 Mbit/s tbf bottleneck with a deep queue,
+    /// one BBR and one CUBIC flow) and watch it. Torn down on exit. Needs CAP_NET_ADMIN and
+    /// CAP_SYS_ADMIN.
+    #[arg(long, conflicts_with = "netns")]
+    pub lab: bool,
+    /// Write diagnostics here (nothing is printed while the TUI is up).
+    #[arg(long, value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+}
+
+/// Restores the terminal when dropped: on q, on errors, and (through ratatui's hook) on panic.
+struct TerminalGuard;
+
+impl Drop for TerminalGuard {
+    fn drop(&mut self) {
+        ratatui::restore();
+    }
+}
+
+struct Log(Option<std::fs::File>);
+
+impl Log {
+    fn line(&mut self, msg: &str) {
+        if let Some(f) = &mut self.0 {
+            let _ = writeln!(f, "{} {msg}", humantime::format_rfc3339_seconds(std::time::SystemTime::now()));
+        }
+    }
+}
+
+pub fn run(a: TuiArgs) -> Result<(), Failure> {
+    let mut log = Log(match &a.log_file {
+        Some(p) => {
+            Some(std::fs::File::create(p).with_context(|| format!("opening log file {}", p.display()))?)
+        }
+        None => None,
+    });
+    // Privileged work first: the lab, netlink, eBPF (which drops its capabilities once attached).
+    let lab = if a.lab { Some(start_lab(&mut log)?) } else { None };
+    let netns = match &lab {
+        Some(l) => Some(NetnsSpec(l.sender_netns().to_path_buf())),
+        None => a.source.netns.clone(),
+    };
+    let filter = a.filter.filter();
+    let rule = a.alert.rule();
+    let (sources, status) = crate::cli::sources::assemble(netns.as_ref(), &filter, &rule)?;
+    if let Some(note) = crate::cli::sources::bpf_note(&status) {
+        log.line(&note);
+    }
+    let engine = Engine::new(EngineConfig { rule, filter, ..EngineConfig::default() });
+    let mut runtime = Runtime::start(engine, sources, a.source.interval).context("starting the poller")?;
+    let stop = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))
+        .context("installing signal handlers")?;
+
+    let result = ui_loop(&runtime, &stop, &mut log);
+    runtime.stop();
+    drop(lab);
+    log.line("exit");
+    result
+}
+
+fn start_lab(log: &mut Log) -> Result<Lab, Failure> {
+    let mut lab = Lab::new(LabConfig::default()).map_err(|e| match e {
+        crate::lab::LabError::Privilege(m) => Failure::Privilege(format!("--lab needs {m}")),
+        e => Failure::Runtime(e.into()),
+    })?;
+    for cc in ["bbr", "cubic"] {
+        lab.start_flow(cc).map_err(|e| Failure::Runtime(e.into()))?;
+    }
+    log.line(&format!("lab {}: {}", lab.name(), lab.path_description()));
+    Ok(lab)
+}
+
+fn ui_loop(runtime: &Runtime, stop: &AtomicBool, log: &mut Log) -> Result<(), Failure> {
+    let mut terminal = ratatui::try_init().context("setting up the terminal")?;
+    let _guard = TerminalGuard;
+    let sys = system::SystemInfo::read();
+    let procs = procs::ProcTable::start(Duration::from_secs(5));
+    let mut app = App::default();
+    while !app.quit && !stop.load(Ordering::Relaxed) {
+        let latest = runtime.latest();
+        let snap = app.shown(&latest);
+        let owners = procs.owners();
+        let rows = app.rows(&snap).len();
+        app.selected = app.selected.min(rows.saturating_sub(1));
+        terminal
+            .draw(|f| {
+                app.page = f.area().height.saturating_sub(8) as usize;
+                render::draw(f, &render::Screen { app: &app, snap: &snap, sys: &sys, owners: &owners });
+            })
+            .context("drawing")?;
+        // Wake at least 4 times a second: new snapshots and SIGTERM are noticed promptly.
+        if event::poll(Duration::from_millis(250)).context("reading the terminal")? {
+            match event::read().context("reading the terminal")? {
+                Event::Key(k) if k.kind != KeyEventKind::Release => {
+                    if let Some(action) = keymap::action(app.mode(), k) {
+                        log.line(&format!("key {:?} -> {action:?}", k.code));
+                        app.update(action, rows, &latest);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

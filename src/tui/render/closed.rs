@@ -1,0 +1,62 @@
+//! Closed flows, from eBPF close records: the last ones, newest first, and per-cc totals.
+
+use crate::engine::snapshot::Snapshot;
+use crate::output::units::{bitrate, micros, opt};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
+
+pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
+    let bpf = snap.collectors.iter().find(|c| c.name == "bpf");
+    let off = match bpf {
+        None => Some("eBPF off".to_string()),
+        Some(c) if c.programs_attached.unwrap_or(0) == 0 => {
+            Some(format!("eBPF off: {}", c.reason.as_deref().unwrap_or("no programs attached")))
+        }
+        _ => None,
+    };
+    let totals: Vec<String> = snap.closed_by_cc.iter().map(|a| format!("{} {}", a.cc, a.count)).collect();
+    let block =
+        Block::default().borders(Borders::TOP).title(format!(" closed flows: {} ", totals.join(", ")));
+    if let Some(why) = off {
+        f.render_widget(
+            Paragraph::new(format!("{why}. Closed flows need the eBPF collector.")).block(block),
+            area,
+        );
+        return;
+    }
+    if snap.closed.is_empty() {
+        f.render_widget(Paragraph::new("No flow has closed since bbrtop started.").block(block), area);
+        return;
+    }
+    let header = Row::new([
+        "CC",
+        "LOCAL",
+        "PEER",
+        "LIFETIME",
+        "ACKED",
+        "RETR",
+        "SRTT",
+        "MIN RTT",
+        "DELIVERY",
+        "PEAK INFL",
+    ])
+    .style(Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD));
+    let rows = snap.closed.iter().rev().take(area.height as usize).map(|c| {
+        Row::new([
+            c.cc.clone(),
+            c.local.to_string(),
+            c.peer.to_string(),
+            opt(c.lifetime_seconds, |s| format!("{s:.1}s")),
+            c.bytes_acked.to_string(),
+            c.total_retrans.to_string(),
+            micros(c.srtt_us),
+            micros(c.min_rtt_us),
+            opt(c.delivery_rate_bytes_per_sec, |d| bitrate(d as f64)),
+            format!("{:.2}x", c.peak_inflation_ratio),
+        ])
+    });
+    let widths = [6, 21, 21, 9, 11, 5, 9, 9, 11, 9].map(Constraint::Length);
+    f.render_widget(Table::new(rows, widths).header(header).block(block), area);
+}

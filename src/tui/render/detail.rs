@@ -1,0 +1,159 @@
+//! The detail pane of the selected socket: charts over its history, and a phase ribbon.
+
+use super::Screen;
+use crate::engine::history::Sample;
+use crate::model::Phase;
+use crate::output::units::{bitrate, micros};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Block, Borders, Chart, Dataset, GraphType, Paragraph};
+
+fn series(samples: &[Sample], f: impl Fn(&Sample) -> f64) -> Vec<(f64, f64)> {
+    samples.iter().enumerate().map(|(i, s)| (i as f64, f(s))).collect()
+}
+
+/// A named, coloured line of (x, y) points.
+type Series<'a> = (&'a str, Color, &'a [(f64, f64)]);
+
+fn chart<'a>(title: String, sets: Vec<Series<'a>>, n: usize, ymax: f64, ylabel: String) -> Chart<'a> {
+    let data = sets
+        .into_iter()
+        .map(|(name, color, pts)| {
+            Dataset::default()
+                .name(name)
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(Style::new().fg(color))
+                .data(pts)
+        })
+        .collect();
+    Chart::new(data)
+        .block(Block::default().borders(Borders::ALL).title(title))
+        .x_axis(Axis::default().bounds([0.0, n.max(2) as f64 - 1.0]))
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, ymax.max(1e-9) * 1.1])
+                .labels(vec![Line::from("0"), Line::from(ylabel)]),
+        )
+}
+
+fn phase_color(p: Option<Phase>) -> Color {
+    match p {
+        Some(Phase::Startup) => Color::Magenta,
+        Some(Phase::Drain) => Color::Blue,
+        Some(Phase::ProbeBw(_)) => Color::Green,
+        Some(Phase::ProbeRtt) => Color::Yellow,
+        None => Color::DarkGray,
+    }
+}
+
+pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
+    let rows = v.app.rows(v.snap);
+    let Some(s) = rows.get(v.app.selected.min(rows.len().saturating_sub(1))) else {
+        f.render_widget(
+            Paragraph::new("no socket selected").block(Block::default().borders(Borders::ALL)),
+            area,
+        );
+        return;
+    };
+    let samples: Vec<Sample> = s.history.iter().copied().collect();
+    let n = samples.len();
+    let r = &s.record;
+    let title = format!(
+        " {} → {}  {}  cookie {}  {} ",
+        r.local,
+        r.peer,
+        r.cc_name(),
+        r.cookie,
+        s.derived.phase.map_or(String::new(), |p| format!(
+            "{} ({})",
+            p.label(),
+            match s.derived.phase_source {
+                Some(crate::model::Source::Kernel) => "kernel",
+                _ => "inferred",
+            }
+        ))
+    );
+    let outer = Block::default().borders(Borders::TOP).title(title);
+    let inner = outer.inner(area);
+    f.render_widget(outer, area);
+    let [charts, ribbon] = Layout::vertical([Constraint::Min(4), Constraint::Length(2)]).areas(inner);
+    let [a, b, c] = Layout::horizontal([Constraint::Ratio(1, 3); 3]).areas(charts);
+
+    let ms = |us: u32| us as f64 / 1000.0;
+    let ratio = v.snap.rule.ratio;
+    let srtt = series(&samples, |x| ms(x.srtt_us));
+    let minrtt = series(&samples, |x| ms(x.min_rtt_us));
+    let thresh = series(&samples, |x| ms(x.min_rtt_us) * ratio);
+    let ymax = srtt.iter().chain(&thresh).map(|p| p.1).fold(0.0, f64::max);
+    let last = samples.last().copied().unwrap_or_default();
+    f.render_widget(
+        chart(
+            format!("srtt {} / min {}", micros(last.srtt_us), micros(last.min_rtt_us)),
+            vec![
+                ("srtt", Color::Yellow, &srtt),
+                ("min rtt", Color::Green, &minrtt),
+                ("1.5x", Color::Red, &thresh),
+            ],
+            n,
+            ymax,
+            format!("{ymax:.1}ms"),
+        ),
+        a,
+    );
+    let mbit = |b: f32| b as f64 * 8.0 / 1e6;
+    let bw = series(&samples, |x| mbit(x.bbr_bw_bytes_per_sec));
+    let del = series(&samples, |x| mbit(x.delivery_rate_bytes_per_sec));
+    let ymax = bw.iter().chain(&del).map(|p| p.1).fold(0.0, f64::max);
+    f.render_widget(
+        chart(
+            format!(
+                "bw {} / delivery {}",
+                bitrate(last.bbr_bw_bytes_per_sec as f64),
+                bitrate(last.delivery_rate_bytes_per_sec as f64)
+            ),
+            vec![("bbr bw", Color::Cyan, &bw), ("delivery", Color::Magenta, &del)],
+            n,
+            ymax,
+            format!("{ymax:.1}Mbit/s"),
+        ),
+        b,
+    );
+    let cwnd = series(&samples, |x| x.cwnd_segs as f64);
+    let ymax = cwnd.iter().map(|p| p.1).fold(0.0, f64::max);
+    f.render_widget(
+        chart(
+            format!("cwnd {}", last.cwnd_segs),
+            vec![("cwnd", Color::Blue, &cwnd)],
+            n,
+            ymax,
+            format!("{ymax:.0}"),
+        ),
+        c,
+    );
+
+    // The phase ribbon: one cell per sample, newest on the right, and the time in each phase.
+    let w = ribbon.width as usize;
+    let cells: Vec<Span> = samples
+        .iter()
+        .skip(n.saturating_sub(w))
+        .map(|x| Span::styled("█", Style::new().fg(phase_color(x.phase))))
+        .collect();
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for x in &samples {
+        let name = x.phase.map_or("none", |p| p.mode_name());
+        match counts.iter_mut().find(|(k, _)| *k == name) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((name, 1)),
+        }
+    }
+    let legend =
+        counts.iter().map(|(k, c)| format!("{k} {}%", c * 100 / n.max(1))).collect::<Vec<_>>().join("  ");
+    f.render_widget(
+        Paragraph::new(vec![Line::from(cells), Line::from(format!("phases over {n} polls: {legend}"))]),
+        ribbon,
+    );
+}

@@ -1,0 +1,46 @@
+//! The header: host, kernel, default cc and qdisc, sockets per cc, collectors, alerts.
+
+use super::Screen;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
+    let s = v.sys;
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let l1 = Line::from(vec![
+        Span::styled("bbrtop ", bold.fg(Color::Cyan)),
+        Span::raw(format!("{}  kernel {}  default cc ", s.host, s.kernel)),
+        Span::styled(&s.default_cc, bold),
+        Span::raw("  qdisc "),
+        Span::styled(&s.qdisc, bold),
+    ]);
+    let per_cc: Vec<String> = v.snap.by_cc.iter().map(|a| format!("{} {}", a.cc, a.sockets)).collect();
+    let firing = v.snap.firing().count();
+    let l2 = Line::from(vec![
+        Span::raw(format!("{} sockets", v.snap.sockets.len())),
+        Span::raw(if per_cc.is_empty() { String::new() } else { format!(": {}", per_cc.join(", ")) }),
+        Span::raw("   alerts firing: "),
+        Span::styled(
+            firing.to_string(),
+            if firing > 0 { Style::new().fg(Color::Red).add_modifier(Modifier::BOLD) } else { Style::new() },
+        ),
+    ]);
+    let mut l3 = vec![Span::raw("collectors: ")];
+    for c in &v.snap.collectors {
+        let (text, color) = match (&c.reason, c.enabled, c.last_success) {
+            (Some(r), _, _) => (format!("{}: {r}", c.name), Color::Yellow),
+            (None, true, true) => {
+                let extra = c.programs_attached.map(|n| format!(", {n} programs")).unwrap_or_default();
+                (format!("{}: ok{extra}", c.name), Color::Green)
+            }
+            (None, true, false) => (format!("{}: waiting", c.name), Color::Yellow),
+            (None, false, _) => (format!("{}: off", c.name), Color::DarkGray),
+        };
+        l3.push(Span::styled(text, Style::new().fg(color)));
+        l3.push(Span::raw("  "));
+    }
+    f.render_widget(Paragraph::new(vec![l1, l2, Line::from(l3)]), area);
+}

@@ -1,0 +1,136 @@
+//! The socket table. Only the rows on screen are formatted, so 10k sockets cost a sort, not
+//! 10k rows of strings.
+
+use super::Screen;
+use crate::engine::snapshot::SocketView;
+use crate::output::units::{bitrate, micros, opt};
+use crate::tui::app::Column;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
+
+fn width(c: Column) -> u16 {
+    match c {
+        Column::Local | Column::Peer => 21,
+        Column::Process => 14,
+        Column::Cc => 6,
+        Column::Phase => 9,
+        Column::BbrBw | Column::Pacing | Column::Delivery => 11,
+        Column::MinRtt | Column::Srtt => 9,
+        Column::Inflation => 9,
+        Column::Cwnd | Column::Retrans => 6,
+        Column::Gains => 9,
+        Column::Limited => 6,
+    }
+}
+
+/// The text of one cell.
+pub fn cell(c: Column, s: &SocketView, v: &Screen) -> String {
+    let r = &s.record;
+    let i = &r.tcp_info;
+    let d = &s.derived;
+    match c {
+        Column::Local => r.local.to_string(),
+        Column::Peer => r.peer.to_string(),
+        Column::Process => {
+            v.owners.get(&r.inode).map_or_else(|| "-".into(), |(pid, comm)| format!("{pid}/{comm}"))
+        }
+        Column::Cc => r.cc_name().to_string(),
+        Column::Phase => opt(d.phase, |p| p.label().to_string()),
+        Column::BbrBw => opt(r.bbr, |b| bitrate(b.bw_bytes_per_sec as f64)),
+        Column::MinRtt => opt(d.baseline_rtt_us, micros),
+        Column::Srtt => opt(i.srtt_us(), micros),
+        Column::Inflation => opt(d.inflation_ratio, |x| format!("{x:.2}x")),
+        Column::Pacing => opt(i.pacing_rate_bytes_per_sec(), |x| bitrate(x as f64)),
+        Column::Delivery => opt(i.delivery_rate_bytes_per_sec(), |x| bitrate(x as f64)),
+        Column::Cwnd => opt(i.snd_cwnd_segs(), |x| x.to_string()),
+        Column::Gains => opt(r.bbr, |b| format!("{:.2}/{:.2}", b.pacing_gain, b.cwnd_gain)),
+        Column::Retrans => opt(i.total_retrans_segs(), |x| x.to_string()),
+        Column::Limited => opt(d.limited_by, |l| l.label().to_string()),
+    }
+}
+
+/// Inflated rows stand out; firing ones more.
+pub fn row_style(s: &SocketView) -> Style {
+    if s.derived.alert_firing {
+        Style::new().fg(Color::Red).add_modifier(Modifier::BOLD)
+    } else if s.derived.inflated {
+        Style::new().fg(Color::Yellow)
+    } else {
+        Style::new()
+    }
+}
+
+/// Which columns to keep when not all fit, most wanted first.
+const PRIORITY: [Column; 15] = [
+    Column::Local,
+    Column::Cc,
+    Column::Srtt,
+    Column::Inflation,
+    Column::Phase,
+    Column::BbrBw,
+    Column::MinRtt,
+    Column::Peer,
+    Column::Delivery,
+    Column::Pacing,
+    Column::Cwnd,
+    Column::Process,
+    Column::Retrans,
+    Column::Gains,
+    Column::Limited,
+];
+
+/// The columns that fit in `w` cells, by priority, shown in their usual order.
+fn fitting(w: u16) -> Vec<Column> {
+    let mut used = 0;
+    let keep: Vec<Column> = PRIORITY
+        .into_iter()
+        .filter(|c| {
+            let need = width(*c) + 1;
+            let fits = used + need <= w;
+            if fits {
+                used += need;
+            }
+            fits
+        })
+        .collect();
+    Column::ALL.into_iter().filter(|c| keep.contains(c)).collect()
+}
+
+pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
+    let rows = v.app.rows(v.snap);
+    let block = Block::default().borders(Borders::TOP).title(format!(" sockets ({}) ", rows.len()));
+    if rows.is_empty() {
+        let msg = if v.snap.sockets.is_empty() {
+            "No TCP sockets in this namespace (with the states asked for). Start some traffic, or try --lab."
+        } else {
+            "No socket matches the filter (c clears it)."
+        };
+        f.render_widget(Paragraph::new(msg).block(block), area);
+        return;
+    }
+    let cols = fitting(area.width.saturating_sub(2));
+    let height = area.height.saturating_sub(2) as usize;
+    let selected = v.app.selected.min(rows.len() - 1);
+    // Keep the selection on screen.
+    let first = selected.saturating_sub(height.saturating_sub(1));
+    let header = Row::new(cols.iter().map(|c| {
+        let mark = if *c == v.app.sort { if v.app.descending { "↓" } else { "↑" } } else { "" };
+        Cell::from(format!("{}{mark}", c.header()))
+    }))
+    .style(Style::new().add_modifier(Modifier::BOLD).fg(Color::Cyan));
+    let body: Vec<Row> = rows
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(height)
+        .map(|(i, s)| {
+            let style = row_style(s);
+            let style = if i == selected { style.add_modifier(Modifier::REVERSED) } else { style };
+            Row::new(cols.iter().map(|c| Cell::from(cell(*c, s, v)))).style(style)
+        })
+        .collect();
+    let widths: Vec<Constraint> = cols.iter().map(|c| Constraint::Length(width(*c))).collect();
+    f.render_widget(Table::new(body, widths).header(header).block(block), area);
+}

@@ -1,0 +1,342 @@
+//! The screens rendered on a `TestBackend` from fixed snapshots, compared with committed insta
+//! snapshots; styles checked cell by cell; the update function driven by a table.
+
+use super::app::{Action, App, Column, View};
+use super::procs::Owners;
+use super::render::{self, Screen};
+use super::system::SystemInfo;
+use crate::alert::rule::RuleConfig;
+use crate::engine::history::{History, HistoryView, Sample};
+use crate::engine::snapshot::{AlertStatus, AlertView, CollectorStatus, Derived, Snapshot, SocketView};
+use crate::model::derive::{LimitedBy, Rates};
+use crate::model::{BbrInfo, Phase, ProbeBwStep, SocketRecord, Source, TcpState};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::style::{Color, Modifier};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+fn at(secs: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000 + secs)
+}
+
+fn history(srtt: impl Fn(u64) -> u32, phase: impl Fn(u64) -> Option<Phase>) -> HistoryView {
+    let mut h = History::default();
+    for i in 0..60u64 {
+        let s = Sample {
+            srtt_us: srtt(i),
+            min_rtt_us: 20_000,
+            cwnd_segs: 10 + i as u32,
+            bbr_bw_bytes_per_sec: 2_400_000.0,
+            delivery_rate_bytes_per_sec: 2_000_000.0 + (i as f32) * 1000.0,
+            pacing_rate_bytes_per_sec: 2_500_000.0,
+            phase: phase(i),
+        };
+        h.record(i, s, 60);
+    }
+    HistoryView::new(Arc::new(h), 0, 59, 60)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn socket(
+    cookie: u64,
+    cc: &str,
+    port: u16,
+    srtt: u32,
+    inflated: bool,
+    firing: bool,
+    phase: Option<Phase>,
+) -> SocketView {
+    let mut r = SocketRecord::new(
+        cookie,
+        format!("10.77.1.1:{port}").parse().unwrap(),
+        "10.77.2.2:5201".parse().unwrap(),
+        TcpState::Established,
+    );
+    r.cc = Some(cc.into());
+    r.inode = 1000 + cookie as u32;
+    let i = &mut r.tcp_info;
+    i.set_srtt_us(srtt);
+    i.set_min_rtt_us(20_000);
+    i.set_snd_cwnd_segs(40);
+    i.set_pacing_rate_bytes_per_sec(2_500_000);
+    i.set_delivery_rate_bytes_per_sec(2_400_000);
+    i.set_total_retrans_segs(3);
+    if cc == "bbr" {
+        r.bbr = Some(BbrInfo {
+            bw_bytes_per_sec: 2_450_000,
+            min_rtt_us: 20_000,
+            pacing_gain: 1.25,
+            cwnd_gain: 2.0,
+        });
+    }
+    SocketView {
+        record: Arc::new(r),
+        derived: Derived {
+            phase,
+            phase_source: phase.map(|_| Source::Kernel),
+            baseline_rtt_us: Some(20_000),
+            queue_delay_us: Some(srtt.saturating_sub(20_000)),
+            inflation_ratio: Some(srtt as f64 / 20_000.0),
+            inflated,
+            inflated_for_seconds: inflated.then_some(7.0),
+            alert_firing: firing,
+            limited_by: Some(LimitedBy::Network),
+            rates: Rates { goodput_bytes_per_sec: Some(2_300_000.0), ..Rates::default() },
+            seen_for_seconds: 60.0,
+            ..Derived::default()
+        },
+        history: history(|i| srtt.min(20_000 + i as u32 * 3000), |i| phase.filter(|_| i > 5)),
+    }
+}
+
+fn fixture() -> Snapshot {
+    let bbr = Some(Phase::ProbeBw(ProbeBwStep::Up));
+    let sockets = vec![
+        socket(1, "bbr", 40001, 24_000, false, false, bbr),
+        socket(2, "cubic", 40002, 180_000, true, true, None),
+        socket(3, "cubic", 40003, 45_000, true, false, None),
+    ];
+    let alert = |cookie: u64, status, resolved: Option<SystemTime>| AlertView {
+        cookie,
+        cc: "cubic".into(),
+        local: format!("10.77.1.1:4000{cookie}").parse().unwrap(),
+        peer: "10.77.2.2:5201".parse().unwrap(),
+        status,
+        srtt_us: 180_000,
+        baseline_rtt_us: 20_000,
+        ratio: 9.0,
+        peak_ratio: 11.5,
+        since: at(40),
+        fired_at: at(45),
+        resolved_at: resolved,
+    };
+    Snapshot {
+        seq: 60,
+        taken_at: at(60),
+        by_cc: crate::engine::aggregate::by_cc(&sockets),
+        sockets,
+        alerts: vec![alert(2, AlertStatus::Firing, None), alert(4, AlertStatus::Resolved, Some(at(52)))],
+        collectors: vec![
+            CollectorStatus {
+                name: "netlink",
+                enabled: true,
+                last_success: true,
+                polls_total: 60,
+                ..Default::default()
+            },
+            CollectorStatus {
+                name: "bpf",
+                enabled: true,
+                last_success: true,
+                programs_attached: Some(2),
+                ringbuf_lost_total: Some(0),
+                ..Default::default()
+            },
+        ],
+        inflation_onsets_total: vec![("cubic".into(), 2)],
+        rule: RuleConfig::default(),
+        closed: Vec::new(),
+        closed_by_cc: Vec::new(),
+    }
+}
+
+fn sys() -> SystemInfo {
+    SystemInfo {
+        host: "edge-1".into(),
+        kernel: "6.18.44".into(),
+        default_cc: "bbr".into(),
+        qdisc: "fq".into(),
+    }
+}
+
+fn render(app: &App, snap: &Snapshot, w: u16, h: u16) -> Buffer {
+    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+    let owners: Owners = [(1001, (4242, "nginx".to_string()))].into_iter().collect();
+    t.draw(|f| render::draw(f, &Screen { app, snap, sys: &sys(), owners: &owners })).unwrap();
+    t.backend().buffer().clone()
+}
+
+fn text(b: &Buffer) -> String {
+    let w = b.area.width as usize;
+    b.content
+        .chunks(w)
+        .map(|row| row.iter().map(|c| c.symbol()).collect::<String>().trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn app_with(f: impl FnOnce(&mut App)) -> App {
+    let mut a = App::default();
+    f(&mut a);
+    a
+}
+
+#[test]
+fn screens_at_both_sizes() {
+    let snap = fixture();
+    let views: Vec<(&str, App)> = vec![
+        ("sockets", App::default()),
+        ("detail", app_with(|a| a.detail = true)),
+        ("compare", app_with(|a| a.view = View::Compare)),
+        ("alerts", app_with(|a| a.view = View::Alerts)),
+        ("closed", app_with(|a| a.view = View::Closed)),
+        ("help", app_with(|a| a.help = true)),
+        (
+            "filter_error",
+            app_with(|a| {
+                a.filter_error = Some("filter \"port x\": invalid port \"x\" (expected 1-65535)".into())
+            }),
+        ),
+    ];
+    for (name, app) in &views {
+        for (w, h) in [(120, 40), (80, 24)] {
+            insta::assert_snapshot!(format!("{name}_{w}x{h}"), text(&render(app, &snap, w, h)));
+        }
+    }
+}
+
+#[test]
+fn small_terminal_and_empty_states() {
+    let snap = fixture();
+    let t = text(&render(&App::default(), &snap, 60, 20));
+    assert!(t.contains("terminal too small: 60x20"), "{t}");
+    let empty = Snapshot::empty(RuleConfig::default());
+    let t = text(&render(&App::default(), &empty, 100, 30));
+    assert!(t.contains("No TCP sockets"), "{t}");
+    let filtered = app_with(|a| a.filter = crate::filter::Filter::parse_words("port 9").unwrap());
+    assert!(text(&render(&filtered, &snap, 100, 30)).contains("No socket matches the filter"));
+}
+
+#[test]
+fn inflated_rows_stand_out() {
+    let snap = fixture();
+    // Sorted by inflation, descending: the firing CUBIC socket, the inflated one, then BBR.
+    let b = render(&App::default(), &snap, 120, 40);
+    let row_of = |port: &str| {
+        (0..40u16).find(|y| text(&b).lines().nth(*y as usize).is_some_and(|l| l.contains(port))).unwrap()
+    };
+    let firing = &b[(2, row_of(":40002"))];
+    assert_eq!(firing.fg, Color::Red);
+    assert!(firing.modifier.contains(Modifier::BOLD));
+    assert!(firing.modifier.contains(Modifier::REVERSED), "the first row is selected");
+    assert_eq!(b[(2, row_of(":40003"))].fg, Color::Yellow);
+    assert_eq!(b[(2, row_of(":40001"))].fg, Color::Reset);
+}
+
+#[test]
+fn update_table() {
+    let latest = Arc::new(fixture());
+    type Check = fn(&App) -> bool;
+    let cases: Vec<(Vec<Action>, Check)> = vec![
+        (vec![Action::Down, Action::Down, Action::Down], |a| a.selected == 2),
+        (vec![Action::Down, Action::Up, Action::Up], |a| a.selected == 0),
+        (vec![Action::Bottom], |a| a.selected == 2),
+        (vec![Action::NextSort], |a| a.sort == Column::Pacing),
+        (vec![Action::PrevSort, Action::PrevSort], |a| a.sort == Column::MinRtt),
+        (vec![Action::ReverseSort], |a| !a.descending),
+        (
+            vec![
+                Action::StartFilter,
+                Action::FilterChar('c'),
+                Action::FilterChar('c'),
+                Action::FilterChar(' '),
+                Action::FilterChar('b'),
+                Action::FilterChar('b'),
+                Action::FilterChar('r'),
+                Action::FilterApply,
+            ],
+            |a| a.filter_text == "cc bbr" && a.filter.cc == vec!["bbr".to_string()] && a.editing.is_none(),
+        ),
+        // A filter that does not parse is reported, and the previous one stays.
+        (
+            [
+                Action::StartFilter,
+                Action::FilterChar('9'),
+                Action::FilterApply,
+                Action::StartFilter,
+                Action::FilterBackspace,
+            ]
+            .into_iter()
+            .chain("port x".chars().map(Action::FilterChar))
+            .chain([Action::FilterApply])
+            .collect(),
+            |a| {
+                a.filter.ports == vec![9]
+                    && a.filter_error.as_deref().is_some_and(|e| e.contains("invalid port"))
+            },
+        ),
+        (vec![Action::StartFilter, Action::FilterChar('x'), Action::FilterCancel], |a| {
+            a.filter_text.is_empty() && a.editing.is_none()
+        }),
+        (vec![Action::ToggleFreeze], |a| a.frozen.is_some()),
+        (vec![Action::ToggleFreeze, Action::ToggleFreeze], |a| a.frozen.is_none()),
+        (vec![Action::NextView, Action::NextView], |a| a.view == View::Alerts),
+        (vec![Action::Show(View::Closed), Action::NextView], |a| a.view == View::Sockets),
+        (vec![Action::ToggleHelp], |a| a.help),
+        (vec![Action::Quit], |a| a.quit),
+    ];
+    for (actions, check) in cases {
+        let mut app = App::default();
+        for act in &actions {
+            let rows = app.rows(&latest).len();
+            app.update(act.clone(), rows, &latest);
+        }
+        assert!(check(&app), "after {actions:?}: {app:?}");
+    }
+}
+
+#[test]
+fn sorting_and_filtering_rows() {
+    let snap = fixture();
+    let ports = |a: &App| a.rows(&snap).iter().map(|s| s.record.local.port()).collect::<Vec<_>>();
+    assert_eq!(ports(&App::default()), vec![40002, 40003, 40001]);
+    assert_eq!(ports(&app_with(|a| a.descending = false)), vec![40001, 40003, 40002]);
+    assert_eq!(
+        ports(&app_with(|a| a.filter = crate::filter::Filter::parse_words("cc cubic").unwrap())),
+        vec![40002, 40003]
+    );
+    assert_eq!(
+        ports(&app_with(|a| {
+            a.sort = Column::Local;
+            a.descending = false;
+        })),
+        vec![40001, 40002, 40003]
+    );
+}
+
+/// Frame time at 10k sockets (run by hand: `cargo test --release --lib frame_time -- --ignored
+/// --nocapture`). Prints, asserts nothing about time.
+#[test]
+#[ignore]
+fn frame_time_at_10k_sockets() {
+    let mut snap = fixture();
+    let base = snap.sockets.clone();
+    snap.sockets = (0..10_000u64)
+        .map(|i| {
+            let mut s = base[(i % 3) as usize].clone();
+            let mut r = (*s.record).clone();
+            r.cookie = i + 10;
+            r.local.set_port(10_000 + (i % 50_000) as u16);
+            s.record = Arc::new(r);
+            s.derived.inflation_ratio = Some((i % 997) as f64 / 100.0);
+            s
+        })
+        .collect();
+    let mut t = Terminal::new(TestBackend::new(200, 50)).unwrap();
+    let owners = Owners::new();
+    for (name, app) in [("table", App::default()), ("table + detail", app_with(|a| a.detail = true))] {
+        let n = 50;
+        let start = std::time::Instant::now();
+        for _ in 0..n {
+            t.draw(|f| render::draw(f, &Screen { app: &app, snap: &snap, sys: &sys(), owners: &owners }))
+                .unwrap();
+        }
+        println!(
+            "{name}: {:.2} ms/frame at {} sockets",
+            start.elapsed().as_secs_f64() * 1e3 / n as f64,
+            snap.sockets.len()
+        );
+    }
+}
