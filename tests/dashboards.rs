@@ -1,7 +1,10 @@
 //! The shipped Prometheus rules, Grafana dashboard and Alertmanager example, checked with the real
 //! tools: `promtool check rules`, `promtool test rules`, `amtool check-config`.
 
+#[path = "support/tools.rs"]
+mod tools;
 use serde_json::Value as Json;
+use tools::tool;
 #[path = "support/grafana.rs"]
 mod grafana;
 use grafana::{dashboard, exprs, panels, substitute};
@@ -44,22 +47,6 @@ const EXPORTED: &[&str] = &[
 
 fn path(rel: &str) -> PathBuf {
     Path::new(ROOT).join(rel)
-}
-
-/// The tool's path, or None after a loud skip message. Under CI=true a missing tool fails.
-fn tool(name: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{name} is not installed (scripts/setup.sh installs it)");
-        }
-        eprintln!("SKIP: {name} is not installed; this test did not run");
-    }
-    found
 }
 
 fn run(cmd: &mut Command) -> Output {

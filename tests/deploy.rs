@@ -4,12 +4,15 @@
 //! deploy/kubernetes/prometheusrule.yaml is generated from the rules files:
 //! `BBRTOP_WRITE_PROMETHEUSRULE=1 cargo test --test deploy prometheusrule` rewrites it.
 
+#[path = "support/tools.rs"]
+mod tools;
 use serde::Deserialize;
 use serde_norway::{Mapping, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use tools::tool;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const UNIT: &str = "deploy/systemd/bbrtop.service";
@@ -21,22 +24,6 @@ const RULE_FILES: [&str; 2] =
 
 fn path(rel: &str) -> PathBuf {
     Path::new(ROOT).join(rel)
-}
-
-/// The tool's path, or None after a loud skip message. Under CI=true a missing tool fails.
-fn tool(name: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file());
-    if found.is_none() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{name} is not installed (scripts/setup.sh installs it)");
-        }
-        eprintln!("SKIP: {name} is not installed; this test did not run");
-    }
-    found
 }
 
 /// The unit with ExecStart pointing at the binary cargo built: `verify` checks that it exists.

@@ -96,16 +96,20 @@ fn drain(mut c: TcpStream, stop: &AtomicBool) {
 /// iperf3 -C does), so the flow starts in the algorithm's own initial state.
 fn connect_in(ns: &NetnsSpec, to: SocketAddr, cc: &str) -> Result<TcpStream, LabError> {
     let cc = cc.to_string();
-    run_in(ns, move || -> Result<TcpStream, LabError> {
-        let s = Socket::new(Domain::for_address(to), Type::STREAM, Some(Protocol::TCP))?;
-        set_congestion(&s, &cc).map_err(|e| match e.kind() {
-            ErrorKind::NotFound => LabError::NoCc(cc.clone()),
-            _ => LabError::Io(e),
-        })?;
-        s.connect_timeout(&to.into(), Duration::from_secs(5))?;
-        Ok(s.into())
-    })
-    .map_err(|e| LabError::Collect(e.to_string()))?
+    run_in(ns, move || connect(to, &cc, Duration::from_secs(5)))
+        .map_err(|e| LabError::Collect(e.to_string()))?
+}
+
+/// A socket with congestion control `cc`, connected to `to` (from the calling thread's
+/// namespace).
+fn connect(to: SocketAddr, cc: &str, timeout: Duration) -> Result<TcpStream, LabError> {
+    let s = Socket::new(Domain::for_address(to), Type::STREAM, Some(Protocol::TCP))?;
+    set_congestion(&s, cc).map_err(|e| match e.kind() {
+        ErrorKind::NotFound => LabError::NoCc(cc.to_string()),
+        _ => LabError::Io(e),
+    })?;
+    s.connect_timeout(&to.into(), timeout)?;
+    Ok(s.into())
 }
 
 struct Running {

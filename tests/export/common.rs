@@ -17,6 +17,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+#[path = "../support/tools.rs"]
+mod tools;
+
 pub fn record(cookie: u64, cc: &str, peer: &str, srtt_us: u32) -> SocketRecord {
     let mut r = SocketRecord::new(
         cookie,
@@ -153,15 +156,7 @@ pub fn free_port() -> u16 {
 
 /// Whether a tool is installed. Under CI=true a missing tool fails the test.
 pub fn have(tool: &str) -> bool {
-    let ok = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|dir| dir.join(tool).is_file()));
-    if !ok {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{tool} is not installed (scripts/setup.sh installs it)");
-        }
-        eprintln!("SKIP: {tool} is not installed; this test did not run");
-    }
-    ok
+    tools::tool(tool).is_some()
 }
 
 /// Runs `promtool check metrics` on `text`: (success, everything it printed).
