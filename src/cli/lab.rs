@@ -2,13 +2,17 @@
 
 use super::Failure;
 use super::args::parse_duration;
+use crate::alert::rule::RuleConfig;
 use crate::caps::{Cap, CapSet};
+use crate::engine::snapshot::Snapshot;
 use crate::lab::run;
+use crate::lab::scenario::Report;
 use crate::lab::scenario::Scenario;
+use crate::runtime::Published;
 use anyhow::Context;
 use clap::Args;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -23,6 +27,30 @@ pub struct LabArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Show the run live in the terminal UI (q ends the run early); the report follows.
+    #[arg(long)]
+    pub tui: bool,
+}
+
+/// Runs the scenario on a thread of its own and shows its snapshots in the UI; quitting the UI
+/// stops the run (its report covers what ran).
+fn with_tui(scenario: Scenario, duration: Duration, stop: &Arc<AtomicBool>) -> Result<Report, Failure> {
+    let published = Published::new(Arc::new(Snapshot::empty(RuleConfig::default())));
+    let (p, s) = (Arc::clone(&published), Arc::clone(stop));
+    let runner = std::thread::Builder::new()
+        .name("bbrtop-lab".into())
+        .spawn(move || {
+            let r = run::run(scenario, duration, &s, |snap| p.publish(Arc::clone(snap)));
+            // The run is over: let the UI end too.
+            s.store(true, Ordering::Relaxed);
+            r
+        })
+        .context("starting the lab")?;
+    let ui = crate::tui::ui_loop(&published, stop, &mut crate::tui::Log(None));
+    stop.store(true, Ordering::Relaxed);
+    let report = runner.join().map_err(|_| Failure::Runtime(anyhow::anyhow!("the lab thread panicked")))?;
+    ui?;
+    report.map_err(|e| Failure::Runtime(e.into()))
 }
 
 fn parse_positive_duration(s: &str) -> Result<Duration, String> {
@@ -45,8 +73,12 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
     }
-    eprintln!("bbrtop lab {}: running (Ctrl-C stops early and cleans up)", a.scenario);
-    let report = run::run(a.scenario, a.duration, &stop, |_| {}).map_err(|e| Failure::Runtime(e.into()))?;
+    let report = if a.tui {
+        with_tui(a.scenario, a.duration, &stop)?
+    } else {
+        eprintln!("bbrtop lab {}: running (Ctrl-C stops early and cleans up)", a.scenario);
+        run::run(a.scenario, a.duration, &stop, |_| {}).map_err(|e| Failure::Runtime(e.into()))?
+    };
     if a.json {
         crate::output::json::write_line(&mut std::io::stdout().lock(), &report)
             .context("writing to stdout")?;

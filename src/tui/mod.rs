@@ -12,7 +12,7 @@ use crate::cli::args::{AlertArgs, FilterArgs, SourceArgs};
 use crate::collect::netns::NetnsSpec;
 use crate::engine::{Engine, EngineConfig};
 use crate::lab::{Lab, LabConfig};
-use crate::runtime::Runtime;
+use crate::runtime::{Published, Runtime};
 use anyhow::Context;
 use app::App;
 use clap::Args;
@@ -50,10 +50,11 @@ impl Drop for TerminalGuard {
     }
 }
 
-struct Log(Option<std::fs::File>);
+/// Where diagnostics go while the terminal belongs to the UI (nowhere, unless asked).
+pub struct Log(pub Option<std::fs::File>);
 
 impl Log {
-    fn line(&mut self, msg: &str) {
+    pub fn line(&mut self, msg: &str) {
         if let Some(f) = &mut self.0 {
             let _ = writeln!(f, "{} {msg}", humantime::format_rfc3339_seconds(std::time::SystemTime::now()));
         }
@@ -85,7 +86,7 @@ pub fn run(a: TuiArgs) -> Result<(), Failure> {
     signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))
         .context("installing signal handlers")?;
 
-    let result = ui_loop(&runtime, &stop, &mut log);
+    let result = ui_loop(&runtime.published(), &stop, &mut log);
     runtime.stop();
     drop(lab);
     log.line("exit");
@@ -104,14 +105,15 @@ fn start_lab(log: &mut Log) -> Result<Lab, Failure> {
     Ok(lab)
 }
 
-fn ui_loop(runtime: &Runtime, stop: &AtomicBool, log: &mut Log) -> Result<(), Failure> {
+/// Draws `published` snapshots until q, Ctrl-C or `stop` (SIGTERM, or the end of a lab run).
+pub fn ui_loop(published: &Published, stop: &AtomicBool, log: &mut Log) -> Result<(), Failure> {
     let mut terminal = ratatui::try_init().context("setting up the terminal")?;
     let _guard = TerminalGuard;
     let sys = system::SystemInfo::read();
     let procs = procs::ProcTable::start(Duration::from_secs(5));
     let mut app = App::default();
     while !app.quit && !stop.load(Ordering::Relaxed) {
-        let latest = runtime.latest();
+        let latest = published.latest();
         let snap = app.shown(&latest);
         let owners = procs.owners();
         let rows = app.rows(&snap).len();
