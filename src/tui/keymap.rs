@@ -11,39 +11,37 @@ const CTRL: KeyModifiers = KeyModifiers::CONTROL;
 const SHIFT: KeyModifiers = KeyModifiers::SHIFT;
 
 /// The commands, in the order help lists them.
-pub fn bindings() -> Vec<Binding> {
-    vec![
-        (KeyCode::Char('q'), NONE, Action::Quit, "quit"),
-        (KeyCode::Char('c'), CTRL, Action::Quit, "quit"),
-        (KeyCode::Down, NONE, Action::Down, "next socket"),
-        (KeyCode::Char('j'), NONE, Action::Down, "next socket"),
-        (KeyCode::Up, NONE, Action::Up, "previous socket"),
-        (KeyCode::Char('k'), NONE, Action::Up, "previous socket"),
-        (KeyCode::PageDown, NONE, Action::PageDown, "page down"),
-        (KeyCode::PageUp, NONE, Action::PageUp, "page up"),
-        (KeyCode::Home, NONE, Action::Top, "first socket"),
-        (KeyCode::End, NONE, Action::Bottom, "last socket"),
-        (KeyCode::Char('s'), NONE, Action::NextSort, "sort by the next column"),
-        (KeyCode::Char('S'), SHIFT, Action::PrevSort, "sort by the previous column"),
-        (KeyCode::Char('r'), NONE, Action::ReverseSort, "reverse the sort"),
-        (
-            KeyCode::Char('/'),
-            NONE,
-            Action::StartFilter,
-            "filter: cc bbr, port 443, 10.0.0.0/8, state established",
-        ),
-        (KeyCode::Char('c'), NONE, Action::ClearFilter, "clear the filter"),
-        (KeyCode::Char('f'), NONE, Action::ToggleFreeze, "freeze / unfreeze the display"),
-        (KeyCode::Enter, NONE, Action::ToggleDetail, "open / close the detail pane"),
-        (KeyCode::Char('1'), NONE, Action::Show(View::Sockets), "sockets"),
-        (KeyCode::Char('2'), NONE, Action::Show(View::Compare), "BBR vs CUBIC, per cc"),
-        (KeyCode::Char('3'), NONE, Action::Show(View::Alerts), "alerts"),
-        (KeyCode::Char('4'), NONE, Action::Show(View::Closed), "closed flows (eBPF)"),
-        (KeyCode::Tab, NONE, Action::NextView, "next view"),
-        (KeyCode::Char('?'), NONE, Action::ToggleHelp, "this help"),
-        (KeyCode::Char('h'), NONE, Action::ToggleHelp, "this help"),
-    ]
-}
+pub const BINDINGS: &[Binding] = &[
+    (KeyCode::Char('q'), NONE, Action::Quit, "quit"),
+    (KeyCode::Char('c'), CTRL, Action::Quit, "quit"),
+    (KeyCode::Down, NONE, Action::Down, "next socket"),
+    (KeyCode::Char('j'), NONE, Action::Down, "next socket"),
+    (KeyCode::Up, NONE, Action::Up, "previous socket"),
+    (KeyCode::Char('k'), NONE, Action::Up, "previous socket"),
+    (KeyCode::PageDown, NONE, Action::PageDown, "page down"),
+    (KeyCode::PageUp, NONE, Action::PageUp, "page up"),
+    (KeyCode::Home, NONE, Action::Top, "first socket"),
+    (KeyCode::End, NONE, Action::Bottom, "last socket"),
+    (KeyCode::Char('s'), NONE, Action::NextSort, "sort by the next column"),
+    (KeyCode::Char('S'), SHIFT, Action::PrevSort, "sort by the previous column"),
+    (KeyCode::Char('r'), NONE, Action::ReverseSort, "reverse the sort"),
+    (
+        KeyCode::Char('/'),
+        NONE,
+        Action::StartFilter,
+        "filter: cc bbr, port 443, 10.0.0.0/8, state established",
+    ),
+    (KeyCode::Char('c'), NONE, Action::ClearFilter, "clear the filter"),
+    (KeyCode::Char('f'), NONE, Action::ToggleFreeze, "freeze / unfreeze the display"),
+    (KeyCode::Enter, NONE, Action::ToggleDetail, "open / close the detail pane"),
+    (KeyCode::Char('1'), NONE, Action::Show(View::Sockets), "sockets"),
+    (KeyCode::Char('2'), NONE, Action::Show(View::Compare), "BBR vs CUBIC, per cc"),
+    (KeyCode::Char('3'), NONE, Action::Show(View::Alerts), "alerts"),
+    (KeyCode::Char('4'), NONE, Action::Show(View::Closed), "closed flows (eBPF)"),
+    (KeyCode::Tab, NONE, Action::NextView, "next view"),
+    (KeyCode::Char('?'), NONE, Action::ToggleHelp, "this help"),
+    (KeyCode::Char('h'), NONE, Action::ToggleHelp, "this help"),
+];
 
 /// The action a key means in `mode`, if any.
 pub fn action(mode: Mode, key: KeyEvent) -> Option<Action> {
@@ -62,10 +60,10 @@ pub fn action(mode: Mode, key: KeyEvent) -> Option<Action> {
     }
     // Shift is implied by an upper-case letter on some terminals and not on others.
     let mods = key.modifiers - SHIFT;
-    bindings()
-        .into_iter()
+    BINDINGS
+        .iter()
         .find(|(code, m, _, _)| *code == key.code && (*m - SHIFT) == mods)
-        .map(|(_, _, a, _)| a)
+        .map(|(_, _, a, _)| a.clone())
 }
 
 #[cfg(test)]
@@ -101,7 +99,7 @@ mod tests {
 
     #[test]
     fn every_view_has_a_key_and_no_key_is_bound_twice() {
-        let b = bindings();
+        let b = BINDINGS;
         for v in View::ALL {
             assert!(b.iter().any(|(_, _, a, _)| *a == Action::Show(v)), "{v:?}");
         }

@@ -107,8 +107,13 @@ fn start_lab(log: &mut Log) -> Result<Lab, Failure> {
 
 /// Draws `published` snapshots until q, Ctrl-C or `stop` (SIGTERM, or the end of a lab run).
 pub fn ui_loop(published: &Published, stop: &AtomicBool, log: &mut Log) -> Result<(), Failure> {
-    let mut terminal = ratatui::try_init().context("setting up the terminal")?;
+    // The guard first: if setup fails half-way (raw mode on, no alternate screen), it still undoes it.
     let _guard = TerminalGuard;
+    // try_init also installs a panic hook that restores the terminal, then runs the previous hook.
+    let mut terminal = ratatui::try_init().context("setting up the terminal")?;
+    // libbpf would print its warnings over the screen; nothing may reach stderr while we draw.
+    #[cfg(feature = "bpf")]
+    libbpf_rs::set_print(None);
     let sys = system::SystemInfo::read();
     let procs = procs::ProcTable::start(Duration::from_secs(5));
     let mut app = App::default();
@@ -116,14 +121,19 @@ pub fn ui_loop(published: &Published, stop: &AtomicBool, log: &mut Log) -> Resul
         let latest = published.latest();
         let snap = app.shown(&latest);
         let owners = procs.owners();
-        let rows = app.rows(&snap).len();
+        let table = app.rows(&snap);
+        let rows = table.len();
         app.selected = app.selected.min(rows.saturating_sub(1));
+        let mut page = app.page;
         terminal
             .draw(|f| {
-                app.page = f.area().height.saturating_sub(8) as usize;
-                render::draw(f, &render::Screen { app: &app, snap: &snap, sys: &sys, owners: &owners });
+                page = f.area().height.saturating_sub(8) as usize;
+                let screen =
+                    render::Screen { app: &app, snap: &snap, rows: &table, sys: &sys, owners: &owners };
+                render::draw(f, &screen);
             })
             .context("drawing")?;
+        app.page = page;
         // Wake at least 4 times a second: new snapshots and SIGTERM are noticed promptly.
         if event::poll(Duration::from_millis(250)).context("reading the terminal")? {
             match event::read().context("reading the terminal")? {

@@ -51,7 +51,7 @@ fn phase_color(p: Option<Phase>) -> Color {
 }
 
 pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
-    let rows = v.app.rows(v.snap);
+    let rows = v.rows;
     let Some(s) = rows.get(v.app.selected.min(rows.len().saturating_sub(1))) else {
         f.render_widget(
             Paragraph::new("no socket selected").block(Block::default().borders(Borders::ALL)),

@@ -1,6 +1,6 @@
 //! The help overlay, generated from the keymap so it never goes stale.
 
-use crate::tui::keymap::bindings;
+use crate::tui::keymap::BINDINGS;
 use crossterm::event::{KeyCode, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -25,10 +25,10 @@ fn key_name(code: KeyCode, m: KeyModifiers) -> String {
 pub fn draw(f: &mut Frame, area: Rect) {
     // Keys with the same help share a line.
     let mut rows: Vec<(Vec<String>, &str)> = Vec::new();
-    for (code, m, _, help) in bindings() {
+    for (code, m, _, help) in BINDINGS {
         match rows.last_mut() {
-            Some((keys, h)) if *h == help => keys.push(key_name(code, m)),
-            _ => rows.push((vec![key_name(code, m)], help)),
+            Some((keys, h)) if *h == *help => keys.push(key_name(*code, *m)),
+            _ => rows.push((vec![key_name(*code, *m)], *help)),
         }
     }
     let mut lines: Vec<String> =

@@ -12,7 +12,7 @@ pub mod table;
 use super::app::{App, View};
 use super::procs::Owners;
 use super::system::SystemInfo;
-use crate::engine::snapshot::Snapshot;
+use crate::engine::snapshot::{Snapshot, SocketView};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -27,6 +27,8 @@ pub const MIN_HEIGHT: u16 = 24;
 pub struct Screen<'a> {
     pub app: &'a App,
     pub snap: &'a Snapshot,
+    /// The table's rows, filtered and sorted once per frame (`App::rows`).
+    pub rows: &'a [&'a SocketView],
     pub sys: &'a SystemInfo,
     pub owners: &'a Owners,
 }

@@ -99,7 +99,7 @@ fn fitting(w: u16) -> Vec<Column> {
 }
 
 pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
-    let rows = v.app.rows(v.snap);
+    let rows = v.rows;
     let block = Block::default().borders(Borders::TOP).title(format!(" sockets ({}) ", rows.len()));
     if rows.is_empty() {
         let msg = if v.snap.sockets.is_empty() {
