@@ -1,6 +1,9 @@
 //! The TUI in a real terminal: `bbrtop --lab` in tmux, driven by keys, read back from the pane,
 //! and the shell usable after quitting. Privileged (the lab).
 
+#[path = "support/tools.rs"]
+mod tools;
+
 use bbrtop::lab::privileged;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -29,6 +32,57 @@ impl Tmux {
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
+    /// The pid of the process running in the pane's shell (bbrtop), waiting (bounded) for it.
+    fn child_pid(&self) -> u32 {
+        let o = Command::new("tmux").args(["display", "-p", "-t", &self.0, "#{pane_pid}"]).output().unwrap();
+        let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let t = Instant::now();
+        loop {
+            let children =
+                std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap_or_default();
+            if let Some(pid) = children.split_whitespace().next().and_then(|p| p.parse().ok()) {
+                return pid;
+            }
+            assert!(t.elapsed() < Duration::from_secs(20), "no process under the pane's shell {shell}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Starts `bbrtop --lab` and waits for its first full screen; returns its pid.
+    fn launch(&self) -> (u32, String) {
+        self.keys(&[&format!("{} --lab", env!("CARGO_BIN_EXE_bbrtop")), "Enter"]);
+        let pid = self.child_pid();
+        (pid, self.wait_for("2 sockets: bbr 1, cubic 1"))
+    }
+
+    /// After bbrtop has gone: the shell runs a command, the terminal modes are those saved in $S0
+    /// before bbrtop started (raw mode is off), the TUI's screen is gone, and so is its lab.
+    fn back_at_shell(&self, pid: u32, how: &str) {
+        // Keys typed before bbrtop has exited would go to it, not to the shell.
+        let t = Instant::now();
+        while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            assert!(t.elapsed() < Duration::from_secs(20), "after {how}, bbrtop {pid} runs on");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        self.keys(&[r#"[ "$(stty -g)" = "$S0" ] && echo same-$((40+2)) || echo changed-$((40+2))"#, "Enter"]);
+        let t = Instant::now();
+        let p = loop {
+            let p = self.pane();
+            if p.contains("same-42") || p.contains("changed-42") {
+                break p;
+            }
+            assert!(t.elapsed() < Duration::from_secs(20), "after {how}, the shell never answered:\n{p}");
+            std::thread::sleep(Duration::from_millis(150));
+        };
+        assert!(p.contains("same-42"), "after {how}, the terminal modes differ from before:\n{p}");
+        assert!(!p.contains("collectors:"), "after {how}, the TUI's screen is still shown:\n{p}");
+        let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        let ours = format!("bbrtop-{pid}-");
+        let left = String::from_utf8_lossy(&left.stdout);
+        assert!(!left.lines().any(|ns| ns.starts_with(&ours)), "after {how}, its lab is left:\n{left}");
+        self.keys(&["clear", "Enter"]);
+    }
+
     /// Waits (bounded) until the pane shows `want`; returns the pane.
     fn wait_for(&self, want: &str) -> String {
         let t = Instant::now();
@@ -51,12 +105,12 @@ impl Drop for Tmux {
 
 #[test]
 fn tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
-    if !privileged("tmux TUI test") {
+    if !privileged("tmux TUI test") || tools::tool("tmux").is_none() {
         return;
     }
     let t = Tmux::start();
-    t.keys(&[&format!("{} --lab", env!("CARGO_BIN_EXE_bbrtop")), "Enter"]);
-    let p = t.wait_for("2 sockets: bbr 1, cubic 1");
+    t.keys(&["S0=$(stty -g)", "Enter"]);
+    let (pid, p) = t.launch();
     assert!(p.contains("collectors: netlink: ok"), "{p}");
     assert!(p.contains("INFL↓"), "sorted by inflation by default:\n{p}");
 
@@ -86,17 +140,15 @@ fn tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     t.keys(&["?"]);
     t.wait_for("this help");
     t.keys(&["q"]);
-    // Back at the shell: it runs a command and the screen is the normal one.
-    t.keys(&["echo done-$((40+2))", "Enter"]);
-    let p = t.wait_for("done-42");
-    assert!(!p.contains("collectors:"), "the TUI's screen is gone:\n{p}");
-    // The lab is gone: no lab namespace belongs to a process that has exited.
-    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    for ns in String::from_utf8_lossy(&left.stdout).lines() {
-        if let Some(pid) =
-            ns.strip_prefix("bbrtop-").and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u32>().ok())
-        {
-            assert!(std::path::Path::new(&format!("/proc/{pid}")).exists(), "left behind: {ns}");
-        }
-    }
+    t.back_at_shell(pid, "q");
+
+    // Ctrl-C is a key in raw mode: it quits the same way.
+    let (pid, _) = t.launch();
+    t.keys(&["C-c"]);
+    t.back_at_shell(pid, "Ctrl-C");
+
+    // SIGTERM from outside: the loop notices, restores the terminal and tears the lab down.
+    let (pid, _) = t.launch();
+    assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+    t.back_at_shell(pid, "SIGTERM");
 }

@@ -68,6 +68,14 @@ pub fn run(a: TuiArgs) -> Result<(), Failure> {
         }
         None => None,
     });
+    let stop = Arc::new(AtomicBool::new(false));
+    // SIGTERM, and SIGINT/SIGHUP sent from outside (in raw mode Ctrl-C is a key), stop the loop so
+    // the terminal is restored and the lab torn down instead of dying with the screen raw.
+    // Registered first, so a signal during the lab's setup is handled too.
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    for sig in [SIGTERM, SIGINT, SIGHUP] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
+    }
     // Privileged work first: the lab, netlink, eBPF (which drops its capabilities once attached).
     let lab = if a.lab { Some(start_lab(&mut log)?) } else { None };
     let netns = match &lab {
@@ -82,9 +90,6 @@ pub fn run(a: TuiArgs) -> Result<(), Failure> {
     }
     let engine = Engine::new(EngineConfig { rule, filter, ..EngineConfig::default() });
     let mut runtime = Runtime::start(engine, sources, a.source.interval).context("starting the poller")?;
-    let stop = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&stop))
-        .context("installing signal handlers")?;
 
     let result = ui_loop(&runtime.published(), &stop, &mut log);
     runtime.stop();

@@ -84,10 +84,12 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let [a, b, c] = Layout::horizontal([Constraint::Ratio(1, 3); 3]).areas(charts);
 
     let ms = |us: u32| us as f64 / 1000.0;
-    let ratio = v.snap.rule.ratio;
+    // The alert rule's line: srtt at or above ratio x min RTT, and at least the floor above it.
+    let (ratio, floor_ms) = (v.snap.rule.ratio, v.snap.rule.floor.as_secs_f64() * 1e3);
+    let thresh_name = format!("{ratio}x");
     let srtt = series(&samples, |x| ms(x.srtt_us));
     let minrtt = series(&samples, |x| ms(x.min_rtt_us));
-    let thresh = series(&samples, |x| ms(x.min_rtt_us) * ratio);
+    let thresh = series(&samples, |x| (ms(x.min_rtt_us) * ratio).max(ms(x.min_rtt_us) + floor_ms));
     let ymax = srtt.iter().chain(&thresh).map(|p| p.1).fold(0.0, f64::max);
     let last = samples.last().copied().unwrap_or_default();
     f.render_widget(
@@ -96,7 +98,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
             vec![
                 ("srtt", Color::Yellow, &srtt),
                 ("min rtt", Color::Green, &minrtt),
-                ("1.5x", Color::Red, &thresh),
+                (&thresh_name, Color::Red, &thresh),
             ],
             n,
             ymax,
