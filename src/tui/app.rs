@@ -3,6 +3,7 @@
 
 use crate::engine::snapshot::{Snapshot, SocketView};
 use crate::filter::Filter;
+use crate::model::Cookie;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -167,6 +168,8 @@ pub struct App {
     pub sort: Column,
     pub descending: bool,
     pub selected: usize,
+    /// The socket the selection is on: re-sorting live data keeps it, not its row number.
+    pub pinned: Option<Cookie>,
     /// The filter in force, and the words it came from.
     pub filter: Filter,
     pub filter_text: String,
@@ -189,6 +192,7 @@ impl Default for App {
             sort: Column::Inflation,
             descending: true,
             selected: 0,
+            pinned: None,
             filter: Filter::default(),
             filter_text: String::new(),
             editing: None,
@@ -216,6 +220,13 @@ impl App {
     /// freeze captures.
     pub fn update(&mut self, action: Action, rows: usize, latest: &Arc<Snapshot>) {
         let last = rows.saturating_sub(1);
+        if matches!(
+            action,
+            Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::Top | Action::Bottom
+        ) {
+            // Moving picks a row; `follow` pins that row's socket on the next frame.
+            self.pinned = None;
+        }
         match action {
             Action::Quit => self.quit = true,
             Action::Up => self.selected = self.selected.saturating_sub(1),
@@ -270,6 +281,16 @@ impl App {
             }
             Action::ToggleHelp => self.help = !self.help,
         }
+    }
+
+    /// Puts the selection on the pinned socket's row in this frame's `rows` (it moves as live
+    /// values re-sort), or keeps the row number when that socket is gone; then pins what is selected.
+    pub fn follow(&mut self, rows: &[&SocketView]) {
+        if let Some(i) = self.pinned.and_then(|c| rows.iter().position(|s| s.record.cookie == c)) {
+            self.selected = i;
+        }
+        self.selected = self.selected.min(rows.len().saturating_sub(1));
+        self.pinned = rows.get(self.selected).map(|s| s.record.cookie);
     }
 
     /// The sockets the table shows: filtered, then sorted.

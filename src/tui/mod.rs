@@ -128,7 +128,7 @@ pub fn ui_loop(published: &Published, stop: &AtomicBool, log: &mut Log) -> Resul
         let owners = procs.owners();
         let table = app.rows(&snap);
         let rows = table.len();
-        app.selected = app.selected.min(rows.saturating_sub(1));
+        app.follow(&table);
         let mut page = app.page;
         terminal
             .draw(|f| {

@@ -343,3 +343,30 @@ fn frame_time_at_10k_sockets() {
         );
     }
 }
+
+#[test]
+fn the_selection_follows_its_socket_through_a_resort() {
+    let latest = Arc::new(fixture());
+    let mut app = App::default();
+    let port = |a: &App| a.rows(&latest)[a.selected].record.local.port();
+    // Each step as the loop runs it: follow this frame's rows, then apply a key's action.
+    let step = |app: &mut App, act: Action| {
+        app.follow(&app.rows(&latest));
+        let n = app.rows(&latest).len();
+        app.update(act, n, &latest);
+        app.follow(&app.rows(&latest));
+    };
+    step(&mut app, Action::Bottom);
+    assert_eq!(port(&app), 40001, "the last row by inflation, descending");
+    step(&mut app, Action::ReverseSort);
+    assert_eq!((app.selected, port(&app)), (0, 40001), "same socket, now the first row");
+    step(&mut app, Action::Down);
+    assert_eq!(port(&app), 40003, "moving picks the next row and pins it");
+    // Filtered out: the row number stays (clamped), on whatever is there now.
+    step(&mut app, Action::StartFilter);
+    for c in "cc bbr".chars() {
+        step(&mut app, Action::FilterChar(c));
+    }
+    step(&mut app, Action::FilterApply);
+    assert_eq!((app.selected, port(&app)), (0, 40001));
+}
