@@ -49,8 +49,8 @@ impl Tmux {
     }
 
     /// Starts `bbrtop --lab` and waits for its first full screen; returns its pid.
-    fn launch(&self) -> (u32, String) {
-        self.keys(&[&format!("{} --lab", env!("CARGO_BIN_EXE_bbrtop")), "Enter"]);
+    fn launch(&self, extra: &str) -> (u32, String) {
+        self.keys(&[&format!("{} --lab {extra}", env!("CARGO_BIN_EXE_bbrtop")), "Enter"]);
         let pid = self.child_pid();
         (pid, self.wait_for("2 sockets: bbr 1, cubic 1"))
     }
@@ -110,7 +110,7 @@ fn tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     }
     let t = Tmux::start();
     t.keys(&["S0=$(stty -g)", "Enter"]);
-    let (pid, p) = t.launch();
+    let (pid, p) = t.launch("");
     assert!(p.contains("collectors: netlink: ok"), "{p}");
     assert!(p.contains("INFL↓"), "sorted by inflation by default:\n{p}");
 
@@ -143,12 +143,18 @@ fn tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     t.back_at_shell(pid, "q");
 
     // Ctrl-C is a key in raw mode: it quits the same way.
-    let (pid, _) = t.launch();
+    let (pid, _) = t.launch("");
     t.keys(&["C-c"]);
     t.back_at_shell(pid, "Ctrl-C");
 
     // SIGTERM from outside: the loop notices, restores the terminal and tears the lab down.
-    let (pid, _) = t.launch();
+    // With stderr to a file: nothing is written there while the TUI is up; logs go to --log-file.
+    let dir = tempfile::tempdir().unwrap();
+    let (err, log) = (dir.path().join("stderr"), dir.path().join("log"));
+    let (pid, _) = t.launch(&format!("--log-file {} 2>{}", log.display(), err.display()));
     assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
     t.back_at_shell(pid, "SIGTERM");
+    assert_eq!(std::fs::read_to_string(&err).unwrap(), "", "bbrtop wrote to stderr");
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(log.contains(" lab bbrtop-") && log.ends_with(" exit\n"), "the log file:\n{log}");
 }
