@@ -7,6 +7,7 @@ use super::render::{self, Screen};
 use super::system::SystemInfo;
 use crate::alert::rule::RuleConfig;
 use crate::engine::history::{History, HistoryView, Sample};
+use crate::engine::kernel::ClosedFlow;
 use crate::engine::snapshot::{AlertStatus, AlertView, CollectorStatus, Derived, Snapshot, SocketView};
 use crate::model::derive::{LimitedBy, Rates};
 use crate::model::{BbrInfo, Phase, ProbeBwStep, SocketRecord, Source, TcpState};
@@ -137,8 +138,29 @@ fn fixture() -> Snapshot {
         ],
         inflation_onsets_total: vec![("cubic".into(), 2)],
         rule: RuleConfig::default(),
-        closed: Vec::new(),
+        closed: vec![closed(7, "bbr", at(58), 1.3), closed(6, "cubic", at(50), 12.5)],
         closed_by_cc: Vec::new(),
+    }
+}
+
+fn closed(cookie: u64, cc: &str, closed_at: SystemTime, peak: f64) -> ClosedFlow {
+    ClosedFlow {
+        seq: cookie,
+        cookie,
+        netns: 4026531840,
+        cc: cc.into(),
+        local: format!("10.77.1.1:4100{cookie}").parse().unwrap(),
+        peer: "10.77.2.2:5201".parse().unwrap(),
+        closed_at,
+        lifetime_seconds: Some(12.5),
+        bytes_acked: 31_250_000,
+        bytes_received: 0,
+        total_retrans: 4,
+        srtt_us: 26_000,
+        min_rtt_us: 20_000,
+        delivery_rate_bytes_per_sec: Some(2_400_000),
+        bbr: None,
+        peak_inflation_ratio: peak,
     }
 }
 
@@ -208,6 +230,11 @@ fn small_terminal_and_empty_states() {
     assert!(t.contains("No TCP sockets"), "{t}");
     let filtered = app_with(|a| a.filter = crate::filter::Filter::parse_words("port 9").unwrap());
     assert!(text(&render(&filtered, &snap, 100, 30)).contains("No socket matches the filter"));
+    // Without the eBPF collector the closed-flows view says so instead of showing stale rows.
+    let mut no_bpf = fixture();
+    no_bpf.collectors.retain(|c| c.name != "bpf");
+    let t = text(&render(&app_with(|a| a.view = View::Closed), &no_bpf, 100, 30));
+    assert!(t.contains("eBPF off") && !t.contains("41007"), "{t}");
 }
 
 #[test]

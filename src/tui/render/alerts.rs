@@ -1,12 +1,12 @@
 //! Alerts: firing first, then recently resolved, with how long each lasted.
 
-use super::ago;
+use super::{ago, fitted_table, ratio};
 use crate::engine::snapshot::{AlertStatus, Snapshot};
 use crate::output::units::micros;
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
-use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
+use ratatui::widgets::{Block, Borders, Paragraph};
 use std::time::SystemTime;
 
 fn secs(from: SystemTime, to: SystemTime) -> f64 {
@@ -29,8 +29,10 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
         );
         return;
     }
-    let header = Row::new(["STATUS", "CC", "LOCAL", "PEER", "SRTT", "BASELINE", "RATIO", "PEAK", "FOR"])
-        .style(Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD));
+    let headers = ["STATUS", "CC", "LOCAL", "PEER", "SRTT", "BASELINE", "RATIO", "PEAK", "FOR"];
+    let widths = [9, 6, 21, 21, 9, 9, 7, 7, 7];
+    // At 80 columns the peer and the baseline go first.
+    let priority = [0, 1, 2, 4, 6, 8, 7, 5, 3];
     let rows = snap.alerts.iter().map(|a| {
         let (status, style, lasted) = match a.status {
             AlertStatus::Firing => (
@@ -44,19 +46,20 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
                 secs(a.since, a.resolved_at.unwrap_or(snap.taken_at)),
             ),
         };
-        Row::new([
+        let cells = vec![
             status.to_string(),
             a.cc.clone(),
             a.local.to_string(),
             a.peer.to_string(),
             micros(a.srtt_us),
             micros(a.baseline_rtt_us),
-            format!("{:.2}x", a.ratio),
-            format!("{:.2}x", a.peak_ratio),
+            ratio(a.ratio),
+            ratio(a.peak_ratio),
             ago(lasted),
-        ])
-        .style(style)
+        ];
+        (cells, style)
     });
-    let widths = [9, 6, 21, 21, 9, 9, 7, 7, 7].map(Constraint::Length);
-    f.render_widget(Table::new(rows, widths).header(header).block(block), area);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    f.render_widget(fitted_table(inner, &headers, &widths, &priority, rows), inner);
 }

@@ -3,9 +3,9 @@
 use crate::engine::snapshot::Snapshot;
 use crate::output::units::{bitrate, micros, opt};
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
-use ratatui::style::{Color, Modifier, Style};
-use ratatui::widgets::{Block, Borders, Paragraph, Row, Table};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::widgets::{Block, Borders, Paragraph};
 
 pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
     let bpf = snap.collectors.iter().find(|c| c.name == "bpf");
@@ -17,8 +17,12 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
         _ => None,
     };
     let totals: Vec<String> = snap.closed_by_cc.iter().map(|a| format!("{} {}", a.cc, a.count)).collect();
-    let block =
-        Block::default().borders(Borders::TOP).title(format!(" closed flows: {} ", totals.join(", ")));
+    let title = if totals.is_empty() {
+        " closed flows ".to_string()
+    } else {
+        format!(" closed flows, newest first (since start: {}) ", totals.join(", "))
+    };
+    let block = Block::default().borders(Borders::TOP).title(title);
     if let Some(why) = off {
         f.render_widget(
             Paragraph::new(format!("{why}. Closed flows need the eBPF collector.")).block(block),
@@ -30,21 +34,13 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
         f.render_widget(Paragraph::new("No flow has closed since bbrtop started.").block(block), area);
         return;
     }
-    let header = Row::new([
-        "CC",
-        "LOCAL",
-        "PEER",
-        "LIFETIME",
-        "ACKED",
-        "RETR",
-        "SRTT",
-        "MIN RTT",
-        "DELIVERY",
-        "PEAK INFL",
-    ])
-    .style(Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD));
-    let rows = snap.closed.iter().rev().take(area.height as usize).map(|c| {
-        Row::new([
+    let headers =
+        ["CC", "LOCAL", "PEER", "LIFETIME", "ACKED", "RETR", "SRTT", "MIN RTT", "DELIVERY", "PEAK INFL"];
+    let widths = [6, 21, 21, 9, 11, 5, 9, 9, 11, 9];
+    let priority = [0, 1, 3, 6, 9, 8, 5, 7, 4, 2];
+    // Newest first, as the snapshot keeps them.
+    let rows = snap.closed.iter().map(|c| {
+        let cells = vec![
             c.cc.clone(),
             c.local.to_string(),
             c.peer.to_string(),
@@ -54,9 +50,11 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
             micros(c.srtt_us),
             micros(c.min_rtt_us),
             opt(c.delivery_rate_bytes_per_sec, |d| bitrate(d as f64)),
-            format!("{:.2}x", c.peak_inflation_ratio),
-        ])
+            super::ratio(c.peak_inflation_ratio),
+        ];
+        (cells, Style::new())
     });
-    let widths = [6, 21, 21, 9, 11, 5, 9, 9, 11, 9].map(Constraint::Length);
-    f.render_widget(Table::new(rows, widths).header(header).block(block), area);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    f.render_widget(super::fitted_table(inner, &headers, &widths, &priority, rows), inner);
 }

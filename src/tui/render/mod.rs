@@ -114,6 +114,59 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
     f.render_widget(Paragraph::new(line), area);
 }
 
+/// The columns that fit in `avail` cells (one cell between columns), taken in `priority` order
+/// (column indices, most wanted first) and returned in display order: narrow terminals lose the
+/// least wanted columns instead of truncating every one.
+pub fn fitting(widths: &[u16], priority: &[usize], avail: u16) -> Vec<usize> {
+    let mut used = 0;
+    let mut keep: Vec<usize> = Vec::new();
+    for &i in priority {
+        let need = widths[i] + u16::from(!keep.is_empty());
+        if used + need <= avail {
+            used += need;
+            keep.push(i);
+        }
+    }
+    keep.sort_unstable();
+    keep
+}
+
+/// A table of `cells` rows limited to the columns that fit `area` (see [`fitting`]).
+pub fn fitted_table<'a>(
+    area: Rect,
+    headers: &[&'a str],
+    widths: &[u16],
+    priority: &[usize],
+    rows: impl Iterator<Item = (Vec<String>, Style)>,
+) -> ratatui::widgets::Table<'a> {
+    use ratatui::widgets::{Row, Table};
+    let keep = fitting(widths, priority, area.width);
+    let header = Row::new(keep.iter().map(|&i| headers[i]))
+        .style(Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD));
+    let rows: Vec<Row> = rows
+        .take(area.height as usize)
+        .map(|(cells, style)| {
+            let mut cells: Vec<Option<String>> = cells.into_iter().map(Some).collect();
+            Row::new(keep.iter().map(|&i| cells[i].take().unwrap_or_default())).style(style)
+        })
+        .collect();
+    Table::new(rows, keep.iter().map(|&i| Constraint::Length(widths[i]))).header(header)
+}
+
+/// An inflation ratio in at most 7 cells: "1.52x", "45.3x", "10436x" (a µs-scale baseline behind a
+/// deep queue gives ratios in the thousands).
+pub fn ratio(x: f64) -> String {
+    if x < 10.0 {
+        format!("{x:.2}x")
+    } else if x < 100.0 {
+        format!("{x:.1}x")
+    } else if x < 1e6 {
+        format!("{x:.0}x")
+    } else {
+        format!("{:.0}Mx", x / 1e6)
+    }
+}
+
 /// A duration in seconds, short: "4s", "2m05s", "1h02m".
 pub fn ago(secs: f64) -> String {
     let s = secs.max(0.0) as u64;
@@ -121,5 +174,21 @@ pub fn ago(secs: f64) -> String {
         0..60 => format!("{s}s"),
         60..3600 => format!("{}m{:02}s", s / 60, s % 60),
         _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_fit_their_columns() {
+        for (x, want) in
+            [(1.2, "1.20x"), (9.994, "9.99x"), (45.34, "45.3x"), (10436.41, "10436x"), (2.5e7, "25Mx")]
+        {
+            assert_eq!(ratio(x), want);
+            assert!(ratio(x).len() <= 7, "{x}");
+        }
+        assert_eq!(ago(125.0), "2m05s");
     }
 }

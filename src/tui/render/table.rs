@@ -41,7 +41,7 @@ pub fn cell(c: Column, s: &SocketView, v: &Screen) -> String {
         Column::BbrBw => opt(r.bbr, |b| bitrate(b.bw_bytes_per_sec as f64)),
         Column::MinRtt => opt(d.baseline_rtt_us, micros),
         Column::Srtt => opt(i.srtt_us(), micros),
-        Column::Inflation => opt(d.inflation_ratio, |x| format!("{x:.2}x")),
+        Column::Inflation => opt(d.inflation_ratio, super::ratio),
         Column::Pacing => opt(i.pacing_rate_bytes_per_sec(), |x| bitrate(x as f64)),
         Column::Delivery => opt(i.delivery_rate_bytes_per_sec(), |x| bitrate(x as f64)),
         Column::Cwnd => opt(i.snd_cwnd_segs(), |x| x.to_string()),
@@ -83,19 +83,9 @@ const PRIORITY: [Column; 15] = [
 
 /// The columns that fit in `w` cells, by priority, shown in their usual order.
 fn fitting(w: u16) -> Vec<Column> {
-    let mut used = 0;
-    let keep: Vec<Column> = PRIORITY
-        .into_iter()
-        .filter(|c| {
-            let need = width(*c) + 1;
-            let fits = used + need <= w;
-            if fits {
-                used += need;
-            }
-            fits
-        })
-        .collect();
-    Column::ALL.into_iter().filter(|c| keep.contains(c)).collect()
+    let widths = Column::ALL.map(width);
+    let priority = PRIORITY.map(|c| Column::ALL.iter().position(|x| *x == c).unwrap_or(0));
+    super::fitting(&widths, &priority, w).into_iter().map(|i| Column::ALL[i]).collect()
 }
 
 pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
