@@ -2,12 +2,30 @@
 
 use crate::alert::rule::RuleConfig;
 use crate::collect::netns::NetnsSpec;
+use crate::engine::EngineConfig;
 use crate::filter::{self, Filter};
 use crate::model::derive::Baseline;
 use crate::model::{StateSet, TcpState};
 use clap::Args;
 use ipnet::IpNet;
 use std::time::Duration;
+
+/// What every polling command takes: where to look, which sockets, and the alert rule.
+#[derive(Args, Clone, Debug)]
+pub struct PollArgs {
+    #[command(flatten)]
+    pub source: SourceArgs,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    #[command(flatten)]
+    pub alert: AlertArgs,
+}
+
+impl PollArgs {
+    pub fn engine_config(&self) -> EngineConfig {
+        EngineConfig { rule: self.alert.rule(), filter: self.filter.filter(), ..EngineConfig::default() }
+    }
+}
 
 /// Which sockets: `--cc`, `--port`, `--peer`, `--state`. Each may be repeated (OR); kinds AND.
 #[derive(Args, Clone, Debug, Default)]

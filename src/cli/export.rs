@@ -1,9 +1,9 @@
 //! `bbrtop export`: poll, serve /metrics and the JSON API, and push alerts to Alertmanager.
 
 use super::Failure;
-use super::args::{AlertArgs, FilterArgs, SourceArgs, parse_duration};
+use super::args::{PollArgs, parse_duration};
 use crate::alert::push::{PushConfig, Pusher};
-use crate::engine::{Engine, EngineConfig};
+use crate::engine::Engine;
 use crate::export::metrics::TOP_K_CAP;
 use crate::export::peer_groups::PeerGroups;
 use crate::export::server::{self, App, Limits};
@@ -18,11 +18,7 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct ExportArgs {
     #[command(flatten)]
-    pub source: SourceArgs,
-    #[command(flatten)]
-    pub filter: FilterArgs,
-    #[command(flatten)]
-    pub alert: AlertArgs,
+    pub poll: PollArgs,
     /// Address to listen on, host:port or :port (every address). May be given more than once.
     #[arg(long = "web.listen-address", value_name = "ADDR", default_value = ":10027")]
     pub listen: Vec<String>,
@@ -89,14 +85,13 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     let port = listeners[0].local_addr().context("listener address")?.port();
     let bound: Vec<String> =
         listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
-    let filter = a.filter.filter();
-    let rule = a.alert.rule();
-    let (sources, status) = super::sources::assemble(a.source.netns.as_ref(), &filter, &rule)?;
+    let cfg = a.poll.engine_config();
+    let (sources, status) = super::sources::assemble(a.poll.source.netns.as_ref(), &cfg.filter, &cfg.rule)?;
     if let Some(note) = super::sources::bpf_note(&status) {
         eprintln!("{note}");
     }
-    let engine = Engine::new(EngineConfig { rule, filter, ..EngineConfig::default() });
-    let rt = Runtime::start(engine, sources, a.source.interval).context("starting the poller")?;
+    let engine = Engine::new(cfg);
+    let rt = Runtime::start(engine, sources, a.poll.source.interval).context("starting the poller")?;
 
     let host = hostname();
     let scheme = if security.tls.is_some() { "https" } else { "http" };

@@ -1,9 +1,9 @@
 //! `bbrtop snapshot`: one poll, printed as a table or JSON.
 
 use super::Failure;
-use super::args::{AlertArgs, FilterArgs, SourceArgs};
+use super::args::PollArgs;
 use crate::collect::InetDiag;
-use crate::engine::{Engine, EngineConfig, Now, Update};
+use crate::engine::{Engine, Now, Update};
 use crate::output::{json, table};
 use anyhow::Context;
 use clap::Args;
@@ -12,22 +12,18 @@ use std::io::Write;
 #[derive(Args, Debug)]
 pub struct SnapshotArgs {
     #[command(flatten)]
-    pub source: SourceArgs,
-    #[command(flatten)]
-    pub filter: FilterArgs,
-    #[command(flatten)]
-    pub alert: AlertArgs,
+    pub poll: PollArgs,
     /// Print JSON (field names carry their units; see README) instead of a table.
     #[arg(long)]
     pub json: bool,
 }
 
 pub fn run(a: SnapshotArgs) -> Result<(), Failure> {
-    let filter = a.filter.filter();
-    let mut diag =
-        InetDiag::open(a.source.netns.as_ref(), filter.state_set()).map_err(Failure::from_collect)?;
+    let cfg = a.poll.engine_config();
+    let mut diag = InetDiag::open(a.poll.source.netns.as_ref(), cfg.filter.state_set())
+        .map_err(Failure::from_collect)?;
     let dump = diag.dump().map_err(Failure::from_collect)?;
-    let mut engine = Engine::new(EngineConfig { rule: a.alert.rule(), filter, ..EngineConfig::default() });
+    let mut engine = Engine::new(cfg);
     let now = Now::system();
     engine.apply(Update::Dump(dump), now);
     let snap = engine.tick(now);

@@ -1,9 +1,9 @@
 //! `bbrtop watch`: poll every --interval and stream NDJSON until interrupted.
 
 use super::Failure;
-use super::args::{AlertArgs, FilterArgs, SourceArgs};
+use super::args::PollArgs;
 use super::snapshot::ignore_broken_pipe;
-use crate::engine::{Engine, EngineConfig};
+use crate::engine::Engine;
 use crate::output::json;
 use crate::runtime::Runtime;
 use anyhow::Context;
@@ -16,11 +16,7 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct WatchArgs {
     #[command(flatten)]
-    pub source: SourceArgs,
-    #[command(flatten)]
-    pub filter: FilterArgs,
-    #[command(flatten)]
-    pub alert: AlertArgs,
+    pub poll: PollArgs,
     /// One JSON object per socket per poll (the only format; the flag documents it).
     #[arg(long)]
     pub ndjson: bool,
@@ -33,21 +29,20 @@ pub struct WatchArgs {
 }
 
 pub fn run(a: WatchArgs) -> Result<(), Failure> {
-    let filter = a.filter.filter();
-    let rule = a.alert.rule();
-    let (sources, status) = super::sources::assemble(a.source.netns.as_ref(), &filter, &rule)?;
+    let cfg = a.poll.engine_config();
+    let (sources, status) = super::sources::assemble(a.poll.source.netns.as_ref(), &cfg.filter, &cfg.rule)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
     }
-    let engine = Engine::new(EngineConfig { rule, filter, ..EngineConfig::default() });
+    let engine = Engine::new(cfg);
     if let Some(note) = super::sources::bpf_note(&status) {
         eprintln!("{note}");
     }
     if a.closed && status.attached.is_empty() {
         return Err(Failure::Runtime(anyhow::anyhow!("--closed needs eBPF, which is off")));
     }
-    let rt = Runtime::start(engine, sources, a.source.interval).context("starting the poller")?;
+    let rt = Runtime::start(engine, sources, a.poll.source.interval).context("starting the poller")?;
     let published = rt.published();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let (mut seq, mut polls, mut closed_seq) = (0, 0u64, 0u64);

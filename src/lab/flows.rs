@@ -17,6 +17,11 @@ use std::time::{Duration, Instant};
 const TICK: Duration = Duration::from_millis(100);
 const CHUNK: usize = 64 * 1024;
 
+/// A timeout or interruption: check the stop flag and carry on.
+fn transient(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted)
+}
+
 fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, LabError> {
     Ok(std::thread::Builder::new().name(name.into()).spawn(f)?)
 }
@@ -82,11 +87,7 @@ fn drain(mut c: TcpStream, stop: &AtomicBool) {
         match c.read(&mut buf) {
             Ok(0) => return,
             Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+            Err(e) if transient(&e) => {}
             Err(_) => return,
         }
     }
@@ -165,11 +166,7 @@ fn send(mut s: TcpStream, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         match s.write(&buf) {
             Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+            Err(e) if transient(&e) => {}
             Err(_) => break,
         }
     }

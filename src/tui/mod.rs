@@ -8,9 +8,9 @@ pub mod render;
 pub mod system;
 
 use crate::cli::Failure;
-use crate::cli::args::{AlertArgs, FilterArgs, SourceArgs};
+use crate::cli::args::PollArgs;
 use crate::collect::netns::NetnsSpec;
-use crate::engine::{Engine, EngineConfig};
+use crate::engine::Engine;
 use crate::lab::{Lab, LabConfig};
 use crate::runtime::{Published, Runtime};
 use anyhow::Context;
@@ -26,11 +26,7 @@ use std::time::Duration;
 #[derive(Args, Debug, Clone)]
 pub struct TuiArgs {
     #[command(flatten)]
-    pub source: SourceArgs,
-    #[command(flatten)]
-    pub filter: FilterArgs,
-    #[command(flatten)]
-    pub alert: AlertArgs,
+    pub poll: PollArgs,
     /// Start the built-in lab (network namespaces, a 20 Mbit/s tbf bottleneck with a deep queue,
     /// one BBR and one CUBIC flow) and watch it. Torn down on exit. Needs CAP_NET_ADMIN and
     /// CAP_SYS_ADMIN.
@@ -80,16 +76,16 @@ pub fn run(a: TuiArgs) -> Result<(), Failure> {
     let lab = if a.lab { Some(start_lab(&mut log)?) } else { None };
     let netns = match &lab {
         Some(l) => Some(NetnsSpec(l.sender_netns().to_path_buf())),
-        None => a.source.netns.clone(),
+        None => a.poll.source.netns.clone(),
     };
-    let filter = a.filter.filter();
-    let rule = a.alert.rule();
-    let (sources, status) = crate::cli::sources::assemble(netns.as_ref(), &filter, &rule)?;
+    let cfg = a.poll.engine_config();
+    let (sources, status) = crate::cli::sources::assemble(netns.as_ref(), &cfg.filter, &cfg.rule)?;
     if let Some(note) = crate::cli::sources::bpf_note(&status) {
         log.line(&note);
     }
-    let engine = Engine::new(EngineConfig { rule, filter, ..EngineConfig::default() });
-    let mut runtime = Runtime::start(engine, sources, a.source.interval).context("starting the poller")?;
+    let engine = Engine::new(cfg);
+    let mut runtime =
+        Runtime::start(engine, sources, a.poll.source.interval).context("starting the poller")?;
 
     let result = ui_loop(&runtime.published(), &stop, &mut log);
     runtime.stop();
