@@ -230,6 +230,11 @@ fn small_terminal_and_empty_states() {
     assert!(t.contains("No TCP sockets"), "{t}");
     let filtered = app_with(|a| a.filter = crate::filter::Filter::parse_words("port 9").unwrap());
     assert!(text(&render(&filtered, &snap, 100, 30)).contains("No socket matches the filter"));
+    // At 80 columns not every column fits, but the sort column always does.
+    for col in Column::ALL {
+        let t = text(&render(&app_with(|a| a.sort = col), &snap, 80, 24));
+        assert!(t.contains(&format!("{}↓", col.header())), "{col:?}:\n{t}");
+    }
     // Without the eBPF collector the closed-flows view says so instead of showing stale rows.
     let mut no_bpf = fixture();
     no_bpf.collectors.retain(|c| c.name != "bpf");

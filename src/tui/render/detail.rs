@@ -1,7 +1,9 @@
 //! The detail pane of the selected socket: charts over its history, and a phase ribbon.
 
 use super::Screen;
+use super::table::cell;
 use crate::engine::history::Sample;
+use crate::engine::snapshot::SocketView;
 use crate::model::Phase;
 use crate::output::units::{bitrate, micros};
 use ratatui::Frame;
@@ -50,6 +52,29 @@ fn phase_color(p: Option<Phase>) -> Color {
     }
 }
 
+/// The selected socket's values the table may have had no room for.
+fn summary_line(s: &SocketView, v: &Screen) -> String {
+    use crate::tui::app::Column as C;
+    let d = &s.derived;
+    let mut parts = vec![
+        format!("process {}", cell(C::Process, s, v)),
+        s.record.state.name().to_string(),
+        format!("pacing {}", cell(C::Pacing, s, v)),
+        format!("cwnd {}", cell(C::Cwnd, s, v)),
+        format!("gains {}", cell(C::Gains, s, v)),
+        format!("retrans {}", cell(C::Retrans, s, v)),
+        format!("limited {}", cell(C::Limited, s, v)),
+    ];
+    if let Some(q) = d.queue_delay_us {
+        parts.push(format!("queue +{}", micros(q)));
+    }
+    if let Some(t) = d.inflated_for_seconds {
+        parts.push(format!("inflated {}", super::ago(t)));
+    }
+    parts.push(format!("seen {}", super::ago(d.seen_for_seconds)));
+    parts.join("  ")
+}
+
 pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let rows = v.rows;
     let Some(s) = rows.get(v.app.selected.min(rows.len().saturating_sub(1))) else {
@@ -80,7 +105,9 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let outer = Block::default().borders(Borders::TOP).title(title);
     let inner = outer.inner(area);
     f.render_widget(outer, area);
-    let [charts, ribbon] = Layout::vertical([Constraint::Min(4), Constraint::Length(2)]).areas(inner);
+    let [summary, charts, ribbon] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(4), Constraint::Length(2)]).areas(inner);
+    f.render_widget(Paragraph::new(summary_line(s, v)), summary);
     let [a, b, c] = Layout::horizontal([Constraint::Ratio(1, 3); 3]).areas(charts);
 
     let ms = |us: u32| us as f64 / 1000.0;

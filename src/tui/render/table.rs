@@ -81,10 +81,13 @@ const PRIORITY: [Column; 15] = [
     Column::Limited,
 ];
 
-/// The columns that fit in `w` cells, by priority, shown in their usual order.
-fn fitting(w: u16) -> Vec<Column> {
+/// The columns that fit in `w` cells, by priority, shown in their usual order. The sort column
+/// comes right after LOCAL, so sorting on any column shows that column.
+fn fitting(w: u16, sort: Column) -> Vec<Column> {
     let widths = Column::ALL.map(width);
-    let priority = PRIORITY.map(|c| Column::ALL.iter().position(|x| *x == c).unwrap_or(0));
+    let index = |c: Column| Column::ALL.iter().position(|x| *x == c).unwrap_or(0);
+    let mut priority = vec![index(Column::Local), index(sort)];
+    priority.extend(PRIORITY.into_iter().filter(|c| *c != Column::Local && *c != sort).map(index));
     super::fitting(&widths, &priority, w).into_iter().map(|i| Column::ALL[i]).collect()
 }
 
@@ -100,7 +103,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
         f.render_widget(Paragraph::new(msg).block(block), area);
         return;
     }
-    let cols = fitting(area.width.saturating_sub(2));
+    let cols = fitting(area.width.saturating_sub(2), v.app.sort);
     let height = area.height.saturating_sub(2) as usize;
     let selected = v.app.selected.min(rows.len() - 1);
     // Keep the selection on screen.
