@@ -106,6 +106,9 @@ fn start_lab(log: &mut Log) -> Result<Lab, Failure> {
     Ok(lab)
 }
 
+/// Set by the panic hook `ui_loop` installs.
+static PANICKED: AtomicBool = AtomicBool::new(false);
+
 /// Draws `published` snapshots until q, Ctrl-C or `stop` (SIGTERM, or the end of a lab run).
 pub fn ui_loop(published: &Published, stop: &AtomicBool, log: &mut Log) -> Result<(), Failure> {
     // The guard first: if setup fails half-way (raw mode on, no alternate screen), it still undoes it.
@@ -115,10 +118,20 @@ pub fn ui_loop(published: &Published, stop: &AtomicBool, log: &mut Log) -> Resul
     // libbpf would print its warnings over the screen; nothing may reach stderr while we draw.
     #[cfg(feature = "bpf")]
     libbpf_rs::set_print(None);
+    // A panic on another thread (the poller) restores the terminal through that hook; the loop
+    // must then stop too, or it would go on drawing over the restored screen.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        PANICKED.store(true, Ordering::SeqCst);
+        previous(info);
+    }));
     let sys = system::SystemInfo::read();
     let procs = procs::ProcTable::start(Duration::from_secs(5));
     let mut app = App::default();
     while !app.quit && !stop.load(Ordering::Relaxed) {
+        if PANICKED.load(Ordering::SeqCst) {
+            return Err(Failure::Runtime(anyhow::anyhow!("a bbrtop thread panicked (message above)")));
+        }
         let latest = published.latest();
         let snap = app.shown(&latest);
         let owners = procs.owners();
