@@ -357,22 +357,32 @@ fn frame_time_at_10k_sockets() {
             s
         })
         .collect();
-    let mut t = Terminal::new(TestBackend::new(200, 50)).unwrap();
     let owners = Owners::new();
-    for (name, app) in [("table", App::default()), ("table + detail", app_with(|a| a.detail = true))] {
-        let n = 50;
-        let start = std::time::Instant::now();
-        for _ in 0..n {
-            // Filtering and sorting are part of a frame's cost.
-            let rows = app.rows(&snap);
-            let screen = Screen { app: &app, snap: &snap, rows: &rows, sys: &sys(), owners: &owners };
-            t.draw(|f| render::draw(f, &screen)).unwrap();
+    let apps = [
+        ("table", App::default()),
+        ("table + detail", app_with(|a| a.detail = true)),
+        ("sorted by LOCAL", app_with(|a| a.sort = Column::Local)),
+        ("filter cc cubic", app_with(|a| a.filter = crate::filter::Filter::parse_words("cc cubic").unwrap())),
+    ];
+    for (w, h) in [(200, 50), (120, 40), (80, 24)] {
+        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
+        for (name, app) in &apps {
+            let mut app = app.clone();
+            let n = 50;
+            let start = std::time::Instant::now();
+            for _ in 0..n {
+                // What the loop does per frame: filter and sort, follow the selection, draw.
+                let rows = app.rows(&snap);
+                app.follow(&rows);
+                let screen = Screen { app: &app, snap: &snap, rows: &rows, sys: &sys(), owners: &owners };
+                t.draw(|f| render::draw(f, &screen)).unwrap();
+            }
+            println!(
+                "{w}x{h} {name}: {:.2} ms/frame at {} sockets",
+                start.elapsed().as_secs_f64() * 1e3 / n as f64,
+                snap.sockets.len()
+            );
         }
-        println!(
-            "{name}: {:.2} ms/frame at {} sockets",
-            start.elapsed().as_secs_f64() * 1e3 / n as f64,
-            snap.sockets.len()
-        );
     }
 }
 
