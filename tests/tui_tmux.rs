@@ -32,6 +32,12 @@ impl Tmux {
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
+    fn resize(&self, w: u16, h: u16) {
+        let (w, h) = (w.to_string(), h.to_string());
+        let ok = Command::new("tmux").args(["resize-window", "-t", &self.0, "-x", &w, "-y", &h]).status();
+        assert!(ok.unwrap().success(), "tmux resize-window");
+    }
+
     /// The pid of the process running in the pane's shell (bbrtop), waiting (bounded) for it.
     fn child_pid(&self) -> u32 {
         let o = Command::new("tmux").args(["display", "-p", "-t", &self.0, "#{pane_pid}"]).output().unwrap();
@@ -139,6 +145,13 @@ fn tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     t.wait_for("closed flows");
     t.keys(&["?"]);
     t.wait_for("this help");
+    t.keys(&["?", "1"]);
+    // Resizing: below 80x24 a message, at 80x24 the table again.
+    t.resize(70, 20);
+    t.wait_for("terminal too small: 70x20");
+    t.resize(80, 24);
+    let p = t.wait_for("sockets (2)");
+    assert!(p.contains("LOCAL") && !p.contains("too small"), "{p}");
     t.keys(&["q"]);
     t.back_at_shell(pid, "q");
 
