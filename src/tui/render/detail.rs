@@ -17,6 +17,17 @@ fn series(samples: &[Sample], f: impl Fn(&Sample) -> f64) -> Vec<(f64, f64)> {
     samples.iter().enumerate().map(|(i, s)| (i as f64, f(s))).collect()
 }
 
+/// The top of a chart's y axis: the largest value, unless a few samples tower over the rest (BBR's
+/// bandwidth estimate in its first round trips on a fast link), then twice the 90th percentile so
+/// the rest stays readable; the towering samples run off the top.
+fn top<'a>(points: impl Iterator<Item = &'a (f64, f64)>) -> f64 {
+    let mut v: Vec<f64> = points.map(|p| p.1).filter(|y| y.is_finite()).collect();
+    v.sort_by(f64::total_cmp);
+    let Some(&max) = v.last() else { return 0.0 };
+    let p90 = v[(v.len() - 1) * 9 / 10];
+    if p90 > 0.0 { max.min(2.0 * p90) } else { max }
+}
+
 /// A named, coloured line of (x, y) points.
 type Series<'a> = (&'a str, Color, &'a [(f64, f64)]);
 
@@ -117,7 +128,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let srtt = series(&samples, |x| ms(x.srtt_us));
     let minrtt = series(&samples, |x| ms(x.min_rtt_us));
     let thresh = series(&samples, |x| (ms(x.min_rtt_us) * ratio).max(ms(x.min_rtt_us) + floor_ms));
-    let ymax = srtt.iter().chain(&thresh).map(|p| p.1).fold(0.0, f64::max);
+    let ymax = top(srtt.iter().chain(&thresh));
     let last = samples.last().copied().unwrap_or_default();
     f.render_widget(
         chart(
@@ -136,7 +147,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let mbit = |b: f32| b as f64 * 8.0 / 1e6;
     let bw = series(&samples, |x| mbit(x.bbr_bw_bytes_per_sec));
     let del = series(&samples, |x| mbit(x.delivery_rate_bytes_per_sec));
-    let ymax = bw.iter().chain(&del).map(|p| p.1).fold(0.0, f64::max);
+    let ymax = top(bw.iter().chain(&del));
     f.render_widget(
         chart(
             format!(
@@ -152,7 +163,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
         b,
     );
     let cwnd = series(&samples, |x| x.cwnd_segs as f64);
-    let ymax = cwnd.iter().map(|p| p.1).fold(0.0, f64::max);
+    let ymax = top(cwnd.iter());
     f.render_widget(
         chart(
             format!("cwnd {}", last.cwnd_segs),
@@ -185,4 +196,20 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
         Paragraph::new(vec![Line::from(cells), Line::from(format!("phases over {n} polls: {legend}"))]),
         ribbon,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::top;
+
+    #[test]
+    fn a_startup_spike_does_not_flatten_the_chart() {
+        let pts = |ys: &[f64]| ys.iter().enumerate().map(|(i, y)| (i as f64, *y)).collect::<Vec<_>>();
+        let mut ys = vec![20.0; 30];
+        ys[0] = 4700.0;
+        assert_eq!(top(pts(&ys).iter()), 40.0);
+        assert_eq!(top(pts(&[1.0, 2.0, 3.0]).iter()), 3.0);
+        assert_eq!(top(pts(&[]).iter()), 0.0);
+        assert_eq!(top(pts(&[0.0, 0.0, 5.0]).iter()), 5.0, "p90 of zero: the max");
+    }
 }
