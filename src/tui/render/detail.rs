@@ -145,23 +145,20 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
         a,
     );
     let mbit = |b: f32| b as f64 * 8.0 / 1e6;
-    let bw = series(&samples, |x| mbit(x.bbr_bw_bytes_per_sec));
+    // Only BBR has a bandwidth estimate; for other ccs the chart is the delivery rate alone.
+    let is_bbr = r.bbr.is_some();
+    let bw = if is_bbr { series(&samples, |x| mbit(x.bbr_bw_bytes_per_sec)) } else { Vec::new() };
     let del = series(&samples, |x| mbit(x.delivery_rate_bytes_per_sec));
     let ymax = top(bw.iter().chain(&del));
-    f.render_widget(
-        chart(
-            format!(
-                "bw {} / delivery {}",
-                bitrate(last.bbr_bw_bytes_per_sec as f64),
-                bitrate(last.delivery_rate_bytes_per_sec as f64)
-            ),
-            vec![("bbr bw", Color::Cyan, &bw), ("delivery", Color::Magenta, &del)],
-            n,
-            ymax,
-            format!("{ymax:.1}Mbit/s"),
-        ),
-        b,
-    );
+    let delivery = bitrate(last.delivery_rate_bytes_per_sec as f64);
+    let mut sets = vec![("delivery", Color::Magenta, del.as_slice())];
+    let title = if is_bbr {
+        sets.insert(0, ("bbr bw", Color::Cyan, bw.as_slice()));
+        format!("bw {} / delivery {delivery}", bitrate(last.bbr_bw_bytes_per_sec as f64))
+    } else {
+        format!("delivery {delivery}")
+    };
+    f.render_widget(chart(title, sets, n, ymax, format!("{ymax:.1}Mbit/s")), b);
     let cwnd = series(&samples, |x| x.cwnd_segs as f64);
     let ymax = top(cwnd.iter());
     f.render_widget(
@@ -193,7 +190,14 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let legend =
         counts.iter().map(|(k, c)| format!("{k} {}%", c * 100 / n.max(1))).collect::<Vec<_>>().join("  ");
     f.render_widget(
-        Paragraph::new(vec![Line::from(cells), Line::from(format!("phases over {n} polls: {legend}"))]),
+        Paragraph::new(vec![
+            Line::from(cells),
+            Line::from(if is_bbr {
+                format!("phases over {n} polls: {legend}")
+            } else {
+                format!("no BBR phases: {} is not BBR", r.cc_name())
+            }),
+        ]),
         ribbon,
     );
 }
