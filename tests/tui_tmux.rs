@@ -172,3 +172,18 @@ fn tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     let log = std::fs::read_to_string(&log).unwrap();
     assert!(log.contains(" lab bbrtop-") && log.ends_with(" exit\n"), "the log file:\n{log}");
 }
+
+#[test]
+fn without_a_terminal_it_says_so_in_one_line_and_exits_2() {
+    for args in [&[][..], &["--lab"][..]] {
+        let o = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("needs a terminal") && err.lines().count() == 1, "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}: no escape sequences on a pipe");
+    }
+}

@@ -58,6 +58,15 @@ impl Log {
 }
 
 pub fn run(a: TuiArgs) -> Result<(), Failure> {
+    // Checked before anything is set up (the lab takes seconds and privileges).
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(Failure::Usage(
+            "the terminal UI needs a terminal (stdin and stdout); for pipes use `bbrtop snapshot` or \
+             `bbrtop watch`"
+                .into(),
+        ));
+    }
     let mut log = Log(match &a.log_file {
         Some(p) => {
             Some(std::fs::File::create(p).with_context(|| format!("opening log file {}", p.display()))?)
