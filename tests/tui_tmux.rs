@@ -118,6 +118,7 @@ fn tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     t.keys(&["S0=$(stty -g)", "Enter"]);
     let (pid, p) = t.launch("");
     assert!(p.contains("collectors: netlink: ok"), "{p}");
+    assert!(p.contains(&format!("netns bbrtop-{pid}-")), "the header names the lab's namespace:\n{p}");
     assert!(p.contains("INFL↓"), "sorted by inflation by default:\n{p}");
 
     t.keys(&["s"]);

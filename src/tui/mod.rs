@@ -96,7 +96,8 @@ pub fn run(a: TuiArgs) -> Result<(), Failure> {
     let mut runtime =
         Runtime::start(engine, sources, a.poll.source.interval).context("starting the poller")?;
 
-    let result = ui_loop(&runtime.published(), &stop, &mut log);
+    let sys = system::SystemInfo::read(netns.as_ref());
+    let result = ui_loop_in(&runtime.published(), &stop, &mut log, sys);
     runtime.stop();
     drop(lab);
     log.line("exit");
@@ -120,6 +121,16 @@ static PANICKED: AtomicBool = AtomicBool::new(false);
 
 /// Draws `published` snapshots until q, Ctrl-C or `stop` (SIGTERM, or the end of a lab run).
 pub fn ui_loop(published: &Published, stop: &AtomicBool, log: &mut Log) -> Result<(), Failure> {
+    ui_loop_in(published, stop, log, system::SystemInfo::read(None))
+}
+
+/// [`ui_loop`] with the header's host facts given (those of a watched namespace).
+pub fn ui_loop_in(
+    published: &Published,
+    stop: &AtomicBool,
+    log: &mut Log,
+    sys: system::SystemInfo,
+) -> Result<(), Failure> {
     // The guard first: if setup fails half-way (raw mode on, no alternate screen), it still undoes it.
     let _guard = TerminalGuard;
     // try_init also installs a panic hook that restores the terminal, then runs the previous hook.
@@ -134,7 +145,6 @@ pub fn ui_loop(published: &Published, stop: &AtomicBool, log: &mut Log) -> Resul
         PANICKED.store(true, Ordering::SeqCst);
         previous(info);
     }));
-    let sys = system::SystemInfo::read();
     let procs = procs::ProcTable::start(Duration::from_secs(5));
     let mut app = App::default();
     while !app.quit && !stop.load(Ordering::Relaxed) {

@@ -170,6 +170,7 @@ fn sys() -> SystemInfo {
         kernel: "6.18.44".into(),
         default_cc: "bbr".into(),
         qdisc: "fq".into(),
+        netns: None,
     }
 }
 

@@ -16,6 +16,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
         Span::styled(&s.default_cc, bold),
         Span::raw("  qdisc "),
         Span::styled(&s.qdisc, bold),
+        Span::raw(s.netns.as_ref().map_or(String::new(), |n| format!("  netns {n}"))),
     ]);
     let per_cc: Vec<String> = v.snap.by_cc.iter().map(|a| format!("{} {}", a.cc, a.sockets)).collect();
     let firing = v.snap.firing().count();
