@@ -17,8 +17,9 @@ fn width(c: Column) -> u16 {
         Column::Cc => 6,
         Column::Phase => 9,
         Column::BbrBw | Column::Pacing | Column::Delivery => 11,
-        Column::MinRtt | Column::Srtt => 9,
-        Column::Inflation => 9,
+        // "180.0ms", "MIN RTT↓"; ratios are at most 7 cells (`render::ratio`).
+        Column::MinRtt | Column::Srtt => 8,
+        Column::Inflation => 7,
         Column::Cwnd | Column::Retrans => 6,
         Column::Gains => 9,
         Column::Limited => 6,
