@@ -148,6 +148,12 @@ fn tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     t.keys(&["?"]);
     t.wait_for("this help");
     t.keys(&["?", "1"]);
+    // The columns that do not fit at 120 are a scroll away.
+    t.keys(&["Right"; 10]);
+    let p = t.wait_for("LIMIT");
+    assert!(p.contains("RETR") && p.contains("GAINS"), "{p}");
+    t.keys(&["Left"; 10]);
+    t.wait_for("PEER");
     // Resizing: below 80x24 a message, at 80x24 the table again.
     t.resize(70, 20);
     t.wait_for("terminal too small: 70x20");

@@ -153,6 +153,9 @@ pub enum Action {
     Show(View),
     NextView,
     ToggleHelp,
+    /// Show the table's columns from one further right / left (LOCAL stays).
+    ScrollRight,
+    ScrollLeft,
 }
 
 /// Whether keys go to the filter line or to the commands.
@@ -183,6 +186,8 @@ pub struct App {
     pub quit: bool,
     /// Rows on a page, set by the last render (for PageUp/PageDown).
     pub page: usize,
+    /// 0: the columns that fit, most wanted first; n: the columns from the nth after LOCAL on.
+    pub col_offset: usize,
 }
 
 impl Default for App {
@@ -202,6 +207,7 @@ impl Default for App {
             help: false,
             quit: false,
             page: 20,
+            col_offset: 0,
         }
     }
 }
@@ -280,6 +286,8 @@ impl App {
                 self.view = View::ALL[(i + 1) % View::ALL.len()];
             }
             Action::ToggleHelp => self.help = !self.help,
+            Action::ScrollRight => self.col_offset = (self.col_offset + 1).min(Column::ALL.len() - 2),
+            Action::ScrollLeft => self.col_offset = self.col_offset.saturating_sub(1),
         }
     }
 

@@ -236,6 +236,11 @@ fn small_terminal_and_empty_states() {
         let t = text(&render(&app_with(|a| a.sort = col), &snap, 80, 24));
         assert!(t.contains(&format!("{}↓", col.header())), "{col:?}:\n{t}");
     }
+    // Scrolled right, the columns that did not fit at 80: LOCAL stays, the rest follow in order.
+    let t = text(&render(&app_with(|a| a.col_offset = 10), &snap, 80, 24));
+    let head = t.lines().find(|l| l.starts_with("LOCAL")).unwrap();
+    let cols: Vec<&str> = head.split_whitespace().collect();
+    assert_eq!(cols, ["LOCAL", "CWND", "GAINS", "RETR", "LIMIT"], "{t}");
     // Without the eBPF collector the closed-flows view says so instead of showing stale rows.
     let mut no_bpf = fixture();
     no_bpf.collectors.retain(|c| c.name != "bpf");
@@ -309,6 +314,8 @@ fn update_table() {
         (vec![Action::NextView, Action::NextView], |a| a.view == View::Alerts),
         (vec![Action::Show(View::Closed), Action::NextView], |a| a.view == View::Sockets),
         (vec![Action::ToggleHelp], |a| a.help),
+        (vec![Action::ScrollRight; 40], |a| a.col_offset == Column::ALL.len() - 2),
+        (vec![Action::ScrollRight, Action::ScrollLeft, Action::ScrollLeft], |a| a.col_offset == 0),
         (vec![Action::Quit], |a| a.quit),
     ];
     for (actions, check) in cases {

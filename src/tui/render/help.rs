@@ -32,8 +32,8 @@ pub fn draw(f: &mut Frame, area: Rect) {
         }
     }
     let mut lines: Vec<String> =
-        rows.iter().map(|(keys, help)| format!("{:<10}  {help}", keys.join(" "))).collect();
-    lines.push("Esc         clear the filter; in the filter line: Enter applies, Esc cancels".into());
+        rows.iter().map(|(keys, help)| format!("{:<11} {help}", keys.join(" "))).collect();
+    lines.push("Esc         clear the filter; in the filter line Enter applies, Esc cancels".into());
     let h = (lines.len() as u16 + 2).min(area.height);
     let w = 78.min(area.width);
     let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h };

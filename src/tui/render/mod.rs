@@ -106,7 +106,7 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
                 Style::new().fg(Color::DarkGray),
             ),
             Span::styled(
-                "q quit  / filter  s sort  enter detail  f freeze  ? help",
+                "q quit  / filter  s sort  ←→ cols  enter detail  f freeze  ? help",
                 Style::new().fg(Color::DarkGray),
             ),
         ])

@@ -84,8 +84,18 @@ const PRIORITY: [Column; 15] = [
 
 /// The columns that fit in `w` cells, by priority, shown in their usual order. The sort column
 /// comes right after LOCAL, so sorting on any column shows that column.
-fn fitting(w: u16, sort: Column) -> Vec<Column> {
+fn fitting(w: u16, sort: Column, offset: usize) -> Vec<Column> {
     let widths = Column::ALL.map(width);
+    if offset > 0 {
+        // Scrolled: LOCAL, then the columns in their usual order from the offset on.
+        // Contiguous: stop at the first column that does not fit.
+        let mut used = widths[0];
+        let rest = Column::ALL.iter().skip(1 + offset).take_while(|c| {
+            used += width(**c) + 1;
+            used <= w
+        });
+        return std::iter::once(Column::Local).chain(rest.copied()).collect();
+    }
     let index = |c: Column| Column::ALL.iter().position(|x| *x == c).unwrap_or(0);
     let mut priority = vec![index(Column::Local), index(sort)];
     priority.extend(PRIORITY.into_iter().filter(|c| *c != Column::Local && *c != sort).map(index));
@@ -104,7 +114,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
         f.render_widget(Paragraph::new(msg).block(block), area);
         return;
     }
-    let cols = fitting(area.width.saturating_sub(2), v.app.sort);
+    let cols = fitting(area.width.saturating_sub(2), v.app.sort, v.app.col_offset);
     let height = area.height.saturating_sub(2) as usize;
     let selected = v.app.selected.min(rows.len() - 1);
     // Keep the selection on screen.
