@@ -6,34 +6,41 @@ use crate::collect::netns::{NetnsSpec, run_in};
 pub struct SystemInfo {
     pub host: String,
     pub kernel: String,
-    /// The watched namespace's default cc and qdisc (these sysctls are per namespace).
+    /// The watched namespace's default cc (a per-namespace sysctl), and the host's default qdisc
+    /// (a global one: namespaces other than the first have no such file).
     pub default_cc: String,
     pub qdisc: String,
     /// The namespace watched, when not our own.
     pub netns: Option<String>,
+    /// The watched namespace's inode number, as eBPF records carry it.
+    pub netns_inode: Option<u32>,
 }
 
 fn read(path: &str) -> String {
     std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into())
 }
 
-fn net_sysctls() -> (String, String) {
-    (read("/proc/sys/net/ipv4/tcp_congestion_control"), read("/proc/sys/net/core/default_qdisc"))
+fn default_cc() -> String {
+    read("/proc/sys/net/ipv4/tcp_congestion_control")
 }
 
 impl SystemInfo {
     /// Host facts, with the net sysctls read inside `netns` when given ("?" where unreadable).
     pub fn read(netns: Option<&NetnsSpec>) -> SystemInfo {
-        let (default_cc, qdisc) = match netns {
+        let default_cc = match netns {
             // /proc/sys/net read by a thread that entered the namespace is that namespace's.
-            Some(ns) => run_in(ns, net_sysctls).unwrap_or_else(|_| ("?".into(), "?".into())),
-            None => net_sysctls(),
+            Some(ns) => run_in(ns, default_cc).unwrap_or_else(|_| "?".into()),
+            None => default_cc(),
         };
+        let ns_path = netns.map_or_else(|| std::path::PathBuf::from("/proc/self/ns/net"), |n| n.0.clone());
+        let netns_inode =
+            std::fs::metadata(ns_path).ok().map(|m| std::os::unix::fs::MetadataExt::ino(&m) as u32);
         SystemInfo {
             host: read("/proc/sys/kernel/hostname"),
             kernel: read("/proc/sys/kernel/osrelease"),
             default_cc,
-            qdisc,
+            qdisc: read("/proc/sys/net/core/default_qdisc"),
+            netns_inode,
             netns: netns.map(|ns| {
                 let p = &ns.0;
                 // `ip netns` names read better than /run/netns/NAME.
@@ -57,6 +64,9 @@ mod tests {
         let here = SystemInfo::read(None);
         assert_ne!(here.kernel, "?");
         assert_eq!(here.netns, None);
+        assert_ne!(here.qdisc, "?");
+        let ino = std::fs::metadata("/proc/self/ns/net").map(|m| std::os::unix::fs::MetadataExt::ino(&m));
+        assert_eq!(here.netns_inode.map(u64::from), ino.ok());
         // Entering our own namespace by path needs CAP_SYS_ADMIN; without it the values are "?".
         let there = SystemInfo::read(Some(&NetnsSpec("/proc/self/ns/net".into())));
         assert_eq!(there.netns.as_deref(), Some("/proc/self/ns/net"));

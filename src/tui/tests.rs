@@ -138,7 +138,12 @@ fn fixture() -> Snapshot {
         ],
         inflation_onsets_total: vec![("cubic".into(), 2)],
         rule: RuleConfig::default(),
-        closed: vec![closed(7, "bbr", at(58), 1.3), closed(6, "cubic", at(50), 12.5)],
+        // Cookie 5 closed in another namespace: not shown.
+        closed: vec![
+            closed(7, "bbr", at(58), 1.3),
+            closed(6, "cubic", at(50), 12.5),
+            closed(5, "cubic", at(49), 2.0),
+        ],
         closed_by_cc: Vec::new(),
     }
 }
@@ -147,7 +152,7 @@ fn closed(cookie: u64, cc: &str, closed_at: SystemTime, peak: f64) -> ClosedFlow
     ClosedFlow {
         seq: cookie,
         cookie,
-        netns: 4026531840,
+        netns: if cookie == 5 { 4026532999 } else { 4026531840 },
         cc: cc.into(),
         local: format!("10.77.1.1:4100{cookie}").parse().unwrap(),
         peer: "10.77.2.2:5201".parse().unwrap(),
@@ -171,6 +176,7 @@ fn sys() -> SystemInfo {
         default_cc: "bbr".into(),
         qdisc: "fq".into(),
         netns: None,
+        netns_inode: Some(4026531840),
     }
 }
 

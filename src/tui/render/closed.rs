@@ -1,13 +1,13 @@
 //! Closed flows, from eBPF close records: the last ones, newest first, and per-cc totals.
 
-use crate::engine::snapshot::Snapshot;
 use crate::output::units::{bitrate, micros, opt};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
+pub fn draw(f: &mut Frame, area: Rect, v: &super::Screen) {
+    let snap = v.snap;
     let bpf = snap.collectors.iter().find(|c| c.name == "bpf");
     let off = match bpf {
         None => Some("eBPF off".to_string()),
@@ -18,9 +18,12 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
     };
     let totals: Vec<String> = snap.closed_by_cc.iter().map(|a| format!("{} {}", a.cc, a.count)).collect();
     let title = if totals.is_empty() {
-        " closed flows ".to_string()
+        " closed flows in this namespace ".to_string()
     } else {
-        format!(" closed flows, newest first (since start: {}) ", totals.join(", "))
+        format!(
+            " closed flows in this namespace, newest first (all namespaces since start: {}) ",
+            totals.join(", ")
+        )
     };
     let block = Block::default().borders(Borders::TOP).title(title);
     if let Some(why) = off {
@@ -30,7 +33,9 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
         );
         return;
     }
-    if snap.closed.is_empty() {
+    // eBPF sees every namespace's sockets close; show the watched one's.
+    let ours = |c: &&crate::engine::kernel::ClosedFlow| v.sys.netns_inode.is_none_or(|i| c.netns == i);
+    if !snap.closed.iter().any(|c| ours(&c)) {
         f.render_widget(Paragraph::new("No flow has closed since bbrtop started.").block(block), area);
         return;
     }
@@ -39,7 +44,7 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
     let widths = [6, 21, 21, 9, 11, 5, 9, 9, 11, 9];
     let priority = [0, 1, 3, 6, 9, 8, 5, 7, 4, 2];
     // Newest first, as the snapshot keeps them.
-    let rows = snap.closed.iter().map(|c| {
+    let rows = snap.closed.iter().filter(ours).map(|c| {
         let cells = vec![
             c.cc.clone(),
             c.local.to_string(),

@@ -62,7 +62,7 @@ pub fn draw(f: &mut Frame, v: &Screen) {
         View::Sockets => table::draw(f, body, v),
         View::Compare => compare::draw(f, body, v.snap),
         View::Alerts => alerts::draw(f, body, v.snap),
-        View::Closed => closed::draw(f, body, v.snap),
+        View::Closed => closed::draw(f, body, v),
     }
     draw_footer(f, foot, v.app);
     if v.app.help {
