@@ -116,9 +116,12 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let outer = Block::default().borders(Borders::TOP).title(title);
     let inner = outer.inner(area);
     f.render_widget(outer, area);
+    // The summary wraps onto a second line when the pane is narrow (charts give up that row).
+    let text = summary_line(s, v);
+    let lines = if text.chars().count() > inner.width as usize { 2 } else { 1 };
     let [summary, charts, ribbon] =
-        Layout::vertical([Constraint::Length(1), Constraint::Min(4), Constraint::Length(2)]).areas(inner);
-    f.render_widget(Paragraph::new(summary_line(s, v)), summary);
+        Layout::vertical([Constraint::Length(lines), Constraint::Min(4), Constraint::Length(2)]).areas(inner);
+    f.render_widget(Paragraph::new(text).wrap(ratatui::widgets::Wrap { trim: true }), summary);
     let [a, b, c] = Layout::horizontal([Constraint::Ratio(1, 3); 3]).areas(charts);
 
     let ms = |us: u32| us as f64 / 1000.0;
