@@ -27,7 +27,7 @@ use std::time::Duration;
 pub struct TuiArgs {
     #[command(flatten)]
     pub poll: PollArgs,
-    /// Start the built-in lab (network namespaces, a 20 Mbit/s tbf bottleneck with a deep queue,
+    /// Start the built-in lab (network namespaces, a 40 ms path with a 20 Mbit/s tbf bottleneck and a deep queue,
     /// one BBR and one CUBIC flow) and watch it. Torn down on exit. Needs CAP_NET_ADMIN and
     /// CAP_SYS_ADMIN.
     #[arg(long, conflicts_with = "netns")]
@@ -105,7 +105,9 @@ pub fn run(a: TuiArgs) -> Result<(), Failure> {
 }
 
 fn start_lab(log: &mut Log) -> Result<Lab, Failure> {
-    let mut lab = Lab::new(LabConfig::default()).map_err(|e| match e {
+    // A 40 ms round trip, so min RTT and inflation read as they would on a real path.
+    let cfg = LabConfig { delay: Some(Duration::from_millis(20)), ..LabConfig::default() };
+    let mut lab = Lab::new(cfg).map_err(|e| match e {
         crate::lab::LabError::Privilege(m) => Failure::Privilege(format!("--lab needs {m}")),
         e => Failure::Runtime(e.into()),
     })?;
