@@ -150,4 +150,27 @@ fn live_scrape_passes_promtool_and_closed_sockets_leave_no_series() {
         (!text.contains("bbrtop_sockets{") && !text.contains("bbrtop_socket_srtt_seconds{")).then_some(())
     });
     assert!(gone.is_some(), "series of closed sockets stayed: {}", get(port, "/metrics", None).unwrap().1);
+
+    // With eBPF on, the closed flows are counted, and the output still passes promtool.
+    let (_, text) = get(port, "/metrics", None).unwrap();
+    let attached = text
+        .lines()
+        .find(|l| l.starts_with("bbrtop_bpf_programs_attached") && !l.starts_with("# "))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .unwrap_or(0.0);
+    let caps =
+        bbrtop::caps::CapSet::effective().missing(&[bbrtop::caps::Cap::Bpf, bbrtop::caps::Cap::Perfmon]);
+    if caps.is_empty() {
+        assert!(attached > 0.0, "eBPF should be on as root: {text}");
+    }
+    if attached > 0.0 {
+        let closed = poll_until(Duration::from_secs(10), || {
+            let (_, text) = get(port, "/metrics", None).ok()?;
+            text.contains("bbrtop_closed_flows_total{cc=").then_some(text)
+        })
+        .expect("closed flows counted with eBPF on");
+        assert!(closed.contains("bbrtop_closed_flow_srtt_seconds_bucket{"), "{closed}");
+        let (ok, printed) = promtool_check(&closed);
+        assert!(ok && printed.trim().is_empty(), "promtool check metrics: {printed}\n{closed}");
+    }
 }

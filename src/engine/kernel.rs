@@ -1,6 +1,7 @@
 //! The eBPF half of the engine: per-cookie kernel state (true BBR phase, kernel-timed inflation
 //! onset), closed flows with per-cc aggregates, and the BPF collector's status.
 
+use super::hist::{Hist, RATE_BOUNDS, RTT_BOUNDS};
 use super::snapshot::CollectorStatus;
 use crate::model::{Cookie, Phase};
 use crate::output::serde_time;
@@ -93,25 +94,37 @@ pub struct ClosedBbr {
     pub bw_bytes_per_sec: u64,
 }
 
-/// Upper bounds of the closed-flow distributions (the last bucket is everything above).
-pub const SRTT_BOUNDS_US: [u64; 6] = [100, 1_000, 10_000, 100_000, 1_000_000, u64::MAX];
-pub const RATE_BOUNDS_BYTES_PER_SEC: [u64; 6] =
-    [125_000, 1_250_000, 12_500_000, 125_000_000, 1_250_000_000, u64::MAX];
-
 /// Closed flows of one congestion control since start.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ClosedAggregate {
     pub cc: String,
     pub count: u64,
     pub bytes_acked_total: u64,
-    /// Counts per bucket of [`SRTT_BOUNDS_US`].
-    pub srtt_buckets: [u64; 6],
-    /// Counts per bucket of [`RATE_BOUNDS_BYTES_PER_SEC`] (flows with a delivery rate).
-    pub rate_buckets: [u64; 6],
+    /// Final smoothed RTTs, in seconds.
+    pub srtt_seconds: Hist,
+    /// Bytes acked over the flow's life, per second (flows whose lifetime is known).
+    pub throughput_bytes_per_second: Hist,
 }
 
-fn bucket(bounds: &[u64; 6], v: u64) -> usize {
-    bounds.iter().position(|&b| v <= b).unwrap_or(bounds.len() - 1)
+impl ClosedAggregate {
+    fn new(cc: &str) -> ClosedAggregate {
+        ClosedAggregate {
+            cc: cc.to_string(),
+            count: 0,
+            bytes_acked_total: 0,
+            srtt_seconds: Hist::new(RTT_BOUNDS),
+            throughput_bytes_per_second: Hist::new(RATE_BOUNDS),
+        }
+    }
+
+    fn add(&mut self, c: &ClosedFlow) {
+        self.count += 1;
+        self.bytes_acked_total += c.bytes_acked;
+        self.srtt_seconds.observe(f64::from(c.srtt_us) / 1e6);
+        if let Some(life) = c.lifetime_seconds.filter(|l| *l > 0.0) {
+            self.throughput_bytes_per_second.observe(c.bytes_acked as f64 / life);
+        }
+    }
 }
 
 /// Kernel state the engine holds.
@@ -164,16 +177,7 @@ impl KernelState {
         self.sockets.remove(&c.cookie);
         self.closed_seq += 1;
         c.seq = self.closed_seq;
-        let a = self
-            .closed_by_cc
-            .entry(c.cc.clone())
-            .or_insert_with(|| ClosedAggregate { cc: c.cc.clone(), ..Default::default() });
-        a.count += 1;
-        a.bytes_acked_total += c.bytes_acked;
-        a.srtt_buckets[bucket(&SRTT_BOUNDS_US, c.srtt_us.into())] += 1;
-        if let Some(r) = c.delivery_rate_bytes_per_sec {
-            a.rate_buckets[bucket(&RATE_BOUNDS_BYTES_PER_SEC, r)] += 1;
-        }
+        self.closed_by_cc.entry(c.cc.clone()).or_insert_with(|| ClosedAggregate::new(&c.cc)).add(&c);
         self.closed.push_front(c);
         self.closed.truncate(self.keep_closed);
     }
@@ -232,7 +236,7 @@ mod tests {
             local: "10.0.0.1:1".parse().unwrap(),
             peer: "10.0.0.2:2".parse().unwrap(),
             closed_at: SystemTime::UNIX_EPOCH,
-            lifetime_seconds: None,
+            lifetime_seconds: Some(2.0),
             bytes_acked: 10,
             bytes_received: 0,
             total_retrans: 0,
@@ -258,9 +262,17 @@ mod tests {
             agg.iter().map(|a| (a.cc.as_str(), a.count)).collect::<Vec<_>>(),
             [("bbr", 1), ("cubic", 2)]
         );
-        assert_eq!(agg[1].srtt_buckets, [1, 0, 1, 0, 0, 0]);
-        assert_eq!(agg[1].rate_buckets, [0, 1, 0, 0, 0, 0]);
-        assert_eq!(agg[0].srtt_buckets[5], 1);
+        // cubic: 50 µs and 5 ms srtt; bbr: 2 s.
+        let cubic = &agg[1].srtt_seconds;
+        assert_eq!(cubic.count(), 2);
+        assert_eq!(
+            cubic.buckets().iter().filter(|(_, n)| *n > 0).map(|(le, _)| *le).collect::<Vec<_>>(),
+            [0.0001, 0.005]
+        );
+        assert!(agg[0].srtt_seconds.buckets().contains(&(2.5, 1)));
+        // Two cubic flows of 10 bytes over a 2 s life: 5 bytes/s each.
+        assert_eq!(agg[1].throughput_bytes_per_second.sum(), 10.0);
+        assert_eq!(agg[1].throughput_bytes_per_second.count(), 2);
         assert_eq!(k.closed().iter().map(|c| c.seq).collect::<Vec<_>>(), [3, 2, 1]);
     }
 

@@ -2,6 +2,7 @@
 //! immutable [`Snapshot`] on each tick. Time is always a parameter ([`Now`]), so tests drive it.
 
 pub mod aggregate;
+pub mod hist;
 pub mod history;
 pub mod kernel;
 pub mod snapshot;

@@ -18,63 +18,7 @@ use std::sync::Arc;
 /// The hard cap on `--metrics.per-socket.top-k`.
 pub const TOP_K_CAP: usize = 1000;
 
-/// Bucket bounds. RTTs span loopback (tens of µs) to a bloated queue (seconds).
-pub const RTT_BOUNDS: &[f64] =
-    &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
-pub const RATIO_BOUNDS: &[f64] = &[1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0];
-/// 10 kB/s to 10 GB/s in half decades.
-pub const RATE_BOUNDS: &[f64] = &[1e4, 3e4, 1e5, 3e5, 1e6, 3e6, 1e7, 3e7, 1e8, 3e8, 1e9, 3e9, 1e10];
-
-/// A classic histogram with fixed bounds: per-bucket (not cumulative) counts, the last for +Inf.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Hist {
-    bounds: &'static [f64],
-    counts: Vec<u64>,
-    sum: f64,
-    count: u64,
-}
-
-impl Hist {
-    pub fn new(bounds: &'static [f64]) -> Hist {
-        Hist { bounds, counts: vec![0; bounds.len() + 1], sum: 0.0, count: 0 }
-    }
-
-    pub fn observe(&mut self, v: f64) {
-        if !v.is_finite() {
-            return;
-        }
-        // `le` is inclusive: v goes in the first bucket whose bound is >= v.
-        self.counts[self.bounds.partition_point(|&b| b < v)] += 1;
-        self.sum += v;
-        self.count += 1;
-    }
-
-    pub fn count(&self) -> u64 {
-        self.count
-    }
-
-    fn buckets(&self) -> Vec<(f64, u64)> {
-        self.bounds.iter().copied().chain([f64::INFINITY]).zip(self.counts.iter().copied()).collect()
-    }
-}
-
-/// Closed flows of one cc since start (eBPF only), cumulative.
-#[derive(Clone, Debug)]
-pub struct ClosedFlows {
-    pub cc: String,
-    pub total: u64,
-    /// Built with [`RTT_BOUNDS`].
-    pub srtt_seconds: Hist,
-    /// Built with [`RATE_BOUNDS`].
-    pub throughput_bytes_per_second: Hist,
-}
-
-/// HOOK for the eBPF collector: once the snapshot carries cumulative closed-flow data per cc,
-/// return it here and the three `bbrtop_closed_flow*` families appear. Without eBPF they are
-/// absent (not zero), so dashboards can tell "off" from "no flows".
-fn closed_flows(_snap: &Snapshot) -> Vec<ClosedFlows> {
-    Vec::new()
-}
+pub use crate::engine::hist::{Hist, RATE_BOUNDS, RATIO_BOUNDS, RTT_BOUNDS};
 
 /// `bbrtop_alertmanager_posts_total` values: ((alertmanager, result), count).
 pub type PostCounts = Vec<((String, &'static str), u64)>;
@@ -254,7 +198,7 @@ fn histograms<'h, L: EncodeLabelSet + 'h>(
 ) -> std::fmt::Result {
     let mut m = enc.encode_descriptor(name, help, None, MetricType::Histogram)?;
     for (l, h) in rows {
-        m.encode_family(&l)?.encode_histogram::<NoLabelSet>(h.sum, h.count, &h.buckets(), None)?;
+        m.encode_family(&l)?.encode_histogram::<NoLabelSet>(h.sum(), h.count(), &h.buckets(), None)?;
     }
     Ok(())
 }
@@ -375,13 +319,14 @@ impl Collector for Scrape {
             onsets.iter().map(|(cc, n)| ([("cc", *cc)], *n)),
         )?;
 
-        let closed = closed_flows(snap);
+        // Present only with eBPF: absent (not zero) tells "off" from "no flows".
+        let closed = &snap.closed_by_cc;
         if !closed.is_empty() {
             counters(
                 &mut enc,
                 "bbrtop_closed_flows",
                 "TCP flows closed since start (eBPF).",
-                closed.iter().map(|c| ([("cc", c.cc.as_str())], c.total)),
+                closed.iter().map(|c| ([("cc", c.cc.as_str())], c.count)),
             )?;
             histograms(
                 &mut enc,

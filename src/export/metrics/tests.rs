@@ -113,5 +113,5 @@ fn histogram_buckets_are_inclusive() {
         h.observe(v);
     }
     assert_eq!(h.buckets(), vec![(1.0, 2), (2.0, 1), (f64::INFINITY, 1)]);
-    assert_eq!((h.count(), h.sum), (4, 6.0));
+    assert_eq!((h.count(), h.sum()), (4, 6.0));
 }
