@@ -77,10 +77,7 @@ fn main() {
     for n in ns {
         let mut e = Engine::new(EngineConfig::default());
         let now = Now::system();
-        e.apply(
-            Update::Dump(Dump { sockets: sockets(n).into_iter().map(Arc::new).collect(), ..Dump::default() }),
-            now,
-        );
+        e.apply(Update::Dump(Dump { sockets: sockets(n), ..Dump::default() }), now);
         let snap = e.tick(now);
         let runs = if n >= 100_000 { 11 } else { 31 };
         let (json_t, json_b) = time(runs, || {

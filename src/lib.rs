@@ -5,6 +5,7 @@
 //! consumers (table, JSON, TUI, exporter, alerts) only read snapshots.
 
 pub mod alert;
+pub mod bigvec;
 pub mod bpf;
 pub mod caps;
 pub mod cli;

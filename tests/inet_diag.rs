@@ -36,7 +36,7 @@ fn socket2_like_connect(addr: SocketAddr, cc: &str) -> TcpStream {
 
 /// The record of a stream's socket. Both ends are matched: a closed socket of another test may
 /// hold the same local port towards another peer.
-fn find<'a>(socks: &'a [std::sync::Arc<SocketRecord>], s: &TcpStream) -> &'a SocketRecord {
+fn find<'a>(socks: &'a [SocketRecord], s: &TcpStream) -> &'a SocketRecord {
     let (local, peer) = (s.local_addr().unwrap(), s.peer_addr().unwrap());
     socks
         .iter()

@@ -2,10 +2,10 @@
 //! per family; a dump the kernel flags inconsistent is restarted, a bounded number of times.
 
 use super::netns::{self, NetnsSpec};
-use crate::engine::{Dump, DumpStats, Update};
+use crate::engine::{Dump, Update};
 use crate::model::StateSet;
 use crate::runtime::Source;
-use crate::wire::{CcNames, DumpParser, Progress, WireError, ends_dump, request};
+use crate::wire::{DumpParser, Progress, WireError, ends_dump, request};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_SOCK_DIAG};
 use std::time::Instant;
 
@@ -40,8 +40,7 @@ pub struct InetDiag {
     states: StateSet,
     buf: Vec<u8>,
     seq: u32,
-    netns: Option<u64>,
-    names: CcNames,
+    parser: DumpParser,
     /// Sockets per family in the last dump, to size the next one.
     last_count: [usize; 2],
 }
@@ -60,8 +59,7 @@ impl InetDiag {
             states,
             buf: Vec::with_capacity(RECV_BUF),
             seq: 0,
-            netns,
-            names: CcNames::default(),
+            parser: DumpParser::with_netns(netns),
             last_count: [0; 2],
         })
     }
@@ -69,14 +67,24 @@ impl InetDiag {
     /// One full dump of IPv4 and IPv6 TCP sockets.
     pub fn dump(&mut self) -> Result<Dump, CollectError> {
         let start = Instant::now();
-        let mut all = Dump::default();
+        // Room for both families at once: the vector is allocated once and never regrown.
+        let [v4, v6] = self.last_count;
+        self.parser.begin((v4 + v6) + (v4 + v6) / 64);
+        let mut retries = 0;
         for (i, family) in [libc::AF_INET as u8, libc::AF_INET6 as u8].into_iter().enumerate() {
-            let d = self.dump_family(family, i)?;
-            self.last_count[i] = d.sockets.len();
-            merge(&mut all, d);
+            match self.dump_family(family, i) {
+                Ok(r) => retries += r,
+                Err(e) => {
+                    // Start the next dump clean.
+                    self.parser.finish();
+                    return Err(e);
+                }
+            }
         }
-        all.stats.duration = start.elapsed();
-        Ok(all)
+        let mut d = self.parser.finish();
+        d.stats.intr_retries = retries;
+        d.stats.duration = start.elapsed();
+        Ok(d)
     }
 
     /// Reads a full dump without parsing sockets: the kernel's cost alone, for benchmarks.
@@ -96,14 +104,14 @@ impl InetDiag {
         Ok(total)
     }
 
-    fn dump_family(&mut self, family: u8, idx: usize) -> Result<Dump, CollectError> {
+    /// Appends one family's sockets to the parser's dump; returns the DUMP_INTR retries it took.
+    fn dump_family(&mut self, family: u8, idx: usize) -> Result<u32, CollectError> {
         for attempt in 0..MAX_DUMP_TRIES {
             self.send_request(family)?;
-            let expect = self.last_count[idx] + self.last_count[idx] / 8;
-            let mut parser = DumpParser::with(std::mem::take(&mut self.names), expect, self.netns);
+            let mark = self.parser.begin(0);
             let interrupted = loop {
                 let n = self.recv()?;
-                match parser.feed(&self.buf[..n]) {
+                match self.parser.feed(&self.buf[..n]) {
                     Ok(Progress::More) => continue,
                     Ok(Progress::Done { interrupted }) => break interrupted,
                     Err(WireError::Kernel { errno })
@@ -116,18 +124,16 @@ impl InetDiag {
                         ));
                     }
                     Err(e) => {
-                        self.names = parser.take_names();
                         self.drain();
                         return Err(e.into());
                     }
                 }
             };
-            self.names = parser.take_names();
             if !interrupted {
-                let mut d = parser.finish();
-                d.stats.intr_retries = attempt;
-                return Ok(d);
+                self.last_count[idx] = self.parser.since(mark);
+                return Ok(attempt);
             }
+            self.parser.rewind(mark);
         }
         Err(CollectError::Interrupted(MAX_DUMP_TRIES))
     }
@@ -173,20 +179,6 @@ fn open_socket() -> Result<Socket, CollectError> {
     // A bigger socket buffer lets the kernel batch more sockets per recv; best effort.
     let _ = sock.set_rx_buf_sz(RECV_BUF);
     Ok(sock)
-}
-
-fn merge(all: &mut Dump, d: Dump) {
-    if all.sockets.is_empty() {
-        all.sockets = d.sockets;
-    } else {
-        all.sockets.extend(d.sockets);
-    }
-    let (a, b): (&mut DumpStats, DumpStats) = (&mut all.stats, d.stats);
-    a.messages += b.messages;
-    a.intr_retries += b.intr_retries;
-    a.info_short += b.info_short;
-    a.info_long += b.info_long;
-    a.duplicates += b.duplicates;
 }
 
 impl Source for InetDiag {

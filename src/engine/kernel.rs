@@ -9,6 +9,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 /// `struct bbr` as the kernel last reported it for one socket.
@@ -129,7 +130,8 @@ impl ClosedAggregate {
 
 /// Kernel state the engine holds.
 pub struct KernelState {
-    sockets: FxHashMap<Cookie, KernelSocket>,
+    /// Shared with the snapshots (an `Arc` each), so a tick copies nothing.
+    sockets: FxHashMap<Cookie, Arc<KernelSocket>>,
     closed: VecDeque<ClosedFlow>,
     closed_by_cc: BTreeMap<String, ClosedAggregate>,
     closed_seq: u64,
@@ -157,14 +159,14 @@ impl KernelState {
     pub fn apply(&mut self, u: KernelUpdate) {
         match u {
             KernelUpdate::Phase { cookie, netns, phase, entered } => {
-                let k = self.sockets.entry(cookie).or_default();
+                let k = Arc::make_mut(self.sockets.entry(cookie).or_default());
                 k.netns = netns;
                 k.bbr = Some(phase);
                 k.phase_changes += 1;
                 k.mode_entered = entered;
             }
             KernelUpdate::Inflation { cookie, netns, onset, peak_ratio } => {
-                let k = self.sockets.entry(cookie).or_default();
+                let k = Arc::make_mut(self.sockets.entry(cookie).or_default());
                 k.netns = netns;
                 k.inflation_known = true;
                 k.inflation_onset = onset;
@@ -192,7 +194,7 @@ impl KernelState {
         s.ringbuf_lost_total = Some(lost_total);
     }
 
-    pub fn socket(&self, cookie: Cookie) -> Option<&KernelSocket> {
+    pub fn socket(&self, cookie: Cookie) -> Option<&Arc<KernelSocket>> {
         self.sockets.get(&cookie)
     }
 
@@ -212,13 +214,13 @@ impl KernelState {
 }
 
 /// Overlays kernel values on what netlink inferred: the phase says where it came from.
-pub fn overlay(mut d: super::snapshot::Derived, k: Option<&KernelSocket>) -> super::snapshot::Derived {
+pub fn overlay(mut d: super::snapshot::Derived, k: Option<&Arc<KernelSocket>>) -> super::snapshot::Derived {
     if let Some(k) = k {
         if let Some(p) = k.bbr.and_then(|b| b.phase()) {
             d.phase = Some(p);
             d.phase_source = Some(crate::model::Source::Kernel);
         }
-        d.kernel = Some(*k);
+        d.kernel = Some(Arc::clone(k));
     }
     d
 }

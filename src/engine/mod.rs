@@ -10,11 +10,11 @@ pub mod update;
 
 use crate::alert::rule::{AlertTracker, RuleConfig, Sample as RuleSample, Transition};
 use crate::filter::Filter;
-use crate::model::derive::{self, Counters, LimitTimes, Rates};
+use crate::model::derive::{self, Counters, LimitedBy, Rates};
 use crate::model::{Cookie, SocketRecord, Source};
 use history::{History, HistoryView, Sample};
 use rustc_hash::FxHashMap;
-use snapshot::{AlertStatus, AlertView, CollectorStatus, Derived, Snapshot, SocketView};
+use snapshot::{AlertStatus, AlertView, CollectorStatus, Derived, RecordRef, Snapshot, SocketView};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -64,13 +64,17 @@ impl Default for EngineConfig {
     }
 }
 
+/// What the engine keeps of one socket between polls. The record itself stays in the dump it
+/// came from (`idx`), so a poll moves no record.
 struct Tracked {
-    record: Arc<SocketRecord>,
+    cookie: Cookie,
+    idx: u32,
     first_seen: Instant,
     counters: Counters,
     counters_at: Instant,
     rates: Rates,
-    interval_limits: Option<LimitTimes>,
+    /// The verdict over the last interval, or over the socket's life when it was idle.
+    limited_by: Option<LimitedBy>,
     history: Arc<History>,
     /// The poll this socket was first seen at.
     first_poll: u64,
@@ -81,7 +85,11 @@ struct Tracked {
 
 pub struct Engine {
     cfg: EngineConfig,
-    sockets: FxHashMap<Cookie, Tracked>,
+    /// Where each socket is in `tracked`: a small map, and the state itself stays dense.
+    index: FxHashMap<Cookie, u32>,
+    tracked: Vec<Tracked>,
+    /// The latest dump's records, which `Tracked::idx` points into.
+    records: Arc<Vec<SocketRecord>>,
     generation: u64,
     seq: u64,
     netlink: CollectorStatus,
@@ -92,7 +100,9 @@ pub struct Engine {
 impl Engine {
     pub fn new(cfg: EngineConfig) -> Engine {
         Engine {
-            sockets: FxHashMap::default(),
+            index: FxHashMap::default(),
+            tracked: Vec::new(),
+            records: Arc::default(),
             generation: 0,
             seq: 0,
             netlink: CollectorStatus { name: "netlink", enabled: true, ..Default::default() },
@@ -141,38 +151,51 @@ impl Engine {
         // The collector already asked the kernel for these states: with no other filter, every
         // record is kept without a look.
         let unfiltered = Filter { states: None, ..self.cfg.filter.clone() }.is_empty();
-        for rec in dump.sockets {
-            if !unfiltered && !self.cfg.filter.matches(&rec) {
+        let records = Arc::new(dump.sockets);
+        // Sized once for the sockets there are, not doubled past them.
+        self.tracked.reserve_exact(records.len().saturating_sub(self.tracked.len()));
+        for (i, rec) in records.iter().enumerate() {
+            if !unfiltered && !self.cfg.filter.matches(rec) {
                 continue;
             }
             let cookie = rec.cookie;
             let counters = Counters::of(&rec.tcp_info);
-            let t = self.sockets.entry(cookie).or_insert_with(|| Tracked {
-                record: Arc::clone(&rec),
-                first_seen: now.mono,
-                counters,
-                counters_at: now.mono,
-                rates: Rates::default(),
-                interval_limits: None,
-                history: Arc::new(History::default()),
-                first_poll: generation,
-                alert: AlertTracker::default(),
-                generation,
+            let slot = *self.index.entry(cookie).or_insert_with(|| {
+                self.tracked.push(Tracked {
+                    cookie,
+                    idx: 0,
+                    first_seen: now.mono,
+                    counters,
+                    counters_at: now.mono,
+                    rates: Rates::default(),
+                    // No interval yet: the socket's life so far.
+                    limited_by: counters
+                        .limits
+                        .and_then(|l| derive::limited_by(l, rec.tcp_info.app_limited())),
+                    history: Arc::new(History::default()),
+                    first_poll: generation,
+                    alert: AlertTracker::default(),
+                    generation,
+                });
+                (self.tracked.len() - 1) as u32
             });
+            let t = &mut self.tracked[slot as usize];
             let dt = now.mono.saturating_duration_since(t.counters_at);
             if dt > Duration::ZERO {
                 t.rates = derive::rates(&t.counters, &counters, dt);
-                t.interval_limits = match (counters.limits, t.counters.limits) {
+                let interval = match (counters.limits, t.counters.limits) {
                     (Some(c), Some(p)) => Some(c.since(p)),
                     _ => None,
                 };
+                let limits = interval.filter(|l| l.busy_us > 0).or(counters.limits);
+                t.limited_by = limits.and_then(|l| derive::limited_by(l, rec.tcp_info.app_limited()));
                 t.counters = counters;
                 t.counters_at = now.mono;
             }
-            t.record = rec;
+            t.idx = i as u32;
             t.generation = generation;
 
-            let r = &t.record;
+            let r = rec;
             let baseline = rule.baseline.of(r);
             let active =
                 rule.active(r.tcp_info.last_ack_recv_ms().map(|ms| Duration::from_millis(ms.into())));
@@ -197,15 +220,24 @@ impl Engine {
                 Arc::make_mut(&mut t.history).record(generation, sample, cap);
             }
         }
-        // Sockets the dump no longer lists have closed: prune them and resolve their alerts.
-        let closed: Vec<Cookie> =
-            self.sockets.iter().filter(|(_, t)| t.generation != generation).map(|(c, _)| *c).collect();
-        for c in closed {
-            if let Some(mut t) = self.sockets.remove(&c) {
-                let tr = t.alert.end();
-                self.alerts.record(&t.record, &t.alert, None, tr, now);
+        // Sockets the dump no longer lists have closed: resolve their alerts (their records are
+        // in the previous dump) and prune them, keeping `tracked` dense.
+        let mut slot = 0;
+        while slot < self.tracked.len() {
+            let t = &mut self.tracked[slot];
+            if t.generation == generation {
+                slot += 1;
+                continue;
+            }
+            let tr = t.alert.end();
+            self.alerts.record(&self.records[t.idx as usize], &t.alert, None, tr, now);
+            self.index.remove(&t.cookie);
+            self.tracked.swap_remove(slot);
+            if let Some(moved) = self.tracked.get(slot) {
+                self.index.insert(moved.cookie, slot as u32);
             }
         }
+        self.records = records;
     }
 
     /// Publishes the state as of `now`.
@@ -213,12 +245,15 @@ impl Engine {
         self.seq += 1;
         let (rule, cap, poll) = (self.cfg.rule, self.cfg.history, self.generation);
         let sockets: Vec<SocketView> = self
-            .sockets
-            .values()
-            .map(|t| SocketView {
-                record: Arc::clone(&t.record),
-                derived: kernel::overlay(derived(&rule, t, now.mono), self.kernel.socket(t.record.cookie)),
-                history: HistoryView::new(Arc::clone(&t.history), t.first_poll, poll, cap),
+            .tracked
+            .iter()
+            .map(|t| {
+                let r = &self.records[t.idx as usize];
+                SocketView {
+                    record: RecordRef::new(Arc::clone(&self.records), t.idx),
+                    derived: kernel::overlay(derived(&rule, t, r, now.mono), self.kernel.socket(r.cookie)),
+                    history: HistoryView::new(Arc::clone(&t.history), t.first_poll, poll, cap),
+                }
             })
             .collect();
         let by_cc = aggregate::by_cc(&sockets);
@@ -251,12 +286,10 @@ fn sample_of(r: &SocketRecord) -> Sample {
     }
 }
 
-fn derived(rule: &RuleConfig, t: &Tracked, now: Instant) -> Derived {
-    let r = &t.record;
+fn derived(rule: &RuleConfig, t: &Tracked, r: &SocketRecord, now: Instant) -> Derived {
     let baseline = rule.baseline.of(r);
     let srtt = r.tcp_info.srtt_us();
     let phase = derive::inferred_phase(r);
-    let limits = t.interval_limits.filter(|l| l.busy_us > 0).or(t.counters.limits);
     Derived {
         phase,
         phase_source: phase.map(|_| Source::Inferred),
@@ -266,7 +299,7 @@ fn derived(rule: &RuleConfig, t: &Tracked, now: Instant) -> Derived {
         inflated: t.alert.onset.is_some(),
         inflated_for_seconds: t.alert.onset.map(|o| now.saturating_duration_since(o).as_secs_f64()),
         alert_firing: t.alert.firing(),
-        limited_by: limits.and_then(|l| derive::limited_by(l, r.tcp_info.app_limited())),
+        limited_by: t.limited_by,
         rates: t.rates,
         seen_for_seconds: now.saturating_duration_since(t.first_seen).as_secs_f64(),
         kernel: None,

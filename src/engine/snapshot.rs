@@ -41,14 +41,54 @@ pub struct Derived {
     /// Seconds since bbrtop first saw the socket.
     pub seen_for_seconds: f64,
     /// The kernel's own state of this socket (eBPF), when known.
-    pub kernel: Option<super::kernel::KernelSocket>,
+    pub kernel: Option<Arc<super::kernel::KernelSocket>>,
+}
+
+/// One socket's record, inside the dump it came from. A dump's records stay in the one vector
+/// the parser filled, shared by the engine and every snapshot built from that dump.
+#[derive(Clone)]
+pub struct RecordRef {
+    dump: Arc<Vec<SocketRecord>>,
+    idx: u32,
+}
+
+impl RecordRef {
+    /// The `idx`th record of `dump`. Panics if there is none: callers index what they hold.
+    pub fn new(dump: Arc<Vec<SocketRecord>>, idx: u32) -> RecordRef {
+        assert!((idx as usize) < dump.len(), "record {idx} of a dump of {}", dump.len());
+        RecordRef { dump, idx }
+    }
+
+    /// A record on its own (tests, and sources with one socket at a time).
+    pub fn single(r: SocketRecord) -> RecordRef {
+        RecordRef { dump: Arc::new(vec![r]), idx: 0 }
+    }
+}
+
+impl std::ops::Deref for RecordRef {
+    type Target = SocketRecord;
+    fn deref(&self) -> &SocketRecord {
+        &self.dump[self.idx as usize]
+    }
+}
+
+impl std::fmt::Debug for RecordRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+impl Serialize for RecordRef {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(s)
+    }
 }
 
 /// One socket in a snapshot: what the kernel said, what follows from it, and its history.
 #[derive(Clone, Debug, Serialize)]
 pub struct SocketView {
     #[serde(flatten)]
-    pub record: Arc<SocketRecord>,
+    pub record: RecordRef,
     pub derived: Derived,
     #[serde(skip)]
     pub history: HistoryView,

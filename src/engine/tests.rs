@@ -29,7 +29,7 @@ fn sock(cookie: u64, cc: &str, srtt: u32, min_rtt: u32, acked: u64) -> SocketRec
 }
 
 fn dump(sockets: Vec<SocketRecord>) -> Update {
-    Update::Dump(Dump { sockets: sockets.into_iter().map(Arc::new).collect(), stats: DumpStats::default() })
+    Update::Dump(Dump { sockets, stats: DumpStats::default() })
 }
 
 #[test]
@@ -54,6 +54,41 @@ fn rates_phase_and_pruning() {
     assert_eq!(s.sockets[0].derived.seen_for_seconds, 2.0);
     assert_eq!(s.by_cc.len(), 1);
     assert_eq!(s.by_cc[0].phases.get("probe_bw"), Some(&1));
+}
+
+/// Pruning keeps the state dense by moving the last socket into the gap: every survivor must keep
+/// its own counters and first sighting, whatever order the dump lists it in.
+#[test]
+fn pruning_keeps_each_sockets_state() {
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let at = |s: u64| t0.after(Duration::from_secs(s));
+    e.apply(dump((1..=5).map(|c| sock(c, "cubic", 1000, 1000, 0)).collect()), at(0));
+    // Sockets 1 and 3 close and 9 opens; then 2, 4 and 5 ack `cookie` MB in one second.
+    let survivors = |acked: u64| -> Vec<SocketRecord> {
+        [5, 9, 2, 4]
+            .into_iter()
+            .map(|c| sock(c, "cubic", 1000, 1000, if c == 9 { 0 } else { acked * c }))
+            .collect()
+    };
+    e.apply(dump(survivors(0)), at(1));
+    e.apply(dump(survivors(1_000_000)), at(2));
+    let s = e.tick(at(2));
+    let mut got: Vec<_> = s
+        .sockets
+        .iter()
+        .map(|v| (v.record.cookie, v.derived.rates.goodput_bytes_per_sec, v.derived.seen_for_seconds))
+        .collect();
+    got.sort_by_key(|g| g.0);
+    assert_eq!(
+        got,
+        vec![
+            (2, Some(2_000_000.0), 2.0),
+            (4, Some(4_000_000.0), 2.0),
+            (5, Some(5_000_000.0), 2.0),
+            (9, Some(0.0), 1.0),
+        ]
+    );
 }
 
 #[test]
@@ -100,10 +135,7 @@ fn filter_and_collector_status() {
         ..Default::default()
     };
     e.apply(
-        Update::Dump(Dump {
-            sockets: vec![Arc::new(sock(1, "bbr", 1, 1, 0)), Arc::new(sock(2, "cubic", 1, 1, 0))],
-            stats,
-        }),
+        Update::Dump(Dump { sockets: vec![sock(1, "bbr", 1, 1, 0), sock(2, "cubic", 1, 1, 0)], stats }),
         t0,
     );
     e.apply(Update::DumpFailed { error: "boom".into(), duration: Duration::ZERO }, t0);
@@ -145,7 +177,7 @@ fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
     let s = e.tick(t0);
     let bbr = s.socket(1).unwrap();
     assert_eq!((bbr.derived.phase, bbr.derived.phase_source), (Some(Phase::Startup), Some(Source::Kernel)));
-    assert_eq!(bbr.derived.kernel.unwrap().netns, 7);
+    assert_eq!(bbr.derived.kernel.as_ref().unwrap().netns, 7);
     let cubic = s.socket(2).unwrap();
     assert!(cubic.derived.alert_firing, "the kernel onset drives the alert");
     assert_eq!(cubic.derived.phase_source, None);

@@ -1,7 +1,6 @@
 //! What collectors hand the engine: plain values, never kernel bytes.
 
 use crate::model::SocketRecord;
-use std::sync::Arc;
 use std::time::Duration;
 
 pub enum Update {
@@ -19,9 +18,9 @@ pub enum Update {
 
 #[derive(Clone, Debug, Default)]
 pub struct Dump {
-    /// Each record is allocated once, by the parser, and shared from then on by the engine and
-    /// every snapshot that shows it.
-    pub sockets: Vec<Arc<SocketRecord>>,
+    /// The records, in one allocation: the engine keeps the vector whole and every snapshot built
+    /// from it shares it, so a poll allocates once, not once per socket.
+    pub sockets: Vec<SocketRecord>,
     pub stats: DumpStats,
 }
 

@@ -8,7 +8,9 @@ use super::system::SystemInfo;
 use crate::alert::rule::RuleConfig;
 use crate::engine::history::{History, HistoryView, Sample};
 use crate::engine::kernel::ClosedFlow;
-use crate::engine::snapshot::{AlertStatus, AlertView, CollectorStatus, Derived, Snapshot, SocketView};
+use crate::engine::snapshot::{
+    AlertStatus, AlertView, CollectorStatus, Derived, RecordRef, Snapshot, SocketView,
+};
 use crate::model::derive::{LimitedBy, Rates};
 use crate::model::{BbrInfo, Phase, ProbeBwStep, SocketRecord, Source, TcpState};
 use ratatui::Terminal;
@@ -73,7 +75,7 @@ fn socket(
         });
     }
     SocketView {
-        record: Arc::new(r),
+        record: RecordRef::single(r),
         derived: Derived {
             phase,
             phase_source: phase.map(|_| Source::Kernel),
@@ -366,7 +368,7 @@ fn frame_time_at_10k_sockets() {
             let mut r = (*s.record).clone();
             r.cookie = i + 10;
             r.local.set_port(10_000 + (i % 50_000) as u16);
-            s.record = Arc::new(r);
+            s.record = RecordRef::single(r);
             s.derived.inflation_ratio = Some((i % 997) as f64 / 100.0);
             s
         })

@@ -40,16 +40,22 @@ pub enum Progress {
     Done { interrupted: bool },
 }
 
-/// Accumulates one dump across the buffers of a multi-part reply.
+/// Accumulates one dump across the buffers of a multi-part reply, and across families: records
+/// land in one vector, so a whole poll is a single allocation. A collector keeps its parser, so
+/// the interned names and the duplicate set's capacity carry over from poll to poll.
 #[derive(Default)]
 pub struct DumpParser {
-    sockets: Vec<Arc<SocketRecord>>,
+    sockets: Vec<SocketRecord>,
     seen: FxHashSet<Cookie>,
     stats: DumpStats,
     interrupted: bool,
     names: CcNames,
     netns: Option<u64>,
 }
+
+/// Where a family's part of the dump began, to take it back if the kernel interrupts it.
+#[derive(Clone, Copy, Debug)]
+pub struct Mark(usize);
 
 /// Congestion-control names seen so far, shared by every record that uses them.
 #[derive(Default)]
@@ -71,16 +77,33 @@ impl DumpParser {
         DumpParser::default()
     }
 
-    /// A parser that reuses `names` and expects about `sockets` sockets (the last dump's count),
-    /// so the record vector is not regrown and copied as it fills.
     /// Every record is tagged with `netns`, the inode of the namespace the dump came from.
-    pub fn with(names: CcNames, sockets: usize, netns: Option<u64>) -> DumpParser {
-        DumpParser { sockets: Vec::with_capacity(sockets), names, netns, ..DumpParser::default() }
+    pub fn with_netns(netns: Option<u64>) -> DumpParser {
+        DumpParser { netns, ..DumpParser::default() }
     }
 
-    /// Hands back the interned names for the next dump.
-    pub fn take_names(&mut self) -> CcNames {
-        std::mem::take(&mut self.names)
+    /// Starts a family's dump, expecting about `sockets` more records (the last dump's count),
+    /// so the vector is not regrown and copied as it fills.
+    pub fn begin(&mut self, sockets: usize) -> Mark {
+        if self.sockets.capacity() == 0 {
+            self.sockets = crate::bigvec::with_capacity(sockets);
+        } else {
+            self.sockets.reserve(sockets);
+        }
+        self.interrupted = false;
+        Mark(self.sockets.len())
+    }
+
+    /// Forgets what was parsed since `m`: the kernel interrupted that part, and it is read again.
+    pub fn rewind(&mut self, m: Mark) {
+        for r in self.sockets.drain(m.0..) {
+            self.seen.remove(&r.cookie);
+        }
+    }
+
+    /// Records parsed since `m`.
+    pub fn since(&self, m: Mark) -> usize {
+        self.sockets.len() - m.0
     }
 
     /// Parses every message in one receive buffer. Never panics on any input.
@@ -110,7 +133,7 @@ impl DumpParser {
                     let mut rec = parse_socket(msg.payload(), &mut self.stats, &mut self.names)?;
                     rec.netns = self.netns;
                     if self.seen.insert(rec.cookie) {
-                        self.sockets.push(Arc::new(rec));
+                        self.sockets.push(rec);
                     } else {
                         self.stats.duplicates += 1;
                     }
@@ -127,9 +150,10 @@ impl DumpParser {
         self.interrupted
     }
 
-    /// The dump so far. `stats.duration` is left for the caller.
-    pub fn finish(self) -> Dump {
-        Dump { sockets: self.sockets, stats: self.stats }
+    /// Hands over the dump so far and starts afresh. `stats.duration` is left for the caller.
+    pub fn finish(&mut self) -> Dump {
+        self.seen.clear();
+        Dump { sockets: std::mem::take(&mut self.sockets), stats: std::mem::take(&mut self.stats) }
     }
 }
 

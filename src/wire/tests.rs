@@ -191,6 +191,31 @@ fn dump_intr_is_reported() {
     assert_eq!(d.sockets.len(), 1);
 }
 
+/// An interrupted family is read again from its mark: one dump holds both families, each
+/// socket once, and the retry's sockets are not counted as duplicates.
+#[test]
+fn rewind_forgets_an_interrupted_family() {
+    let intr = NLM_F_DUMP_INTR | 2;
+    let mut p = DumpParser::new();
+    p.begin(4);
+    assert_eq!(p.feed(&[v4(1, &[]), done(2)].concat()), Ok(Progress::Done { interrupted: false }));
+    let mark = p.begin(4);
+    let mut m = v4(2, &[]);
+    m[6..8].copy_from_slice(&intr.to_ne_bytes());
+    assert_eq!(p.feed(&[m, v4(3, &[]), done(2)].concat()), Ok(Progress::Done { interrupted: true }));
+    p.rewind(mark);
+    let mark = p.begin(4);
+    assert_eq!(
+        p.feed(&[v4(2, &[]), v4(3, &[]), done(2)].concat()),
+        Ok(Progress::Done { interrupted: false })
+    );
+    assert_eq!(p.since(mark), 2);
+    let d = p.finish();
+    assert_eq!(d.sockets.iter().map(|r| r.cookie).collect::<Vec<_>>(), vec![1, 2, 3]);
+    assert_eq!(d.stats.duplicates, 0);
+    assert!(p.finish().sockets.is_empty(), "finish starts afresh");
+}
+
 #[test]
 fn truncated_message_is_an_error() {
     let m = v4(1, &full_attrs(1));

@@ -53,7 +53,7 @@ pub fn snapshot() -> Arc<Snapshot> {
         record(4, "cubic", "[2001:db8::9]:40003", 11_000),
     ];
     let now = Now::system();
-    e.apply(Update::Dump(Dump { sockets: recs.into_iter().map(Arc::new).collect(), ..Dump::default() }), now);
+    e.apply(Update::Dump(Dump { sockets: recs, ..Dump::default() }), now);
     e.tick(now)
 }
 

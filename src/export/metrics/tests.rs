@@ -24,7 +24,7 @@ fn rec(cookie: u64, cc: &str, peer: &str, srtt_us: u32, min_rtt_us: u32) -> Sock
 fn snapshot(recs: Vec<SocketRecord>) -> Arc<Snapshot> {
     let mut e = Engine::new(EngineConfig::default());
     let now = Now::system();
-    e.apply(Update::Dump(Dump { sockets: recs.into_iter().map(Arc::new).collect(), ..Dump::default() }), now);
+    e.apply(Update::Dump(Dump { sockets: recs, ..Dump::default() }), now);
     e.tick(now)
 }
 
