@@ -8,7 +8,8 @@
 //!   poll      a full poll: dump + parse + engine update + tick
 //!   ss        `ss -tin > /dev/null`
 //!   snapshot  `bbrtop snapshot --json > /dev/null`
-//! and the RSS of an engine holding 60 polls of history for every socket. It asserts nothing.
+//! and the RSS of an engine holding 60 polls of history for every socket, measured in a child
+//! process of its own. It asserts nothing.
 
 use bbrtop::collect::InetDiag;
 use bbrtop::engine::{Engine, EngineConfig, Now, Update};
@@ -22,10 +23,15 @@ use std::time::{Duration, Instant};
 const CONNS_PER_HOLDER: usize = 8_000;
 const ROUNDS: usize = 7;
 const HOLD_ENV: &str = "BBRTOP_BENCH_HOLD";
+const RSS_ENV: &str = "BBRTOP_BENCH_RSS";
 
 fn main() {
     if let Ok(n) = std::env::var(HOLD_ENV) {
         hold(n.parse().expect("connection count"));
+        return;
+    }
+    if let Ok(polls) = std::env::var(RSS_ENV) {
+        println!("{}", rss_with_history(polls.parse().expect("poll count")));
         return;
     }
     let sizes: Vec<usize> =
@@ -53,7 +59,7 @@ fn main() {
             snap.push(time(|| run_quiet(Command::new(&bin).args(["snapshot", "--json"]))));
             table.push(time(|| run_quiet(Command::new(&bin).arg("snapshot"))));
         }
-        let rss = rss_with_history(60);
+        let rss = rss_in_child(60);
         let (r, p, s, j) = (median(raw), median(poll), median(ss), median(snap));
         println!(
             "         dump + parse alone: {:.2} ms; `bbrtop snapshot` (table): {:.2} ms",
@@ -124,7 +130,19 @@ fn count_sockets() -> usize {
     d.dump().expect("dump").sockets.len()
 }
 
-/// An engine fed `polls` dumps a second apart, and the process's resident set after.
+/// [`rss_with_history`] in a fresh process, so nothing else this bench holds is counted.
+fn rss_in_child(polls: u32) -> u64 {
+    let out = Command::new(std::env::current_exe().expect("exe"))
+        .env(RSS_ENV, polls.to_string())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("spawn the RSS child");
+    assert!(out.status.success(), "the RSS child failed");
+    String::from_utf8_lossy(&out.stdout).trim().parse().expect("RSS in bytes")
+}
+
+/// An engine fed `polls` dumps a second apart, and the process's resident set after, with the
+/// last snapshot still held (as the exporter or the TUI holds it).
 fn rss_with_history(polls: u32) -> u64 {
     let mut d = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
     let mut e = Engine::new(EngineConfig::default());

@@ -3,11 +3,13 @@
 use super::Failure;
 use super::args::PollArgs;
 use crate::collect::InetDiag;
-use crate::engine::{Engine, Now, Update};
+use crate::engine::snapshot::{CollectorStatus, RecordRef, SocketView};
+use crate::engine::{Engine, EngineConfig, Now, Update, aggregate, first_sight};
 use crate::output::{json, table};
 use anyhow::Context;
 use clap::Args;
 use std::io::Write;
+use std::sync::{Arc, mpsc};
 
 #[derive(Args, Debug)]
 pub struct SnapshotArgs {
@@ -20,8 +22,13 @@ pub struct SnapshotArgs {
 
 pub fn run(a: SnapshotArgs) -> Result<(), Failure> {
     let cfg = a.poll.engine_config();
-    let mut diag = InetDiag::open(a.poll.source.netns.as_ref(), cfg.filter.state_set())
+    let diag = InetDiag::open(a.poll.source.netns.as_ref(), cfg.filter.state_set())
         .map_err(Failure::from_collect)?;
+    if a.json { stream_json(diag, cfg) } else { print_table(diag, cfg) }
+}
+
+/// The table needs every row before it can size its columns.
+fn print_table(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
     let dump = diag.dump().map_err(Failure::from_collect)?;
     let mut engine = Engine::new(cfg);
     let now = Now::system();
@@ -29,19 +36,85 @@ pub fn run(a: SnapshotArgs) -> Result<(), Failure> {
     let snap = engine.tick(now);
     let sockets: Vec<_> = snap.sockets.iter().collect();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let res = if a.json {
-        json::write_line(&mut out, &json::SnapshotDoc::new(&snap, sockets))
-    } else {
-        table::write(&mut out, &sockets)
-    };
-    res.and_then(|()| out.flush()).or_else(ignore_broken_pipe).context("writing to stdout")?;
+    table::write(&mut out, &sockets)
+        .and_then(|()| out.flush())
+        .or_else(ignore_broken_pipe)
+        .context("writing to stdout")?;
     // The process ends next: freeing every record one by one would be wasted work.
     std::mem::forget(snap);
     std::mem::forget(engine);
     Ok(())
 }
 
+/// JSON is written while the kernel is still dumping: a thread reads and parses the dump and
+/// derives each socket's values, this one serialises them. The two overlap, so the command takes
+/// about as long as the slower of the two rather than their sum.
+fn stream_json(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
+    let now = Now::system();
+    let (tx, rx) = mpsc::sync_channel::<Vec<SocketView>>(32);
+    let reader = std::thread::spawn(move || {
+        diag.stream(&mut |batch| {
+            let batch = Arc::new(batch);
+            let views = (0..batch.len() as u32)
+                .filter(|&i| cfg.filter.matches(&batch[i as usize]))
+                .map(|i| first_sight(&cfg.rule, RecordRef::new(Arc::clone(&batch), i), now.mono))
+                .collect();
+            // A send fails only once the writer has gone, which it reports itself.
+            let _ = tx.send(views);
+        })
+    });
+
+    let mut out = Some(std::io::BufWriter::with_capacity(1 << 20, raw_stdout()?));
+    let mut doc = None;
+    let mut write = Ok(());
+    let mut batches = Vec::new();
+    // Every batch is received, even after a write error, so the reader never blocks.
+    for views in rx {
+        if write.is_ok() {
+            write =
+                open_doc(&mut doc, &mut out, now).and_then(|d| views.iter().try_for_each(|s| d.socket(s)));
+        }
+        batches.push(views);
+    }
+    let stats = reader
+        .join()
+        .map_err(|_| Failure::Runtime(anyhow::anyhow!("the netlink reader panicked")))?
+        .map_err(Failure::from_collect)?;
+    let mut netlink = CollectorStatus::netlink();
+    netlink.saw_dump(&stats);
+    let by_cc = aggregate::by_cc(batches.iter().flatten());
+    let collectors = [netlink, CollectorStatus::bpf_off()];
+    write
+        .and_then(|()| open_doc(&mut doc, &mut out, now).map(|_| ()))
+        .and_then(|()| doc.take().map_or(Ok(()), |d| d.end(&by_cc, &collectors)?.flush()))
+        .or_else(ignore_broken_pipe)
+        .context("writing to stdout")?;
+    // The process ends next: freeing every record one by one would be wasted work.
+    std::mem::forget(batches);
+    Ok(())
+}
+
+/// The document, begun on first use: an error before any socket arrives leaves stdout empty.
+fn open_doc<'a, W: Write>(
+    doc: &'a mut Option<json::DocStream<W>>,
+    out: &mut Option<W>,
+    now: Now,
+) -> std::io::Result<&'a mut json::DocStream<W>> {
+    if let Some(w) = out.take() {
+        *doc = Some(json::DocStream::begin(w, now.wall)?);
+    }
+    doc.as_mut().ok_or_else(|| std::io::Error::other("the output was already closed"))
+}
+
 /// `bbrtop snapshot | head` is not an error.
 pub fn ignore_broken_pipe(e: std::io::Error) -> std::io::Result<()> {
     if e.kind() == std::io::ErrorKind::BrokenPipe { Ok(()) } else { Err(e) }
+}
+
+/// Standard output without std's line buffering, which would search each 1 MiB write for a
+/// newline: the JSON has one, at the end.
+fn raw_stdout() -> Result<std::fs::File, Failure> {
+    use std::os::fd::AsFd;
+    let fd = std::io::stdout().as_fd().try_clone_to_owned().context("duplicating stdout")?;
+    Ok(std::fs::File::from(fd))
 }

@@ -2,11 +2,13 @@
 //! per family; a dump the kernel flags inconsistent is restarted, a bounded number of times.
 
 use super::netns::{self, NetnsSpec};
-use crate::engine::{Dump, Update};
+use crate::engine::{Dump, DumpStats, Update};
+use crate::model::SocketRecord;
 use crate::model::StateSet;
 use crate::runtime::Source;
 use crate::wire::{DumpParser, Progress, WireError, ends_dump, request};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_SOCK_DIAG};
+use std::sync::mpsc;
 use std::time::Instant;
 
 /// Attempts at one family's dump before giving up on a run of NLM_F_DUMP_INTR.
@@ -14,6 +16,8 @@ const MAX_DUMP_TRIES: u32 = 5;
 /// Receive buffer: the kernel fills up to this much per recv (it caps a message batch near 32 KiB
 /// by default, more when the buffer allows).
 const RECV_BUF: usize = 1 << 20;
+/// Received buffers waiting for the parser.
+const IN_FLIGHT: usize = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
@@ -41,6 +45,8 @@ pub struct InetDiag {
     buf: Vec<u8>,
     seq: u32,
     parser: DumpParser,
+    /// Receive buffers kept from dump to dump.
+    pool: Vec<Vec<u8>>,
     /// Sockets per family in the last dump, to size the next one.
     last_count: [usize; 2],
 }
@@ -60,6 +66,7 @@ impl InetDiag {
             buf: Vec::with_capacity(RECV_BUF),
             seq: 0,
             parser: DumpParser::with_netns(netns),
+            pool: Vec::new(),
             last_count: [0; 2],
         })
     }
@@ -107,35 +114,123 @@ impl InetDiag {
     /// Appends one family's sockets to the parser's dump; returns the DUMP_INTR retries it took.
     fn dump_family(&mut self, family: u8, idx: usize) -> Result<u32, CollectError> {
         for attempt in 0..MAX_DUMP_TRIES {
-            self.send_request(family)?;
             let mark = self.parser.begin(0);
-            let interrupted = loop {
-                let n = self.recv()?;
-                match self.parser.feed(&self.buf[..n]) {
-                    Ok(Progress::More) => continue,
-                    Ok(Progress::Done { interrupted }) => break interrupted,
-                    Err(WireError::Kernel { errno })
-                        if errno == libc::ENOENT
-                            || errno == libc::EPROTONOSUPPORT
-                            || errno == libc::EINVAL =>
-                    {
-                        return Err(CollectError::Unsupported(
-                            std::io::Error::from_raw_os_error(errno).to_string(),
-                        ));
-                    }
-                    Err(e) => {
-                        self.drain();
-                        return Err(e.into());
-                    }
-                }
-            };
-            if !interrupted {
+            if !self.read_family(family, &mut |_| {})? {
                 self.last_count[idx] = self.parser.since(mark);
                 return Ok(attempt);
             }
             self.parser.rewind(mark);
         }
         Err(CollectError::Interrupted(MAX_DUMP_TRIES))
+    }
+
+    /// Streams one full dump: `sink` gets each receive buffer's records as soon as they are
+    /// parsed, so a consumer works while the kernel is still dumping. A family the kernel
+    /// interrupts is read again, skipping the sockets already handed over (a streamed dump cannot
+    /// take them back, so it may list a socket that closed meanwhile).
+    pub fn stream(&mut self, sink: &mut dyn FnMut(Vec<SocketRecord>)) -> Result<DumpStats, CollectError> {
+        let start = Instant::now();
+        let mut retries = 0;
+        let mut hand_over = |p: &mut DumpParser| {
+            let batch = p.take_batch();
+            if !batch.is_empty() {
+                sink(batch);
+            }
+        };
+        for family in [libc::AF_INET as u8, libc::AF_INET6 as u8] {
+            let mut attempt = 0;
+            loop {
+                self.parser.begin(0);
+                match self.read_family(family, &mut hand_over) {
+                    Ok(false) => break,
+                    Ok(true) if attempt + 1 < MAX_DUMP_TRIES => {
+                        attempt += 1;
+                        retries += 1;
+                    }
+                    Ok(true) => {
+                        self.parser.finish();
+                        return Err(CollectError::Interrupted(MAX_DUMP_TRIES));
+                    }
+                    Err(e) => {
+                        self.parser.finish();
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        let mut stats = self.parser.finish().stats;
+        stats.intr_retries = retries;
+        stats.duration = start.elapsed();
+        Ok(stats)
+    }
+
+    /// Sends one family's dump request and parses the reply, calling `after_buffer` after each
+    /// receive buffer. Returns whether the kernel flagged the dump interrupted.
+    ///
+    /// A second thread receives while this one parses: the kernel's half of a dump (walking the
+    /// socket table, filling tcp_info) and ours overlap, so a poll takes little longer than the
+    /// kernel alone. The receiver always reads to the end of the dump, so an error here leaves
+    /// nothing unread for the next one.
+    fn read_family(
+        &mut self,
+        family: u8,
+        after_buffer: &mut dyn FnMut(&mut DumpParser),
+    ) -> Result<bool, CollectError> {
+        self.send_request(family)?;
+        let (sock, parser, pool) = (&self.sock, &mut self.parser, &mut self.pool);
+        std::thread::scope(|s| {
+            let (full_tx, full) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(IN_FLIGHT);
+            let (empty, empty_rx) = mpsc::channel::<Vec<u8>>();
+            for b in pool.drain(..) {
+                let _ = empty.send(b);
+            }
+            let receiver = s.spawn(move || {
+                loop {
+                    let mut buf = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(RECV_BUF));
+                    let got = recv(sock, &mut buf).map(|()| buf);
+                    let last = got.as_ref().map_or(true, |b| ends_dump(b));
+                    if full_tx.send(got).is_err() || last {
+                        break;
+                    }
+                }
+                drop(full_tx);
+                // The buffers come back once the parser is done with them: keep them for the next dump.
+                empty_rx.iter().collect::<Vec<_>>()
+            });
+            let mut outcome = None;
+            for got in &full {
+                let buf = match got {
+                    Ok(b) => b,
+                    Err(e) => {
+                        outcome.get_or_insert(Err(e.into()));
+                        continue;
+                    }
+                };
+                if outcome.is_none() {
+                    let res = parser.feed(&buf);
+                    after_buffer(parser);
+                    match res {
+                        Ok(Progress::More) => {}
+                        Ok(Progress::Done { interrupted }) => outcome = Some(Ok(interrupted)),
+                        Err(WireError::Kernel { errno })
+                            if errno == libc::ENOENT
+                                || errno == libc::EPROTONOSUPPORT
+                                || errno == libc::EINVAL =>
+                        {
+                            let e = std::io::Error::from_raw_os_error(errno);
+                            outcome = Some(Err(CollectError::Unsupported(e.to_string())));
+                        }
+                        Err(e) => outcome = Some(Err(e.into())),
+                    }
+                }
+                let _ = empty.send(buf);
+            }
+            drop(empty);
+            *pool = receiver.join().unwrap_or_default();
+            outcome.unwrap_or_else(|| {
+                Err(CollectError::Wire(WireError::Malformed("the dump ended early".into())))
+            })
+        })
     }
 
     fn send_request(&mut self, family: u8) -> Result<(), CollectError> {
@@ -146,26 +241,20 @@ impl InetDiag {
     }
 
     fn recv(&mut self) -> Result<usize, CollectError> {
-        self.buf.clear();
-        loop {
-            match self.sock.recv(&mut self.buf, 0) {
-                Ok(n) => return Ok(n.min(self.buf.len())),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
+        recv(&self.sock, &mut self.buf)?;
+        Ok(self.buf.len())
     }
+}
 
-    /// After a parse error mid-dump, read what is left of it so the next dump starts clean.
-    fn drain(&mut self) {
-        let _ = self.sock.set_non_blocking(true);
-        for _ in 0..10_000 {
-            match self.recv() {
-                Ok(n) if n > 0 && !ends_dump(&self.buf[..n]) => continue,
-                _ => break,
-            }
+/// One receive into `buf` (cleared first), retried on EINTR.
+fn recv(sock: &Socket, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    buf.clear();
+    loop {
+        match sock.recv(buf, 0) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
         }
-        let _ = self.sock.set_non_blocking(false);
     }
 }
 

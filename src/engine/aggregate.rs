@@ -66,7 +66,7 @@ pub fn percentiles<T: Copy>(
 }
 
 /// Aggregates sockets by cc, sorted by cc name.
-pub fn by_cc(sockets: &[SocketView]) -> Vec<CcAggregate> {
+pub fn by_cc<'a>(sockets: impl IntoIterator<Item = &'a SocketView>) -> Vec<CcAggregate> {
     let mut groups: BTreeMap<&str, (CcAggregate, Vec<u32>, Vec<f64>)> = BTreeMap::new();
     for s in sockets {
         let cc = s.record.cc_name();

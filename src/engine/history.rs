@@ -72,6 +72,12 @@ impl HistoryView {
         HistoryView { ring, first: first_seen.max((end + 1).saturating_sub(cap as u64)), end }
     }
 
+    /// No samples: a socket seen once and not tracked (one-shot reads). The empty ring is shared.
+    pub fn none() -> HistoryView {
+        static EMPTY: std::sync::LazyLock<Arc<History>> = std::sync::LazyLock::new(Arc::default);
+        HistoryView { ring: Arc::clone(&EMPTY), first: 1, end: 0 }
+    }
+
     /// Samples, oldest first, one per poll.
     pub fn iter(&self) -> impl Iterator<Item = &Sample> + '_ {
         let runs = &self.ring.runs;

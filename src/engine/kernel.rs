@@ -150,7 +150,7 @@ impl Default for KernelState {
             closed_by_cc: BTreeMap::new(),
             closed_seq: 0,
             keep_closed: DEFAULT_KEEP_CLOSED,
-            status: CollectorStatus { name: "bpf", enabled: false, ..Default::default() },
+            status: CollectorStatus::bpf_off(),
         }
     }
 }

@@ -83,6 +83,58 @@ struct Tracked {
     generation: u64,
 }
 
+impl Tracked {
+    fn new(rec: &SocketRecord, counters: Counters, now: Instant, generation: u64) -> Tracked {
+        Tracked {
+            cookie: rec.cookie,
+            idx: 0,
+            first_seen: now,
+            counters,
+            counters_at: now,
+            rates: Rates::default(),
+            // No interval yet: the socket's life so far.
+            limited_by: counters.limits.and_then(|l| derive::limited_by(l, rec.tcp_info.app_limited())),
+            history: Arc::new(History::default()),
+            first_poll: generation,
+            alert: AlertTracker::default(),
+            generation,
+        }
+    }
+}
+
+/// Steps a socket's alert tracker on its new record. `kernel_onset` is the kernel's timing of the
+/// inflation (eBPF), when it has one.
+fn evaluate(
+    rule: &RuleConfig,
+    t: &mut Tracked,
+    r: &SocketRecord,
+    kernel_onset: Option<Option<Instant>>,
+    now: Instant,
+) -> (Option<RuleSample>, Option<Transition>) {
+    let baseline = rule.baseline.of(r);
+    let active = rule.active(r.tcp_info.last_ack_recv_ms().map(|ms| Duration::from_millis(ms.into())));
+    let sample = match (r.tcp_info.srtt_us(), baseline) {
+        (Some(srtt_us), Some(baseline_us)) => Some(RuleSample { srtt_us, baseline_us, active }),
+        _ => None,
+    };
+    let tr = match (kernel_onset, sample) {
+        // The kernel timed the onset per ACK; netlink still says whether ACKs arrive.
+        (Some(onset), Some(s)) if s.active => {
+            t.alert.step(rule, now, onset, Some(f64::from(s.srtt_us) / f64::from(s.baseline_us.max(1))))
+        }
+        _ => t.alert.eval(rule, now, sample),
+    };
+    (sample, tr)
+}
+
+/// The view the engine would publish of a socket it sees for the first time, without tracking
+/// it: for one-shot reads that stream sockets while the kernel is still dumping them.
+pub fn first_sight(rule: &RuleConfig, record: RecordRef, now: Instant) -> SocketView {
+    let mut t = Tracked::new(&record, Counters::of(&record.tcp_info), now, 0);
+    evaluate(rule, &mut t, &record, None, now);
+    SocketView { derived: derived(rule, &t, &record, now), history: HistoryView::none(), record }
+}
+
 pub struct Engine {
     cfg: EngineConfig,
     /// Where each socket is in `tracked`: a small map, and the state itself stays dense.
@@ -105,7 +157,7 @@ impl Engine {
             records: Arc::default(),
             generation: 0,
             seq: 0,
-            netlink: CollectorStatus { name: "netlink", enabled: true, ..Default::default() },
+            netlink: CollectorStatus::netlink(),
             alerts: Alerts { keep: cfg.recent_alerts, ..Alerts::default() },
             cfg,
             kernel: kernel::KernelState::default(),
@@ -136,14 +188,7 @@ impl Engine {
     }
 
     fn apply_dump(&mut self, dump: Dump, now: Now) {
-        let st = &mut self.netlink;
-        st.polls_total += 1;
-        st.last_success = true;
-        st.reason = None;
-        st.last_duration_seconds = dump.stats.duration.as_secs_f64();
-        st.dump_intr_retries_total += u64::from(dump.stats.intr_retries);
-        st.tcp_info_short_total += dump.stats.info_short;
-        st.tcp_info_long_total += dump.stats.info_long;
+        self.netlink.saw_dump(&dump.stats);
 
         self.generation += 1;
         let generation = self.generation;
@@ -161,22 +206,7 @@ impl Engine {
             let cookie = rec.cookie;
             let counters = Counters::of(&rec.tcp_info);
             let slot = *self.index.entry(cookie).or_insert_with(|| {
-                self.tracked.push(Tracked {
-                    cookie,
-                    idx: 0,
-                    first_seen: now.mono,
-                    counters,
-                    counters_at: now.mono,
-                    rates: Rates::default(),
-                    // No interval yet: the socket's life so far.
-                    limited_by: counters
-                        .limits
-                        .and_then(|l| derive::limited_by(l, rec.tcp_info.app_limited())),
-                    history: Arc::new(History::default()),
-                    first_poll: generation,
-                    alert: AlertTracker::default(),
-                    generation,
-                });
+                self.tracked.push(Tracked::new(rec, counters, now.mono, generation));
                 (self.tracked.len() - 1) as u32
             });
             let t = &mut self.tracked[slot as usize];
@@ -196,23 +226,7 @@ impl Engine {
             t.generation = generation;
 
             let r = rec;
-            let baseline = rule.baseline.of(r);
-            let active =
-                rule.active(r.tcp_info.last_ack_recv_ms().map(|ms| Duration::from_millis(ms.into())));
-            let sample = match (r.tcp_info.srtt_us(), baseline) {
-                (Some(srtt_us), Some(baseline_us)) => Some(RuleSample { srtt_us, baseline_us, active }),
-                _ => None,
-            };
-            let tr = match (self.kernel.onset(cookie), sample) {
-                // The kernel timed the onset per ACK; netlink still says whether ACKs arrive.
-                (Some(onset), Some(s)) if s.active => t.alert.step(
-                    &rule,
-                    now.mono,
-                    onset,
-                    Some(f64::from(s.srtt_us) / f64::from(s.baseline_us.max(1))),
-                ),
-                _ => t.alert.eval(&rule, now.mono, sample),
-            };
+            let (sample, tr) = evaluate(&rule, t, r, self.kernel.onset(cookie), now.mono);
             self.alerts.record(r, &t.alert, sample, tr, now);
             let sample = sample_of(r);
             // Only a change is written: an idle socket's ring stays shared with the snapshots.

@@ -147,6 +147,29 @@ pub struct CollectorStatus {
     pub ringbuf_lost_total: Option<u64>,
 }
 
+impl CollectorStatus {
+    /// The netlink collector before its first poll.
+    pub fn netlink() -> CollectorStatus {
+        CollectorStatus { name: "netlink", enabled: true, ..Default::default() }
+    }
+
+    /// The eBPF collector before (or without) its programs.
+    pub fn bpf_off() -> CollectorStatus {
+        CollectorStatus { name: "bpf", enabled: false, ..Default::default() }
+    }
+
+    /// Counts one successful netlink dump.
+    pub fn saw_dump(&mut self, d: &super::DumpStats) {
+        self.polls_total += 1;
+        self.last_success = true;
+        self.reason = None;
+        self.last_duration_seconds = d.duration.as_secs_f64();
+        self.dump_intr_retries_total += u64::from(d.intr_retries);
+        self.tcp_info_short_total += d.info_short;
+        self.tcp_info_long_total += d.info_long;
+    }
+}
+
 /// Everything consumers see at one tick.
 #[derive(Clone, Debug, Serialize)]
 pub struct Snapshot {

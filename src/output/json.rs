@@ -21,6 +21,49 @@ impl<'a> SnapshotDoc<'a> {
     pub fn new(snap: &'a Snapshot, sockets: Vec<&'a SocketView>) -> Self {
         SnapshotDoc { taken_at: snap.taken_at, sockets, by_cc: &snap.by_cc, collectors: &snap.collectors }
     }
+
+    /// The document without its sockets, split where they go: `{..."sockets":[` and `]...}`.
+    fn around_sockets(&self) -> (String, String) {
+        let doc = serde_json::to_string(&SnapshotDoc { sockets: Vec::new(), ..*self }).unwrap_or_default();
+        let at = doc.find(SOCKETS_KEY).map_or(0, |i| i + SOCKETS_KEY.len());
+        (doc[..at].to_string(), doc[at..].to_string())
+    }
+}
+
+const SOCKETS_KEY: &str = "\"sockets\":[";
+
+/// A [`SnapshotDoc`] written a socket at a time, as the sockets arrive: the same bytes as
+/// serialising it whole, but nothing waits for the last socket.
+pub struct DocStream<W: Write> {
+    w: W,
+    taken_at: std::time::SystemTime,
+    sockets: usize,
+}
+
+impl<W: Write> DocStream<W> {
+    pub fn begin(mut w: W, taken_at: std::time::SystemTime) -> std::io::Result<Self> {
+        let (head, _) =
+            SnapshotDoc { taken_at, sockets: Vec::new(), by_cc: &[], collectors: &[] }.around_sockets();
+        w.write_all(head.as_bytes())?;
+        Ok(DocStream { w, taken_at, sockets: 0 })
+    }
+
+    pub fn socket(&mut self, s: &SocketView) -> std::io::Result<()> {
+        if self.sockets > 0 {
+            self.w.write_all(b",")?;
+        }
+        self.sockets += 1;
+        serde_json::to_writer(&mut self.w, s).map_err(std::io::Error::from)
+    }
+
+    /// Closes the document with what is known only once every socket is in; ends the line.
+    pub fn end(mut self, by_cc: &[CcAggregate], collectors: &[CollectorStatus]) -> std::io::Result<W> {
+        let doc = SnapshotDoc { taken_at: self.taken_at, sockets: Vec::new(), by_cc, collectors };
+        let (_, tail) = doc.around_sockets();
+        self.w.write_all(tail.as_bytes())?;
+        self.w.write_all(b"\n")?;
+        Ok(self.w)
+    }
 }
 
 /// One `watch --ndjson` line: a socket at one poll.
@@ -35,6 +78,46 @@ pub struct SocketLine<'a> {
 
 /// Writes one JSON value and a newline.
 pub fn write_line<W: Write, T: Serialize>(w: &mut W, v: &T) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *w, v).map_err(std::io::Error::other)?;
+    // From, not other(): a closed pipe must stay a BrokenPipe, which callers treat as success.
+    serde_json::to_writer(&mut *w, v).map_err(std::io::Error::from)?;
     w.write_all(b"\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Dump, Engine, EngineConfig, Now, Update};
+    use crate::model::{SocketRecord, TcpState};
+
+    #[test]
+    fn streamed_document_is_the_whole_one() {
+        let mut e = Engine::new(EngineConfig::default());
+        let now = Now::system();
+        let recs: Vec<SocketRecord> = (1..=3)
+            .map(|c| {
+                let mut r = SocketRecord::new(
+                    c,
+                    format!("10.0.0.1:{}", 4000 + c).parse().unwrap(),
+                    "[::1]:80".parse().unwrap(),
+                    TcpState::Established,
+                );
+                r.cc = Some(if c == 2 { "cubic" } else { "bbr" }.into());
+                r.tcp_info.set_srtt_us(c as u32 * 1000);
+                r
+            })
+            .collect();
+        e.apply(Update::Dump(Dump { sockets: recs, ..Dump::default() }), now);
+        let snap = e.tick(now);
+        for n in [0, 3] {
+            let whole = SnapshotDoc::new(&snap, snap.sockets.iter().take(n).collect());
+            let mut want = Vec::new();
+            write_line(&mut want, &whole).unwrap();
+            let mut d = DocStream::begin(Vec::new(), snap.taken_at).unwrap();
+            for s in snap.sockets.iter().take(n) {
+                d.socket(s).unwrap();
+            }
+            let got = d.end(&snap.by_cc, &snap.collectors).unwrap();
+            assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap(), "{n} sockets");
+        }
+    }
 }

@@ -150,6 +150,12 @@ impl DumpParser {
         self.interrupted
     }
 
+    /// Hands over the records parsed so far, for a streamed dump; the duplicate set is kept, so
+    /// a socket is handed over once. A streamed dump never rewinds.
+    pub fn take_batch(&mut self) -> Vec<SocketRecord> {
+        std::mem::take(&mut self.sockets)
+    }
+
     /// Hands over the dump so far and starts afresh. `stats.duration` is left for the caller.
     pub fn finish(&mut self) -> Dump {
         self.seen.clear();
