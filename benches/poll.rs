@@ -14,6 +14,7 @@
 use bbrtop::collect::InetDiag;
 use bbrtop::engine::{Engine, EngineConfig, Now, Update};
 use bbrtop::model::StateSet;
+use bbrtop::runtime::Source;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -31,6 +32,8 @@ fn main() {
         return;
     }
     if let Ok(polls) = std::env::var(RSS_ENV) {
+        // As the binary does.
+        bbrtop::mem::return_big_frees();
         println!("{}", rss_with_history(polls.parse().expect("poll count")));
         return;
     }
@@ -48,23 +51,32 @@ fn main() {
         // The steady state: one collector and one engine across polls, as the poller keeps them.
         let mut diag = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
         let mut engine = Engine::new(EngineConfig::default());
-        full_poll(&mut diag, &mut engine);
+        let _ = full_poll(&mut diag, &mut engine);
         let (mut raw, mut parse, mut poll, mut ss, mut snap, mut table) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
+        let mut stages: Vec<[f64; 2]> = vec![];
         for _ in 0..ROUNDS {
             raw.push(time(raw_dump));
             parse.push(time(parsed_dump));
-            poll.push(time(|| full_poll(&mut diag, &mut engine)));
+            let mut parts = [0.0; 2];
+            poll.push(time(|| parts = full_poll(&mut diag, &mut engine)));
+            stages.push(parts);
             ss.push(time(|| run_quiet(Command::new("ss").arg("-tin"))));
             snap.push(time(|| run_quiet(Command::new(&bin).args(["snapshot", "--json"]))));
             table.push(time(|| run_quiet(Command::new(&bin).arg("snapshot"))));
         }
         let rss = rss_in_child(60);
         let (r, p, s, j) = (median(raw), median(poll), median(ss), median(snap));
+        let stage = |i: usize| median(stages.iter().map(|s| s[i]).collect());
         println!(
             "         dump + parse alone: {:.2} ms; `bbrtop snapshot` (table): {:.2} ms",
             median(parse),
             median(table)
+        );
+        println!(
+            "         poll stages: dump + parse + engine update {:.2} ms, tick {:.2} ms",
+            stage(0),
+            stage(1)
         );
         println!(
             "{seen:>8} {r:>10.2} {p:>10.2} {s:>10.2} {j:>10.2} {:>8.2} {:>8.2} {:>9.1}",
@@ -118,11 +130,15 @@ fn parsed_dump() {
     std::hint::black_box(d.dump().expect("dump"));
 }
 
-fn full_poll(d: &mut InetDiag, e: &mut Engine) {
-    let dump = d.dump().expect("dump");
-    let now = Now::system();
-    e.apply(Update::Dump(dump), now);
-    std::hint::black_box(e.tick(now));
+/// One poll as the poller makes it (the engine observes records while the kernel dumps);
+/// returns the milliseconds its stages took: dump with parse and engine update, then tick.
+fn full_poll(d: &mut InetDiag, e: &mut Engine) -> [f64; 2] {
+    let t0 = Instant::now();
+    d.poll_into(e);
+    let t1 = Instant::now();
+    std::hint::black_box(e.tick(Now::system()));
+    let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+    [ms(t0, t1), ms(t1, Instant::now())]
 }
 
 fn count_sockets() -> usize {

@@ -5,7 +5,6 @@
 //! consumers (table, JSON, TUI, exporter, alerts) only read snapshots.
 
 pub mod alert;
-pub mod bigvec;
 pub mod bpf;
 pub mod caps;
 pub mod cli;
@@ -15,6 +14,7 @@ pub mod engine;
 pub mod export;
 pub mod filter;
 pub mod lab;
+pub mod mem;
 pub mod model;
 pub mod output;
 pub mod runtime;

@@ -13,6 +13,17 @@ use std::time::{Duration, Instant};
 /// A poll never panics and never fails: a failure is itself an update (`Update::DumpFailed`).
 pub trait Source: Send {
     fn poll(&mut self, out: &mut Vec<Update>);
+
+    /// Polls straight into the engine, for a source that can hand over its data while still
+    /// reading it. By default: poll, then apply.
+    fn poll_into(&mut self, engine: &mut Engine) {
+        let mut updates = Vec::new();
+        self.poll(&mut updates);
+        let now = Now::system();
+        for u in updates {
+            engine.apply(u, now);
+        }
+    }
 }
 
 /// The latest snapshot, and a way to wait for the next one.
@@ -64,10 +75,9 @@ impl Runtime {
         let stop = Arc::new(AtomicBool::new(false));
         let (p, s) = (Arc::clone(&published), Arc::clone(&stop));
         let thread = std::thread::Builder::new().name("bbrtop-poller".into()).spawn(move || {
-            let mut updates = Vec::new();
             let mut next = Instant::now();
             while !s.load(Ordering::Relaxed) {
-                poll_once(&mut engine, &mut sources, &mut updates, &p);
+                poll_once(&mut engine, &mut sources, &p);
                 next += interval;
                 // Sleep in short steps so that stop is prompt.
                 while !s.load(Ordering::Relaxed) {
@@ -107,17 +117,9 @@ impl Drop for Runtime {
 }
 
 /// One poll of every source, then one tick. Used by the poller and by one-shot commands.
-pub fn poll_once(
-    engine: &mut Engine,
-    sources: &mut [Box<dyn Source>],
-    updates: &mut Vec<Update>,
-    publish: &Published,
-) -> Arc<Snapshot> {
+pub fn poll_once(engine: &mut Engine, sources: &mut [Box<dyn Source>], publish: &Published) -> Arc<Snapshot> {
     for src in sources.iter_mut() {
-        src.poll(updates);
-    }
-    for u in updates.drain(..) {
-        engine.apply(u, Now::system());
+        src.poll_into(engine);
     }
     let snap = engine.tick(Now::system());
     publish.publish(Arc::clone(&snap));

@@ -8,8 +8,9 @@ use crate::engine::{Engine, EngineConfig, Now, Update, aggregate, first_sight};
 use crate::output::{json, table};
 use anyhow::Context;
 use clap::Args;
+use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 
 #[derive(Args, Debug)]
 pub struct SnapshotArgs {
@@ -46,13 +47,15 @@ fn print_table(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
     Ok(())
 }
 
-/// JSON is written while the kernel is still dumping: a thread reads and parses the dump and
-/// derives each socket's values, this one serialises them. The two overlap, so the command takes
-/// about as long as the slower of the two rather than their sum.
+/// JSON is written while the kernel is still dumping: one thread reads and parses the dump and
+/// derives each socket's values, encoder threads turn batches of sockets into JSON, and this one
+/// writes the batches in order. The stages overlap, so the command takes about as long as the
+/// kernel's dump rather than the sum of every stage.
 fn stream_json(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
     let now = Now::system();
-    let (tx, rx) = mpsc::sync_channel::<Vec<SocketView>>(32);
+    let (tx, rx) = mpsc::sync_channel::<(usize, Vec<SocketView>)>(32);
     let reader = std::thread::spawn(move || {
+        let mut seq = 0;
         diag.stream(&mut |batch| {
             let batch = Arc::new(batch);
             let views = (0..batch.len() as u32)
@@ -60,7 +63,8 @@ fn stream_json(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
                 .map(|i| first_sight(&cfg.rule, RecordRef::new(Arc::clone(&batch), i), now.mono))
                 .collect();
             // A send fails only once the writer has gone, which it reports itself.
-            let _ = tx.send(views);
+            let _ = tx.send((seq, views));
+            seq += 1;
         })
     });
 
@@ -68,14 +72,38 @@ fn stream_json(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
     let mut doc = None;
     let mut write = Ok(());
     let mut batches = Vec::new();
-    // Every batch is received, even after a write error, so the reader never blocks.
-    for views in rx {
-        if write.is_ok() {
-            write =
-                open_doc(&mut doc, &mut out, now).and_then(|d| views.iter().try_for_each(|s| d.socket(s)));
+    let rx = Mutex::new(rx);
+    let encoders = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
+    std::thread::scope(|s| {
+        let (done_tx, done) = mpsc::sync_channel(32);
+        for _ in 0..encoders {
+            let (rx, done_tx) = (&rx, done_tx.clone());
+            s.spawn(move || {
+                while let Ok((seq, views)) = rx.lock().map_err(|_| ()).and_then(|r| r.recv().map_err(|_| ()))
+                {
+                    let mut buf = Vec::new();
+                    let encoded = json::encode_sockets(&mut buf, &views).map(|()| buf);
+                    if done_tx.send((seq, encoded, views)).is_err() {
+                        break;
+                    }
+                }
+            });
         }
-        batches.push(views);
-    }
+        drop(done_tx);
+        // Batches finish out of order; they are written in the order the kernel listed them.
+        // Every batch is taken, even after a write error, so no thread ever blocks.
+        let mut pending = BTreeMap::new();
+        for (seq, encoded, views) in done {
+            pending.insert(seq, (encoded, views));
+            while let Some((encoded, views)) = pending.remove(&batches.len()) {
+                if write.is_ok() {
+                    write =
+                        encoded.and_then(|buf| open_doc(&mut doc, &mut out, now)?.encoded(&buf, views.len()));
+                }
+                batches.push(views);
+            }
+        }
+    });
     let stats = reader
         .join()
         .map_err(|_| Failure::Runtime(anyhow::anyhow!("the netlink reader panicked")))?

@@ -2,7 +2,7 @@
 //! per family; a dump the kernel flags inconsistent is restarted, a bounded number of times.
 
 use super::netns::{self, NetnsSpec};
-use crate::engine::{Dump, DumpStats, Update};
+use crate::engine::{Dump, DumpStats, Engine, Now, Update};
 use crate::model::SocketRecord;
 use crate::model::StateSet;
 use crate::runtime::Source;
@@ -13,11 +13,15 @@ use std::time::Instant;
 
 /// Attempts at one family's dump before giving up on a run of NLM_F_DUMP_INTR.
 const MAX_DUMP_TRIES: u32 = 5;
-/// Receive buffer: the kernel fills up to this much per recv (it caps a message batch near 32 KiB
-/// by default, more when the buffer allows).
-const RECV_BUF: usize = 1 << 20;
-/// Received buffers waiting for the parser.
-const IN_FLIGHT: usize = 4;
+/// A buffer handed from the receiving thread to the parser: many datagrams, about 1,000 sockets.
+const RECV_BUF: usize = 512 << 10;
+/// The socket's receive buffer: room for the kernel to queue several datagrams of a dump ahead.
+const SOCK_RCVBUF: usize = 1 << 20;
+/// The most one netlink datagram holds: the kernel fills dump replies up to 32 KiB.
+const DATAGRAM_MAX: usize = 32 << 10;
+/// Received buffers waiting for the parser; with one being filled and one parsed, the most a
+/// collector holds.
+const IN_FLIGHT: usize = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
@@ -63,7 +67,7 @@ impl InetDiag {
         Ok(InetDiag {
             sock,
             states,
-            buf: Vec::with_capacity(RECV_BUF),
+            buf: Vec::new(),
             seq: 0,
             parser: DumpParser::with_netns(netns),
             pool: Vec::new(),
@@ -73,13 +77,32 @@ impl InetDiag {
 
     /// One full dump of IPv4 and IPv6 TCP sockets.
     pub fn dump(&mut self) -> Result<Dump, CollectError> {
+        self.dump_observed(&mut |_, _| {})
+    }
+
+    /// One full dump, handing each record to `observe` (with its place in the dump) as soon as
+    /// it is parsed, while the kernel still dumps the rest. A family the kernel interrupts is read
+    /// again, and its records handed over again.
+    pub fn dump_observed(
+        &mut self,
+        observe: &mut dyn FnMut(u32, &SocketRecord),
+    ) -> Result<Dump, CollectError> {
         let start = Instant::now();
         // Room for both families at once: the vector is allocated once and never regrown.
         let [v4, v6] = self.last_count;
+        // Records handed over so far (a restart takes the count back).
+        let mut handed = 0;
+        let mut observed = |p: &mut DumpParser| {
+            let recs = p.records();
+            for (i, r) in recs.iter().enumerate().skip(handed.min(recs.len())) {
+                observe(i as u32, r);
+            }
+            handed = recs.len();
+        };
         self.parser.begin((v4 + v6) + (v4 + v6) / 64);
         let mut retries = 0;
         for (i, family) in [libc::AF_INET as u8, libc::AF_INET6 as u8].into_iter().enumerate() {
-            match self.dump_family(family, i) {
+            match self.dump_family(family, i, &mut observed) {
                 Ok(r) => retries += r,
                 Err(e) => {
                     // Start the next dump clean.
@@ -112,10 +135,15 @@ impl InetDiag {
     }
 
     /// Appends one family's sockets to the parser's dump; returns the DUMP_INTR retries it took.
-    fn dump_family(&mut self, family: u8, idx: usize) -> Result<u32, CollectError> {
+    fn dump_family(
+        &mut self,
+        family: u8,
+        idx: usize,
+        after_buffer: &mut dyn FnMut(&mut DumpParser),
+    ) -> Result<u32, CollectError> {
         for attempt in 0..MAX_DUMP_TRIES {
             let mark = self.parser.begin(0);
-            if !self.read_family(family, &mut |_| {})? {
+            if !self.read_family(family, after_buffer)? {
                 self.last_count[idx] = self.parser.since(mark);
                 return Ok(attempt);
             }
@@ -187,8 +215,10 @@ impl InetDiag {
             let receiver = s.spawn(move || {
                 loop {
                     let mut buf = empty_rx.try_recv().unwrap_or_else(|_| Vec::with_capacity(RECV_BUF));
-                    let got = recv(sock, &mut buf).map(|()| buf);
-                    let last = got.as_ref().map_or(true, |b| ends_dump(b));
+                    let (got, last) = match fill(sock, &mut buf) {
+                        Ok(last) => (Ok(buf), last),
+                        Err(e) => (Err(e), true),
+                    };
                     if full_tx.send(got).is_err() || last {
                         break;
                     }
@@ -241,14 +271,37 @@ impl InetDiag {
     }
 
     fn recv(&mut self) -> Result<usize, CollectError> {
+        self.buf.reserve(DATAGRAM_MAX);
         recv(&self.sock, &mut self.buf)?;
         Ok(self.buf.len())
     }
 }
 
+/// Fills `buf` (cleared first) with whole datagrams while another surely fits, and says whether
+/// the dump ended. The kernel sends a dump 32 KiB at a time; handing the parser a megabyte at a
+/// time spares a thread wake-up per datagram.
+fn fill(sock: &Socket, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+    buf.clear();
+    while buf.capacity() - buf.len() >= DATAGRAM_MAX {
+        let start = buf.len();
+        recv_append(sock, buf)?;
+        if ends_dump(&buf[start..]) {
+            return Ok(true);
+        }
+        // The next datagram's first message must start 4-byte aligned, as in its own buffer.
+        buf.resize(buf.len().next_multiple_of(4), 0);
+    }
+    Ok(false)
+}
+
 /// One receive into `buf` (cleared first), retried on EINTR.
 fn recv(sock: &Socket, buf: &mut Vec<u8>) -> std::io::Result<()> {
     buf.clear();
+    recv_append(sock, buf)
+}
+
+/// One receive appended to `buf`, retried on EINTR.
+fn recv_append(sock: &Socket, buf: &mut Vec<u8>) -> std::io::Result<()> {
     loop {
         match sock.recv(buf, 0) {
             Ok(_) => return Ok(()),
@@ -266,11 +319,24 @@ fn open_socket() -> Result<Socket, CollectError> {
     sock.bind_auto()?;
     sock.connect(&SocketAddr::new(0, 0))?;
     // A bigger socket buffer lets the kernel batch more sockets per recv; best effort.
-    let _ = sock.set_rx_buf_sz(RECV_BUF);
+    let _ = sock.set_rx_buf_sz(SOCK_RCVBUF);
     Ok(sock)
 }
 
 impl Source for InetDiag {
+    /// The engine observes each record as it is parsed: its work overlaps the kernel's.
+    fn poll_into(&mut self, engine: &mut Engine) {
+        let (now, start) = (Now::system(), Instant::now());
+        engine.begin_dump();
+        match self.dump_observed(&mut |i, r| engine.observe(i, r, now)) {
+            Ok(d) => engine.end_dump(d, now),
+            Err(e) => {
+                engine.abort_dump();
+                engine.apply(Update::DumpFailed { error: e.to_string(), duration: start.elapsed() }, now);
+            }
+        }
+    }
+
     fn poll(&mut self, out: &mut Vec<Update>) {
         let start = Instant::now();
         out.push(match self.dump() {

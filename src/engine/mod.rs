@@ -64,11 +64,17 @@ impl Default for EngineConfig {
     }
 }
 
+/// A socket not yet in a complete dump.
+const UNPLACED: u32 = u32::MAX;
+
 /// What the engine keeps of one socket between polls. The record itself stays in the dump it
 /// came from (`idx`), so a poll moves no record.
 struct Tracked {
     cookie: Cookie,
+    /// Its place in the engine's last complete dump ([`UNPLACED`] until it is in one).
     idx: u32,
+    /// Its place in the dump being read.
+    next_idx: u32,
     first_seen: Instant,
     counters: Counters,
     counters_at: Instant,
@@ -87,7 +93,8 @@ impl Tracked {
     fn new(rec: &SocketRecord, counters: Counters, now: Instant, generation: u64) -> Tracked {
         Tracked {
             cookie: rec.cookie,
-            idx: 0,
+            idx: UNPLACED,
+            next_idx: UNPLACED,
             first_seen: now,
             counters,
             counters_at: now,
@@ -142,6 +149,8 @@ pub struct Engine {
     tracked: Vec<Tracked>,
     /// The latest dump's records, which `Tracked::idx` points into.
     records: Arc<Vec<SocketRecord>>,
+    /// Whether the dump being read needs no filtering.
+    unfiltered: bool,
     generation: u64,
     seq: u64,
     netlink: CollectorStatus,
@@ -155,6 +164,7 @@ impl Engine {
             index: FxHashMap::default(),
             tracked: Vec::new(),
             records: Arc::default(),
+            unfiltered: true,
             generation: 0,
             seq: 0,
             netlink: CollectorStatus::netlink(),
@@ -188,70 +198,104 @@ impl Engine {
     }
 
     fn apply_dump(&mut self, dump: Dump, now: Now) {
-        self.netlink.saw_dump(&dump.stats);
+        self.begin_dump();
+        for (i, rec) in dump.sockets.iter().enumerate() {
+            self.observe(i as u32, rec, now);
+        }
+        self.end_dump(dump, now);
+    }
 
+    /// Starts reading a dump: the records [`Engine::observe`] sees next belong to it, until
+    /// [`Engine::end_dump`] hands over the whole of it, or [`Engine::abort_dump`] drops it.
+    /// A collector can thus feed records while the kernel is still dumping the rest.
+    pub fn begin_dump(&mut self) {
         self.generation += 1;
-        let generation = self.generation;
-        let (rule, cap) = (self.cfg.rule, self.cfg.history);
         // The collector already asked the kernel for these states: with no other filter, every
         // record is kept without a look.
-        let unfiltered = Filter { states: None, ..self.cfg.filter.clone() }.is_empty();
-        let records = Arc::new(dump.sockets);
-        // Sized once for the sockets there are, not doubled past them.
-        self.tracked.reserve_exact(records.len().saturating_sub(self.tracked.len()));
-        for (i, rec) in records.iter().enumerate() {
-            if !unfiltered && !self.cfg.filter.matches(rec) {
-                continue;
-            }
-            let cookie = rec.cookie;
-            let counters = Counters::of(&rec.tcp_info);
-            let slot = *self.index.entry(cookie).or_insert_with(|| {
-                self.tracked.push(Tracked::new(rec, counters, now.mono, generation));
-                (self.tracked.len() - 1) as u32
-            });
-            let t = &mut self.tracked[slot as usize];
-            let dt = now.mono.saturating_duration_since(t.counters_at);
-            if dt > Duration::ZERO {
-                t.rates = derive::rates(&t.counters, &counters, dt);
-                let interval = match (counters.limits, t.counters.limits) {
-                    (Some(c), Some(p)) => Some(c.since(p)),
-                    _ => None,
-                };
-                let limits = interval.filter(|l| l.busy_us > 0).or(counters.limits);
-                t.limited_by = limits.and_then(|l| derive::limited_by(l, rec.tcp_info.app_limited()));
-                t.counters = counters;
-                t.counters_at = now.mono;
-            }
-            t.idx = i as u32;
-            t.generation = generation;
+        self.unfiltered = Filter { states: None, ..self.cfg.filter.clone() }.is_empty();
+    }
 
-            let r = rec;
-            let (sample, tr) = evaluate(&rule, t, r, self.kernel.onset(cookie), now.mono);
-            self.alerts.record(r, &t.alert, sample, tr, now);
-            let sample = sample_of(r);
-            // Only a change is written: an idle socket's ring stays shared with the snapshots.
-            if t.history.needs_write(generation, &sample, cap) {
-                Arc::make_mut(&mut t.history).record(generation, sample, cap);
-            }
+    /// One socket of the dump being read; `idx` is its place in that dump's record vector.
+    pub fn observe(&mut self, idx: u32, rec: &SocketRecord, now: Now) {
+        if !self.unfiltered && !self.cfg.filter.matches(rec) {
+            return;
         }
-        // Sockets the dump no longer lists have closed: resolve their alerts (their records are
-        // in the previous dump) and prune them, keeping `tracked` dense.
+        let (rule, cap, generation) = (self.cfg.rule, self.cfg.history, self.generation);
+        let cookie = rec.cookie;
+        let counters = Counters::of(&rec.tcp_info);
+        let slot = *self.index.entry(cookie).or_insert_with(|| {
+            self.tracked.push(Tracked::new(rec, counters, now.mono, generation));
+            (self.tracked.len() - 1) as u32
+        });
+        let t = &mut self.tracked[slot as usize];
+        let dt = now.mono.saturating_duration_since(t.counters_at);
+        if dt > Duration::ZERO {
+            t.rates = derive::rates(&t.counters, &counters, dt);
+            let interval = match (counters.limits, t.counters.limits) {
+                (Some(c), Some(p)) => Some(c.since(p)),
+                _ => None,
+            };
+            let limits = interval.filter(|l| l.busy_us > 0).or(counters.limits);
+            t.limited_by = limits.and_then(|l| derive::limited_by(l, rec.tcp_info.app_limited()));
+            t.counters = counters;
+            t.counters_at = now.mono;
+        }
+        t.next_idx = idx;
+        t.generation = generation;
+
+        let (sample, tr) = evaluate(&rule, t, rec, self.kernel.onset(cookie), now.mono);
+        self.alerts.record(rec, &t.alert, sample, tr, now);
+        let sample = sample_of(rec);
+        // Only a change is written: an idle socket's ring stays shared with the snapshots.
+        if t.history.needs_write(generation, &sample, cap) {
+            Arc::make_mut(&mut t.history).record(generation, sample, cap);
+        }
+    }
+
+    /// Ends the dump whose records were observed: sockets it does not list have closed.
+    pub fn end_dump(&mut self, dump: Dump, now: Now) {
+        self.netlink.saw_dump(&dump.stats);
+        let (generation, records) = (self.generation, Arc::new(dump.sockets));
+        // A restarted family was observed twice: a socket seen only the first time may point at
+        // another socket's place now. It is gone; the check costs a pass only after a restart.
+        let recheck = dump.stats.intr_retries > 0;
         let mut slot = 0;
         while slot < self.tracked.len() {
             let t = &mut self.tracked[slot];
-            if t.generation == generation {
+            let listed = t.generation == generation
+                && (!recheck || records.get(t.next_idx as usize).is_some_and(|r| r.cookie == t.cookie));
+            if listed {
+                t.idx = t.next_idx;
                 slot += 1;
-                continue;
-            }
-            let tr = t.alert.end();
-            self.alerts.record(&self.records[t.idx as usize], &t.alert, None, tr, now);
-            self.index.remove(&t.cookie);
-            self.tracked.swap_remove(slot);
-            if let Some(moved) = self.tracked.get(slot) {
-                self.index.insert(moved.cookie, slot as u32);
+            } else {
+                // Closed: resolve its alert and prune it, keeping `tracked` dense.
+                let tr = t.alert.end();
+                self.alerts.ended(t.cookie, tr, now);
+                self.remove(slot);
             }
         }
         self.records = records;
+    }
+
+    /// Drops a dump that failed midway: sockets first seen in it go (their records went with
+    /// it); the rest keep pointing into the last complete dump.
+    pub fn abort_dump(&mut self) {
+        let mut slot = 0;
+        while slot < self.tracked.len() {
+            if self.tracked[slot].idx == UNPLACED {
+                self.remove(slot);
+            } else {
+                slot += 1;
+            }
+        }
+    }
+
+    fn remove(&mut self, slot: usize) {
+        self.index.remove(&self.tracked[slot].cookie);
+        self.tracked.swap_remove(slot);
+        if let Some(moved) = self.tracked.get(slot) {
+            self.index.insert(moved.cookie, slot as u32);
+        }
     }
 
     /// Publishes the state as of `now`.
@@ -364,14 +408,7 @@ impl Alerts {
                     );
                 }
             }
-            Some(Transition::Ended { .. }) => {
-                if let Some(mut a) = self.firing.remove(&r.cookie) {
-                    a.status = AlertStatus::Resolved;
-                    a.resolved_at = Some(now.wall);
-                    self.recent.push_front(a);
-                    self.recent.truncate(self.keep);
-                }
-            }
+            tr @ Some(Transition::Ended { .. }) => self.ended(r.cookie, tr, now),
             None => {}
         }
         // Keep a firing alert's figures current.
@@ -380,6 +417,21 @@ impl Alerts {
             a.baseline_rtt_us = s.baseline_us;
             a.ratio = s.srtt_us as f64 / s.baseline_us.max(1) as f64;
             a.peak_ratio = tracker.peak_ratio;
+        }
+    }
+}
+
+impl Alerts {
+    /// A socket's inflation ended, or the socket closed: its firing alert, if any, resolves.
+    fn ended(&mut self, cookie: Cookie, tr: Option<Transition>, now: Now) {
+        if !matches!(tr, Some(Transition::Ended { .. })) {
+            return;
+        }
+        if let Some(mut a) = self.firing.remove(&cookie) {
+            a.status = AlertStatus::Resolved;
+            a.resolved_at = Some(now.wall);
+            self.recent.push_front(a);
+            self.recent.truncate(self.keep);
         }
     }
 }

@@ -219,3 +219,37 @@ fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
     assert_eq!((s.closed_by_cc[0].cc.as_str(), s.closed_by_cc[0].count), ("cubic", 1));
     assert!(s.socket(2).unwrap().derived.kernel.is_none(), "closed sockets' kernel state is dropped");
 }
+
+/// A dump fed record by record while the kernel dumps: one that fails midway leaves the last
+/// complete dump in place, and one whose family restarted keeps only what it finally lists.
+#[test]
+fn observed_dumps_abort_and_restart() {
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let at = |s: u64| t0.after(Duration::from_secs(s));
+    e.apply(dump(vec![sock(1, "bbr", 1000, 1000, 0), sock(2, "cubic", 1000, 1000, 0)]), at(0));
+
+    // Fails after seeing socket 2 and a new socket 3.
+    e.begin_dump();
+    e.observe(0, &sock(3, "bbr", 1000, 1000, 0), at(1));
+    e.observe(1, &sock(2, "cubic", 1000, 1000, 5000), at(1));
+    e.abort_dump();
+    let s = e.tick(at(1));
+    let mut cookies: Vec<_> = s.sockets.iter().map(|v| v.record.cookie).collect();
+    cookies.sort();
+    assert_eq!(cookies, vec![1, 2], "3 was never in a complete dump");
+    assert_eq!(s.socket(2).unwrap().record.tcp_info.bytes_acked(), Some(0), "still the last complete dump");
+
+    // A restart: socket 1 was handed over in the interrupted part, then closed; the dump that
+    // completes lists 2 where 1 had been.
+    e.begin_dump();
+    e.observe(0, &sock(1, "bbr", 1000, 1000, 0), at(2));
+    let final_dump = vec![sock(2, "cubic", 1000, 1000, 7000)];
+    e.observe(0, &final_dump[0], at(2));
+    let stats = DumpStats { intr_retries: 1, ..DumpStats::default() };
+    e.end_dump(Dump { sockets: final_dump, stats }, at(2));
+    let s = e.tick(at(2));
+    assert_eq!(s.sockets.len(), 1);
+    assert_eq!(s.sockets[0].record.cookie, 2);
+    assert_eq!(s.sockets[0].record.tcp_info.bytes_acked(), Some(7000));
+}

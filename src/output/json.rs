@@ -49,11 +49,17 @@ impl<W: Write> DocStream<W> {
     }
 
     pub fn socket(&mut self, s: &SocketView) -> std::io::Result<()> {
-        if self.sockets > 0 {
-            self.w.write_all(b",")?;
-        }
-        self.sockets += 1;
-        serde_json::to_writer(&mut self.w, s).map_err(std::io::Error::from)
+        let mut buf = Vec::new();
+        encode_sockets(&mut buf, std::slice::from_ref(s))?;
+        self.encoded(&buf, 1)
+    }
+
+    /// Sockets [`encode_sockets`] made, `count` of them: the encoding can run on other threads.
+    pub fn encoded(&mut self, buf: &[u8], count: usize) -> std::io::Result<()> {
+        // Every encoded socket begins with a comma; the document's first one must not.
+        let buf = if self.sockets == 0 { buf.strip_prefix(b",").unwrap_or(buf) } else { buf };
+        self.sockets += count;
+        self.w.write_all(buf)
     }
 
     /// Closes the document with what is known only once every socket is in; ends the line.
@@ -64,6 +70,15 @@ impl<W: Write> DocStream<W> {
         self.w.write_all(b"\n")?;
         Ok(self.w)
     }
+}
+
+/// Appends sockets as [`DocStream::encoded`] takes them: each JSON object after a comma.
+pub fn encode_sockets(buf: &mut Vec<u8>, sockets: &[SocketView]) -> std::io::Result<()> {
+    for s in sockets {
+        buf.push(b',');
+        serde_json::to_writer(&mut *buf, s).map_err(std::io::Error::from)?;
+    }
+    Ok(())
 }
 
 /// One `watch --ndjson` line: a socket at one poll.

@@ -85,11 +85,7 @@ impl DumpParser {
     /// Starts a family's dump, expecting about `sockets` more records (the last dump's count),
     /// so the vector is not regrown and copied as it fills.
     pub fn begin(&mut self, sockets: usize) -> Mark {
-        if self.sockets.capacity() == 0 {
-            self.sockets = crate::bigvec::with_capacity(sockets);
-        } else {
-            self.sockets.reserve(sockets);
-        }
+        self.sockets.reserve(sockets);
         self.interrupted = false;
         Mark(self.sockets.len())
     }
@@ -99,6 +95,11 @@ impl DumpParser {
         for r in self.sockets.drain(m.0..) {
             self.seen.remove(&r.cookie);
         }
+    }
+
+    /// The records of the dump so far.
+    pub fn records(&self) -> &[SocketRecord] {
+        &self.sockets
     }
 
     /// Records parsed since `m`.
