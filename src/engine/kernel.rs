@@ -130,8 +130,11 @@ impl ClosedAggregate {
 
 /// Kernel state the engine holds.
 pub struct KernelState {
-    /// Shared with the snapshots (an `Arc` each), so a tick copies nothing.
-    sockets: FxHashMap<Cookie, Arc<KernelSocket>>,
+    /// Shared with the snapshots (an `Arc` each), so a tick copies nothing; with the poll each
+    /// was last updated at.
+    sockets: FxHashMap<Cookie, (Arc<KernelSocket>, u64)>,
+    /// The engine's poll count, for [`KernelState::prune`].
+    poll: u64,
     closed: VecDeque<ClosedFlow>,
     closed_by_cc: BTreeMap<String, ClosedAggregate>,
     closed_seq: u64,
@@ -146,6 +149,7 @@ impl Default for KernelState {
     fn default() -> Self {
         KernelState {
             sockets: FxHashMap::default(),
+            poll: 0,
             closed: VecDeque::new(),
             closed_by_cc: BTreeMap::new(),
             closed_seq: 0,
@@ -159,20 +163,40 @@ impl KernelState {
     pub fn apply(&mut self, u: KernelUpdate) {
         match u {
             KernelUpdate::Phase { cookie, netns, phase, entered } => {
-                let k = Arc::make_mut(self.sockets.entry(cookie).or_default());
+                let k = self.entry(cookie);
                 k.netns = netns;
                 k.bbr = Some(phase);
                 k.phase_changes += 1;
                 k.mode_entered = entered;
             }
             KernelUpdate::Inflation { cookie, netns, onset, peak_ratio } => {
-                let k = Arc::make_mut(self.sockets.entry(cookie).or_default());
+                let k = self.entry(cookie);
                 k.netns = netns;
                 k.inflation_known = true;
                 k.inflation_onset = onset;
                 k.peak_ratio = k.peak_ratio.max(peak_ratio);
             }
         }
+    }
+
+    fn entry(&mut self, cookie: Cookie) -> &mut KernelSocket {
+        let e = self.sockets.entry(cookie).or_default();
+        e.1 = self.poll;
+        Arc::make_mut(&mut e.0)
+    }
+
+    /// Forgets sockets the netlink dumps no longer list (`listed` says which they do) and the
+    /// kernel has not spoken of since the last poll: a close record can be lost (ring buffer
+    /// full), and a socket of another namespace is never listed. One poll of grace covers a
+    /// socket whose first event beats its first dump. Call at the end of each dump.
+    pub fn prune(&mut self, poll: u64, listed: impl Fn(Cookie) -> bool) {
+        self.sockets.retain(|c, (_, updated)| listed(*c) || *updated + 1 >= poll);
+        self.poll = poll;
+    }
+
+    /// Sockets with kernel state held.
+    pub fn held(&self) -> usize {
+        self.sockets.len()
     }
 
     pub fn close(&mut self, mut c: ClosedFlow) {
@@ -195,13 +219,13 @@ impl KernelState {
     }
 
     pub fn socket(&self, cookie: Cookie) -> Option<&Arc<KernelSocket>> {
-        self.sockets.get(&cookie)
+        self.sockets.get(&cookie).map(|(k, _)| k)
     }
 
     /// The kernel's onset for the netlink alert path: `Some(onset)` when the kernel times this
     /// socket's inflation, `None` when the netlink path must evaluate on its own.
     pub fn onset(&self, cookie: Cookie) -> Option<Option<Instant>> {
-        self.sockets.get(&cookie).filter(|k| k.inflation_known).map(|k| k.inflation_onset)
+        self.socket(cookie).filter(|k| k.inflation_known).map(|k| k.inflation_onset)
     }
 
     pub fn closed(&self) -> Vec<ClosedFlow> {

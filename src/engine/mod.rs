@@ -275,6 +275,7 @@ impl Engine {
             }
         }
         self.records = records;
+        self.kernel.prune(generation, |c| self.index.contains_key(&c));
     }
 
     /// Drops a dump that failed midway: sockets first seen in it go (their records went with

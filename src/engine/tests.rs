@@ -253,3 +253,24 @@ fn observed_dumps_abort_and_restart() {
     assert_eq!(s.sockets[0].record.cookie, 2);
     assert_eq!(s.sockets[0].record.tcp_info.bytes_acked(), Some(7000));
 }
+
+/// Kernel state of a socket no dump lists (its close record was lost, or it lives in another
+/// namespace) is forgotten after a poll of grace; a listed socket's is kept however quiet.
+#[test]
+fn kernel_state_of_unlisted_sockets_is_pruned() {
+    use super::kernel::{KernelPhase, KernelUpdate};
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let phase = |cookie| {
+        Update::Kernel(KernelUpdate::Phase { cookie, netns: 7, phase: KernelPhase::default(), entered: 1 })
+    };
+    e.apply(phase(1), t0);
+    e.apply(phase(99), t0);
+    e.apply(dump(vec![sock(1, "bbr", 1000, 1000, 0)]), t0);
+    assert_eq!(e.kernel.held(), 2, "99's first event may beat its first dump");
+    for s in 1..=3 {
+        e.apply(dump(vec![sock(1, "bbr", 1000, 1000, 0)]), t0.after(Duration::from_secs(s)));
+    }
+    assert_eq!(e.kernel.held(), 1);
+    assert!(e.kernel.socket(1).is_some() && e.kernel.socket(99).is_none());
+}
