@@ -21,11 +21,12 @@ const volatile __u32 ratio_milli = 1500; /* inflated while srtt*1000 >= ratio_mi
 const volatile __u32 floor_us = 1000;    /* ... and srtt - baseline >= floor_us */
 
 struct sock_state {
+	struct bbrtop_rtt_window w; /* first: userspace reads it at this offset */
 	__u64 first_ns;
 	__u64 onset_ns;            /* 0: not inflated */
 	__u64 phase_began_ns;
 	const void *ca_ops;        /* the ops is_bbr was computed for */
-	__u32 last_srtt_us, min_srtt_us, max_srtt_us, samples;
+	__u32 samples;             /* lifetime */
 	__u32 peak_ratio_milli;    /* this episode */
 	__u32 peak_ratio_all;      /* lifetime */
 	__u32 inflations;
@@ -45,6 +46,14 @@ struct {
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
 
+/* The read epoch: userspace bumps it after each inet_diag read of the windows. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} read_epoch SEC(".maps");
+
 /* Ring-buffer reserve failures, per CPU; userspace sums them. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -57,6 +66,7 @@ struct {
 struct bbrtop_infl _infl_layout = {};
 struct bbrtop_phase _phase_layout = {};
 struct bbrtop_close _close_layout = {};
+struct bbrtop_rtt_window _window_layout = {};
 
 static __always_inline void count_lost(void)
 {
@@ -119,16 +129,25 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 		return 0;
 
 	srtt = tp->srtt_us >> 3;
-	if (!st->samples) {
+	if (!st->samples)
 		st->first_ns = bpf_ktime_get_ns();
-		st->min_srtt_us = srtt;
-	}
 	st->samples++;
-	st->last_srtt_us = srtt;
-	if (srtt < st->min_srtt_us)
-		st->min_srtt_us = srtt;
-	if (srtt > st->max_srtt_us)
-		st->max_srtt_us = srtt;
+
+	/* An array lookup: the verifier inlines it, no helper call. */
+	__u32 k = 0, *ep = bpf_map_lookup_elem(&read_epoch, &k);
+	__u32 epoch = ep ? *ep : 0;
+	if (st->w.epoch != epoch || !st->w.samples) {
+		st->w.epoch = epoch;
+		st->w.samples = 0;
+		st->w.min_srtt_us = srtt;
+		st->w.max_srtt_us = srtt;
+	}
+	st->w.samples++;
+	st->w.last_srtt_us = srtt;
+	if (srtt < st->w.min_srtt_us)
+		st->w.min_srtt_us = srtt;
+	if (srtt > st->w.max_srtt_us)
+		st->w.max_srtt_us = srtt;
 
 	const void *ops = tp->inet_conn.icsk_ca_ops;
 	if (ops != st->ca_ops) {

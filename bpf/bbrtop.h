@@ -72,4 +72,18 @@ struct bbrtop_close {
 	__u32 inflations;      /* inflation onsets seen */
 };
 
+/* The RTT window of one socket, first in its socket-local storage, which userspace reads with
+ * each inet_diag dump (INET_DIAG_REQ_SK_BPF_STORAGES): 24 bytes. Userspace bumps the epoch
+ * (map read_epoch) after each dump, and the socket's next ACK starts a new window, so a window
+ * holds the RTT samples since the last read. A window whose epoch is not the current one saw no
+ * ACK since the last read. */
+struct bbrtop_rtt_window {
+	__u32 epoch;
+	__u32 samples;         /* RTT samples (ACKs) in this window */
+	__u32 last_srtt_us;
+	__u32 min_srtt_us;
+	__u32 max_srtt_us;
+	__u32 _pad;
+};
+
 #endif

@@ -23,6 +23,7 @@ typedef __u32 __wsum;
 typedef _Bool bool;
 
 enum bpf_map_type {
+	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
 	BPF_MAP_TYPE_RINGBUF = 27,
 	BPF_MAP_TYPE_SK_STORAGE = 24,

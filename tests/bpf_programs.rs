@@ -4,7 +4,9 @@
 use bbrtop::bpf::event::{Close, Event};
 use bbrtop::bpf::loader::{self, LoadConfig, Loaded};
 use bbrtop::caps::{self, Cap, CapSet};
+use bbrtop::collect::InetDiag;
 use bbrtop::lab::{Lab, LabConfig};
+use bbrtop::model::StateSet;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::MetadataExt;
@@ -195,7 +197,7 @@ fn no_program_of_ours_survives_the_process() {
 }
 
 #[test]
-fn watch_drops_cap_bpf_and_cap_perfmon_after_attach() {
+fn watch_drops_cap_perfmon_after_attach_and_keeps_cap_bpf_for_the_windows() {
     if !bpf_privileged("bbrtop watch with eBPF") {
         return;
     }
@@ -205,7 +207,8 @@ fn watch_drops_cap_bpf_and_cap_perfmon_after_attach() {
         .spawn()
         .expect("run bbrtop watch");
     let status = format!("/proc/{}/status", child.id());
-    let dropped = |s: &str| CapSet::parse_status(s).is_some_and(|c| !c.has(Cap::Bpf) && !c.has(Cap::Perfmon));
+    // CAP_BPF stays: the kernel checks it whenever inet_diag hands over the RTT windows.
+    let dropped = |s: &str| CapSet::parse_status(s).is_some_and(|c| c.has(Cap::Bpf) && !c.has(Cap::Perfmon));
     let start = Instant::now();
     let mut last = String::new();
     while start.elapsed() < Duration::from_secs(10) {
@@ -217,5 +220,39 @@ fn watch_drops_cap_bpf_and_cap_perfmon_after_attach() {
     }
     let _ = child.kill();
     let _ = child.wait();
-    assert!(dropped(&last), "CapEff still has CAP_BPF or CAP_PERFMON: {last}");
+    assert!(dropped(&last), "CapEff should have CAP_BPF and not CAP_PERFMON: {last}");
+}
+
+/// The RTT window comes with each netlink dump and starts afresh after it: each read holds the
+/// ACKs since the previous one, not the flow's life.
+#[test]
+fn rtt_windows_cover_the_time_since_the_last_read() {
+    if !bbrtop::lab::privileged("a BBR lab flow") || !bpf_privileged("RTT windows") {
+        return;
+    }
+    let mut lab = Lab::new(LabConfig::default()).expect("lab");
+    let l = load();
+    let flow = lab.start_flow("bbr").expect("bbr flow");
+    let ns = bbrtop::collect::netns::NetnsSpec(lab.sender_netns().to_path_buf());
+    let mut diag = InetDiag::open(Some(&ns), StateSet::default_filter()).expect("netlink");
+    diag.read_windows(l.window_storage().expect("window storage"));
+    let mut reads = Vec::new();
+    for _ in 0..4 {
+        std::thread::sleep(Duration::from_millis(700));
+        let d = diag.dump().expect("dump");
+        let r = d.sockets.into_iter().find(|r| r.local == flow.local).expect("the flow's socket");
+        reads.push(r);
+    }
+    lab.stop_flow(&flow);
+    for r in &reads[1..] {
+        let w = r.kernel_rtt.expect("a window with every dump");
+        let (min, max) = (w.min_srtt_us.expect("min"), w.max_srtt_us.expect("max"));
+        assert!(w.samples > 0, "a busy flow had ACKs since the last read: {w:?}");
+        assert!(min <= w.last_srtt_us && w.last_srtt_us <= max, "{w:?}");
+        let acks_so_far = r.tcp_info.segs_in().expect("segs_in");
+        assert!(
+            u64::from(w.samples) < u64::from(acks_so_far) / 2,
+            "since the last read, not since start: {w:?}, {acks_so_far} segments in"
+        );
+    }
 }

@@ -6,6 +6,7 @@
 use super::event::{self, DecodeError, Event};
 use super::{BpfStatus, PROGRAMS};
 use crate::alert::rule::RuleConfig;
+use crate::collect::inet_diag::WindowStorage;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{
     Link, MapCore, MapFlags, MapHandle, PrintLevel, ProgramHandle, RingBuffer, RingBufferBuilder,
@@ -66,6 +67,8 @@ pub struct Loaded {
     pub ringbuf: RingBuffer<'static>,
     pub inbox: Inbox,
     lost: MapHandle,
+    socks: MapHandle,
+    read_epoch: MapHandle,
 }
 
 impl Loaded {
@@ -86,6 +89,17 @@ impl Loaded {
                 .sum(),
             _ => 0,
         }
+    }
+
+    /// What the netlink collector needs to read the RTT windows with each dump.
+    pub fn window_storage(&self) -> std::io::Result<WindowStorage> {
+        use std::os::fd::AsFd;
+        let map = self.socks.as_fd().try_clone_to_owned()?;
+        let epoch = MapHandle::try_from(&self.read_epoch).map_err(std::io::Error::other)?;
+        let set_epoch = move |e: u32| {
+            epoch.update(&0u32.to_ne_bytes(), &e.to_ne_bytes(), MapFlags::ANY).map_err(std::io::Error::other)
+        };
+        Ok(WindowStorage { map, set_epoch: Box::new(set_epoch) })
     }
 
     /// Drains the ring buffer without blocking, into the inbox.
@@ -145,8 +159,10 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     })
     .map_err(|e| LoadError::RingBuf(e.to_string()))?;
     let ringbuf = rb.build().map_err(|e| LoadError::RingBuf(e.to_string()))?;
-    let lost = MapHandle::try_from(&skel.maps.lost).map_err(|e| LoadError::RingBuf(e.to_string()))?;
-    Ok(Loaded { links, failed, prog_ids, ringbuf, inbox, lost })
+    let handle = |m| MapHandle::try_from(m).map_err(|e: libbpf_rs::Error| LoadError::RingBuf(e.to_string()));
+    let (lost, socks, read_epoch) =
+        (handle(&skel.maps.lost)?, handle(&skel.maps.socks)?, handle(&skel.maps.read_epoch)?);
+    Ok(Loaded { links, failed, prog_ids, ringbuf, inbox, lost, socks, read_epoch })
 }
 
 #[cfg(test)]
@@ -167,6 +183,8 @@ mod tests {
         assert_eq!(offset_of!(types::bbrtop_close, cc), 64);
         assert_eq!(offset_of!(types::bbrtop_close, bbr_bw), 136);
         assert_eq!(offset_of!(types::bbrtop_close, inflations), 148);
+        assert_eq!(size_of::<types::bbrtop_rtt_window>(), crate::model::RttWindow::LEN);
+        assert_eq!(offset_of!(types::bbrtop_rtt_window, max_srtt_us), 16);
     }
 
     #[test]

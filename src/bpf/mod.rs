@@ -14,6 +14,7 @@ pub mod privs;
 
 use crate::alert::rule::RuleConfig;
 use crate::caps::{self, Cap, CapSet};
+use crate::collect::inet_diag::WindowStorage;
 use crate::engine::Update;
 use crate::runtime::Source;
 use std::path::Path;
@@ -54,38 +55,59 @@ pub fn unavailable(caps: CapSet, btf: &Path) -> Option<String> {
     None
 }
 
-/// The BPF source for the poller, or a status-only source with the reason it is off.
-pub fn sources(rule: &RuleConfig) -> (Vec<Box<dyn Source>>, BpfStatus) {
+/// What loading eBPF gives the poller: its sources (or a status-only one with the reason it is
+/// off), the status, and the RTT windows for the netlink collector to read.
+pub struct Loading {
+    pub sources: Vec<Box<dyn Source>>,
+    pub status: BpfStatus,
+    pub windows: Option<WindowStorage>,
+}
+
+impl Loading {
+    fn off(reason: String) -> Loading {
+        Loading {
+            sources: vec![Box::new(Off(reason.clone()))],
+            status: BpfStatus::off(reason),
+            windows: None,
+        }
+    }
+}
+
+/// Loads and attaches the programs, if this host and process can.
+pub fn sources(rule: &RuleConfig) -> Loading {
     if let Some(reason) = unavailable(CapSet::effective(), Path::new(BTF_PATH)) {
-        return (vec![Box::new(Off(reason.clone()))], BpfStatus::off(reason));
+        return Loading::off(reason);
     }
     load_source(rule)
 }
 
 #[cfg(feature = "bpf")]
-fn load_source(rule: &RuleConfig) -> (Vec<Box<dyn Source>>, BpfStatus) {
+fn load_source(rule: &RuleConfig) -> Loading {
     match loader::load(&loader::LoadConfig::from_rule(rule)) {
         Ok(l) => {
             let status = l.status();
             if l.links.is_empty() {
                 let reason = format!("eBPF off: no program attached ({})", describe_failures(&status));
-                return (vec![Box::new(Off(reason.clone()))], BpfStatus { reason: Some(reason), ..status });
+                return Loading {
+                    status: BpfStatus { reason: Some(reason.clone()), ..status },
+                    ..Loading::off(reason)
+                };
             }
-            // Attached: CAP_BPF and CAP_PERFMON are no longer needed (the fds are open).
-            if let Err(e) = privs::drop_caps(&[Cap::Bpf, Cap::Perfmon]) {
-                eprintln!("bbrtop: could not drop CAP_BPF/CAP_PERFMON: {e}");
+            // Attached: CAP_PERFMON is no longer needed (the fds are open). CAP_BPF stays only
+            // for the kernel's check when inet_diag hands over the RTT windows.
+            let windows = l.window_storage().ok();
+            let drop: &[Cap] = if windows.is_some() { &[Cap::Perfmon] } else { &[Cap::Bpf, Cap::Perfmon] };
+            if let Err(e) = privs::drop_caps(drop) {
+                eprintln!("bbrtop: could not drop {}: {e}", caps::names(drop));
             }
-            (vec![Box::new(collector::Collector::new(l))], status)
+            Loading { sources: vec![Box::new(collector::Collector::new(l))], status, windows }
         }
-        Err(e) => {
-            let reason = format!("eBPF off: {e}");
-            (vec![Box::new(Off(reason.clone()))], BpfStatus::off(reason))
-        }
+        Err(e) => Loading::off(format!("eBPF off: {e}")),
     }
 }
 
 #[cfg(not(feature = "bpf"))]
-fn load_source(_: &RuleConfig) -> (Vec<Box<dyn Source>>, BpfStatus) {
+fn load_source(_: &RuleConfig) -> Loading {
     unreachable!("unavailable() is Some without the bpf feature")
 }
 

@@ -14,11 +14,14 @@ pub fn assemble(
     filter: &Filter,
     rule: &RuleConfig,
 ) -> Result<(Vec<Box<dyn Source>>, BpfStatus), Failure> {
-    let diag = InetDiag::open(netns, filter.state_set()).map_err(Failure::from_collect)?;
+    let mut diag = InetDiag::open(netns, filter.state_set()).map_err(Failure::from_collect)?;
+    let bpf = crate::bpf::sources(rule);
+    if let Some(w) = bpf.windows {
+        diag.read_windows(w);
+    }
     let mut sources: Vec<Box<dyn Source>> = vec![Box::new(diag)];
-    let (bpf, status) = crate::bpf::sources(rule);
-    sources.extend(bpf);
-    Ok((sources, status))
+    sources.extend(bpf.sources);
+    Ok((sources, bpf.status))
 }
 
 /// One line for stderr about eBPF, when it is off or partly attached.

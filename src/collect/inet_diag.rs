@@ -8,6 +8,7 @@ use crate::model::StateSet;
 use crate::runtime::Source;
 use crate::wire::{DumpParser, Progress, WireError, ends_dump, request};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_SOCK_DIAG};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -42,6 +43,14 @@ pub enum CollectError {
     Interrupted(u32),
 }
 
+/// Where bbrtop's eBPF programs keep each socket's RTT window, for the collector to read with
+/// each dump: the socket-local storage map, and a way to start the next windows.
+pub struct WindowStorage {
+    pub map: OwnedFd,
+    /// Sets the programs' read epoch.
+    pub set_epoch: Box<dyn FnMut(u32) -> std::io::Result<()> + Send>,
+}
+
 /// A NETLINK_SOCK_DIAG socket, bound to one network namespace for its life.
 pub struct InetDiag {
     sock: Socket,
@@ -49,6 +58,7 @@ pub struct InetDiag {
     buf: Vec<u8>,
     seq: u32,
     parser: DumpParser,
+    storage: Option<WindowStorage>,
     /// Receive buffers kept from dump to dump.
     pool: Vec<Vec<u8>>,
     /// Sockets per family in the last dump, to size the next one.
@@ -71,6 +81,7 @@ impl InetDiag {
             seq: 0,
             parser: DumpParser::with_netns(netns),
             pool: Vec::new(),
+            storage: None,
             last_count: [0; 2],
         })
     }
@@ -87,6 +98,36 @@ impl InetDiag {
         &mut self,
         observe: &mut dyn FnMut(u32, &SocketRecord),
     ) -> Result<Dump, CollectError> {
+        let d = match self.dump_once(observe) {
+            // The kernel checks CAP_BPF before it hands storage over, at the dump's start.
+            Err(CollectError::Wire(WireError::Kernel { errno: libc::EPERM })) if self.storage.is_some() => {
+                self.storage = None;
+                self.dump_once(observe)
+            }
+            d => d,
+        }?;
+        self.windows_read();
+        Ok(d)
+    }
+
+    /// Reads bbrtop's eBPF RTT windows with every dump from now on ([`crate::model::RttWindow`]).
+    /// Without CAP_BPF the kernel refuses; the dumps then go on without them.
+    pub fn read_windows(&mut self, storage: WindowStorage) {
+        self.storage = Some(storage);
+    }
+
+    /// Starts new windows: the programs begin one at each socket's next ACK.
+    fn windows_read(&mut self) {
+        let Some(s) = &mut self.storage else { return };
+        let next = self.parser.epoch().wrapping_add(1);
+        match (s.set_epoch)(next) {
+            Ok(()) => self.parser.set_epoch(next),
+            // Windows that never end would claim samples since a read long past: drop them.
+            Err(_) => self.storage = None,
+        }
+    }
+
+    fn dump_once(&mut self, observe: &mut dyn FnMut(u32, &SocketRecord)) -> Result<Dump, CollectError> {
         let start = Instant::now();
         // Room for both families at once: the vector is allocated once and never regrown.
         let [v4, v6] = self.last_count;
@@ -265,7 +306,8 @@ impl InetDiag {
 
     fn send_request(&mut self, family: u8) -> Result<(), CollectError> {
         self.seq = self.seq.wrapping_add(1);
-        let req = request::dump_request(family, self.states, self.seq);
+        let maps: Vec<i32> = self.storage.iter().map(|s| s.map.as_raw_fd()).collect();
+        let req = request::dump_request(family, self.states, self.seq, &maps);
         self.sock.send(&req, 0)?;
         Ok(())
     }

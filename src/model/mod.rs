@@ -86,6 +86,44 @@ impl MemInfo {
     }
 }
 
+/// One socket's RTT samples since the last read, counted per ACK by bbrtop's eBPF program on
+/// tcp_probe and handed back by inet_diag with the dump (the socket-local storage). It sees every
+/// ACK, where tcp_info shows one srtt per poll.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct RttWindow {
+    /// ACKs (RTT samples) since the last read.
+    pub samples: u32,
+    /// srtt after the latest ACK, even when none came since the last read.
+    pub last_srtt_us: u32,
+    /// The smallest and largest srtt since the last read; absent when no ACK came.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_srtt_us: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_srtt_us: Option<u32>,
+}
+
+impl RttWindow {
+    /// Size of `struct bbrtop_rtt_window` (bpf/bbrtop.h), first in the storage value.
+    pub const LEN: usize = 24;
+
+    /// Decodes the window at the start of a storage value, read while the epoch was `epoch`: a
+    /// window of another epoch saw no ACK since the last read. `None` if too short.
+    pub fn parse(b: &[u8], epoch: u32) -> Option<RttWindow> {
+        let u = |i: usize| -> Option<u32> {
+            let s = b.get(i * 4..i * 4 + 4)?;
+            Some(u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
+        };
+        let (window_epoch, samples, last, min, max) = (u(0)?, u(1)?, u(2)?, u(3)?, u(4)?);
+        let current = window_epoch == epoch && samples > 0;
+        Some(RttWindow {
+            samples: if current { samples } else { 0 },
+            last_srtt_us: last,
+            min_srtt_us: current.then_some(min),
+            max_srtt_us: current.then_some(max),
+        })
+    }
+}
+
 /// Everything one inet_diag message says about one socket.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SocketRecord {
@@ -107,6 +145,9 @@ pub struct SocketRecord {
     pub bbr: Option<BbrInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skmem: Option<MemInfo>,
+    /// Per-ACK RTT since the last read (eBPF); absent when eBPF is off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_rtt: Option<RttWindow>,
 }
 
 impl SocketRecord {
@@ -124,6 +165,7 @@ impl SocketRecord {
             tcp_info: TcpInfo::default(),
             bbr: None,
             skmem: None,
+            kernel_rtt: None,
         }
     }
 
@@ -148,6 +190,20 @@ mod tests {
         assert_eq!(i.pacing_gain, 1.25);
         assert_eq!(i.cwnd_gain, 2.0);
         assert!(BbrInfo::parse(&b[..19]).is_none());
+    }
+
+    #[test]
+    fn rtt_window_of_this_read_or_not() {
+        let b: Vec<u8> = [7u32, 3, 1200, 1000, 1500, 0].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let w = RttWindow::parse(&b, 7).unwrap();
+        assert_eq!(
+            (w.samples, w.last_srtt_us, w.min_srtt_us, w.max_srtt_us),
+            (3, 1200, Some(1000), Some(1500))
+        );
+        // An older epoch: no ACK since the last read, but the last srtt stands.
+        let w = RttWindow::parse(&b, 8).unwrap();
+        assert_eq!((w.samples, w.last_srtt_us, w.min_srtt_us, w.max_srtt_us), (0, 1200, None, None));
+        assert!(RttWindow::parse(&b[..19], 7).is_none());
     }
 
     #[test]

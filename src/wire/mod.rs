@@ -5,9 +5,9 @@
 pub mod request;
 
 use crate::engine::{Dump, DumpStats};
-use crate::model::{BbrInfo, Cookie, InfoSize, MemInfo, SocketRecord, TcpState};
+use crate::model::{BbrInfo, Cookie, InfoSize, MemInfo, RttWindow, SocketRecord, TcpState};
 use netlink_packet_core::{
-    NLM_F_DUMP_INTR, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NetlinkBuffer, NlasIterator, Parseable,
+    NLM_F_DUMP_INTR, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NetlinkBuffer, NlaBuffer, NlasIterator, Parseable,
 };
 use netlink_packet_sock_diag::constants::{
     INET_DIAG_BBRINFO, INET_DIAG_CONG, INET_DIAG_INFO, INET_DIAG_SKMEMINFO, SOCK_DIAG_BY_FAMILY,
@@ -51,6 +51,8 @@ pub struct DumpParser {
     interrupted: bool,
     names: CcNames,
     netns: Option<u64>,
+    /// The read epoch the eBPF RTT windows are read at (see [`RttWindow`]).
+    epoch: u32,
 }
 
 /// Where a family's part of the dump began, to take it back if the kernel interrupts it.
@@ -80,6 +82,15 @@ impl DumpParser {
     /// Every record is tagged with `netns`, the inode of the namespace the dump came from.
     pub fn with_netns(netns: Option<u64>) -> DumpParser {
         DumpParser { netns, ..DumpParser::default() }
+    }
+
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// Sets the read epoch of the eBPF RTT windows in the dumps that follow.
+    pub fn set_epoch(&mut self, epoch: u32) {
+        self.epoch = epoch;
     }
 
     /// Starts a family's dump, expecting about `sockets` more records (the last dump's count),
@@ -131,7 +142,7 @@ impl DumpParser {
                 }
                 NLMSG_NOOP => {}
                 SOCK_DIAG_BY_FAMILY => {
-                    let mut rec = parse_socket(msg.payload(), &mut self.stats, &mut self.names)?;
+                    let mut rec = parse_socket(msg.payload(), &mut self.stats, &mut self.names, self.epoch)?;
                     rec.netns = self.netns;
                     if self.seen.insert(rec.cookie) {
                         self.sockets.push(rec);
@@ -169,6 +180,7 @@ pub fn parse_socket(
     payload: &[u8],
     stats: &mut DumpStats,
     names: &mut CcNames,
+    epoch: u32,
 ) -> Result<SocketRecord, WireError> {
     let hdr = InetResponseHeader::parse(payload).map_err(|e| WireError::Malformed(e.to_string()))?;
     let id = &hdr.socket_id;
@@ -201,11 +213,46 @@ pub fn parse_socket(
                 rec.cc = Some(names.intern(name));
             }
             INET_DIAG_SKMEMINFO => rec.skmem = MemInfo::parse(v),
+            INET_DIAG_SK_BPF_STORAGES => {
+                rec.kernel_rtt = storage_value(v)?.and_then(|b| RttWindow::parse(b, epoch))
+            }
             // Everything else (and anything a newer kernel adds) is skipped.
             _ => {}
         }
     }
     Ok(rec)
+}
+
+/// `INET_DIAG_SK_BPF_STORAGES` (include/uapi/linux/inet_diag.h); the crate does not name it.
+const INET_DIAG_SK_BPF_STORAGES: u16 = 20;
+/// Nested in it (include/uapi/linux/sock_diag.h).
+const SK_DIAG_BPF_STORAGE: u16 = 1;
+const SK_DIAG_BPF_STORAGE_MAP_VALUE: u16 = 3;
+
+/// The value of the first socket-local storage in an `INET_DIAG_SK_BPF_STORAGES` attribute: the
+/// collector asks for one map only.
+fn storage_value(v: &[u8]) -> Result<Option<&[u8]>, WireError> {
+    for stg in NlasIterator::new(v) {
+        let (kind, stg) = nla_of(stg)?;
+        if kind != SK_DIAG_BPF_STORAGE {
+            continue;
+        }
+        for a in NlasIterator::new(stg) {
+            let (kind, value) = nla_of(a)?;
+            if kind == SK_DIAG_BPF_STORAGE_MAP_VALUE {
+                return Ok(Some(value));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// An attribute's kind and value, the value borrowed from the message (not the attribute).
+fn nla_of<E: std::fmt::Display>(nla: Result<NlaBuffer<&[u8]>, E>) -> Result<(u16, &[u8]), WireError> {
+    let nla = nla.map_err(|e| WireError::Malformed(e.to_string()))?;
+    let (kind, len) = (nla.kind(), nla.length() as usize);
+    let value = nla.into_inner().get(4..len).ok_or_else(|| WireError::Malformed("short attribute".into()))?;
+    Ok((kind, value))
 }
 
 /// Whether a buffer holds the message that ends a dump (NLMSG_DONE or an error), reading only

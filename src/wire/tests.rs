@@ -264,7 +264,7 @@ proptest! {
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
         let _ = DumpParser::new().feed(&bytes);
         let _ = ends_dump(&bytes);
-        let _ = parse_socket(&bytes, &mut DumpStats::default(), &mut CcNames::default());
+        let _ = parse_socket(&bytes, &mut DumpStats::default(), &mut CcNames::default(), 0);
     }
 
     #[test]
@@ -275,4 +275,20 @@ proptest! {
         b.truncate(cut.max(1).min(b.len()));
         let _ = DumpParser::new().feed(&b);
     }
+}
+
+/// The eBPF RTT window comes as a socket-local storage value, two attributes deep.
+#[test]
+fn bpf_storage_window() {
+    let window: Vec<u8> = [0u32, 4, 900, 800, 1100, 0].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    let storage = nla(1, &[nla(2, &7u32.to_ne_bytes()), nla(3, &window)].concat());
+    let (res, d) = parse_all(&[[v4(1, &[nla(20, &storage)]), done(2)].concat()]);
+    assert_eq!(res, Ok(Progress::Done { interrupted: false }));
+    let w = d.sockets[0].kernel_rtt.expect("window");
+    assert_eq!((w.samples, w.last_srtt_us, w.min_srtt_us, w.max_srtt_us), (4, 900, Some(800), Some(1100)));
+    // A storage attribute without a value, or none at all: no window.
+    let (_, d) = parse_all(&[[v4(1, &[nla(20, &nla(1, &nla(2, &7u32.to_ne_bytes())))]), done(2)].concat()]);
+    assert_eq!(d.sockets[0].kernel_rtt, None);
+    let (_, d) = parse_all(&[[v4(1, &[]), done(2)].concat()]);
+    assert_eq!(d.sockets[0].kernel_rtt, None);
 }
