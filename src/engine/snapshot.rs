@@ -41,6 +41,7 @@ pub struct Derived {
     /// Seconds since bbrtop first saw the socket.
     pub seen_for_seconds: f64,
     /// The kernel's own state of this socket (eBPF), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel: Option<Arc<super::kernel::KernelSocket>>,
 }
 
