@@ -15,7 +15,8 @@ mod bpf {
     pub fn build() {
         const SRC: &str = "bpf/bbrtop.bpf.c";
         const LOSS: &str = "bpf/lab_loss.bpf.c";
-        for f in [SRC, LOSS, "bpf/bbrtop.h", "bpf/vmlinux_min.h"] {
+        const REJECT: &str = "bpf/tests/reject.bpf.c";
+        for f in [SRC, LOSS, REJECT, "bpf/bbrtop.h", "bpf/vmlinux_min.h"] {
             println!("cargo:rerun-if-changed={f}");
         }
         let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -38,6 +39,12 @@ mod bpf {
             .clang_args(["-I", &multiarch])
             .build_and_generate(out.join("lab_loss.skel.rs"))
             .expect("building the lab's loss program (clang and kernel UAPI headers are needed)");
+        // For the tests only: an object the verifier rejects.
+        libbpf_cargo::SkeletonBuilder::new()
+            .source(REJECT)
+            .clang_args(["-I", &multiarch])
+            .build_and_generate(out.join("reject.skel.rs"))
+            .expect("building the test program the verifier rejects");
     }
 }
 

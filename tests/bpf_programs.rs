@@ -28,6 +28,20 @@ fn bpf_privileged(what: &str) -> bool {
     false
 }
 
+/// The object the verifier rejects (bpf/tests/reject.bpf.c).
+#[allow(
+    unsafe_code,
+    clippy::all,
+    clippy::pedantic,
+    clippy::undocumented_unsafe_blocks,
+    non_camel_case_types,
+    dead_code,
+    unused_imports
+)]
+mod reject {
+    include!(concat!(env!("OUT_DIR"), "/reject.skel.rs"));
+}
+
 fn load() -> Loaded {
     let l = loader::load(&LoadConfig { ratio_milli: 1500, floor_us: 1000 }).expect("load");
     assert!(l.failed.is_empty(), "attach failures: {:?}", l.failed);
@@ -255,4 +269,27 @@ fn rtt_windows_cover_the_time_since_the_last_read() {
             "since the last read, not since start: {w:?}, {acks_so_far} segments in"
         );
     }
+}
+
+/// A BPF object that fails to load: the verifier's own words go to the log file, the user gets
+/// one line that names it, and that line is the reason bbrtop reports as it goes on netlink-only.
+#[test]
+fn a_rejected_object_leaves_the_verifier_log_in_a_file_and_one_line_for_the_user() {
+    use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+    if !bpf_privileged("loading a BPF object") {
+        return;
+    }
+    let mut storage = std::mem::MaybeUninit::uninit();
+    let open = reject::RejectSkelBuilder::default().open(&mut storage).expect("open the object");
+    let err = match loader::logged_load(|| open.load()) {
+        Ok(_) => panic!("the verifier accepted a program that dereferences a number"),
+        Err(e) => e,
+    };
+    let loader::LoadError::Load { log, .. } = &err else { panic!("not a load error: {err}") };
+    let reason = format!("eBPF off: {err}");
+    assert_eq!(reason.lines().count(), 1, "{reason}");
+    assert!(reason.contains(&log.display().to_string()), "the line names the log: {reason}");
+    let text = std::fs::read_to_string(log).expect("the verifier log file");
+    assert!(text.contains("invalid mem access"), "the verifier's message is in the log: {text}");
+    let _ = std::fs::remove_file(log);
 }

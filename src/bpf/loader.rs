@@ -119,6 +119,21 @@ pub fn verifier_log_path() -> PathBuf {
     std::env::temp_dir().join(format!("bbrtop-verifier-{}.log", std::process::id()))
 }
 
+/// Runs `load` (an object's load into the kernel) with libbpf's messages kept: on failure they
+/// go to the verifier log file, and the error is one line that names it.
+pub fn logged_load<T>(load: impl FnOnce() -> libbpf_rs::Result<T>) -> Result<T, LoadError> {
+    LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    let prev = libbpf_rs::set_print(Some((PrintLevel::Debug, keep_log)));
+    let loaded = load();
+    libbpf_rs::set_print(prev);
+    loaded.map_err(|e| {
+        let log = verifier_log_path();
+        let text = std::mem::take(&mut *LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()));
+        let _ = std::fs::write(&log, format!("{text}\n{e:#}\n"));
+        LoadError::Load { summary: e.to_string().lines().next().unwrap_or("").to_string(), log }
+    })
+}
+
 pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     let mut storage = MaybeUninit::uninit();
     let mut open =
@@ -127,16 +142,7 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
         ro.ratio_milli = cfg.ratio_milli;
         ro.floor_us = cfg.floor_us;
     }
-    LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    let prev = libbpf_rs::set_print(Some((PrintLevel::Debug, keep_log)));
-    let loaded = open.load();
-    libbpf_rs::set_print(prev);
-    let skel = loaded.map_err(|e| {
-        let log = verifier_log_path();
-        let text = std::mem::take(&mut *LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()));
-        let _ = std::fs::write(&log, format!("{text}\n{e:#}\n"));
-        LoadError::Load { summary: e.to_string().lines().next().unwrap_or("").to_string(), log }
-    })?;
+    let skel = logged_load(|| open.load())?;
 
     let progs = [&skel.progs.tcp_probe, &skel.progs.tcp_destroy_sock];
     let (mut links, mut failed, mut prog_ids) = (Vec::new(), Vec::new(), Vec::new());
