@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # eBPF overhead benchmark, in one run and alternating:
 #  1. single-flow loopback iperf3 throughput without and with bbrtop tracing (ROUNDS each);
-#  2. ns per run of each program, from bpf_stats (run_time_ns / run_cnt), during the traced runs;
+#  2. ns per run of each program, from bpf_stats (run_time_ns / run_cnt), during the traced runs,
+#     and of an empty program on the same tracepoint (bench/floor.bpf.c): the measurement's floor;
 #  3. short loopback connections at the top churn rate: closes captured vs sockets closed.
-# Needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN for bpf_stats), iperf3, python3, bpftool.
+# Needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN for bpf_stats), iperf3, python3, bpftool, clang,
+# and `cargo build --release --example bpf_floor`.
 # Usage: bench/bpf.sh [ROUNDS] [SECONDS] [CONNECTIONS]
 set -euo pipefail
 ROUNDS=${1:-3} SECS=${2:-5} CONNS=${3:-20000}
@@ -11,6 +13,10 @@ cd "$(dirname "$0")/.."
 BIN=${BBRTOP:-target/release/bbrtop}
 [ -x "$BIN" ] || BIN=target/debug/bbrtop
 [ -x "$BIN" ] || { echo "build bbrtop first (cargo build --release)" >&2; exit 1; }
+FLOOR_LOADER=target/release/examples/bpf_floor
+[ -x "$FLOOR_LOADER" ] || { echo "build the floor loader first (cargo build --release --example bpf_floor)" >&2; exit 1; }
+FLOOR_OBJ=$(mktemp --suffix=.o)
+clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I bpf -c bench/floor.bpf.c -o "$FLOOR_OBJ"
 PORT=$((20000 + RANDOM % 20000))
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
@@ -18,7 +24,7 @@ trap cleanup EXIT
 
 stats_before=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
-trap 'cleanup; sysctl -qw kernel.bpf_stats_enabled='"$stats_before" EXIT
+trap 'cleanup; rm -f "$FLOOR_OBJ"; sysctl -qw kernel.bpf_stats_enabled='"$stats_before" EXIT
 
 iperf3 -s -p "$PORT" >/dev/null 2>&1 & pids+=($!)
 sleep 0.5
@@ -27,7 +33,7 @@ prog_stats() { # name -> "run_time_ns run_cnt" summed over loaded programs of th
   bpftool prog show -j | python3 -c "import json,sys; p=[x for x in json.load(sys.stdin) if x.get('name')=='$1']; print(sum(x.get('run_time_ns',0) for x in p), sum(x.get('run_cnt',0) for x in p))"
 }
 
-without=() with=() ns=()
+without=() with=() ns=() floor=()
 for r in $(seq "$ROUNDS"); do
   # Throughput with bpf_stats off (it adds two clock reads to every program run).
   sysctl -qw kernel.bpf_stats_enabled=0
@@ -42,14 +48,22 @@ for r in $(seq "$ROUNDS"); do
   read -r t c <<<"$(prog_stats tcp_probe)"
   ns+=("$(python3 -c "print(round(($t-$t0)/max($c-$c0,1),1))")")
   kill "$w"; wait "$w" 2>/dev/null || true
+  # The floor: an empty program on the same tracepoint, the same flow.
+  coproc FLOOR { "$FLOOR_LOADER" "$FLOOR_OBJ"; }
+  read -r _ <&"${FLOOR[0]}"
+  gbps >/dev/null
+  read -r ft fc <<<"$(prog_stats floor_probe)"
+  floor+=("$(python3 -c "print(round($ft/max($fc,1),1))")")
+  exec {FLOOR[1]}>&-; wait "$FLOOR_PID" 2>/dev/null || true
 done
-python3 - "${without[*]}" "${with[*]}" "${ns[*]}" <<'PY'
+python3 - "${without[*]}" "${with[*]}" "${ns[*]}" "${floor[*]}" <<'PY'
 import sys, statistics as st
-wo, wi, ns = ([float(x) for x in a.split()] for a in sys.argv[1:4])
+wo, wi, ns, fl = ([float(x) for x in a.split()] for a in sys.argv[1:5])
 print(f"throughput without bbrtop: {' '.join(f'{x:.2f}' for x in wo)} Gbit/s  mean {st.mean(wo):.2f}")
 print(f"throughput with bbrtop:    {' '.join(f'{x:.2f}' for x in wi)} Gbit/s  mean {st.mean(wi):.2f}")
 print(f"throughput change: {100*(st.mean(wi)/st.mean(wo)-1):+.2f}%")
 print(f"tcp_probe ns/run per round: {ns}  median {st.median(ns)}")
+print(f"empty tcp_probe program (the floor) ns/run per round: {fl}  median {st.median(fl)}")
 PY
 
 # Churn: CONNS short connections as fast as python can make them; both ends close in this

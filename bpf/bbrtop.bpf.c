@@ -21,17 +21,19 @@ const volatile __u32 ratio_milli = 1500; /* inflated while srtt*1000 >= ratio_mi
 const volatile __u32 floor_us = 1000;    /* ... and srtt - baseline >= floor_us */
 
 struct sock_state {
+	/* Touched on every ACK, kept together at the start (next to the storage's own header). */
 	struct bbrtop_rtt_window w; /* first: userspace reads it at this offset */
-	__u64 first_ns;
-	__u64 onset_ns;            /* 0: not inflated */
-	__u64 phase_began_ns;
-	const void *ca_ops;        /* the ops is_bbr was computed for */
 	__u32 samples;             /* lifetime */
+	__u8 is_bbr, mode, step, seen_phase;
+	const void *ca_ops;        /* the ops is_bbr was computed for */
+	__u64 onset_ns;            /* 0: not inflated */
+	/* Touched on transitions. */
+	__u64 first_ns;
+	__u64 phase_began_ns;
 	__u32 peak_ratio_milli;    /* this episode */
 	__u32 peak_ratio_all;      /* lifetime */
 	__u32 inflations;
 	__u32 entered[BBR_MODES];
-	__u8 is_bbr, mode, step, seen_phase;
 };
 
 struct {
