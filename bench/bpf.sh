@@ -88,7 +88,8 @@ print(f"churn: {n} connections in {dt:.2f}s = {n/dt:.0f}/s")
 PY
 sleep 2
 read -r dt dc <<<"$(prog_stats tcp_destroy_sock)"
+lost=$(bpftool map dump name lost -j | python3 -c 'import json,sys; print(sum(v["value"] for m in json.load(sys.stdin) for v in m["formatted"]["values"]))')
 kill -INT "$w"; wait "$w" 2>/dev/null || true
 captured=$(grep -c ":$CPORT\"" /tmp/bbrtop-bench-closed.$$ || true)
-echo "closes captured: $captured of $((2 * CONNS)) sockets (port $CPORT); tcp_destroy_sock ns/run: $(python3 -c "print(round($dt/max($dc,1),1))")"
+echo "closes captured: $captured of $((2 * CONNS)) sockets (port $CPORT), ring-buffer losses counted: $lost; tcp_destroy_sock ns/run: $(python3 -c "print(round($dt/max($dc,1),1))")"
 cat /tmp/bbrtop-bench-closed.err.$$ >&2; rm -f /tmp/bbrtop-bench-closed.$$ /tmp/bbrtop-bench-closed.err.$$
