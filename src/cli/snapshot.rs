@@ -73,15 +73,21 @@ fn stream_json(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
     let mut write = Ok(());
     let mut batches = Vec::new();
     let rx = Mutex::new(rx);
+    // Written buffers come back for the next batches: fresh megabytes would each be mapped,
+    // faulted in and zeroed.
+    let spare: Mutex<Vec<Vec<u8>>> = Mutex::default();
     let encoders = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
     std::thread::scope(|s| {
         let (done_tx, done) = mpsc::sync_channel(32);
         for _ in 0..encoders {
-            let (rx, done_tx) = (&rx, done_tx.clone());
+            let (rx, done_tx, spare) = (&rx, done_tx.clone(), &spare);
             s.spawn(move || {
                 while let Ok((seq, views)) = rx.lock().map_err(|_| ()).and_then(|r| r.recv().map_err(|_| ()))
                 {
-                    let mut buf = Vec::new();
+                    let mut buf = spare.lock().ok().and_then(|mut s| s.pop()).unwrap_or_default();
+                    buf.clear();
+                    // About 1.3 KB a socket: sized once, the buffer is never regrown and copied.
+                    buf.reserve(views.len() * 1536);
                     let encoded = json::encode_sockets(&mut buf, &views).map(|()| buf);
                     if done_tx.send((seq, encoded, views)).is_err() {
                         break;
@@ -96,9 +102,21 @@ fn stream_json(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
         for (seq, encoded, views) in done {
             pending.insert(seq, (encoded, views));
             while let Some((encoded, views)) = pending.remove(&batches.len()) {
-                if write.is_ok() {
-                    write =
-                        encoded.and_then(|buf| open_doc(&mut doc, &mut out, now)?.encoded(&buf, views.len()));
+                match encoded {
+                    Ok(buf) => {
+                        if write.is_ok() {
+                            write =
+                                open_doc(&mut doc, &mut out, now).and_then(|d| d.encoded(&buf, views.len()));
+                        }
+                        if let Ok(mut s) = spare.lock() {
+                            s.push(buf);
+                        }
+                    }
+                    Err(e) => {
+                        if write.is_ok() {
+                            write = Err(e);
+                        }
+                    }
                 }
                 batches.push(views);
             }

@@ -165,7 +165,9 @@ impl DumpParser {
     /// Hands over the records parsed so far, for a streamed dump; the duplicate set is kept, so
     /// a socket is handed over once. A streamed dump never rewinds.
     pub fn take_batch(&mut self) -> Vec<SocketRecord> {
-        std::mem::take(&mut self.sockets)
+        // The next batch is about as big: sized now, it is not regrown (and copied) as it fills.
+        let next = Vec::with_capacity(self.sockets.len());
+        std::mem::replace(&mut self.sockets, next)
     }
 
     /// Hands over the dump so far and starts afresh. `stats.duration` is left for the caller.
