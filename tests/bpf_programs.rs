@@ -28,19 +28,8 @@ fn bpf_privileged(what: &str) -> bool {
     false
 }
 
-/// The object the verifier rejects (bpf/tests/reject.bpf.c).
-#[allow(
-    unsafe_code,
-    clippy::all,
-    clippy::pedantic,
-    clippy::undocumented_unsafe_blocks,
-    non_camel_case_types,
-    dead_code,
-    unused_imports
-)]
-mod reject {
-    include!(concat!(env!("OUT_DIR"), "/reject.skel.rs"));
-}
+// The object the verifier rejects (bpf/tests/reject.bpf.c).
+bbrtop::bpf_skeleton!(reject, "reject.skel.rs");
 
 fn load() -> Loaded {
     let l = loader::load(&LoadConfig { ratio_milli: 1500, floor_us: 1000 }).expect("load");

@@ -15,18 +15,7 @@ use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-#[allow(
-    unsafe_code,
-    clippy::all,
-    clippy::pedantic,
-    clippy::undocumented_unsafe_blocks,
-    non_camel_case_types,
-    dead_code,
-    unused_imports
-)]
-mod skel {
-    include!(concat!(env!("OUT_DIR"), "/bbrtop.skel.rs"));
-}
+crate::bpf_skeleton!(skel, "bbrtop.skel.rs");
 pub use skel::types;
 
 /// The rule's kernel half, written into the object's rodata before load.

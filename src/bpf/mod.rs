@@ -4,6 +4,26 @@
 //! and otherwise a status-only source carrying the one-line reason, so every status report
 //! (snapshot collectors, exporter self-metrics) shows why eBPF is off.
 
+/// Includes a skeleton libbpf-cargo generated in OUT_DIR (see build.rs) as module `$name`, with
+/// the lints its generated code trips allowed there only.
+#[macro_export]
+macro_rules! bpf_skeleton {
+    ($name:ident, $file:literal) => {
+        #[allow(
+            unsafe_code,
+            clippy::all,
+            clippy::pedantic,
+            clippy::undocumented_unsafe_blocks,
+            non_camel_case_types,
+            dead_code,
+            unused_imports
+        )]
+        mod $name {
+            include!(concat!(env!("OUT_DIR"), "/", $file));
+        }
+    };
+}
+
 #[cfg(feature = "bpf")]
 mod collector;
 pub mod event;

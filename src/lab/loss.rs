@@ -35,18 +35,7 @@ mod imp {
     use std::mem::MaybeUninit;
     use std::os::fd::AsFd;
 
-    #[allow(
-        unsafe_code,
-        clippy::all,
-        clippy::pedantic,
-        clippy::undocumented_unsafe_blocks,
-        non_camel_case_types,
-        dead_code,
-        unused_imports
-    )]
-    mod skel {
-        include!(concat!(env!("OUT_DIR"), "/lab_loss.skel.rs"));
-    }
+    crate::bpf_skeleton!(skel, "lab_loss.skel.rs");
 
     fn err(what: &str, e: impl std::fmt::Display) -> LabError {
         LabError::Unsupported(format!("lab loss program: {what}: {e}"))
