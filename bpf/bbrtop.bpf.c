@@ -24,7 +24,7 @@ struct sock_state {
 	/* Touched on every ACK, kept together at the start (next to the storage's own header). */
 	struct bbrtop_rtt_window w; /* first: userspace reads it at this offset */
 	__u32 samples;             /* lifetime */
-	__u8 is_bbr, mode, step, seen_phase;
+	__u8 is_bbr, mode, seen_phase, _pad;
 	const void *ca_ops;        /* the ops is_bbr was computed for */
 	__u64 onset_ns;            /* 0: not inflated */
 	/* Touched on transitions. */
@@ -93,12 +93,6 @@ static __always_inline bool is_bbr_ops(const struct tcp_congestion_ops *ops)
 	return n[0] == 'b' && n[1] == 'b' && n[2] == 'r' && n[3] == 0;
 }
 
-static __always_inline __u8 step_of(__u8 mode, __u8 cycle_idx)
-{
-	/* PROBE_BW: 0 up, 1 down, 2..7 cruise (tcp_bbr.c bbr_pacing_gain[]). */
-	return mode == 2 ? (cycle_idx < 2 ? cycle_idx : 2) : 0;
-}
-
 static __always_inline void emit_infl(struct sock *sk, __u32 kind, struct sock_state *st, __u32 srtt,
 				      __u32 base, __u64 now)
 {
@@ -155,6 +149,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	if (ops != st->ca_ops) {
 		st->ca_ops = ops;
 		st->is_bbr = is_bbr_ops(ops);
+		st->w.bbr = 0; /* set again at this ACK if it still runs BBR */
 	}
 
 	/* Baseline: the smaller of tcp's windowed min RTT and BBR's own (DESIGN.md). */
@@ -192,18 +187,22 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 		return 0;
 	mode = BPF_CORE_READ_BITFIELD(bbr, mode);
 	cycle = BPF_CORE_READ_BITFIELD(bbr, cycle_idx);
-	__u8 step = step_of(mode, cycle);
-	if (st->seen_phase && mode == st->mode && step == st->step)
+	/* The latest state rides in the window, which userspace reads at every poll: PROBE_BW
+	 * steps every round trip, too often for an event each on a short path. */
+	st->w.bbr = 1;
+	st->w.bbr_mode = mode;
+	st->w.cycle_idx = cycle;
+	st->w.bbr_flags = BPF_CORE_READ_BITFIELD(bbr, full_bw_reached) |
+			  BPF_CORE_READ_BITFIELD(bbr, lt_use_bw) << 1;
+	if (st->seen_phase && mode == st->mode)
 		return 0;
 
 	__u64 now = bpf_ktime_get_ns();
 	__u64 prev_began = st->phase_began_ns;
 	__u8 prev_mode = st->seen_phase ? st->mode : 0xff;
-	if (mode != st->mode || !st->seen_phase)
-		st->entered[mode & (BBR_MODES - 1)]++;
+	st->entered[mode & (BBR_MODES - 1)]++;
 	st->phase_began_ns = now;
 	st->mode = mode;
-	st->step = step;
 	st->seen_phase = 1;
 
 	struct bbrtop_phase *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -214,8 +213,8 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	fill_hdr(&e->h, BBRTOP_PHASE, sk, now);
 	e->mode = mode;
 	e->cycle_idx = cycle;
-	e->full_bw_reached = BPF_CORE_READ_BITFIELD(bbr, full_bw_reached);
-	e->lt_use_bw = BPF_CORE_READ_BITFIELD(bbr, lt_use_bw);
+	e->full_bw_reached = st->w.bbr_flags & 1;
+	e->lt_use_bw = st->w.bbr_flags >> 1;
 	e->prev_mode = prev_mode;
 	e->prev_cycle_idx = 0;
 	e->_pad = 0;

@@ -29,7 +29,7 @@ struct bbrtop_infl {
 	__u32 _pad;
 };
 
-/* PHASE: 56 bytes. A change of BBR mode, or of PROBE_BW step (up/down/cruise). */
+/* PHASE: 56 bytes. A change of BBR mode (PROBE_BW's steps ride in the RTT window instead). */
 struct bbrtop_phase {
 	struct bbrtop_hdr h;
 	__u8 mode;
@@ -76,14 +76,18 @@ struct bbrtop_close {
  * each inet_diag dump (INET_DIAG_REQ_SK_BPF_STORAGES): 24 bytes. Userspace bumps the epoch
  * (map read_epoch) after each dump, and the socket's next ACK starts a new window, so a window
  * holds the RTT samples since the last read. A window whose epoch is not the current one saw no
- * ACK since the last read. */
+ * ACK since the last read. For BBR sockets it also holds BBR's state at the latest ACK, so
+ * PROBE_BW's steps need no event of their own. */
 struct bbrtop_rtt_window {
 	__u32 epoch;
 	__u32 samples;         /* RTT samples (ACKs) in this window */
 	__u32 last_srtt_us;
 	__u32 min_srtt_us;
 	__u32 max_srtt_us;
-	__u32 _pad;
+	__u8 bbr;              /* 1: a BBR socket, and the next three bytes are its state */
+	__u8 bbr_mode;         /* struct bbr: mode */
+	__u8 cycle_idx;        /* struct bbr: cycle_idx */
+	__u8 bbr_flags;        /* bit 0: full_bw_reached, bit 1: lt_use_bw */
 };
 
 #endif

@@ -52,7 +52,7 @@ pub enum KernelUpdate {
 pub struct KernelSocket {
     pub netns: u32,
     pub bbr: Option<KernelPhase>,
-    /// Phase-change events seen (mode or PROBE_BW step).
+    /// Mode-change events seen (PROBE_BW steps come with each dump, in the RTT window).
     pub phase_changes: u64,
     /// Times the present mode was entered.
     pub mode_entered: u32,
@@ -237,15 +237,20 @@ impl KernelState {
     }
 }
 
-/// Overlays kernel values on what netlink inferred: the phase says where it came from.
-pub fn overlay(mut d: super::snapshot::Derived, k: Option<&Arc<KernelSocket>>) -> super::snapshot::Derived {
-    if let Some(k) = k {
-        if let Some(p) = k.bbr.and_then(|b| b.phase()) {
-            d.phase = Some(p);
-            d.phase_source = Some(crate::model::Source::Kernel);
-        }
-        d.kernel = Some(Arc::clone(k));
+/// Overlays kernel values on what netlink inferred: the phase says where it came from. BBR's
+/// state at the socket's latest ACK (the RTT window read with the dump) is the freshest; the last
+/// mode-change event stands in when there is no window.
+pub fn overlay(
+    mut d: super::snapshot::Derived,
+    k: Option<&Arc<KernelSocket>>,
+    r: &crate::model::SocketRecord,
+) -> super::snapshot::Derived {
+    let from_window = r.kernel_rtt.and_then(|w| w.bbr).and_then(|b| Phase::from_kernel(b.mode, b.cycle_idx));
+    if let Some(p) = from_window.or_else(|| k.and_then(|k| k.bbr).and_then(|b| b.phase())) {
+        d.phase = Some(p);
+        d.phase_source = Some(crate::model::Source::Kernel);
     }
+    d.kernel = k.cloned();
     d
 }
 

@@ -310,7 +310,7 @@ impl Engine {
                 let r = &self.records[t.idx as usize];
                 SocketView {
                     record: RecordRef::new(Arc::clone(&self.records), t.idx),
-                    derived: kernel::overlay(derived(&rule, t, r, now.mono), self.kernel.socket(r.cookie)),
+                    derived: kernel::overlay(derived(&rule, t, r, now.mono), self.kernel.socket(r.cookie), r),
                     history: HistoryView::new(Arc::clone(&t.history), t.first_poll, poll, cap),
                 }
             })

@@ -274,3 +274,38 @@ fn kernel_state_of_unlisted_sockets_is_pruned() {
     assert_eq!(e.kernel.held(), 1);
     assert!(e.kernel.socket(1).is_some() && e.kernel.socket(99).is_none());
 }
+
+/// BBR's state read with the dump (the eBPF RTT window) gives the phase, PROBE_BW step
+/// included, and outranks the last mode-change event.
+#[test]
+fn window_state_gives_the_kernel_phase() {
+    use super::kernel::{KernelPhase, KernelUpdate};
+    use crate::model::{BbrState, RttWindow};
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    // The last event said STARTUP; the window says PROBE_BW, draining (cycle_idx 1).
+    e.apply(
+        Update::Kernel(KernelUpdate::Phase {
+            cookie: 1,
+            netns: 7,
+            phase: KernelPhase::default(),
+            entered: 1,
+        }),
+        t0,
+    );
+    let mut r = sock(1, "bbr", 20_000, 20_000, 0);
+    r.kernel_rtt = Some(RttWindow {
+        samples: 3,
+        last_srtt_us: 20_000,
+        min_srtt_us: Some(20_000),
+        max_srtt_us: Some(20_000),
+        bbr: Some(BbrState { mode: 2, cycle_idx: 1, full_bw_reached: true, lt_use_bw: false }),
+    });
+    e.apply(dump(vec![r, sock(2, "bbr", 20_000, 20_000, 0)]), t0);
+    let s = e.tick(t0);
+    let d = &s.socket(1).unwrap().derived;
+    assert_eq!((d.phase, d.phase_source), (Some(Phase::ProbeBw(ProbeBwStep::Down)), Some(Source::Kernel)));
+    assert_eq!(d.kernel.as_ref().unwrap().mode_entered, 1, "the event's counts stay");
+    let d = &s.socket(2).unwrap().derived;
+    assert_eq!(d.phase_source, Some(Source::Inferred), "no window, no event: inferred");
+}

@@ -100,6 +100,21 @@ pub struct RttWindow {
     pub min_srtt_us: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_srtt_us: Option<u32>,
+    /// BBR's own state at the latest ACK (`struct bbr`), for BBR sockets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bbr: Option<BbrState>,
+}
+
+/// `struct bbr`'s state, read by eBPF.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct BbrState {
+    /// 0 STARTUP, 1 DRAIN, 2 PROBE_BW, 3 PROBE_RTT.
+    pub mode: u8,
+    /// PROBE_BW's place in its gain cycle: 0 probing up, 1 draining, 2 to 7 cruising.
+    pub cycle_idx: u8,
+    pub full_bw_reached: bool,
+    /// The long-term (policer) bandwidth mode.
+    pub lt_use_bw: bool,
 }
 
 impl RttWindow {
@@ -115,11 +130,18 @@ impl RttWindow {
         };
         let (window_epoch, samples, last, min, max) = (u(0)?, u(1)?, u(2)?, u(3)?, u(4)?);
         let current = window_epoch == epoch && samples > 0;
+        let bbr = b.get(20..24).filter(|s| s[0] == 1).map(|s| BbrState {
+            mode: s[1],
+            cycle_idx: s[2],
+            full_bw_reached: s[3] & 1 != 0,
+            lt_use_bw: s[3] & 2 != 0,
+        });
         Some(RttWindow {
             samples: if current { samples } else { 0 },
             last_srtt_us: last,
             min_srtt_us: current.then_some(min),
             max_srtt_us: current.then_some(max),
+            bbr,
         })
     }
 }
@@ -194,12 +216,16 @@ mod tests {
 
     #[test]
     fn rtt_window_of_this_read_or_not() {
-        let b: Vec<u8> = [7u32, 3, 1200, 1000, 1500, 0].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let mut b: Vec<u8> = [7u32, 3, 1200, 1000, 1500, 0].iter().flat_map(|v| v.to_ne_bytes()).collect();
         let w = RttWindow::parse(&b, 7).unwrap();
         assert_eq!(
             (w.samples, w.last_srtt_us, w.min_srtt_us, w.max_srtt_us),
             (3, 1200, Some(1000), Some(1500))
         );
+        assert_eq!(w.bbr, None, "not a BBR socket");
+        b[20..24].copy_from_slice(&[1, 2, 5, 0b01]);
+        let bbr = RttWindow::parse(&b, 7).unwrap().bbr.unwrap();
+        assert_eq!(bbr, BbrState { mode: 2, cycle_idx: 5, full_bw_reached: true, lt_use_bw: false });
         // An older epoch: no ACK since the last read, but the last srtt stands.
         let w = RttWindow::parse(&b, 8).unwrap();
         assert_eq!((w.samples, w.last_srtt_us, w.min_srtt_us, w.max_srtt_us), (0, 1200, None, None));
