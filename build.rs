@@ -3,6 +3,16 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    // The compiler that built us, for bbrtop_build_info (as Go exporters give goversion).
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let version = std::process::Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|v| v.split_whitespace().nth(1).map(str::to_string))
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=BBRTOP_RUSTC_VERSION={version}");
     if std::env::var_os("CARGO_FEATURE_BPF").is_some() {
         bpf::build();
     }

@@ -473,7 +473,14 @@ impl Scrape {
             enc,
             "bbrtop_build_info",
             "Always 1; the labels say which build is running.",
-            [([("version", env!("CARGO_PKG_VERSION")), ("features", features)], 1u64)],
+            [(
+                [
+                    ("version", env!("CARGO_PKG_VERSION")),
+                    ("rustc", env!("BBRTOP_RUSTC_VERSION")),
+                    ("features", features),
+                ],
+                1u64,
+            )],
         )
     }
 }

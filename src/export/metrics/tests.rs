@@ -77,6 +77,7 @@ fn aggregates_by_cc_state_phase_and_peer_group() {
         Some(3.0)
     );
     assert!(om.contains("bbrtop_build_info{version=\""));
+    assert!(om.contains(",rustc=\"1."), "the compiler's version: {om}");
     assert!(!om.contains("bbrtop_socket_srtt_seconds"), "per-socket series are opt-in");
     assert!(!om.contains("bbrtop_closed_flows"), "closed flows only with eBPF");
 }
