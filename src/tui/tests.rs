@@ -428,3 +428,25 @@ fn the_selection_follows_its_socket_through_a_resort() {
     step(&mut app, Action::FilterApply);
     assert_eq!((app.selected, port(&app)), (0, 40001));
 }
+
+/// With eBPF, the detail pane shows the spread of every ACK's srtt since the last poll.
+#[test]
+fn detail_shows_the_per_ack_srtt_spread() {
+    let mut snap = fixture();
+    let mut r = (*snap.sockets[0].record).clone();
+    r.kernel_rtt = Some(crate::model::RttWindow {
+        samples: 412,
+        last_srtt_us: 24_000,
+        min_srtt_us: Some(21_500),
+        max_srtt_us: Some(38_250),
+        bbr: None,
+    });
+    snap.sockets[0].record = RecordRef::single(r);
+    let row = app_with(|_| {}).rows(&snap).iter().position(|s| s.record.cookie == 1).unwrap();
+    let app = app_with(|a| {
+        a.detail = true;
+        a.selected = row;
+    });
+    let screen = text(&render(&app, &snap, 200, 50));
+    assert!(screen.contains("acks 412 srtt 21.5ms..38.2ms"), "{screen}");
+}

@@ -79,6 +79,12 @@ fn summary_line(s: &SocketView, v: &Screen) -> String {
     if let Some(q) = d.queue_delay_us {
         parts.push(format!("queue +{}", micros(q)));
     }
+    // Every ACK's srtt since the last poll (eBPF), where tcp_info shows one.
+    if let Some(w) = s.record.kernel_rtt
+        && let (Some(lo), Some(hi)) = (w.min_srtt_us, w.max_srtt_us)
+    {
+        parts.push(format!("acks {} srtt {}..{}", w.samples, micros(lo), micros(hi)));
+    }
     if let Some(t) = d.inflated_for_seconds {
         parts.push(format!("inflated {}", super::ago(t)));
     }
