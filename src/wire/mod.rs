@@ -158,10 +158,6 @@ impl DumpParser {
         Ok(Progress::More)
     }
 
-    pub fn interrupted(&self) -> bool {
-        self.interrupted
-    }
-
     /// Hands over the records parsed so far, for a streamed dump; the duplicate set is kept, so
     /// a socket is handed over once. A streamed dump never rewinds.
     pub fn take_batch(&mut self) -> Vec<SocketRecord> {
