@@ -12,7 +12,7 @@ use bbrtop::lab::{Flow, Lab, LabConfig, privileged};
 use bbrtop::model::{Phase, StateSet};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 fn ss(lab: &Lab) -> Vec<SsSocket> {
     let o = Command::new("ip")
@@ -74,8 +74,18 @@ fn bbrtop_agrees_with_ss_on_bbr_and_cubic_flows() {
         InetDiag::open(Some(&NetnsSpec(lab.sender_netns().to_path_buf())), StateSet::default_filter())
             .unwrap();
     let mut engine = Engine::new(EngineConfig::default());
-    // Let both flows leave slow start and STARTUP, and the queue build.
+    // Let both flows leave slow start and the queue build, and BBR leave STARTUP and DRAIN:
+    // with CUBIC's queue in the path a round trip is long, and DRAIN can last seconds.
     std::thread::sleep(Duration::from_secs(8));
+    let settle = Instant::now();
+    loop {
+        let phase = view(&read(&lab, &mut diag, &mut engine).snap, &bbr).derived.phase;
+        if matches!(phase, Some(Phase::ProbeBw(_) | Phase::ProbeRtt)) {
+            break;
+        }
+        assert!(settle.elapsed() < Duration::from_secs(40), "BBR never left {phase:?} in 48 s");
+        std::thread::sleep(Duration::from_millis(250));
+    }
 
     let mut probe_bw = 0;
     const READS: usize = 10;
