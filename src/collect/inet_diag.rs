@@ -43,6 +43,15 @@ pub enum CollectError {
     Interrupted(u32),
 }
 
+/// What a family restarted after NLM_F_DUMP_INTR does with the records already parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Restart {
+    /// Takes them back and reads them again (a dump kept whole).
+    Rewind,
+    /// Keeps them, as they were handed over already (a streamed dump).
+    Keep,
+}
+
 /// Where bbrtop's eBPF programs keep each socket's RTT window, for the collector to read with
 /// each dump: the socket-local storage map, and a way to start the next windows.
 pub struct WindowStorage {
@@ -141,17 +150,7 @@ impl InetDiag {
             handed = recs.len();
         };
         self.parser.begin((v4 + v6) + (v4 + v6) / 64);
-        let mut retries = 0;
-        for (i, family) in [libc::AF_INET as u8, libc::AF_INET6 as u8].into_iter().enumerate() {
-            match self.dump_family(family, i, &mut observed) {
-                Ok(r) => retries += r,
-                Err(e) => {
-                    // Start the next dump clean.
-                    self.parser.finish();
-                    return Err(e);
-                }
-            }
-        }
+        let retries = self.dump_families(&mut observed, Restart::Rewind)?;
         let mut d = self.parser.finish();
         d.stats.intr_retries = retries;
         d.stats.duration = start.elapsed();
@@ -175,20 +174,45 @@ impl InetDiag {
         Ok(total)
     }
 
-    /// Appends one family's sockets to the parser's dump; returns the DUMP_INTR retries it took.
+    /// Both families into the parser; returns the DUMP_INTR restarts it took. On error the parser
+    /// is reset, so the next dump starts clean.
+    fn dump_families(
+        &mut self,
+        after_buffer: &mut dyn FnMut(&mut DumpParser),
+        restart: Restart,
+    ) -> Result<u32, CollectError> {
+        let mut retries = 0;
+        for (i, family) in [libc::AF_INET as u8, libc::AF_INET6 as u8].into_iter().enumerate() {
+            match self.dump_family(family, i, after_buffer, restart) {
+                Ok(r) => retries += r,
+                Err(e) => {
+                    self.parser.finish();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(retries)
+    }
+
+    /// Appends one family's sockets to the parser's dump; returns the DUMP_INTR restarts it took.
     fn dump_family(
         &mut self,
         family: u8,
         idx: usize,
         after_buffer: &mut dyn FnMut(&mut DumpParser),
+        restart: Restart,
     ) -> Result<u32, CollectError> {
         for attempt in 0..MAX_DUMP_TRIES {
             let mark = self.parser.begin(0);
             if !self.read_family(family, after_buffer)? {
-                self.last_count[idx] = self.parser.since(mark);
+                if restart == Restart::Rewind {
+                    self.last_count[idx] = self.parser.since(mark);
+                }
                 return Ok(attempt);
             }
-            self.parser.rewind(mark);
+            if restart == Restart::Rewind {
+                self.parser.rewind(mark);
+            }
         }
         Err(CollectError::Interrupted(MAX_DUMP_TRIES))
     }
@@ -199,34 +223,13 @@ impl InetDiag {
     /// take them back, so it may list a socket that closed meanwhile).
     pub fn stream(&mut self, sink: &mut dyn FnMut(Vec<SocketRecord>)) -> Result<DumpStats, CollectError> {
         let start = Instant::now();
-        let mut retries = 0;
         let mut hand_over = |p: &mut DumpParser| {
             let batch = p.take_batch();
             if !batch.is_empty() {
                 sink(batch);
             }
         };
-        for family in [libc::AF_INET as u8, libc::AF_INET6 as u8] {
-            let mut attempt = 0;
-            loop {
-                self.parser.begin(0);
-                match self.read_family(family, &mut hand_over) {
-                    Ok(false) => break,
-                    Ok(true) if attempt + 1 < MAX_DUMP_TRIES => {
-                        attempt += 1;
-                        retries += 1;
-                    }
-                    Ok(true) => {
-                        self.parser.finish();
-                        return Err(CollectError::Interrupted(MAX_DUMP_TRIES));
-                    }
-                    Err(e) => {
-                        self.parser.finish();
-                        return Err(e);
-                    }
-                }
-            }
-        }
+        let retries = self.dump_families(&mut hand_over, Restart::Keep)?;
         let mut stats = self.parser.finish().stats;
         stats.intr_retries = retries;
         stats.duration = start.elapsed();

@@ -18,6 +18,12 @@ use std::sync::Arc;
 /// inet_diag and every TCP tracepoint, so it joins eBPF data with netlink data.
 pub type Cookie = u64;
 
+/// The `i`th native-endian u32 of a kernel struct's bytes, if they reach that far.
+fn u32_at(b: &[u8], i: usize) -> Option<u32> {
+    let s = b.get(i * 4..i * 4 + 4)?;
+    Some(u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
+}
+
 /// `struct tcp_bbr_info`, decoded.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct BbrInfo {
@@ -37,10 +43,7 @@ impl BbrInfo {
 
     /// Decodes the payload of an `INET_DIAG_BBRINFO` attribute. `None` if it is too short.
     pub fn parse(b: &[u8]) -> Option<BbrInfo> {
-        let u = |i: usize| -> Option<u32> {
-            let s = b.get(i * 4..i * 4 + 4)?;
-            Some(u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
-        };
+        let u = |i: usize| u32_at(b, i);
         Some(BbrInfo {
             bw_bytes_per_sec: (u(1)? as u64) << 32 | u(0)? as u64,
             min_rtt_us: u(2)?,
@@ -68,10 +71,7 @@ pub struct MemInfo {
 impl MemInfo {
     /// Decodes `SK_MEMINFO_*` u32s. Needs the first eight; `drops` came later.
     pub fn parse(b: &[u8]) -> Option<MemInfo> {
-        let u = |i: usize| -> Option<u32> {
-            let s = b.get(i * 4..i * 4 + 4)?;
-            Some(u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
-        };
+        let u = |i: usize| u32_at(b, i);
         Some(MemInfo {
             rmem_alloc: u(0)?,
             rcvbuf: u(1)?,
@@ -124,10 +124,7 @@ impl RttWindow {
     /// Decodes the window at the start of a storage value, read while the epoch was `epoch`: a
     /// window of another epoch saw no ACK since the last read. `None` if too short.
     pub fn parse(b: &[u8], epoch: u32) -> Option<RttWindow> {
-        let u = |i: usize| -> Option<u32> {
-            let s = b.get(i * 4..i * 4 + 4)?;
-            Some(u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
-        };
+        let u = |i: usize| u32_at(b, i);
         let (window_epoch, samples, last, min, max) = (u(0)?, u(1)?, u(2)?, u(3)?, u(4)?);
         let current = window_epoch == epoch && samples > 0;
         let bbr = b.get(20..24).filter(|s| s[0] == 1).map(|s| BbrState {
