@@ -141,9 +141,9 @@ pub fn checks(r: &Readings, bdp: Bdp) -> Vec<Check> {
     let mut out = Vec::new();
     let ver = kernel_version(&r.kernel);
     out.push(match ver {
-        Some(v) if v < (4, 9) => check("kernel", Status::Fail, &r.kernel, "BBR needs Linux 4.9 or later.", &["upgrade the kernel to 4.9+ (5.8+ for eBPF)".into()]),
-        Some(v) if v < (5, 8) => check("kernel", Status::Warn, &r.kernel, "BBR works; the eBPF collectors need 5.8+ (CAP_BPF, ring buffer), so bbrtop runs on netlink only.", &[]),
-        Some(_) => check("kernel", Status::Ok, &r.kernel, "4.9+ has BBR; 5.8+ has what the eBPF path needs.", &[]),
+        Some(v) if v < (4, 9) => check("kernel", Status::Fail, &r.kernel, "BBR needs Linux 4.9 or later.", &["upgrade the kernel to 4.9+ (6.2+ for eBPF)".into()]),
+        Some(v) if v < (6, 2) => check("kernel", Status::Warn, &r.kernel, "BBR works; the eBPF collectors need 6.2+ (CAP_BPF, ring buffer, bpf_rdonly_cast), so bbrtop runs on netlink only.", &[]),
+        Some(_) => check("kernel", Status::Ok, &r.kernel, "4.9+ has BBR; 6.2+ has what the eBPF path needs.", &[]),
         None => check("kernel", Status::Warn, &r.kernel, "The kernel version could not be read.", &[]),
     });
 

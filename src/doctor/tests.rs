@@ -37,6 +37,7 @@ fn each_problem_is_flagged_with_a_fix() {
     let cases: &[(&str, Edit, &str, Status)] = &[
         ("old kernel", |r| r.kernel = "4.4.0".into(), "kernel", Status::Fail),
         ("no ebpf kernel", |r| r.kernel = "5.4.0".into(), "kernel", Status::Warn),
+        ("no bpf_rdonly_cast", |r| r.kernel = "6.1.55".into(), "kernel", Status::Warn),
         ("cubic default", |r| r.cc = Some("cubic".into()), "tcp_congestion_control", Status::Warn),
         (
             "no bbr",
