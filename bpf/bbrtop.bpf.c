@@ -9,6 +9,8 @@
 #include "bbrtop.h"
 
 #define AF_INET6 10
+#define IPPROTO_TCP 6
+#define TCP_ESTABLISHED 1
 
 /* A verifier-inlined cast (no helper call): the result reads as an untrusted BTF pointer,
  * each load a PROBE_MEM load. tcp_probe only fires for full TCP sockets, so the cast holds. */
@@ -121,12 +123,18 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 
 	if (!tp)
 		return 0;
+	/* Nothing in flight: this segment can ack nothing, so tcp_ack takes no RTT sample and does
+	 * not run the congestion control; srtt, rtt_min and BBR's state stay as they are. Skipping
+	 * it saves the storage lookup, most of the cost, on every segment a bulk receiver gets.
+	 * (packets_out shares a cache line with srtt_us.) */
+	if (!tp->packets_out)
+		return 0;
 	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!st)
 		return 0;
 
 	srtt = tp->srtt_us >> 3;
-	if (!st->samples)
+	if (!st->samples && !st->first_ns) /* established before we loaded */
 		st->first_ns = bpf_ktime_get_ns();
 	st->samples++;
 
@@ -232,6 +240,21 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	return 0;
 }
 
+/* Dates each connection from its establishment. tcp_probe cannot: it skips the segments that
+ * find nothing in flight, which are all a receiver gets. */
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(tcp_established, const struct sock *sk, const int oldstate, const int newstate)
+{
+	struct sock_state *st;
+
+	if (newstate != TCP_ESTABLISHED || sk->sk_protocol != IPPROTO_TCP)
+		return 0;
+	st = bpf_sk_storage_get(&socks, (struct sock *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (st && !st->first_ns)
+		st->first_ns = bpf_ktime_get_ns();
+	return 0;
+}
+
 SEC("tp_btf/tcp_destroy_sock")
 int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 {
@@ -280,7 +303,7 @@ int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 		e->bbr_bw = BPF_CORE_READ(bbr, bw.s[0].v);
 	}
 	if (st) {
-		e->lifetime_ns = st->samples ? now - st->first_ns : 0;
+		e->lifetime_ns = st->first_ns ? now - st->first_ns : 0;
 		e->peak_ratio_milli = st->peak_ratio_all;
 		e->rtt_samples = st->samples;
 		e->inflations = st->inflations;

@@ -71,6 +71,7 @@ struct sock_common {
 
 struct sock {
 	struct sock_common __sk_common;
+	u16 sk_protocol;
 };
 
 struct sk_buff;
@@ -102,6 +103,7 @@ struct minmax {
 struct tcp_sock {
 	struct inet_connection_sock inet_conn;
 	u32 srtt_us;
+	u32 packets_out;
 	struct minmax rtt_min;
 	u32 mss_cache;
 	u32 snd_cwnd;

@@ -50,6 +50,7 @@ fn check_succeeds_with_only_bpf_and_perfmon() {
     assert_eq!(o.status.code(), Some(0), "{out}{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.contains("attached tcp_probe"), "{out}");
     assert!(out.contains("attached tcp_destroy_sock"), "{out}");
+    assert!(out.contains("attached tcp_established"), "{out}");
     // The child really ran without root and without anything else.
     let o = Command::new("setpriv")
         .args([

@@ -133,7 +133,7 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     }
     let skel = logged_load(|| open.load())?;
 
-    let progs = [&skel.progs.tcp_probe, &skel.progs.tcp_destroy_sock];
+    let progs = [&skel.progs.tcp_probe, &skel.progs.tcp_established, &skel.progs.tcp_destroy_sock];
     let (mut links, mut failed, mut prog_ids) = (Vec::new(), Vec::new(), Vec::new());
     for (name, prog) in PROGRAMS.into_iter().zip(progs) {
         if let Ok(h) = ProgramHandle::try_from(prog) {

@@ -42,7 +42,7 @@ use std::path::Path;
 pub const BTF_PATH: &str = "/sys/kernel/btf/vmlinux";
 
 /// The programs bbrtop attaches, by name (these are also their names in `bpftool prog show`).
-pub const PROGRAMS: [&str; 2] = ["tcp_probe", "tcp_destroy_sock"];
+pub const PROGRAMS: [&str; 3] = ["tcp_probe", "tcp_established", "tcp_destroy_sock"];
 
 /// What happened when the BPF collector was set up.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -88,10 +88,11 @@ impl MemInfo {
 
 /// One socket's RTT samples since the last read, counted per ACK by bbrtop's eBPF program on
 /// tcp_probe and handed back by inet_diag with the dump (the socket-local storage). It sees every
-/// ACK, where tcp_info shows one srtt per poll.
+/// ACK that arrives with data in flight (the others carry no RTT sample), where tcp_info shows one
+/// srtt per poll.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct RttWindow {
-    /// ACKs (RTT samples) since the last read.
+    /// ACKs with data in flight (RTT samples) since the last read.
     pub samples: u32,
     /// srtt after the latest ACK, even when none came since the last read.
     pub last_srtt_us: u32,
@@ -122,11 +123,15 @@ impl RttWindow {
     pub const LEN: usize = 24;
 
     /// Decodes the window at the start of a storage value, read while the epoch was `epoch`: a
-    /// window of another epoch saw no ACK since the last read. `None` if too short.
+    /// window of another epoch saw no ACK since the last read. `None` if too short, or if no
+    /// ACK ever came with data in flight (a window's count restarts at 1, so 0 means never).
     pub fn parse(b: &[u8], epoch: u32) -> Option<RttWindow> {
         let u = |i: usize| u32_at(b, i);
         let (window_epoch, samples, last, min, max) = (u(0)?, u(1)?, u(2)?, u(3)?, u(4)?);
-        let current = window_epoch == epoch && samples > 0;
+        if samples == 0 {
+            return None;
+        }
+        let current = window_epoch == epoch;
         let bbr = b.get(20..24).filter(|s| s[0] == 1).map(|s| BbrState {
             mode: s[1],
             cycle_idx: s[2],
@@ -227,6 +232,8 @@ mod tests {
         let w = RttWindow::parse(&b, 8).unwrap();
         assert_eq!((w.samples, w.last_srtt_us, w.min_srtt_us, w.max_srtt_us), (0, 1200, None, None));
         assert!(RttWindow::parse(&b[..19], 7).is_none());
+        // Storage made at connect time, before any ACK with data in flight: no window.
+        assert_eq!(RttWindow::parse(&[0; RttWindow::LEN], 0), None);
     }
 
     #[test]
