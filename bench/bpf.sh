@@ -29,32 +29,47 @@ trap 'cleanup; rm -f "$FLOOR_OBJ"; sysctl -qw kernel.bpf_stats_enabled='"$stats_
 iperf3 -s -p "$PORT" >/dev/null 2>&1 & pids+=($!)
 sleep 0.5
 gbps() { iperf3 -c 127.0.0.1 -p "$PORT" -t "$SECS" -J | python3 -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)'; }
-prog_stats() { # name -> "run_time_ns run_cnt" summed over loaded programs of that name
-  bpftool prog show -j | python3 -c "import json,sys; p=[x for x in json.load(sys.stdin) if x.get('name')=='$1']; print(sum(x.get('run_time_ns',0) for x in p), sum(x.get('run_cnt',0) for x in p))"
+prog_ids() { # name -> ids of the loaded programs of that name
+  bpftool prog show -j | python3 -c "import json,sys; print(' '.join(str(x['id']) for x in json.load(sys.stdin) if x.get('name')=='$1'))"
+}
+prog_stats() { # name -> "run_time_ns run_cnt" of the one loaded program of that name
+  local ids; ids=$(prog_ids "$1")
+  [ "$(wc -w <<<"$ids")" = 1 ] || { echo "expected one $1 program, found: ${ids:-none}" >&2; exit 1; }
+  bpftool prog show id "$ids" -j | python3 -c "import json,sys; x=json.load(sys.stdin); print(x.get('run_time_ns',0), x.get('run_cnt',0))"
+}
+gone() { # name: wait (bounded) until a detached program of that name has been freed
+  for _ in $(seq 100); do [ -z "$(prog_ids "$1")" ] && return; sleep 0.1; done
 }
 
 without=() with=() ns=() floor=()
-for r in $(seq "$ROUNDS"); do
-  # Throughput with bpf_stats off (it adds two clock reads to every program run).
-  sysctl -qw kernel.bpf_stats_enabled=0
-  without+=("$(gbps)")
+traced() { # one round's runs with bbrtop: throughput (stats off), then ns per run (stats on)
+  gone tcp_probe
   "$BIN" watch --ndjson --port 1 --interval 1s >/dev/null 2>&1 & w=$!; pids+=($w)
-  for _ in $(seq 100); do bpftool prog show name tcp_probe >/dev/null 2>&1 && break; sleep 0.05; done
+  for _ in $(seq 100); do [ -n "$(prog_ids tcp_probe)" ] && break; sleep 0.05; done
   with+=("$(gbps)")
-  # Then ns per run: stats on, one more traced run of the same flow.
   sysctl -qw kernel.bpf_stats_enabled=1
   read -r t0 c0 <<<"$(prog_stats tcp_probe)"
   gbps >/dev/null
   read -r t c <<<"$(prog_stats tcp_probe)"
   ns+=("$(python3 -c "print(round(($t-$t0)/max($c-$c0,1),1))")")
+  sysctl -qw kernel.bpf_stats_enabled=0
   kill "$w"; wait "$w" 2>/dev/null || true
+}
+untraced() { gone tcp_probe; without+=("$(gbps)"); }
+for r in $(seq "$ROUNDS"); do
+  # Throughput with bpf_stats off (it adds two clock reads to every program run), in ABBA order
+  # so that drift between the runs of a round falls on both sides.
+  sysctl -qw kernel.bpf_stats_enabled=0
+  if ((r % 2)); then untraced; traced; else traced; untraced; fi
   # The floor: an empty program on the same tracepoint, the same flow.
+  sysctl -qw kernel.bpf_stats_enabled=1
   coproc FLOOR { "$FLOOR_LOADER" "$FLOOR_OBJ"; }
   read -r _ <&"${FLOOR[0]}"
   gbps >/dev/null
   read -r ft fc <<<"$(prog_stats floor_probe)"
   floor+=("$(python3 -c "print(round($ft/max($fc,1),1))")")
   exec {FLOOR[1]}>&-; wait "$FLOOR_PID" 2>/dev/null || true
+  gone floor_probe
 done
 # The mix of tcp_probe events on this flow: tcp_probe skips those that find nothing in flight
 # (all of the receiver's), so its ns/run is a blend of skipped and full runs.
@@ -74,7 +89,8 @@ import sys, statistics as st
 wo, wi, ns, fl = ([float(x) for x in a.split()] for a in sys.argv[1:5])
 print(f"throughput without bbrtop: {' '.join(f'{x:.2f}' for x in wo)} Gbit/s  mean {st.mean(wo):.2f}")
 print(f"throughput with bbrtop:    {' '.join(f'{x:.2f}' for x in wi)} Gbit/s  mean {st.mean(wi):.2f}")
-print(f"throughput change: {100*(st.mean(wi)/st.mean(wo)-1):+.2f}%")
+paired = [100 * (b / a - 1) for a, b in zip(wo, wi)]
+print(f"throughput change: {100*(st.mean(wi)/st.mean(wo)-1):+.2f}% (means); per round {' '.join(f'{x:+.1f}' for x in paired)}%, median {st.median(paired):+.2f}%")
 print(f"tcp_probe ns/run per round: {ns}  median {st.median(ns)}")
 print(f"empty tcp_probe program (the floor) ns/run per round: {fl}  median {st.median(fl)}")
 PY
