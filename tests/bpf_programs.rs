@@ -183,6 +183,29 @@ fn two_thousand_short_connections_give_two_thousand_closes_or_counted_losses() {
     eprintln!("short flows: {made} made, {seen} closes, {lost} lost");
 }
 
+fn prog_alive(id: u32) -> bool {
+    Command::new("bpftool").args(["prog", "show", "id", &id.to_string()]).output().unwrap().status.success()
+}
+
+/// Of `ids`, the programs still loaded after a bounded wait (they are freed after an RCU grace
+/// period).
+fn still_loaded(ids: &[u32]) -> Vec<u32> {
+    let start = Instant::now();
+    while ids.iter().any(|&id| prog_alive(id)) && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ids.iter().copied().filter(|&id| prog_alive(id)).collect()
+}
+
+/// The programs a process holds through BPF links, from its fdinfo.
+fn linked_prog_ids(pid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fdinfo")) else { return Vec::new() };
+    dir.filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
+        .filter(|info| info.contains("link_type:"))
+        .filter_map(|info| info.lines().find_map(|l| l.strip_prefix("prog_id:"))?.trim().parse().ok())
+        .collect()
+}
+
 #[test]
 fn no_program_of_ours_survives_the_process() {
     if !bpf_privileged("bbrtop check") {
@@ -196,21 +219,55 @@ fn no_program_of_ours_survives_the_process() {
         .filter_map(|l| l.split("(prog id ").nth(1)?.trim_end_matches(')').parse().ok())
         .collect();
     assert_eq!(ids.len(), bbrtop::bpf::PROGRAMS.len(), "{text}");
-    // Programs are freed after an RCU grace period: poll, bounded.
-    let start = Instant::now();
-    let alive = |id: u32| {
-        Command::new("bpftool")
-            .args(["prog", "show", "id", &id.to_string()])
-            .output()
-            .unwrap()
-            .status
-            .success()
-    };
-    while ids.iter().any(|&id| alive(id)) && start.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let left: Vec<u32> = ids.into_iter().filter(|&id| alive(id)).collect();
+    let left = still_loaded(&ids);
     assert!(left.is_empty(), "programs still loaded after exit: {left:?}");
+}
+
+#[test]
+fn sigint_sigterm_and_a_panic_detach_every_program() {
+    if !bpf_privileged("bbrtop watch with eBPF") {
+        return;
+    }
+    for sig in ["INT", "TERM"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+            .args(["watch", "--ndjson", "--port", "1", "--interval", "100ms"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("run bbrtop watch");
+        let start = Instant::now();
+        let mut ids = Vec::new();
+        while ids.len() < bbrtop::bpf::PROGRAMS.len() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+            ids = linked_prog_ids(child.id());
+        }
+        let killed = Command::new("kill").args(["-s", sig, &child.id().to_string()]).status().unwrap();
+        let start = Instant::now();
+        let status = loop {
+            match child.try_wait().unwrap() {
+                Some(s) => break Some(s),
+                None if start.elapsed() > Duration::from_secs(10) => break None,
+                None => std::thread::sleep(Duration::from_millis(20)),
+            }
+        };
+        if status.is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        assert_eq!(ids.len(), bbrtop::bpf::PROGRAMS.len(), "SIG{sig}: links held before the signal: {ids:?}");
+        assert!(killed.success() && status.is_some(), "SIG{sig}: bbrtop watch did not exit within 10 s");
+        let left = still_loaded(&ids);
+        assert!(left.is_empty(), "SIG{sig}: programs still loaded after exit: {left:?}");
+    }
+    // A panic unwinds through the links' drops.
+    let l = load();
+    let ids: Vec<u32> = l.prog_ids.iter().map(|(_, id)| *id).collect();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _held = l;
+        panic!("a collector failing half way");
+    }));
+    assert!(r.is_err());
+    let left = still_loaded(&ids);
+    assert!(left.is_empty(), "programs still loaded after a panic: {left:?}");
 }
 
 #[test]
