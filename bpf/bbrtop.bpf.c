@@ -17,6 +17,11 @@
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define TCP_SK(sk) ((struct tcp_sock *)bpf_rdonly_cast((sk), bpf_core_type_id_kernel(struct tcp_sock)))
 #define BBR_MODES 4
+/* struct bbr is in the kernel's BTF when BBR is built in, or its module was loaded before us.
+ * libbpf turns this into a constant at load time: without the type, the branches that read
+ * struct bbr are dead code, everything else loads, and userspace reports BBR state off. The
+ * test must sit in each branch itself, so that the verifier sees the constant. */
+#define HAVE_STRUCT_BBR bpf_core_type_exists(struct bbr)
 
 /* Set by userspace before load: the alert rule (DESIGN.md), same values as userspace. */
 const volatile __u32 ratio_milli = 1500; /* inflated while srtt*1000 >= ratio_milli*baseline */
@@ -167,7 +172,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 
 	/* Baseline: the smaller of tcp's windowed min RTT and BBR's own (DESIGN.md). */
 	base = tp->rtt_min.s[0].v;
-	if (st->is_bbr) {
+	if (HAVE_STRUCT_BBR && st->is_bbr) {
 		bbr = (struct bbr *)&tp->inet_conn.icsk_ca_priv;
 		if (fresh)
 			st->bbr_min_rtt_us = bbr->min_rtt_us;
@@ -295,7 +300,7 @@ int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 	e->rate_delivered = tp->rate_delivered;
 	e->rate_interval_us = tp->rate_interval_us;
 	e->mss = tp->mss_cache;
-	if (ops && is_bbr_ops(ops)) {
+	if (HAVE_STRUCT_BBR && ops && is_bbr_ops(ops)) {
 		struct bbr *bbr = (struct bbr *)&tp->inet_conn.icsk_ca_priv;
 		e->is_bbr = 1;
 		e->bbr_mode = BPF_CORE_READ_BITFIELD_PROBED(bbr, mode);

@@ -31,11 +31,60 @@ fn bpf_privileged(what: &str) -> bool {
 // The object the verifier rejects (bpf/tests/reject.bpf.c).
 bbrtop::bpf_skeleton!(reject, "reject.skel.rs");
 
-fn load() -> Loaded {
-    let l = loader::load(&LoadConfig { ratio_milli: 1500, floor_us: 1000 }).expect("load");
+fn load_with(btf: Option<std::path::PathBuf>) -> Loaded {
+    let l = loader::load(&LoadConfig { ratio_milli: 1500, floor_us: 1000, btf }).expect("load");
     assert!(l.failed.is_empty(), "attach failures: {:?}", l.failed);
     assert_eq!(l.links.len(), bbrtop::bpf::PROGRAMS.len());
     l
+}
+
+fn load() -> Loaded {
+    let l = load_with(None);
+    assert!(l.bbr_state, "BBR is built into this kernel: {:?}", l.status());
+    l
+}
+
+/// The running kernel's BTF with `struct <name>` renamed, so that CO-RE finds no such type, as
+/// on a kernel where BBR is a module that was not loaded. Type ids stay those of the kernel.
+fn kernel_btf_without_struct(name: &str) -> tempfile::NamedTempFile {
+    let mut b = std::fs::read(bbrtop::bpf::BTF_PATH).expect("kernel BTF");
+    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    assert_eq!(&b[..2], &[0x9f, 0xeb], "little-endian raw BTF");
+    let hdr = u32_at(&b, 4) as usize;
+    let (types, types_len) = (hdr + u32_at(&b, 8) as usize, u32_at(&b, 12) as usize);
+    let (strs, strs_len) = (hdr + u32_at(&b, 16) as usize, u32_at(&b, 20) as usize);
+    let name_at = |b: &[u8], off: usize| {
+        let s = &b[strs + off..];
+        s[..s.iter().position(|&c| c == 0).unwrap()].to_vec()
+    };
+    let mut p = types;
+    let mut found = None;
+    while p < types + types_len {
+        let (name_off, info) = (u32_at(&b, p) as usize, u32_at(&b, p + 4));
+        let (kind, vlen) = ((info >> 24) & 0x1f, (info & 0xffff) as usize);
+        if kind == 4 && name_at(&b, name_off) == name.as_bytes() {
+            found = Some(p);
+        }
+        // Bytes after the 12-byte header, by kind (include/uapi/linux/btf.h).
+        p += 12
+            + match kind {
+                1 | 14 | 17 => 4,             // int, var, decl_tag
+                3 => 12,                      // array
+                4 | 5 | 15 | 19 => 12 * vlen, // struct, union, datasec, enum64
+                6 | 13 => 8 * vlen,           // enum, func_proto
+                _ => 0,
+            };
+    }
+    let at = found.unwrap_or_else(|| panic!("struct {name} in the kernel BTF"));
+    // The new name goes at the end of the string section, which ends the file.
+    assert_eq!(strs + strs_len, b.len());
+    b[at..at + 4].copy_from_slice(&(strs_len as u32).to_le_bytes());
+    b.extend_from_slice(format!("renamed_{name}\0").as_bytes());
+    let new_len = (b.len() - strs) as u32;
+    b[20..24].copy_from_slice(&new_len.to_le_bytes());
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    f.write_all(&b).unwrap();
+    f
 }
 
 /// Drains the ring buffer until `done` holds for the events so far (bounded in time).
@@ -139,6 +188,44 @@ fn bbr_lab_flow_goes_startup_then_probe_bw_from_the_kernel() {
     }
     lab.stop_flow(&flow);
     assert!(cycles.len() >= 2, "PROBE_BW with cycle_idx moving, read from the kernel: {cycles:?}");
+}
+
+/// A kernel without `struct bbr` in its BTF (BBR a module not loaded at start, or not built):
+/// everything else loads and works, BBR sockets get RTT windows without BBR state, no phase
+/// events come, and the status says why.
+#[test]
+fn without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
+    if !bbrtop::lab::privileged("a BBR lab flow") || !bpf_privileged("loading BPF programs") {
+        return;
+    }
+    let btf = kernel_btf_without_struct("bbr");
+    let l = load_with(Some(btf.path().to_path_buf()));
+    assert!(!l.bbr_state);
+    assert_eq!(l.status().limits, [loader::BBR_STATE_OFF]);
+    let note = bbrtop::cli::sources::bpf_note(&l.status()).expect("a note for stderr");
+    assert!(note.starts_with("bbrtop: eBPF BBR state off") && note.lines().count() == 1, "{note}");
+
+    let mut lab = Lab::new(LabConfig::default()).expect("lab");
+    let ns = netns_inode(lab.sender_netns());
+    let spec = bbrtop::collect::netns::NetnsSpec(lab.sender_netns().to_path_buf());
+    let mut diag = InetDiag::open(Some(&spec), StateSet::default_filter()).expect("netlink");
+    diag.read_windows(l.window_storage().expect("window storage"));
+    let flow = lab.start_flow("bbr").expect("bbr flow");
+    let start = Instant::now();
+    let mut window = None;
+    while window.is_none() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(200));
+        let d = diag.dump().expect("dump");
+        let r = d.sockets.into_iter().find(|r| r.local == flow.local).expect("the flow's socket");
+        assert_eq!(r.cc.as_deref(), Some("bbr"));
+        window = r.kernel_rtt.filter(|w| w.samples > 0);
+    }
+    lab.stop_flow(&flow);
+    let w = window.expect("RTT windows without struct bbr");
+    assert_eq!(w.bbr, None, "no BBR state without the type: {w:?}");
+    let ev = collect_until(&l, Duration::from_millis(300), |_| false);
+    let phases = ev.iter().filter(|e| matches!(e, Event::Phase(p) if p.h.netns == ns)).count();
+    assert_eq!(phases, 0, "no phase events without struct bbr");
 }
 
 #[test]

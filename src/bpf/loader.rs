@@ -12,17 +12,20 @@ use libbpf_rs::{
     Link, MapCore, MapFlags, MapHandle, PrintLevel, ProgramHandle, RingBuffer, RingBufferBuilder,
 };
 use std::mem::MaybeUninit;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 crate::bpf_skeleton!(skel, "bbrtop.skel.rs");
 pub use skel::types;
 
-/// The rule's kernel half, written into the object's rodata before load.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The rule's kernel half, written into the object's rodata before load, and the kernel types
+/// to relocate against.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadConfig {
     pub ratio_milli: u32,
     pub floor_us: u32,
+    /// A BTF file to use instead of the running kernel's (libbpf's `btf_custom_path`).
+    pub btf: Option<PathBuf>,
 }
 
 impl LoadConfig {
@@ -30,9 +33,29 @@ impl LoadConfig {
         LoadConfig {
             ratio_milli: (rule.ratio * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32,
             floor_us: rule.floor.as_micros().min(u32::MAX as u128) as u32,
+            btf: None,
         }
     }
 }
+
+/// The module BBR's types come with when it is not built in.
+const BBR_MODULE_BTF: &str = "/sys/kernel/btf/tcp_bbr";
+
+/// Whether `struct bbr` is among the types the object is relocated against: the kernel's own
+/// (where it is when BBR is built in), or tcp_bbr's module BTF (present while it is loaded).
+/// libbpf consults modules only when no custom BTF is given.
+fn struct_bbr_known(custom: Option<&Path>) -> bool {
+    use libbpf_rs::btf::{Btf, types::Struct};
+    let in_file = |p: &Path| Btf::from_path(p).is_ok_and(|b| b.type_by_name::<Struct>("bbr").is_some());
+    match custom {
+        Some(p) => in_file(p),
+        None => Path::new(BBR_MODULE_BTF).exists() || in_file(Path::new(super::BTF_PATH)),
+    }
+}
+
+/// What the programs say when they cannot read BBR's own state.
+pub const BBR_STATE_OFF: &str = "BBR state off: struct bbr is in no kernel BTF (BBR is not built in \
+    and tcp_bbr was not loaded when bbrtop started); BBR phases are inferred from netlink";
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -55,6 +78,8 @@ pub struct Loaded {
     pub prog_ids: Vec<(&'static str, u32)>,
     pub ringbuf: RingBuffer<'static>,
     pub inbox: Inbox,
+    /// Whether the programs read `struct bbr` (see [`BBR_STATE_OFF`]).
+    pub bbr_state: bool,
     lost: MapHandle,
     socks: MapHandle,
     read_epoch: MapHandle,
@@ -66,6 +91,7 @@ impl Loaded {
             attached: self.links.iter().map(|(n, _)| *n).collect(),
             failed: self.failed.clone(),
             reason: None,
+            limits: if self.bbr_state { Vec::new() } else { vec![BBR_STATE_OFF.to_string()] },
         }
     }
 
@@ -125,8 +151,11 @@ pub fn logged_load<T>(load: impl FnOnce() -> libbpf_rs::Result<T>) -> Result<T, 
 
 pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     let mut storage = MaybeUninit::uninit();
-    let mut open =
-        skel::BbrtopSkelBuilder::default().open(&mut storage).map_err(|e| LoadError::Open(e.to_string()))?;
+    let mut builder = skel::BbrtopSkelBuilder::default();
+    if let Some(btf) = &cfg.btf {
+        builder.object_builder_mut().btf_custom_path(btf).map_err(|e| LoadError::Open(e.to_string()))?;
+    }
+    let mut open = builder.open(&mut storage).map_err(|e| LoadError::Open(e.to_string()))?;
     if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
         ro.ratio_milli = cfg.ratio_milli;
         ro.floor_us = cfg.floor_us;
@@ -157,7 +186,8 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     let handle = |m| MapHandle::try_from(m).map_err(|e: libbpf_rs::Error| LoadError::RingBuf(e.to_string()));
     let (lost, socks, read_epoch) =
         (handle(&skel.maps.lost)?, handle(&skel.maps.socks)?, handle(&skel.maps.read_epoch)?);
-    Ok(Loaded { links, failed, prog_ids, ringbuf, inbox, lost, socks, read_epoch })
+    let bbr_state = struct_bbr_known(cfg.btf.as_deref());
+    Ok(Loaded { links, failed, prog_ids, ringbuf, inbox, bbr_state, lost, socks, read_epoch })
 }
 
 #[cfg(test)]
@@ -185,6 +215,6 @@ mod tests {
     #[test]
     fn rule_to_rodata() {
         let c = LoadConfig::from_rule(&RuleConfig::default());
-        assert_eq!(c, LoadConfig { ratio_milli: 1500, floor_us: 1000 });
+        assert_eq!(c, LoadConfig { ratio_milli: 1500, floor_us: 1000, btf: None });
     }
 }

@@ -52,6 +52,8 @@ pub struct BpfStatus {
     pub failed: Vec<(&'static str, String)>,
     /// Why eBPF is off altogether (netlink-only), as one line.
     pub reason: Option<String>,
+    /// What the attached programs cannot do on this kernel, one line each.
+    pub limits: Vec<String>,
 }
 
 impl BpfStatus {

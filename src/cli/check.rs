@@ -49,6 +49,9 @@ fn bpf() -> bool {
     for (name, e) in &l.failed {
         println!("bpf: NOT attached {name}: {e}");
     }
+    for limit in l.status().limits {
+        println!("bpf: {limit}");
+    }
     let polled = l.consume();
     let events = l.inbox.lock().map(|v| v.len()).unwrap_or(0);
     match &polled {

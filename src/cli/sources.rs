@@ -24,13 +24,34 @@ pub fn assemble(
     Ok((sources, bpf.status))
 }
 
-/// One line for stderr about eBPF, when it is off or partly attached.
+/// One line for stderr about eBPF, when it is off, partly attached or limited.
 pub fn bpf_note(status: &BpfStatus) -> Option<String> {
     if let Some(reason) = &status.reason {
-        Some(format!("bbrtop: {reason}"))
-    } else if !status.failed.is_empty() {
-        Some(format!("bbrtop: eBPF partly attached: {}", crate::bpf::describe_failures(status)))
-    } else {
-        None
+        return Some(format!("bbrtop: {reason}"));
+    }
+    let mut parts = Vec::new();
+    if !status.failed.is_empty() {
+        parts.push(format!("partly attached: {}", crate::bpf::describe_failures(status)));
+    }
+    parts.extend(status.limits.iter().cloned());
+    (!parts.is_empty()).then(|| format!("bbrtop: eBPF {}", parts.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_note_is_one_line_with_what_is_off_or_missing() {
+        assert_eq!(bpf_note(&BpfStatus::default()), None);
+        let limited = BpfStatus { limits: vec!["BBR state off: x".into()], ..Default::default() };
+        assert_eq!(bpf_note(&limited).as_deref(), Some("bbrtop: eBPF BBR state off: x"));
+        let both = BpfStatus { failed: vec![("tcp_probe", "EPERM".into())], ..limited.clone() };
+        assert_eq!(
+            bpf_note(&both).as_deref(),
+            Some("bbrtop: eBPF partly attached: tcp_probe: EPERM; BBR state off: x")
+        );
+        let off = BpfStatus { reason: Some("eBPF off: no BTF".into()), ..both };
+        assert_eq!(bpf_note(&off).as_deref(), Some("bbrtop: eBPF off: no BTF"), "off says only why");
     }
 }
