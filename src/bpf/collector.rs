@@ -12,11 +12,14 @@ use std::time::{Duration, Instant, SystemTime};
 pub struct Collector {
     loaded: Loaded,
     decode_errors: u64,
+    /// What the programs cannot do here, reported with every status.
+    limit: Option<String>,
 }
 
 impl Collector {
     pub fn new(loaded: Loaded) -> Collector {
-        Collector { loaded, decode_errors: 0 }
+        let limits = loaded.status().limits;
+        Collector { loaded, decode_errors: 0, limit: (!limits.is_empty()).then(|| limits.join("; ")) }
     }
 }
 
@@ -109,6 +112,7 @@ impl Source for Collector {
             programs_attached: self.loaded.links.len() as u32,
             ringbuf_lost_total: self.loaded.lost_total(),
             reason,
+            limit: self.limit.clone(),
         });
     }
 }

@@ -147,6 +147,7 @@ impl Source for Off {
             programs_attached: 0,
             ringbuf_lost_total: 0,
             reason: Some(self.0.clone()),
+            limit: None,
         });
     }
 }

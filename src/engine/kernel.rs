@@ -208,12 +208,12 @@ impl KernelState {
         self.closed.truncate(self.keep_closed);
     }
 
-    pub fn status(&mut self, attached: u32, lost_total: u64, reason: Option<String>) {
+    pub fn status(&mut self, attached: u32, lost_total: u64, reason: Option<String>, limit: Option<String>) {
         let s = &mut self.status;
         s.enabled = reason.is_none() || attached > 0;
         s.polls_total += 1;
         s.last_success = reason.is_none();
-        s.reason = reason;
+        s.reason = reason.or(limit);
         s.programs_attached = Some(attached);
         s.ringbuf_lost_total = Some(lost_total);
     }

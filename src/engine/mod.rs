@@ -191,8 +191,8 @@ impl Engine {
             }
             Update::Kernel(k) => self.kernel.apply(k),
             Update::Closed(c) => self.kernel.close(*c),
-            Update::BpfStatus { programs_attached, ringbuf_lost_total, reason } => {
-                self.kernel.status(programs_attached, ringbuf_lost_total, reason)
+            Update::BpfStatus { programs_attached, ringbuf_lost_total, reason, limit } => {
+                self.kernel.status(programs_attached, ringbuf_lost_total, reason, limit)
             }
         }
     }

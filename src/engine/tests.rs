@@ -173,7 +173,7 @@ fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
         t0,
     );
     e.apply(dump(socks()), t0);
-    e.apply(Update::BpfStatus { programs_attached: 2, ringbuf_lost_total: 5, reason: None }, t0);
+    e.apply(Update::BpfStatus { programs_attached: 2, ringbuf_lost_total: 5, reason: None, limit: None }, t0);
     let s = e.tick(t0);
     let bbr = s.socket(1).unwrap();
     assert_eq!((bbr.derived.phase, bbr.derived.phase_source), (Some(Phase::Startup), Some(Source::Kernel)));
@@ -308,4 +308,25 @@ fn window_state_gives_the_kernel_phase() {
     assert_eq!(d.kernel.as_ref().unwrap().mode_entered, 1, "the event's counts stay");
     let d = &s.socket(2).unwrap().derived;
     assert_eq!(d.phase_source, Some(Source::Inferred), "no window, no event: inferred");
+}
+
+/// A limit (e.g. no BBR state on this kernel) shows as the collector's reason, but the
+/// collector is up; a failed poll outranks it.
+#[test]
+fn a_bpf_limit_is_a_reason_not_a_failure() {
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let status = |reason: Option<&str>| Update::BpfStatus {
+        programs_attached: 3,
+        ringbuf_lost_total: 0,
+        reason: reason.map(String::from),
+        limit: Some("BBR state off".into()),
+    };
+    e.apply(status(None), t0);
+    let bpf = |s: &Snapshot| s.collectors.iter().find(|c| c.name == "bpf").unwrap().clone();
+    let c = bpf(&e.tick(t0));
+    assert_eq!((c.enabled, c.last_success, c.reason.as_deref()), (true, true, Some("BBR state off")));
+    e.apply(status(Some("ring buffer: EIO")), t0);
+    let c = bpf(&e.tick(t0));
+    assert_eq!((c.last_success, c.reason.as_deref()), (false, Some("ring buffer: EIO")));
 }

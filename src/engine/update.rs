@@ -12,8 +12,14 @@ pub enum Update {
     Kernel(super::kernel::KernelUpdate),
     /// eBPF: a socket closed; its final record.
     Closed(Box<super::kernel::ClosedFlow>),
-    /// eBPF collector health, sent at every poll.
-    BpfStatus { programs_attached: u32, ringbuf_lost_total: u64, reason: Option<String> },
+    /// eBPF collector health, sent at every poll: `reason` is a failed poll, `limit` what the
+    /// programs cannot do on this kernel (the collector still works).
+    BpfStatus {
+        programs_attached: u32,
+        ringbuf_lost_total: u64,
+        reason: Option<String>,
+        limit: Option<String>,
+    },
 }
 
 #[derive(Clone, Debug, Default)]
