@@ -116,7 +116,15 @@ fn loads_attaches_and_reports_loopback_closes() {
         return;
     }
     let l = load();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    for ip in ["127.0.0.1", "::1"] {
+        closes_of_one_connection(&l, ip);
+    }
+}
+
+/// One connection over `ip`: both ends' close records, with the right addresses and counters.
+fn closes_of_one_connection(l: &Loaded, ip: &str) {
+    let began = Instant::now();
+    let listener = TcpListener::bind((ip, 0)).unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
@@ -124,25 +132,35 @@ fn loads_attaches_and_reports_loopback_closes() {
         s.read_to_end(&mut buf).unwrap();
         buf.len()
     });
-    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let mut c = TcpStream::connect((ip, port)).unwrap();
     c.write_all(&vec![7u8; 256 * 1024]).unwrap();
     drop(c);
     assert_eq!(server.join().unwrap(), 256 * 1024);
 
-    let ev = collect_until(&l, Duration::from_secs(10), |ev| {
+    let ev = collect_until(l, Duration::from_secs(10), |ev| {
         closes(ev).filter(|c| c.local.port() == port || c.peer.port() == port).count() >= 2
     });
     let mine: Vec<&Close> = closes(&ev).filter(|c| c.local.port() == port || c.peer.port() == port).collect();
     assert!(mine.len() >= 2, "close records for port {port}: {mine:?}");
     let client = mine.iter().find(|c| c.peer.port() == port).expect("the client's close");
-    assert_eq!(client.local.ip().to_string(), "127.0.0.1");
+    assert_eq!((client.local.ip().to_string(), client.peer.ip().to_string()), (ip.into(), ip.into()));
     assert!(client.bytes_acked >= 256 * 1024, "{client:?}");
     assert!(!client.cc.is_empty() && client.rtt_samples > 0, "{client:?}");
+    if client.cc == "bbr" {
+        let (mode, min_rtt_us, bw) = client.bbr.expect("a BBR socket's close carries struct bbr");
+        assert!(mode <= 3 && min_rtt_us > 0 && bw > 0, "{client:?}");
+    } else {
+        assert_eq!(client.bbr, None, "{client:?}");
+    }
     let server = mine.iter().find(|c| c.local.port() == port).expect("the server's close");
     assert!(server.bytes_received >= 256 * 1024, "{server:?}");
+    assert_eq!(server.peer.port(), client.local.port(), "{server:?}");
     // A pure receiver never has data in flight, so tcp_probe skips it: its lifetime is dated
-    // from the connection's establishment, and it outlives the client, which closed first.
-    assert!(client.lifetime_ns > 0 && server.lifetime_ns >= client.lifetime_ns, "{client:?} {server:?}");
+    // from the connection's establishment. Both lie within the time this function took.
+    let bound = began.elapsed().as_nanos() as u64;
+    for c in [client, server] {
+        assert!(c.lifetime_ns > 0 && c.lifetime_ns < bound, "lifetime within {bound} ns: {c:?}");
+    }
     assert_eq!(client.h.netns, server.h.netns);
 }
 
