@@ -412,6 +412,14 @@ impl Scrape {
             "1 if the collector is enabled and its last poll succeeded.",
             by_name(|c| f64::from(u8::from(c.enabled && c.last_success))),
         )?;
+        // One series per collector that is off or degraded; the label carries the one-line reason
+        // (a handful of fixed causes, so the cardinality stays at one series per collector).
+        gauges(
+            enc,
+            "bbrtop_collector_degraded",
+            "1 while the collector is off or degraded; the reason label says why.",
+            cs.iter().filter_map(|c| Some(([("collector", c.name), ("reason", c.reason.as_deref()?)], 1u64))),
+        )?;
         gauges(
             enc,
             "bbrtop_collector_last_duration_seconds",

@@ -116,3 +116,27 @@ fn histogram_buckets_are_inclusive() {
     assert_eq!(h.buckets(), vec![(1.0, 2), (2.0, 1), (f64::INFINITY, 1)]);
     assert_eq!((h.count(), h.sum()), (4, 6.0));
 }
+
+#[test]
+fn a_degraded_collector_exports_its_reason() {
+    let mut snap = (*snapshot(vec![])).clone();
+    snap.collectors.retain(|c| c.name != "bpf");
+    snap.collectors.push(crate::engine::snapshot::CollectorStatus {
+        name: "bpf",
+        enabled: true,
+        last_success: true,
+        reason: Some("BBR state off: kernel BTF has no struct bbr".into()),
+        ..Default::default()
+    });
+    let om = scrape(Arc::new(snap), 0, "");
+    assert_eq!(
+        value(
+            &om,
+            r#"bbrtop_collector_degraded{collector="bpf",reason="BBR state off: kernel BTF has no struct bbr"}"#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(value(&om, r#"bbrtop_collector_up{collector="bpf"}"#), Some(1.0));
+    // A healthy collector has no series.
+    assert!(!om.contains(r#"bbrtop_collector_degraded{collector="netlink""#), "{om}");
+}
