@@ -2,7 +2,8 @@
 # eBPF overhead benchmark, in one run and alternating:
 #  1. single-flow loopback iperf3 throughput without and with bbrtop tracing (ROUNDS each);
 #  2. ns per run of each program, from bpf_stats (run_time_ns / run_cnt), during the traced runs,
-#     and of an empty program on the same tracepoint (bench/floor.bpf.c): the measurement's floor;
+#     of an empty program on the same tracepoint (bench/floor.bpf.c): the measurement's floor;
+#     and of bpftrace running bpf/rtt_inflation.bt (the same alert): the reference;
 #  3. short loopback connections at the top churn rate: closes captured vs sockets closed.
 # Needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN for bpf_stats), iperf3, python3, bpftool, clang,
 # and `cargo build --release --example bpf_floor`.
@@ -36,19 +37,19 @@ gbps() { # one iperf3 run's received Gbit/s; retried when the server is still bu
   done
   return 1
 }
-prog_ids() { # name -> ids of the loaded programs of that name
-  bpftool prog show -j | python3 -c "import json,sys; print(' '.join(str(x['id']) for x in json.load(sys.stdin) if x.get('name')=='$1'))"
+prog_ids() { # name [type] -> ids of the loaded programs of that name (bpftrace's is tcp_probe too)
+  bpftool prog show -j | python3 -c "import json,sys; print(' '.join(str(x['id']) for x in json.load(sys.stdin) if x.get('name')=='$1' and x.get('type')==('${2:-tracing}')))"
 }
-prog_stats() { # name -> "run_time_ns run_cnt" of the one loaded program of that name
-  local ids; ids=$(prog_ids "$1")
+prog_stats() { # name [type] -> "run_time_ns run_cnt" of the one loaded program of that name
+  local ids; ids=$(prog_ids "$@")
   [ "$(wc -w <<<"$ids")" = 1 ] || { echo "expected one $1 program, found: ${ids:-none}" >&2; exit 1; }
   bpftool prog show id "$ids" -j | python3 -c "import json,sys; x=json.load(sys.stdin); print(x.get('run_time_ns',0), x.get('run_cnt',0))"
 }
-gone() { # name: wait (bounded) until a detached program of that name has been freed
-  for _ in $(seq 100); do [ -z "$(prog_ids "$1")" ] && return; sleep 0.1; done
+gone() { # name [type]: wait (bounded) until a detached program of that name has been freed
+  for _ in $(seq 100); do [ -z "$(prog_ids "$@")" ] && return; sleep 0.1; done
 }
 
-without=() with=() ns=() floor=()
+without=() with=() ns=() floor=() bpftrace_ns=()
 traced() { # one round's runs with bbrtop: throughput (stats off), then ns per run (stats on)
   gone tcp_probe
   "$BIN" watch --ndjson --port 1 --interval 1s >/dev/null 2>&1 & w=$!; pids+=($w)
@@ -77,6 +78,18 @@ for r in $(seq "$ROUNDS"); do
   floor+=("$(python3 -c "print(round($ft/max($fc,1),1))")")
   exec {FLOOR[1]}>&-; wait "$FLOOR_PID" 2>/dev/null || true
   gone floor_probe
+  # The reference: bpftrace running the same alert (bpf/rtt_inflation.bt) on the same flow.
+  if command -v bpftrace >/dev/null; then
+    bt_out=$(mktemp)
+    bpftrace bpf/rtt_inflation.bt >"$bt_out" 2>&1 & bt=$!; pids+=($bt)
+    for _ in $(seq 100); do grep -q "^tracing" "$bt_out" && break; sleep 0.1; done
+    gbps >/dev/null
+    read -r bt_t bt_c <<<"$(prog_stats tcp_probe tracepoint)"
+    bpftrace_ns+=("$(python3 -c "print(round($bt_t/max($bt_c,1),1))")")
+    kill -INT "$bt"; wait "$bt" 2>/dev/null || true
+    rm -f "$bt_out"
+    gone tcp_probe tracepoint
+  fi
 done
 # The mix of tcp_probe events on this flow: tcp_probe skips those that find nothing in flight
 # (all of the receiver's), so its ns/run is a blend of skipped and full runs.
@@ -91,15 +104,17 @@ if command -v bpftrace >/dev/null; then
   rm -f "$bt_out"
 fi
 echo "tcp_probe events with nothing in flight (skipped after one load): $idle_share"
-python3 - "${without[*]}" "${with[*]}" "${ns[*]}" "${floor[*]}" <<'PY'
+python3 - "${without[*]}" "${with[*]}" "${ns[*]}" "${floor[*]}" "${bpftrace_ns[*]}" <<'PY'
 import sys, statistics as st
-wo, wi, ns, fl = ([float(x) for x in a.split()] for a in sys.argv[1:5])
+wo, wi, ns, fl, bt = ([float(x) for x in a.split()] for a in sys.argv[1:6])
 print(f"throughput without bbrtop: {' '.join(f'{x:.2f}' for x in wo)} Gbit/s  mean {st.mean(wo):.2f}")
 print(f"throughput with bbrtop:    {' '.join(f'{x:.2f}' for x in wi)} Gbit/s  mean {st.mean(wi):.2f}")
 paired = [100 * (b / a - 1) for a, b in zip(wo, wi)]
 print(f"throughput change: {100*(st.mean(wi)/st.mean(wo)-1):+.2f}% (means); per round {' '.join(f'{x:+.1f}' for x in paired)}%, median {st.median(paired):+.2f}%")
-print(f"tcp_probe ns/run per round: {ns}  median {st.median(ns)}")
-print(f"empty tcp_probe program (the floor) ns/run per round: {fl}  median {st.median(fl)}")
+print(f"tcp_probe ns/run per round: {ns}  median {st.median(ns):.1f}")
+print(f"empty tcp_probe program (the floor) ns/run per round: {fl}  median {st.median(fl):.1f}")
+if bt:
+    print(f"bpftrace bpf/rtt_inflation.bt ns/run per round: {bt}  median {st.median(bt):.1f}")
 PY
 
 # Churn: CONNS short connections as fast as python can make them; both ends close in this
