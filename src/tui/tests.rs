@@ -257,6 +257,21 @@ fn small_terminal_and_empty_states() {
 }
 
 #[test]
+fn a_long_collector_reason_wraps_instead_of_being_cut_off() {
+    let mut snap = fixture();
+    let reason = "eBPF off: missing CAP_BPF, CAP_PERFMON (run as root, or grant them with setcap or the unit's AmbientCapabilities)";
+    for c in snap.collectors.iter_mut().filter(|c| c.name == "bpf") {
+        c.reason = Some(reason.into());
+    }
+    let t = text(&render(&App::default(), &snap, 80, 24));
+    // Word-wrapped: joining the header's rows with spaces gives back every word of the reason.
+    let joined = t.lines().take(6).collect::<Vec<_>>().join(" ");
+    assert!(joined.split_whitespace().collect::<Vec<_>>().join(" ").contains(reason), "{t}");
+    // The table is still there, below the taller header.
+    assert!(t.lines().any(|l| l.starts_with("LOCAL")), "{t}");
+}
+
+#[test]
 fn inflated_rows_stand_out() {
     let snap = fixture();
     // Sorted by inflation, descending: the firing CUBIC socket, the inflated one, then BBR.

@@ -5,9 +5,22 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Paragraph;
+use ratatui::widgets::{Paragraph, Wrap};
+
+/// The most rows the header takes when its lines wrap; the table keeps the rest.
+const MAX_ROWS: usize = 6;
 
 pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
+    f.render_widget(paragraph(v), area);
+}
+
+/// Rows the header needs at this width: three, more when a line wraps (a collector's reason,
+/// such as why eBPF is off, is the one that runs long and must not be cut off).
+pub fn height(v: &Screen, width: u16) -> u16 {
+    paragraph(v).line_count(width).clamp(3, MAX_ROWS) as u16
+}
+
+fn paragraph<'a>(v: &'a Screen) -> Paragraph<'a> {
     let s = v.sys;
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let l1 = Line::from(vec![
@@ -43,5 +56,5 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
         l3.push(Span::styled(text, Style::new().fg(color)));
         l3.push(Span::raw("  "));
     }
-    f.render_widget(Paragraph::new(vec![l1, l2, Line::from(l3)]), area);
+    Paragraph::new(vec![l1, l2, Line::from(l3)]).wrap(Wrap { trim: true })
 }

@@ -44,7 +44,7 @@ pub fn draw(f: &mut Frame, v: &Screen) {
         return;
     }
     let [head, tabs, body, foot] = Layout::vertical([
-        Constraint::Length(3),
+        Constraint::Length(header::height(v, area.width)),
         Constraint::Length(1),
         Constraint::Min(5),
         Constraint::Length(1),
