@@ -412,8 +412,8 @@ impl Scrape {
             "1 if the collector is enabled and its last poll succeeded.",
             by_name(|c| f64::from(u8::from(c.enabled && c.last_success))),
         )?;
-        // One series per collector that is off or degraded; the label carries the one-line reason
-        // (a handful of fixed causes, so the cardinality stays at one series per collector).
+        // One series per collector that is off or degraded, the label carrying its one-line reason;
+        // a reason changes only with the collector's state, so this stays one series per collector.
         gauges(
             enc,
             "bbrtop_collector_degraded",

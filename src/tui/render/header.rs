@@ -1,8 +1,6 @@
 //! The header: host, kernel, default cc and qdisc, sockets per cc, collectors, alerts.
 
 use super::Screen;
-use ratatui::Frame;
-use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
@@ -10,17 +8,13 @@ use ratatui::widgets::{Paragraph, Wrap};
 /// The most rows the header takes when its lines wrap; the table keeps the rest.
 const MAX_ROWS: usize = 6;
 
-pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
-    f.render_widget(paragraph(v), area);
-}
-
 /// Rows the header needs at this width: three, more when a line wraps (a collector's reason,
 /// such as why eBPF is off, is the one that runs long and must not be cut off).
-pub fn height(v: &Screen, width: u16) -> u16 {
-    paragraph(v).line_count(width).clamp(3, MAX_ROWS) as u16
+pub fn height(header: &Paragraph, width: u16) -> u16 {
+    header.line_count(width).clamp(3, MAX_ROWS) as u16
 }
 
-fn paragraph<'a>(v: &'a Screen) -> Paragraph<'a> {
+pub fn paragraph<'a>(v: &'a Screen) -> Paragraph<'a> {
     let s = v.sys;
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let l1 = Line::from(vec![
