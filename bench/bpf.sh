@@ -48,6 +48,12 @@ prog_stats() { # name [type] -> "run_time_ns run_cnt" of the one loaded program 
 gone() { # name [type]: wait (bounded) until a detached program of that name has been freed
   for _ in $(seq 100); do [ -z "$(prog_ids "$@")" ] && return; sleep 0.1; done
 }
+bt_start() { # FILE ARGS...: bpftrace ARGS, output to FILE; back once its tcp_probe program is loaded
+  local out=$1; shift
+  bpftrace "$@" >"$out" 2>&1 & bt=$!; pids+=($bt)
+  for _ in $(seq 100); do [ -n "$(prog_ids tcp_probe tracepoint)" ] && break; sleep 0.1; done
+}
+bt_stop() { kill -INT "$bt"; wait "$bt" 2>/dev/null || true; gone tcp_probe tracepoint; }
 
 without=() with=() ns=() floor=() bpftrace_ns=()
 traced() { # one round's runs with bbrtop: throughput (stats off), then ns per run (stats on)
@@ -81,14 +87,12 @@ for r in $(seq "$ROUNDS"); do
   # The reference: bpftrace running the same alert (bpf/rtt_inflation.bt) on the same flow.
   if command -v bpftrace >/dev/null; then
     bt_out=$(mktemp)
-    bpftrace bpf/rtt_inflation.bt >"$bt_out" 2>&1 & bt=$!; pids+=($bt)
-    for _ in $(seq 100); do grep -q "^tracing" "$bt_out" && break; sleep 0.1; done
+    bt_start "$bt_out" bpf/rtt_inflation.bt
     gbps >/dev/null
     read -r bt_t bt_c <<<"$(prog_stats tcp_probe tracepoint)"
     bpftrace_ns+=("$(python3 -c "print(round($bt_t/max($bt_c,1),1))")")
-    kill -INT "$bt"; wait "$bt" 2>/dev/null || true
+    bt_stop
     rm -f "$bt_out"
-    gone tcp_probe tracepoint
   fi
 done
 # The mix of tcp_probe events on this flow: tcp_probe skips those that find nothing in flight
@@ -96,10 +100,9 @@ done
 idle_share=n/a
 if command -v bpftrace >/dev/null; then
   bt_out=$(mktemp)
-  bpftrace -e "tracepoint:tcp:tcp_probe /args->sport == $PORT || args->dport == $PORT/ { @[args->snd_nxt == args->snd_una] = count(); }" >"$bt_out" 2>/dev/null & bt=$!; pids+=($bt)
-  for _ in $(seq 100); do grep -q Attaching "$bt_out" && break; sleep 0.1; done
+  bt_start "$bt_out" -e "tracepoint:tcp:tcp_probe /args->sport == $PORT || args->dport == $PORT/ { @[args->snd_nxt == args->snd_una] = count(); }"
   gbps >/dev/null
-  kill -INT "$bt"; wait "$bt" 2>/dev/null || true
+  bt_stop
   idle_share=$(python3 -c "import re,sys; d={int(k):int(v) for k,v in re.findall(r'@\[(\d)\]: (\d+)', open('$bt_out').read())}; print(f'{100*d.get(1,0)/max(sum(d.values()),1):.0f}%')")
   rm -f "$bt_out"
 fi

@@ -43,15 +43,15 @@ pub fn draw(f: &mut Frame, v: &Screen) {
         f.render_widget(Paragraph::new(msg).wrap(ratatui::widgets::Wrap { trim: true }), area);
         return;
     }
-    let header = header::paragraph(v);
+    let top = header::paragraph(v);
     let [head, tabs, body, foot] = Layout::vertical([
-        Constraint::Length(header::height(&header, area.width)),
+        Constraint::Length(header::height(&top, area.width)),
         Constraint::Length(1),
         Constraint::Min(5),
         Constraint::Length(1),
     ])
     .areas(area);
-    f.render_widget(header, head);
+    f.render_widget(top, head);
     draw_tabs(f, tabs, v.app);
     match v.app.view {
         View::Sockets if v.app.detail => {
