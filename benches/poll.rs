@@ -12,9 +12,8 @@
 //! process of its own. It asserts nothing.
 
 use bbrtop::collect::InetDiag;
-use bbrtop::engine::{Engine, EngineConfig, Now, Update};
+use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::model::StateSet;
-use bbrtop::runtime::Source;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -134,7 +133,7 @@ fn parsed_dump() {
 /// returns the milliseconds its stages took: dump with parse and engine update, then tick.
 fn full_poll(d: &mut InetDiag, e: &mut Engine) -> [f64; 2] {
     let t0 = Instant::now();
-    d.poll_into(e);
+    d.dump_into(e, Now::system()).expect("dump");
     let t1 = Instant::now();
     std::hint::black_box(e.tick(Now::system()));
     let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
@@ -166,7 +165,7 @@ fn rss_with_history(polls: u32) -> u64 {
     let mut last = None;
     for i in 0..polls {
         let now = t0.after(Duration::from_secs(i.into()));
-        e.apply(Update::Dump(d.dump().expect("dump")), now);
+        d.dump_into(&mut e, now).expect("dump");
         last = Some(e.tick(now));
     }
     let rss = vm_rss();

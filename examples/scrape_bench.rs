@@ -3,11 +3,13 @@
 //!
 //!     cargo run --release --example scrape_bench [N...]     (default: 10000 100000)
 
-use bbrtop::engine::{Dump, Engine, EngineConfig, Now, Update};
+use bbrtop::engine::sink::feed_dump;
+use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::export::metrics::{Scrape, render_openmetrics, to_text_004};
 use bbrtop::export::peer_groups::PeerGroups;
 use bbrtop::model::{BbrInfo, SocketRecord, TcpState};
 use bbrtop::output::json::SnapshotDoc;
+use bbrtop::wire::Dump;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -77,7 +79,7 @@ fn main() {
     for n in ns {
         let mut e = Engine::new(EngineConfig::default());
         let now = Now::system();
-        e.apply(Update::Dump(Dump { sockets: sockets(n), ..Dump::default() }), now);
+        feed_dump(&mut e, Dump { sockets: sockets(n), ..Dump::default() }, now);
         let snap = e.tick(now);
         let runs = if n >= 100_000 { 11 } else { 31 };
         let (json_t, json_b) = time(runs, || {

@@ -4,7 +4,6 @@
 //! [`engine::Engine`] is the single writer and publishes immutable [`engine::snapshot::Snapshot`]s;
 //! consumers (table, JSON, TUI, exporter, alerts) only read snapshots.
 
-pub mod alert;
 pub mod bpf;
 pub mod caps;
 pub mod cli;
@@ -16,7 +15,10 @@ pub mod filter;
 pub mod lab;
 pub mod mem;
 pub mod model;
+pub mod netns;
 pub mod output;
+pub mod rule;
 pub mod runtime;
 pub mod tui;
+pub mod units;
 pub mod wire;

@@ -2,29 +2,13 @@
 //! snapshot published for any number of readers. Readers never block the poller: they clone an
 //! `Arc` under a lock held for nanoseconds, never across a syscall.
 
+use crate::engine::sink::Source;
 use crate::engine::snapshot::Snapshot;
-use crate::engine::{Engine, Now, Update};
+use crate::engine::{Engine, Now};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// A collector as the poller sees it: each poll appends what it learned since the last one.
-/// A poll never panics and never fails: a failure is itself an update (`Update::DumpFailed`).
-pub trait Source: Send {
-    fn poll(&mut self, out: &mut Vec<Update>);
-
-    /// Polls straight into the engine, for a source that can hand over its data while still
-    /// reading it. By default: poll, then apply.
-    fn poll_into(&mut self, engine: &mut Engine) {
-        let mut updates = Vec::new();
-        self.poll(&mut updates);
-        let now = Now::system();
-        for u in updates {
-            engine.apply(u, now);
-        }
-    }
-}
 
 /// The latest snapshot, and a way to wait for the next one.
 pub struct Published {
@@ -119,7 +103,7 @@ impl Drop for Runtime {
 /// One poll of every source, then one tick. Used by the poller and by one-shot commands.
 pub fn poll_once(engine: &mut Engine, sources: &mut [Box<dyn Source>], publish: &Published) -> Arc<Snapshot> {
     for src in sources.iter_mut() {
-        src.poll_into(engine);
+        src.poll(engine);
     }
     let snap = engine.tick(Now::system());
     publish.publish(Arc::clone(&snap));

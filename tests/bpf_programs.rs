@@ -172,7 +172,7 @@ fn bbr_lab_flow_goes_startup_then_probe_bw_from_the_kernel() {
     let mut lab = Lab::new(LabConfig::default()).expect("lab");
     let ns = netns_inode(lab.sender_netns());
     let l = load();
-    let spec = bbrtop::collect::netns::NetnsSpec(lab.sender_netns().to_path_buf());
+    let spec = bbrtop::netns::NetnsSpec(lab.sender_netns().to_path_buf());
     let mut diag = InetDiag::open(Some(&spec), StateSet::default_filter()).expect("netlink");
     diag.read_windows(l.window_storage().expect("window storage"));
     let flow = lab.start_flow("bbr").expect("bbr flow");
@@ -225,7 +225,7 @@ fn without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
 
     let mut lab = Lab::new(LabConfig::default()).expect("lab");
     let ns = netns_inode(lab.sender_netns());
-    let spec = bbrtop::collect::netns::NetnsSpec(lab.sender_netns().to_path_buf());
+    let spec = bbrtop::netns::NetnsSpec(lab.sender_netns().to_path_buf());
     let mut diag = InetDiag::open(Some(&spec), StateSet::default_filter()).expect("netlink");
     diag.read_windows(l.window_storage().expect("window storage"));
     let flow = lab.start_flow("bbr").expect("bbr flow");
@@ -412,7 +412,7 @@ fn rtt_windows_cover_the_time_since_the_last_read() {
     let mut lab = Lab::new(LabConfig::default()).expect("lab");
     let l = load();
     let flow = lab.start_flow("bbr").expect("bbr flow");
-    let ns = bbrtop::collect::netns::NetnsSpec(lab.sender_netns().to_path_buf());
+    let ns = bbrtop::netns::NetnsSpec(lab.sender_netns().to_path_buf());
     let mut diag = InetDiag::open(Some(&ns), StateSet::default_filter()).expect("netlink");
     diag.read_windows(l.window_storage().expect("window storage"));
     let mut reads = Vec::new();

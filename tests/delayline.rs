@@ -1,7 +1,7 @@
 //! The netem-free delay line and loss filter, on real namespaces. Privileged.
 
-use bbrtop::collect::netns::{NetnsSpec, run_in};
 use bbrtop::lab::delayline::DelayLine;
+use bbrtop::netns::{NetnsSpec, run_in};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::Command;

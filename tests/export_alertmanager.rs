@@ -3,10 +3,10 @@
 #[path = "export/common.rs"]
 mod common;
 
-use bbrtop::alert::push::{PushConfig, Pusher};
-use bbrtop::alert::rule::RuleConfig;
 use bbrtop::engine::snapshot::{AlertStatus, AlertView, Snapshot};
+use bbrtop::export::alertmanager::{PushConfig, Pusher};
 use bbrtop::export::peer_groups::PeerGroups;
+use bbrtop::rule::RuleConfig;
 use bbrtop::runtime::Published;
 use common::*;
 use std::sync::Arc;

@@ -1,9 +1,9 @@
 //! The netlink collector against the real kernel, with `ss` as the reference.
 
 use bbrtop::collect::InetDiag;
-use bbrtop::collect::netns::{NetnsSpec, run_in};
 use bbrtop::lab::cc::set_congestion;
 use bbrtop::model::{SocketRecord, StateSet};
+use bbrtop::netns::{NetnsSpec, run_in};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Command;

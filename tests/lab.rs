@@ -1,10 +1,10 @@
 //! The lab on the real kernel: namespaces, a tbf bottleneck, real CUBIC and BBR flows, and `ss`.
 
 use bbrtop::collect::InetDiag;
-use bbrtop::collect::netns::NetnsSpec;
 use bbrtop::lab::ss::{SsSocket, parse_ss_tin};
 use bbrtop::lab::{Flow, Lab, LabConfig, LabError, privileged};
 use bbrtop::model::StateSet;
+use bbrtop::netns::NetnsSpec;
 use std::process::Command;
 use std::time::{Duration, Instant};
 

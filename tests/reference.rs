@@ -4,12 +4,12 @@
 //! slack allowed is what changed between the two reads (plus ss's printed precision).
 
 use bbrtop::collect::InetDiag;
-use bbrtop::collect::netns::NetnsSpec;
 use bbrtop::engine::snapshot::{Snapshot, SocketView};
-use bbrtop::engine::{Engine, EngineConfig, Now, Update};
+use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::lab::ss::{SsSocket, parse_ss_tin};
 use bbrtop::lab::{Flow, Lab, LabConfig, privileged};
 use bbrtop::model::{Phase, StateSet};
+use bbrtop::netns::NetnsSpec;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -56,7 +56,7 @@ struct Reading {
 fn read(lab: &Lab, diag: &mut InetDiag, engine: &mut Engine) -> Reading {
     let before = ss(lab);
     let now = Now::system();
-    engine.apply(Update::Dump(diag.dump().unwrap()), now);
+    diag.dump_into(engine, now).unwrap();
     let snap = engine.tick(now);
     let after = ss(lab);
     Reading { before, snap, after }

@@ -5,8 +5,8 @@ use super::event::{Close, Event};
 use super::loader::Loaded;
 use crate::engine::Update;
 use crate::engine::kernel::{ClosedBbr, ClosedFlow, KernelPhase, KernelUpdate};
+use crate::engine::sink::{Feed, Source};
 use crate::model::Phase;
-use crate::runtime::Source;
 use std::time::{Duration, Instant, SystemTime};
 
 pub struct Collector {
@@ -93,13 +93,13 @@ fn closed_flow(c: Close, ktime_now: u64, wall: SystemTime) -> ClosedFlow {
 }
 
 impl Source for Collector {
-    fn poll(&mut self, out: &mut Vec<Update>) {
+    fn poll(&mut self, feed: &mut dyn Feed) {
         let consumed = self.loaded.consume();
         let (now, wall, know) = (Instant::now(), SystemTime::now(), ktime_now_ns());
         let events = std::mem::take(&mut *self.loaded.inbox.lock().unwrap_or_else(|e| e.into_inner()));
         for e in events {
             match e {
-                Ok(e) => out.push(update_of(e, know, now, wall)),
+                Ok(e) => feed.apply(update_of(e, know, now, wall)),
                 Err(_) => self.decode_errors += 1,
             }
         }
@@ -108,7 +108,7 @@ impl Source for Collector {
             Ok(()) if self.decode_errors > 0 => Some(format!("{} undecodable events", self.decode_errors)),
             Ok(()) => None,
         };
-        out.push(Update::BpfStatus {
+        feed.apply(Update::BpfStatus {
             programs_attached: self.loaded.links.len() as u32,
             ringbuf_lost_total: self.loaded.lost_total(),
             reason,

@@ -5,8 +5,8 @@
 
 use super::event::{self, DecodeError, Event};
 use super::{BpfStatus, PROGRAMS};
-use crate::alert::rule::RuleConfig;
 use crate::collect::inet_diag::WindowStorage;
+use crate::rule::RuleConfig;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{
     Link, MapCore, MapFlags, MapHandle, PrintLevel, ProgramHandle, RingBuffer, RingBufferBuilder,

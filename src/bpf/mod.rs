@@ -32,11 +32,11 @@ pub mod loader;
 #[cfg(feature = "bpf")]
 pub mod privs;
 
-use crate::alert::rule::RuleConfig;
 use crate::caps::{self, Cap, CapSet};
 use crate::collect::inet_diag::WindowStorage;
 use crate::engine::Update;
-use crate::runtime::Source;
+use crate::engine::sink::{Feed, Source};
+use crate::rule::RuleConfig;
 use std::path::Path;
 
 pub const BTF_PATH: &str = "/sys/kernel/btf/vmlinux";
@@ -142,8 +142,8 @@ pub fn describe_failures(s: &BpfStatus) -> String {
 struct Off(String);
 
 impl Source for Off {
-    fn poll(&mut self, out: &mut Vec<Update>) {
-        out.push(Update::BpfStatus {
+    fn poll(&mut self, feed: &mut dyn Feed) {
+        feed.apply(Update::BpfStatus {
             programs_attached: 0,
             ringbuf_lost_total: 0,
             reason: Some(self.0.clone()),

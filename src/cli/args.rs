@@ -1,11 +1,11 @@
 //! Flags shared by several commands, and their value parsers. Bad values are usage errors.
 
-use crate::alert::rule::RuleConfig;
-use crate::collect::netns::NetnsSpec;
 use crate::engine::EngineConfig;
 use crate::filter::{self, Filter};
 use crate::model::derive::Baseline;
 use crate::model::{StateSet, TcpState};
+use crate::netns::NetnsSpec;
+use crate::rule::RuleConfig;
 use clap::Args;
 use ipnet::IpNet;
 use std::time::Duration;

@@ -34,7 +34,7 @@ fn bpf() -> bool {
         println!("bpf: {reason}");
         return false;
     }
-    let cfg = loader::LoadConfig::from_rule(&crate::alert::rule::RuleConfig::default());
+    let cfg = loader::LoadConfig::from_rule(&crate::rule::RuleConfig::default());
     let l = match loader::load(&cfg) {
         Ok(l) => l,
         Err(e) => {

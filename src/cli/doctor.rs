@@ -3,9 +3,9 @@
 use super::Failure;
 use super::args::parse_duration;
 use crate::collect::InetDiag;
-use crate::collect::netns::NetnsSpec;
 use crate::doctor::{self, Bdp, Check, Status, host};
 use crate::model::StateSet;
+use crate::netns::NetnsSpec;
 use clap::Args;
 use std::io::Write;
 
@@ -50,7 +50,7 @@ pub fn run(a: DoctorArgs) -> Result<u8, Failure> {
     let bdp = bdp(&a)?;
     let mut checks = doctor::checks(&readings(), bdp);
     if let Some(ns) = &a.netns {
-        let r = crate::collect::netns::run_in(ns, readings).map_err(Failure::from_collect)?;
+        let r = crate::netns::run_in(ns, readings).map_err(Failure::from_netns)?;
         let theirs = doctor::checks(&r, bdp);
         checks.extend(doctor::netns_differences(&checks, &theirs));
     }

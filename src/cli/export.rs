@@ -2,8 +2,8 @@
 
 use super::Failure;
 use super::args::{PollArgs, parse_duration};
-use crate::alert::push::{PushConfig, Pusher};
 use crate::engine::Engine;
+use crate::export::alertmanager::{PushConfig, Pusher};
 use crate::export::metrics::TOP_K_CAP;
 use crate::export::peer_groups::PeerGroups;
 use crate::export::server::{self, App, Limits};

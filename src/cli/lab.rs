@@ -2,12 +2,12 @@
 
 use super::Failure;
 use super::args::parse_duration;
-use crate::alert::rule::RuleConfig;
 use crate::caps::{Cap, CapSet};
 use crate::engine::snapshot::Snapshot;
 use crate::lab::run;
 use crate::lab::scenario::Report;
 use crate::lab::scenario::Scenario;
+use crate::rule::RuleConfig;
 use crate::runtime::Published;
 use anyhow::Context;
 use clap::Args;

@@ -64,8 +64,16 @@ impl Failure {
     pub fn from_collect(e: crate::collect::CollectError) -> Failure {
         use crate::collect::CollectError as E;
         match e {
-            E::Privilege(m) => Failure::Privilege(m),
-            e @ E::Netns { .. } => Failure::Usage(e.to_string()),
+            E::Netns(e) => Failure::from_netns(e),
+            e => Failure::Runtime(e.into()),
+        }
+    }
+
+    pub fn from_netns(e: crate::netns::NetnsError) -> Failure {
+        use crate::netns::NetnsError as E;
+        match e {
+            e @ E::Privilege(_) => Failure::Privilege(e.to_string()),
+            e @ E::Open { .. } => Failure::Usage(e.to_string()),
             e => Failure::Runtime(e.into()),
         }
     }

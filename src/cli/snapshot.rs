@@ -3,14 +3,15 @@
 use super::Failure;
 use super::args::PollArgs;
 use crate::collect::InetDiag;
-use crate::engine::snapshot::{CollectorStatus, RecordRef, SocketView};
-use crate::engine::{Engine, EngineConfig, Now, Update, aggregate, first_sight};
+use crate::engine::first_sight::FirstSight;
+use crate::engine::snapshot::{CollectorStatus, SocketView};
+use crate::engine::{Engine, EngineConfig, Now, aggregate};
 use crate::output::{json, table};
 use anyhow::Context;
 use clap::Args;
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Mutex, mpsc};
 
 #[derive(Args, Debug)]
 pub struct SnapshotArgs {
@@ -30,10 +31,9 @@ pub fn run(a: SnapshotArgs) -> Result<(), Failure> {
 
 /// The table needs every row before it can size its columns.
 fn print_table(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
-    let dump = diag.dump().map_err(Failure::from_collect)?;
     let mut engine = Engine::new(cfg);
     let now = Now::system();
-    engine.apply(Update::Dump(dump), now);
+    diag.dump_into(&mut engine, now).map_err(Failure::from_collect)?;
     let snap = engine.tick(now);
     let sockets: Vec<_> = snap.sockets.iter().collect();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -48,24 +48,20 @@ fn print_table(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
 }
 
 /// JSON is written while the kernel is still dumping: one thread reads and parses the dump and
-/// derives each socket's values, encoder threads turn batches of sockets into JSON, and this one
-/// writes the batches in order. The stages overlap, so the command takes about as long as the
+/// derives each socket's values (the [`FirstSight`] sink), encoder threads turn batches of sockets
+/// into JSON, and this one writes the batches in order. The stages overlap, so the command takes about as long as the
 /// kernel's dump rather than the sum of every stage.
 fn stream_json(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
     let now = Now::system();
     let (tx, rx) = mpsc::sync_channel::<(usize, Vec<SocketView>)>(32);
     let reader = std::thread::spawn(move || {
         let mut seq = 0;
-        diag.stream(&mut |batch| {
-            let batch = Arc::new(batch);
-            let views = (0..batch.len() as u32)
-                .filter(|&i| cfg.filter.matches(&batch[i as usize]))
-                .map(|i| first_sight(&cfg.rule, RecordRef::new(Arc::clone(&batch), i), now.mono))
-                .collect();
+        let mut sink = FirstSight::new(cfg, |views| {
             // A send fails only once the writer has gone, which it reports itself.
             let _ = tx.send((seq, views));
             seq += 1;
-        })
+        });
+        diag.dump_into(&mut sink, now).map(|()| sink.stats())
     });
 
     let mut out = Some(std::io::BufWriter::with_capacity(1 << 20, raw_stdout()?));

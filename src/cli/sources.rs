@@ -2,12 +2,12 @@
 //! namespace, and eBPF when it can load (else its reason, which the snapshot's status carries).
 
 use super::Failure;
-use crate::alert::rule::RuleConfig;
 use crate::bpf::BpfStatus;
 use crate::collect::InetDiag;
-use crate::collect::netns::NetnsSpec;
+use crate::engine::sink::Source;
 use crate::filter::Filter;
-use crate::runtime::Source;
+use crate::netns::NetnsSpec;
+use crate::rule::RuleConfig;
 
 pub fn assemble(
     netns: Option<&NetnsSpec>,

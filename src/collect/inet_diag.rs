@@ -1,11 +1,12 @@
 //! The inet_diag collector: the netlink I/O around [`crate::wire`]. One SOCK_DIAG_BY_FAMILY dump
 //! per family; a dump the kernel flags inconsistent is restarted, a bounded number of times.
 
-use super::netns::{self, NetnsSpec};
-use crate::engine::{Dump, DumpStats, Engine, Now, Update};
+use crate::engine::Now;
+use crate::engine::sink::{DumpSink, Dumping, Feed, Source};
 use crate::model::SocketRecord;
 use crate::model::StateSet;
-use crate::runtime::Source;
+use crate::netns::{self, NetnsError, NetnsSpec};
+use crate::wire::Dump;
 use crate::wire::{DumpParser, Progress, WireError, ends_dump, request};
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_SOCK_DIAG};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -26,12 +27,9 @@ const IN_FLIGHT: usize = 2;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
-    /// A capability is missing, e.g. CAP_SYS_ADMIN to enter another namespace.
-    #[error("{0}")]
-    Privilege(String),
-    /// The namespace could not be opened or entered.
-    #[error("network namespace {path}: {source}")]
-    Netns { path: String, source: std::io::Error },
+    /// The namespace could not be entered (a missing CAP_SYS_ADMIN among the reasons).
+    #[error(transparent)]
+    Netns(#[from] NetnsError),
     /// The kernel has no inet_diag for TCP.
     #[error("inet_diag unavailable: {0} (is tcp_diag built in or loaded? try `modprobe tcp_diag`)")]
     Unsupported(String),
@@ -41,15 +39,6 @@ pub enum CollectError {
     Wire(#[from] WireError),
     #[error("the dump was interrupted {0} times in a row (sockets changing too fast); giving up")]
     Interrupted(u32),
-}
-
-/// What a family restarted after NLM_F_DUMP_INTR does with the records already parsed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Restart {
-    /// Takes them back and reads them again (a dump kept whole).
-    Rewind,
-    /// Keeps them, as they were handed over already (a streamed dump).
-    Keep,
 }
 
 /// Where bbrtop's eBPF programs keep each socket's RTT window, for the collector to read with
@@ -95,18 +84,33 @@ impl InetDiag {
         })
     }
 
-    /// One full dump of IPv4 and IPv6 TCP sockets.
+    /// One full dump of IPv4 and IPv6 TCP sockets, whole (for commands that feed no engine).
     pub fn dump(&mut self) -> Result<Dump, CollectError> {
         self.dump_observed(&mut |_, _| {})
     }
 
+    /// One full dump into `sink`, each record handed over as soon as it is parsed, while the
+    /// kernel still dumps the rest. A failure aborts the dump in the sink, with the error, and
+    /// is returned too.
+    pub fn dump_into<S: DumpSink + ?Sized>(&mut self, sink: &mut S, now: Now) -> Result<(), CollectError> {
+        let start = Instant::now();
+        let mut d = Dumping::begin(sink, now);
+        match self.dump_observed(&mut |i, r| d.record(i, r)) {
+            Ok(dump) => {
+                d.end(dump);
+                Ok(())
+            }
+            Err(e) => {
+                d.fail(e.to_string(), start.elapsed());
+                Err(e)
+            }
+        }
+    }
+
     /// One full dump, handing each record to `observe` (with its place in the dump) as soon as
-    /// it is parsed, while the kernel still dumps the rest. A family the kernel interrupts is read
-    /// again, and its records handed over again.
-    pub fn dump_observed(
-        &mut self,
-        observe: &mut dyn FnMut(u32, &SocketRecord),
-    ) -> Result<Dump, CollectError> {
+    /// it is parsed. A family the kernel interrupts is read again, and its records handed over
+    /// again from the restart's first place.
+    fn dump_observed(&mut self, observe: &mut dyn FnMut(u32, &SocketRecord)) -> Result<Dump, CollectError> {
         let d = match self.dump_once(observe) {
             // The kernel checks CAP_BPF before it hands storage over, at the dump's start.
             Err(CollectError::Wire(WireError::Kernel { errno: libc::EPERM })) if self.storage.is_some() => {
@@ -140,17 +144,14 @@ impl InetDiag {
         let start = Instant::now();
         // Room for both families at once: the vector is allocated once and never regrown.
         let [v4, v6] = self.last_count;
-        // Records handed over so far (a restart takes the count back).
-        let mut handed = 0;
         let mut observed = |p: &mut DumpParser| {
-            let recs = p.records();
-            for (i, r) in recs.iter().enumerate().skip(handed.min(recs.len())) {
-                observe(i as u32, r);
+            let (from, fresh) = p.fresh();
+            for (i, r) in fresh.iter().enumerate() {
+                observe((from + i) as u32, r);
             }
-            handed = recs.len();
         };
         self.parser.begin((v4 + v6) + (v4 + v6) / 64);
-        let retries = self.dump_families(&mut observed, Restart::Rewind)?;
+        let retries = self.dump_families(&mut observed)?;
         let mut d = self.parser.finish();
         d.stats.intr_retries = retries;
         d.stats.duration = start.elapsed();
@@ -176,14 +177,10 @@ impl InetDiag {
 
     /// Both families into the parser; returns the DUMP_INTR restarts it took. On error the parser
     /// is reset, so the next dump starts clean.
-    fn dump_families(
-        &mut self,
-        after_buffer: &mut dyn FnMut(&mut DumpParser),
-        restart: Restart,
-    ) -> Result<u32, CollectError> {
+    fn dump_families(&mut self, after_buffer: &mut dyn FnMut(&mut DumpParser)) -> Result<u32, CollectError> {
         let mut retries = 0;
         for (i, family) in [libc::AF_INET as u8, libc::AF_INET6 as u8].into_iter().enumerate() {
-            match self.dump_family(family, i, after_buffer, restart) {
+            match self.dump_family(family, i, after_buffer) {
                 Ok(r) => retries += r,
                 Err(e) => {
                     self.parser.finish();
@@ -195,45 +192,22 @@ impl InetDiag {
     }
 
     /// Appends one family's sockets to the parser's dump; returns the DUMP_INTR restarts it took.
+    /// An interrupted family is taken back and read again.
     fn dump_family(
         &mut self,
         family: u8,
         idx: usize,
         after_buffer: &mut dyn FnMut(&mut DumpParser),
-        restart: Restart,
     ) -> Result<u32, CollectError> {
         for attempt in 0..MAX_DUMP_TRIES {
             let mark = self.parser.begin(0);
             if !self.read_family(family, after_buffer)? {
-                if restart == Restart::Rewind {
-                    self.last_count[idx] = self.parser.since(mark);
-                }
+                self.last_count[idx] = self.parser.since(mark);
                 return Ok(attempt);
             }
-            if restart == Restart::Rewind {
-                self.parser.rewind(mark);
-            }
+            self.parser.rewind(mark);
         }
         Err(CollectError::Interrupted(MAX_DUMP_TRIES))
-    }
-
-    /// Streams one full dump: `sink` gets each receive buffer's records as soon as they are
-    /// parsed, so a consumer works while the kernel is still dumping. A family the kernel
-    /// interrupts is read again, skipping the sockets already handed over (a streamed dump cannot
-    /// take them back, so it may list a socket that closed meanwhile).
-    pub fn stream(&mut self, sink: &mut dyn FnMut(Vec<SocketRecord>)) -> Result<DumpStats, CollectError> {
-        let start = Instant::now();
-        let mut hand_over = |p: &mut DumpParser| {
-            let batch = p.take_batch();
-            if !batch.is_empty() {
-                sink(batch);
-            }
-        };
-        let retries = self.dump_families(&mut hand_over, Restart::Keep)?;
-        let mut stats = self.parser.finish().stats;
-        stats.intr_retries = retries;
-        stats.duration = start.elapsed();
-        Ok(stats)
     }
 
     /// Sends one family's dump request and parses the reply, calling `after_buffer` after each
@@ -369,24 +343,9 @@ fn open_socket() -> Result<Socket, CollectError> {
 }
 
 impl Source for InetDiag {
-    /// The engine observes each record as it is parsed: its work overlaps the kernel's.
-    fn poll_into(&mut self, engine: &mut Engine) {
-        let (now, start) = (Now::system(), Instant::now());
-        engine.begin_dump();
-        match self.dump_observed(&mut |i, r| engine.observe(i, r, now)) {
-            Ok(d) => engine.end_dump(d, now),
-            Err(e) => {
-                engine.abort_dump();
-                engine.apply(Update::DumpFailed { error: e.to_string(), duration: start.elapsed() }, now);
-            }
-        }
-    }
-
-    fn poll(&mut self, out: &mut Vec<Update>) {
-        let start = Instant::now();
-        out.push(match self.dump() {
-            Ok(d) => Update::Dump(d),
-            Err(e) => Update::DumpFailed { error: e.to_string(), duration: start.elapsed() },
-        });
+    /// The engine observes each record as it is parsed: its work overlaps the kernel's. A
+    /// failure is fed as an aborted dump.
+    fn poll(&mut self, feed: &mut dyn Feed) {
+        let _ = self.dump_into(feed, Now::system());
     }
 }

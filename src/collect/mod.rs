@@ -2,6 +2,5 @@
 //! for display, or format.
 
 pub mod inet_diag;
-pub mod netns;
 
 pub use inet_diag::{CollectError, InetDiag};

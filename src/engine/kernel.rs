@@ -4,7 +4,7 @@
 use super::hist::{Hist, RATE_BOUNDS, RTT_BOUNDS};
 use super::snapshot::CollectorStatus;
 use crate::model::{Cookie, Phase};
-use crate::output::serde_time;
+use crate::units::serde_time;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};

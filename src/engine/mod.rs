@@ -2,23 +2,26 @@
 //! immutable [`Snapshot`] on each tick. Time is always a parameter ([`Now`]), so tests drive it.
 
 pub mod aggregate;
+pub mod first_sight;
 pub mod hist;
 pub mod history;
 pub mod kernel;
+pub mod sink;
 pub mod snapshot;
 pub mod update;
 
-use crate::alert::rule::{AlertTracker, RuleConfig, Sample as RuleSample, Transition};
 use crate::filter::Filter;
 use crate::model::derive::{self, Counters, LimitedBy, Rates};
 use crate::model::{Cookie, SocketRecord, Source};
+use crate::rule::{AlertTracker, RuleConfig, Sample as RuleSample, Transition};
+use crate::wire::Dump;
 use history::{History, HistoryView, Sample};
 use rustc_hash::FxHashMap;
 use snapshot::{AlertStatus, AlertView, CollectorStatus, Derived, RecordRef, Snapshot, SocketView};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-pub use update::{Dump, DumpStats, Update};
+pub use update::Update;
 
 /// The moment an update or tick happens: monotonic for arithmetic, wall-clock for reports.
 #[derive(Clone, Copy, Debug)]
@@ -136,7 +139,7 @@ fn evaluate(
 
 /// The view the engine would publish of a socket it sees for the first time, without tracking
 /// it: for one-shot reads that stream sockets while the kernel is still dumping them.
-pub fn first_sight(rule: &RuleConfig, record: RecordRef, now: Instant) -> SocketView {
+fn first_sight(rule: &RuleConfig, record: RecordRef, now: Instant) -> SocketView {
     let mut t = Tracked::new(&record, Counters::of(&record.tcp_info), now, 0);
     evaluate(rule, &mut t, &record, None, now);
     SocketView { derived: derived(rule, &t, &record, now), history: HistoryView::none(), record }
@@ -156,6 +159,8 @@ pub struct Engine {
     netlink: CollectorStatus,
     alerts: Alerts,
     kernel: kernel::KernelState,
+    /// When the dump being read was read.
+    reading: Now,
 }
 
 impl Engine {
@@ -171,6 +176,7 @@ impl Engine {
             alerts: Alerts { keep: cfg.recent_alerts, ..Alerts::default() },
             cfg,
             kernel: kernel::KernelState::default(),
+            reading: Now::system(),
         }
     }
 
@@ -178,17 +184,9 @@ impl Engine {
         &self.cfg
     }
 
-    pub fn apply(&mut self, update: Update, now: Now) {
+    /// Applies what a collector learned besides sockets (those come through [`sink::DumpSink`]).
+    pub fn apply(&mut self, update: Update) {
         match update {
-            Update::Dump(d) => self.apply_dump(d, now),
-            Update::DumpFailed { error, duration } => {
-                let s = &mut self.netlink;
-                s.polls_total += 1;
-                s.errors_total += 1;
-                s.last_success = false;
-                s.last_duration_seconds = duration.as_secs_f64();
-                s.reason = Some(error);
-            }
             Update::Kernel(k) => self.kernel.apply(k),
             Update::Closed(c) => self.kernel.close(*c),
             Update::BpfStatus { programs_attached, ringbuf_lost_total, reason, limit } => {
@@ -197,26 +195,8 @@ impl Engine {
         }
     }
 
-    fn apply_dump(&mut self, dump: Dump, now: Now) {
-        self.begin_dump();
-        for (i, rec) in dump.sockets.iter().enumerate() {
-            self.observe(i as u32, rec, now);
-        }
-        self.end_dump(dump, now);
-    }
-
-    /// Starts reading a dump: the records [`Engine::observe`] sees next belong to it, until
-    /// [`Engine::end_dump`] hands over the whole of it, or [`Engine::abort_dump`] drops it.
-    /// A collector can thus feed records while the kernel is still dumping the rest.
-    pub fn begin_dump(&mut self) {
-        self.generation += 1;
-        // The collector already asked the kernel for these states: with no other filter, every
-        // record is kept without a look.
-        self.unfiltered = Filter { states: None, ..self.cfg.filter.clone() }.is_empty();
-    }
-
     /// One socket of the dump being read; `idx` is its place in that dump's record vector.
-    pub fn observe(&mut self, idx: u32, rec: &SocketRecord, now: Now) {
+    fn observe(&mut self, idx: u32, rec: &SocketRecord, now: Now) {
         if !self.unfiltered && !self.cfg.filter.matches(rec) {
             return;
         }
@@ -253,7 +233,7 @@ impl Engine {
     }
 
     /// Ends the dump whose records were observed: sockets it does not list have closed.
-    pub fn end_dump(&mut self, dump: Dump, now: Now) {
+    fn end_dump(&mut self, dump: Dump, now: Now) {
         self.netlink.saw_dump(&dump.stats);
         let (generation, records) = (self.generation, Arc::new(dump.sockets));
         // A restarted family was observed twice: a socket seen only the first time may point at
@@ -280,7 +260,7 @@ impl Engine {
 
     /// Drops a dump that failed midway: sockets first seen in it go (their records went with
     /// it); the rest keep pointing into the last complete dump.
-    pub fn abort_dump(&mut self) {
+    fn abort_dump(&mut self) {
         let mut slot = 0;
         while slot < self.tracked.len() {
             if self.tracked[slot].idx == UNPLACED {
@@ -329,6 +309,37 @@ impl Engine {
             inflation_onsets_total: self.alerts.onsets.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             rule,
         })
+    }
+}
+
+impl sink::DumpSink for Engine {
+    fn begin(&mut self, now: Now) {
+        self.reading = now;
+        self.generation += 1;
+        // The collector already asked the kernel for these states: with no other filter, every
+        // record is kept without a look.
+        self.unfiltered = Filter { states: None, ..self.cfg.filter.clone() }.is_empty();
+    }
+
+    fn record(&mut self, idx: u32, rec: &SocketRecord) {
+        self.observe(idx, rec, self.reading);
+    }
+
+    fn end(&mut self, dump: Dump) {
+        self.end_dump(dump, self.reading);
+    }
+
+    fn abort(&mut self, why: sink::Aborted) {
+        self.abort_dump();
+        if let sink::Aborted::Failed { error, duration } = why {
+            self.netlink.failed(error, duration);
+        }
+    }
+}
+
+impl sink::Feed for Engine {
+    fn apply(&mut self, update: Update) {
+        Engine::apply(self, update);
     }
 }
 

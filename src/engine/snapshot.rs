@@ -2,10 +2,10 @@
 
 pub use super::aggregate::CcAggregate;
 use super::history::HistoryView;
-use crate::alert::rule::RuleConfig;
 use crate::model::derive::{LimitedBy, Rates};
 use crate::model::{Cookie, Phase, SocketRecord, Source};
-use crate::output::serde_time;
+use crate::rule::RuleConfig;
+use crate::units::serde_time;
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -159,8 +159,17 @@ impl CollectorStatus {
         CollectorStatus { name: "bpf", enabled: false, ..Default::default() }
     }
 
+    /// Counts one failed netlink dump.
+    pub fn failed(&mut self, error: String, duration: std::time::Duration) {
+        self.polls_total += 1;
+        self.errors_total += 1;
+        self.last_success = false;
+        self.last_duration_seconds = duration.as_secs_f64();
+        self.reason = Some(error);
+    }
+
     /// Counts one successful netlink dump.
-    pub fn saw_dump(&mut self, d: &super::DumpStats) {
+    pub fn saw_dump(&mut self, d: &crate::wire::DumpStats) {
         self.polls_total += 1;
         self.last_success = true;
         self.reason = None;

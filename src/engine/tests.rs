@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::model::{BbrInfo, Phase, ProbeBwStep, TcpState};
+use crate::wire::DumpStats;
+use sink::DumpSink;
 
 fn sock(cookie: u64, cc: &str, srtt: u32, min_rtt: u32, acked: u64) -> SocketRecord {
     let mut r = SocketRecord::new(
@@ -28,15 +30,16 @@ fn sock(cookie: u64, cc: &str, srtt: u32, min_rtt: u32, acked: u64) -> SocketRec
     r
 }
 
-fn dump(sockets: Vec<SocketRecord>) -> Update {
-    Update::Dump(Dump { sockets, stats: DumpStats::default() })
+/// A whole dump through the seam, as a collector would hand it over.
+fn dump(e: &mut Engine, sockets: Vec<SocketRecord>, now: Now) {
+    sink::feed_dump(e, Dump { sockets, stats: DumpStats::default() }, now);
 }
 
 #[test]
 fn rates_phase_and_pruning() {
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
-    e.apply(dump(vec![sock(1, "bbr", 20_000, 20_000, 0), sock(2, "cubic", 20_000, 20_000, 0)]), t0);
+    dump(&mut e, vec![sock(1, "bbr", 20_000, 20_000, 0), sock(2, "cubic", 20_000, 20_000, 0)], t0);
     let s = e.tick(t0);
     assert_eq!(s.sockets.len(), 2);
     let (bbr, cubic) = (s.socket(1).unwrap(), s.socket(2).unwrap());
@@ -46,7 +49,7 @@ fn rates_phase_and_pruning() {
     assert_eq!(cubic.derived.phase, None);
 
     let t1 = t0.after(Duration::from_secs(2));
-    e.apply(dump(vec![sock(1, "bbr", 20_000, 20_000, 4_000_000)]), t1);
+    dump(&mut e, vec![sock(1, "bbr", 20_000, 20_000, 4_000_000)], t1);
     let s = e.tick(t1);
     assert_eq!(s.sockets.len(), 1, "the closed cubic socket is pruned");
     assert_eq!(s.sockets[0].derived.rates.goodput_bytes_per_sec, Some(2_000_000.0));
@@ -63,7 +66,7 @@ fn pruning_keeps_each_sockets_state() {
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     let at = |s: u64| t0.after(Duration::from_secs(s));
-    e.apply(dump((1..=5).map(|c| sock(c, "cubic", 1000, 1000, 0)).collect()), at(0));
+    dump(&mut e, (1..=5).map(|c| sock(c, "cubic", 1000, 1000, 0)).collect(), at(0));
     // Sockets 1 and 3 close and 9 opens; then 2, 4 and 5 ack `cookie` MB in one second.
     let survivors = |acked: u64| -> Vec<SocketRecord> {
         [5, 9, 2, 4]
@@ -71,8 +74,8 @@ fn pruning_keeps_each_sockets_state() {
             .map(|c| sock(c, "cubic", 1000, 1000, if c == 9 { 0 } else { acked * c }))
             .collect()
     };
-    e.apply(dump(survivors(0)), at(1));
-    e.apply(dump(survivors(1_000_000)), at(2));
+    dump(&mut e, survivors(0), at(1));
+    dump(&mut e, survivors(1_000_000), at(2));
     let s = e.tick(at(2));
     let mut got: Vec<_> = s
         .sockets
@@ -97,7 +100,7 @@ fn inflation_fires_after_hold_and_resolves_on_close() {
     let t0 = Now::system();
     let at = |s: u64| t0.after(Duration::from_secs(s));
     for sec in 0..=5 {
-        e.apply(dump(vec![sock(7, "cubic", 90_000, 20_000, sec * 1000)]), at(sec));
+        dump(&mut e, vec![sock(7, "cubic", 90_000, 20_000, sec * 1000)], at(sec));
         let snap = e.tick(at(sec));
         let d = &snap.sockets[0].derived;
         assert!(d.inflated);
@@ -114,7 +117,7 @@ fn inflation_fires_after_hold_and_resolves_on_close() {
     assert_eq!(snap.inflation_onsets_total, vec![("cubic".to_string(), 1)]);
 
     // The socket closes: its alert resolves and moves to the recent list.
-    e.apply(dump(vec![]), at(6));
+    dump(&mut e, vec![], at(6));
     let snap = e.tick(at(6));
     assert!(snap.sockets.is_empty());
     assert_eq!(snap.firing().count(), 0);
@@ -134,11 +137,12 @@ fn filter_and_collector_status() {
         duration: Duration::from_millis(4),
         ..Default::default()
     };
-    e.apply(
-        Update::Dump(Dump { sockets: vec![sock(1, "bbr", 1, 1, 0), sock(2, "cubic", 1, 1, 0)], stats }),
+    sink::feed_dump(
+        &mut e,
+        Dump { sockets: vec![sock(1, "bbr", 1, 1, 0), sock(2, "cubic", 1, 1, 0)], stats },
         t0,
     );
-    e.apply(Update::DumpFailed { error: "boom".into(), duration: Duration::ZERO }, t0);
+    sink::Dumping::begin(&mut e, t0).fail("boom".into(), Duration::ZERO);
     let s = e.tick(t0);
     assert_eq!(s.sockets.len(), 1);
     let c = &s.collectors[0];
@@ -157,23 +161,22 @@ fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
     let t0 = Now::system();
     // Netlink alone: BBR cruise (inferred), and the CUBIC socket is not inflated.
     let socks = || vec![sock(1, "bbr", 20_000, 20_000, 0), sock(2, "cubic", 20_000, 20_000, 0)];
-    e.apply(
-        Update::Kernel(KernelUpdate::Phase {
-            cookie: 1,
-            netns: 7,
-            phase: KernelPhase { mode: 0, ..Default::default() },
-            entered: 1,
-        }),
-        t0,
-    );
+    e.apply(Update::Kernel(KernelUpdate::Phase {
+        cookie: 1,
+        netns: 7,
+        phase: KernelPhase { mode: 0, ..Default::default() },
+        entered: 1,
+    }));
     // The kernel timed an onset 6 s ago (longer than the 5 s hold).
     let onset = t0.mono - Duration::from_secs(6);
-    e.apply(
-        Update::Kernel(KernelUpdate::Inflation { cookie: 2, netns: 7, onset: Some(onset), peak_ratio: 3.0 }),
-        t0,
-    );
-    e.apply(dump(socks()), t0);
-    e.apply(Update::BpfStatus { programs_attached: 2, ringbuf_lost_total: 5, reason: None, limit: None }, t0);
+    e.apply(Update::Kernel(KernelUpdate::Inflation {
+        cookie: 2,
+        netns: 7,
+        onset: Some(onset),
+        peak_ratio: 3.0,
+    }));
+    dump(&mut e, socks(), t0);
+    e.apply(Update::BpfStatus { programs_attached: 2, ringbuf_lost_total: 5, reason: None, limit: None });
     let s = e.tick(t0);
     let bbr = s.socket(1).unwrap();
     assert_eq!((bbr.derived.phase, bbr.derived.phase_source), (Some(Phase::Startup), Some(Source::Kernel)));
@@ -186,34 +189,28 @@ fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
 
     // The kernel says the spell ended: the alert resolves at the next poll.
     let t1 = t0.after(Duration::from_secs(1));
-    e.apply(
-        Update::Kernel(KernelUpdate::Inflation { cookie: 2, netns: 7, onset: None, peak_ratio: 3.0 }),
-        t1,
-    );
-    e.apply(dump(socks()), t1);
+    e.apply(Update::Kernel(KernelUpdate::Inflation { cookie: 2, netns: 7, onset: None, peak_ratio: 3.0 }));
+    dump(&mut e, socks(), t1);
     assert!(!e.tick(t1).socket(2).unwrap().derived.alert_firing);
 
-    e.apply(
-        Update::Closed(Box::new(ClosedFlow {
-            seq: 0,
-            cookie: 2,
-            netns: 7,
-            cc: "cubic".into(),
-            local: "10.0.0.1:40002".parse().unwrap(),
-            peer: "10.0.0.2:5201".parse().unwrap(),
-            closed_at: t1.wall,
-            lifetime_seconds: Some(7.0),
-            bytes_acked: 1000,
-            bytes_received: 0,
-            total_retrans: 0,
-            srtt_us: 20_000,
-            min_rtt_us: 20_000,
-            delivery_rate_bytes_per_sec: None,
-            bbr: None,
-            peak_inflation_ratio: 3.0,
-        })),
-        t1,
-    );
+    e.apply(Update::Closed(Box::new(ClosedFlow {
+        seq: 0,
+        cookie: 2,
+        netns: 7,
+        cc: "cubic".into(),
+        local: "10.0.0.1:40002".parse().unwrap(),
+        peer: "10.0.0.2:5201".parse().unwrap(),
+        closed_at: t1.wall,
+        lifetime_seconds: Some(7.0),
+        bytes_acked: 1000,
+        bytes_received: 0,
+        total_retrans: 0,
+        srtt_us: 20_000,
+        min_rtt_us: 20_000,
+        delivery_rate_bytes_per_sec: None,
+        bbr: None,
+        peak_inflation_ratio: 3.0,
+    })));
     let s = e.tick(t1);
     assert_eq!(s.closed.len(), 1);
     assert_eq!((s.closed_by_cc[0].cc.as_str(), s.closed_by_cc[0].count), ("cubic", 1));
@@ -227,13 +224,13 @@ fn observed_dumps_abort_and_restart() {
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     let at = |s: u64| t0.after(Duration::from_secs(s));
-    e.apply(dump(vec![sock(1, "bbr", 1000, 1000, 0), sock(2, "cubic", 1000, 1000, 0)]), at(0));
+    dump(&mut e, vec![sock(1, "bbr", 1000, 1000, 0), sock(2, "cubic", 1000, 1000, 0)], at(0));
 
     // Fails after seeing socket 2 and a new socket 3.
-    e.begin_dump();
-    e.observe(0, &sock(3, "bbr", 1000, 1000, 0), at(1));
-    e.observe(1, &sock(2, "cubic", 1000, 1000, 5000), at(1));
-    e.abort_dump();
+    e.begin(at(1));
+    e.record(0, &sock(3, "bbr", 1000, 1000, 0));
+    e.record(1, &sock(2, "cubic", 1000, 1000, 5000));
+    e.abort(sink::Aborted::Dropped);
     let s = e.tick(at(1));
     let mut cookies: Vec<_> = s.sockets.iter().map(|v| v.record.cookie).collect();
     cookies.sort();
@@ -242,12 +239,12 @@ fn observed_dumps_abort_and_restart() {
 
     // A restart: socket 1 was handed over in the interrupted part, then closed; the dump that
     // completes lists 2 where 1 had been.
-    e.begin_dump();
-    e.observe(0, &sock(1, "bbr", 1000, 1000, 0), at(2));
+    e.begin(at(2));
+    e.record(0, &sock(1, "bbr", 1000, 1000, 0));
     let final_dump = vec![sock(2, "cubic", 1000, 1000, 7000)];
-    e.observe(0, &final_dump[0], at(2));
+    e.record(0, &final_dump[0]);
     let stats = DumpStats { intr_retries: 1, ..DumpStats::default() };
-    e.end_dump(Dump { sockets: final_dump, stats }, at(2));
+    e.end(Dump { sockets: final_dump, stats });
     let s = e.tick(at(2));
     assert_eq!(s.sockets.len(), 1);
     assert_eq!(s.sockets[0].record.cookie, 2);
@@ -264,12 +261,12 @@ fn kernel_state_of_unlisted_sockets_is_pruned() {
     let phase = |cookie| {
         Update::Kernel(KernelUpdate::Phase { cookie, netns: 7, phase: KernelPhase::default(), entered: 1 })
     };
-    e.apply(phase(1), t0);
-    e.apply(phase(99), t0);
-    e.apply(dump(vec![sock(1, "bbr", 1000, 1000, 0)]), t0);
+    e.apply(phase(1));
+    e.apply(phase(99));
+    dump(&mut e, vec![sock(1, "bbr", 1000, 1000, 0)], t0);
     assert_eq!(e.kernel.held(), 2, "99's first event may beat its first dump");
     for s in 1..=3 {
-        e.apply(dump(vec![sock(1, "bbr", 1000, 1000, 0)]), t0.after(Duration::from_secs(s)));
+        dump(&mut e, vec![sock(1, "bbr", 1000, 1000, 0)], t0.after(Duration::from_secs(s)));
     }
     assert_eq!(e.kernel.held(), 1);
     assert!(e.kernel.socket(1).is_some() && e.kernel.socket(99).is_none());
@@ -284,15 +281,12 @@ fn window_state_gives_the_kernel_phase() {
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     // The last event said STARTUP; the window says PROBE_BW, draining (cycle_idx 1).
-    e.apply(
-        Update::Kernel(KernelUpdate::Phase {
-            cookie: 1,
-            netns: 7,
-            phase: KernelPhase::default(),
-            entered: 1,
-        }),
-        t0,
-    );
+    e.apply(Update::Kernel(KernelUpdate::Phase {
+        cookie: 1,
+        netns: 7,
+        phase: KernelPhase::default(),
+        entered: 1,
+    }));
     let mut r = sock(1, "bbr", 20_000, 20_000, 0);
     r.kernel_rtt = Some(RttWindow {
         samples: 3,
@@ -301,7 +295,7 @@ fn window_state_gives_the_kernel_phase() {
         max_srtt_us: Some(20_000),
         bbr: Some(BbrState { mode: 2, cycle_idx: 1, full_bw_reached: true, lt_use_bw: false }),
     });
-    e.apply(dump(vec![r, sock(2, "bbr", 20_000, 20_000, 0)]), t0);
+    dump(&mut e, vec![r, sock(2, "bbr", 20_000, 20_000, 0)], t0);
     let s = e.tick(t0);
     let d = &s.socket(1).unwrap().derived;
     assert_eq!((d.phase, d.phase_source), (Some(Phase::ProbeBw(ProbeBwStep::Down)), Some(Source::Kernel)));
@@ -322,11 +316,11 @@ fn a_bpf_limit_is_a_reason_not_a_failure() {
         reason: reason.map(String::from),
         limit: Some("BBR state off".into()),
     };
-    e.apply(status(None), t0);
+    e.apply(status(None));
     let bpf = |s: &Snapshot| s.collectors.iter().find(|c| c.name == "bpf").unwrap().clone();
     let c = bpf(&e.tick(t0));
     assert_eq!((c.enabled, c.last_success, c.reason.as_deref()), (true, true, Some("BBR state off")));
-    e.apply(status(Some("ring buffer: EIO")), t0);
+    e.apply(status(Some("ring buffer: EIO")));
     let c = bpf(&e.tick(t0));
     assert_eq!((c.last_success, c.reason.as_deref()), (false, Some("ring buffer: EIO")));
 }

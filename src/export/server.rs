@@ -8,7 +8,7 @@
 use super::metrics::{self, Scrape};
 use super::peer_groups::PeerGroups;
 use super::web_config::Security;
-use crate::alert::push::PushStats;
+use crate::export::alertmanager::PushStats;
 use crate::output::json::SnapshotDoc;
 use crate::runtime::Published;
 use base64::Engine as _;
@@ -231,9 +231,9 @@ async fn blocking(f: impl FnOnce() -> Resp + Send + 'static) -> Resp {
 
 #[derive(Serialize)]
 struct AlertsDoc<'a> {
-    #[serde(with = "crate::output::serde_time")]
+    #[serde(with = "crate::units::serde_time")]
     taken_at: std::time::SystemTime,
-    rule: &'a crate::alert::rule::RuleConfig,
+    rule: &'a crate::rule::RuleConfig,
     alerts: &'a [crate::engine::snapshot::AlertView],
 }
 

@@ -2,7 +2,7 @@
 //! Netem would do this elsewhere; this kernel has none.
 
 use super::LabError;
-use crate::collect::netns::NetnsSpec;
+use crate::netns::NetnsSpec;
 
 /// The program's threshold for a loss fraction: drop when a random u32 is below it.
 pub fn threshold(fraction: f64) -> u32 {
@@ -15,8 +15,7 @@ pub fn threshold(fraction: f64) -> u32 {
 pub fn attach(ns: &NetnsSpec, dev: &str, fraction: f64) -> Result<(), LabError> {
     let dev = dev.to_string();
     let t = threshold(fraction);
-    crate::collect::netns::run_in(ns, move || imp::attach(&dev, t))
-        .map_err(|e| LabError::Collect(e.to_string()))?
+    crate::netns::run_in(ns, move || imp::attach(&dev, t)).map_err(|e| LabError::Collect(e.to_string()))?
 }
 
 #[cfg(not(feature = "bpf"))]

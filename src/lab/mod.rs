@@ -20,7 +20,7 @@ pub mod scenario;
 pub mod ss;
 
 use crate::caps::{Cap, CapSet};
-use crate::collect::netns::{NetnsSpec, run_in};
+use crate::netns::{NetnsSpec, run_in};
 use delayline::DelayLine;
 use flows::{Flows, Sink};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

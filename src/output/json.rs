@@ -10,7 +10,7 @@ use std::io::Write;
 /// The document `snapshot --json` prints.
 #[derive(Serialize)]
 pub struct SnapshotDoc<'a> {
-    #[serde(with = "crate::output::serde_time")]
+    #[serde(with = "crate::units::serde_time")]
     pub taken_at: std::time::SystemTime,
     pub sockets: Vec<&'a SocketView>,
     pub by_cc: &'a [CcAggregate],
@@ -84,7 +84,7 @@ pub fn encode_sockets(buf: &mut Vec<u8>, sockets: &[SocketView]) -> std::io::Res
 /// One `watch --ndjson` line: a socket at one poll.
 #[derive(Serialize)]
 pub struct SocketLine<'a> {
-    #[serde(with = "crate::output::serde_time")]
+    #[serde(with = "crate::units::serde_time")]
     pub ts: std::time::SystemTime,
     pub seq: u64,
     #[serde(flatten)]
@@ -101,8 +101,10 @@ pub fn write_line<W: Write, T: Serialize>(w: &mut W, v: &T) -> std::io::Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Dump, Engine, EngineConfig, Now, Update};
+    use crate::engine::sink::feed_dump;
+    use crate::engine::{Engine, EngineConfig, Now};
     use crate::model::{SocketRecord, TcpState};
+    use crate::wire::Dump;
 
     #[test]
     fn streamed_document_is_the_whole_one() {
@@ -121,7 +123,7 @@ mod tests {
                 r
             })
             .collect();
-        e.apply(Update::Dump(Dump { sockets: recs, ..Dump::default() }), now);
+        feed_dump(&mut e, Dump { sockets: recs, ..Dump::default() }, now);
         let snap = e.tick(now);
         for n in [0, 3] {
             let whole = SnapshotDoc::new(&snap, snap.sockets.iter().take(n).collect());

@@ -9,9 +9,9 @@ pub mod system;
 
 use crate::cli::Failure;
 use crate::cli::args::PollArgs;
-use crate::collect::netns::NetnsSpec;
 use crate::engine::Engine;
 use crate::lab::{Lab, LabConfig};
+use crate::netns::NetnsSpec;
 use crate::runtime::{Published, Runtime};
 use anyhow::Context;
 use app::App;

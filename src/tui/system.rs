@@ -1,6 +1,6 @@
 //! Host facts for the header, read once at start (they do not change while we watch).
 
-use crate::collect::netns::{NetnsSpec, run_in};
+use crate::netns::{NetnsSpec, run_in};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SystemInfo {

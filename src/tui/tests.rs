@@ -5,7 +5,6 @@ use super::app::{Action, App, Column, View};
 use super::procs::Owners;
 use super::render::{self, Screen};
 use super::system::SystemInfo;
-use crate::alert::rule::RuleConfig;
 use crate::engine::history::{History, HistoryView, Sample};
 use crate::engine::kernel::ClosedFlow;
 use crate::engine::snapshot::{
@@ -13,6 +12,7 @@ use crate::engine::snapshot::{
 };
 use crate::model::derive::{LimitedBy, Rates};
 use crate::model::{BbrInfo, Phase, ProbeBwStep, SocketRecord, Source, TcpState};
+use crate::rule::RuleConfig;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;

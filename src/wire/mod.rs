@@ -2,10 +2,11 @@
 //! I/O. The framing uses netlink-packet-core and netlink-packet-sock-diag; `tcp_info`,
 //! `tcp_bbr_info` and skmeminfo are decoded here because the crate hands them back as raw bytes.
 
+pub mod dump;
 pub mod request;
 
-use crate::engine::{Dump, DumpStats};
 use crate::model::{BbrInfo, Cookie, InfoSize, MemInfo, RttWindow, SocketRecord, TcpState};
+pub use dump::{Dump, DumpStats};
 use netlink_packet_core::{
     NLM_F_DUMP_INTR, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NetlinkBuffer, NlaBuffer, NlasIterator, Parseable,
 };
@@ -53,6 +54,8 @@ pub struct DumpParser {
     netns: Option<u64>,
     /// The read epoch the eBPF RTT windows are read at (see [`RttWindow`]).
     epoch: u32,
+    /// Records handed over so far by [`DumpParser::fresh`].
+    handed: usize,
 }
 
 /// Where a family's part of the dump began, to take it back if the kernel interrupts it.
@@ -106,6 +109,15 @@ impl DumpParser {
         for r in self.sockets.drain(m.0..) {
             self.seen.remove(&r.cookie);
         }
+        self.handed = self.handed.min(m.0);
+    }
+
+    /// The records parsed since the last call, and the place of the first: a collector hands
+    /// them over as they come. After a rewind they come again from the mark.
+    pub fn fresh(&mut self) -> (usize, &[SocketRecord]) {
+        let from = self.handed.min(self.sockets.len());
+        self.handed = self.sockets.len();
+        (from, &self.sockets[from..])
     }
 
     /// The records of the dump so far.
@@ -158,17 +170,10 @@ impl DumpParser {
         Ok(Progress::More)
     }
 
-    /// Hands over the records parsed so far, for a streamed dump; the duplicate set is kept, so
-    /// a socket is handed over once. A streamed dump never rewinds.
-    pub fn take_batch(&mut self) -> Vec<SocketRecord> {
-        // The next batch is about as big: sized now, it is not regrown (and copied) as it fills.
-        let next = Vec::with_capacity(self.sockets.len());
-        std::mem::replace(&mut self.sockets, next)
-    }
-
     /// Hands over the dump so far and starts afresh. `stats.duration` is left for the caller.
     pub fn finish(&mut self) -> Dump {
         self.seen.clear();
+        self.handed = 0;
         Dump { sockets: std::mem::take(&mut self.sockets), stats: std::mem::take(&mut self.stats) }
     }
 }

@@ -3,13 +3,15 @@
 
 #![allow(dead_code)]
 
+use bbrtop::engine::sink::feed_dump;
 use bbrtop::engine::snapshot::Snapshot;
-use bbrtop::engine::{Dump, Engine, EngineConfig, Now, Update};
+use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::export::peer_groups::PeerGroups;
 use bbrtop::export::server::{self, App, Limits};
 use bbrtop::export::web_config::Security;
 use bbrtop::model::{BbrInfo, SocketRecord, TcpState};
 use bbrtop::runtime::Published;
+use bbrtop::wire::Dump;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Child;
@@ -53,7 +55,7 @@ pub fn snapshot() -> Arc<Snapshot> {
         record(4, "cubic", "[2001:db8::9]:40003", 11_000),
     ];
     let now = Now::system();
-    e.apply(Update::Dump(Dump { sockets: recs, ..Dump::default() }), now);
+    feed_dump(&mut e, Dump { sockets: recs, ..Dump::default() }, now);
     e.tick(now)
 }
 

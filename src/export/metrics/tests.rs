@@ -1,6 +1,8 @@
 use super::*;
-use crate::engine::{Dump, Engine, EngineConfig, Now, Update};
+use crate::engine::sink::feed_dump;
+use crate::engine::{Engine, EngineConfig, Now};
 use crate::model::{BbrInfo, SocketRecord, TcpState};
+use crate::wire::Dump;
 
 fn rec(cookie: u64, cc: &str, peer: &str, srtt_us: u32, min_rtt_us: u32) -> SocketRecord {
     let mut r = SocketRecord::new(
@@ -24,7 +26,7 @@ fn rec(cookie: u64, cc: &str, peer: &str, srtt_us: u32, min_rtt_us: u32) -> Sock
 fn snapshot(recs: Vec<SocketRecord>) -> Arc<Snapshot> {
     let mut e = Engine::new(EngineConfig::default());
     let now = Now::system();
-    e.apply(Update::Dump(Dump { sockets: recs, ..Dump::default() }), now);
+    feed_dump(&mut e, Dump { sockets: recs, ..Dump::default() }, now);
     e.tick(now)
 }
 

@@ -1,6 +1,6 @@
 //! Closed flows, from eBPF close records: the last ones, newest first, and per-cc totals.
 
-use crate::output::units::{bitrate, micros, opt};
+use crate::units::{bitrate, micros, opt};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;

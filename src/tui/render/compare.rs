@@ -1,7 +1,7 @@
 //! BBR vs CUBIC, live: the guides' comparison table, per congestion control.
 
 use crate::engine::snapshot::Snapshot;
-use crate::output::units::{bitrate, micros, opt};
+use crate::units::{bitrate, micros, opt};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;

@@ -5,7 +5,7 @@ use super::table::cell;
 use crate::engine::history::Sample;
 use crate::engine::snapshot::SocketView;
 use crate::model::Phase;
-use crate::output::units::{bitrate, micros};
+use crate::units::{bitrate, micros};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};

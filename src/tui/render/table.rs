@@ -3,8 +3,8 @@
 
 use super::Screen;
 use crate::engine::snapshot::SocketView;
-use crate::output::units::{bitrate, micros, opt};
 use crate::tui::app::Column;
+use crate::units::{bitrate, micros, opt};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};

@@ -1,4 +1,4 @@
-//! DESIGN.md's queue-delay rule, implemented once. The netlink path evaluates it at each poll;
+//! The queue-delay alert rule (ARCHITECTURE.md, "The alert rule"), implemented once. The netlink path evaluates it at each poll;
 //! the eBPF path hands over the onset the kernel timed per ACK. Time is always a parameter.
 
 use crate::model::derive::Baseline;
@@ -11,13 +11,13 @@ pub struct RuleConfig {
     /// Inflated while srtt >= ratio x baseline.
     pub ratio: f64,
     /// ...and srtt - baseline >= floor, so 5 µs becoming 8 µs on loopback does not count.
-    #[serde(with = "crate::output::serde_duration")]
+    #[serde(with = "crate::units::serde_duration")]
     pub floor: Duration,
     /// Fires once inflated without a break for this long.
-    #[serde(rename = "for", with = "crate::output::serde_duration")]
+    #[serde(rename = "for", with = "crate::units::serde_duration")]
     pub hold: Duration,
     /// Only sockets that received an ACK within this long are evaluated.
-    #[serde(with = "crate::output::serde_duration")]
+    #[serde(with = "crate::units::serde_duration")]
     pub active_within: Duration,
     pub baseline: Baseline,
 }

@@ -9,10 +9,10 @@
 //!
 //! [`Tracker`] decides what is due (pure, clock passed in); the workers do the I/O.
 
+use super::peer_groups::PeerGroups;
 use crate::engine::snapshot::{AlertView, Snapshot};
-use crate::export::peer_groups::PeerGroups;
-use crate::output::units::micros;
 use crate::runtime::Published;
+use crate::units::micros;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,9 +47,9 @@ pub struct PushConfig {
 pub struct AmAlert {
     pub labels: BTreeMap<&'static str, String>,
     pub annotations: BTreeMap<&'static str, String>,
-    #[serde(with = "crate::output::serde_time")]
+    #[serde(with = "crate::units::serde_time")]
     pub starts_at: SystemTime,
-    #[serde(with = "crate::output::serde_time")]
+    #[serde(with = "crate::units::serde_time")]
     pub ends_at: SystemTime,
     #[serde(rename = "generatorURL")]
     pub generator_url: String,

@@ -1,6 +1,6 @@
 use super::*;
-use crate::alert::rule::RuleConfig;
 use crate::engine::snapshot::AlertStatus;
+use crate::rule::RuleConfig;
 
 fn cfg() -> PushConfig {
     PushConfig {

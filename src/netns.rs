@@ -1,6 +1,21 @@
-//! Network namespaces: `--netns NAME|PATH`.
+//! Network namespaces: `--netns NAME|PATH`, and running code inside one. A leaf: the netlink
+//! collector, the lab, doctor and the TUI's header all enter namespaces through it.
 
 use std::path::PathBuf;
+
+/// Why a namespace could not be entered.
+#[derive(Debug, thiserror::Error)]
+pub enum NetnsError {
+    /// Entering another namespace needs CAP_SYS_ADMIN.
+    #[error("entering network namespace {0} needs CAP_SYS_ADMIN")]
+    Privilege(String),
+    /// The namespace could not be opened or entered.
+    #[error("network namespace {path}: {source}")]
+    Open { path: String, source: std::io::Error },
+    /// The thread that enters it could not start, or died.
+    #[error("network namespace thread: {0}")]
+    Thread(std::io::Error),
+}
 
 /// A network namespace named as `ip netns` names it, or by a path such as /proc/PID/ns/net.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,15 +39,14 @@ impl NetnsSpec {
 pub fn run_in<T: Send + 'static>(
     ns: &NetnsSpec,
     f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, super::CollectError> {
-    use super::CollectError;
+) -> Result<T, NetnsError> {
     use std::os::fd::AsRawFd;
     let path = ns.0.display().to_string();
     let file =
-        std::fs::File::open(&ns.0).map_err(|source| CollectError::Netns { path: path.clone(), source })?;
+        std::fs::File::open(&ns.0).map_err(|source| NetnsError::Open { path: path.clone(), source })?;
     let handle = std::thread::Builder::new()
         .name("bbrtop-netns".into())
-        .spawn(move || -> Result<T, CollectError> {
+        .spawn(move || -> Result<T, NetnsError> {
             #[allow(unsafe_code)]
             // SAFETY: setns takes a valid open fd (kept alive by `file`) and a flag; it changes only
             // this thread's namespace, and the thread ends when `f` returns.
@@ -40,13 +54,13 @@ pub fn run_in<T: Send + 'static>(
             if rc != 0 {
                 let err = std::io::Error::last_os_error();
                 return Err(if err.raw_os_error() == Some(libc::EPERM) {
-                    CollectError::Privilege(format!("entering network namespace {path} needs CAP_SYS_ADMIN"))
+                    NetnsError::Privilege(path)
                 } else {
-                    CollectError::Netns { path, source: err }
+                    NetnsError::Open { path, source: err }
                 });
             }
             Ok(f())
         })
-        .map_err(CollectError::Io)?;
-    handle.join().map_err(|_| CollectError::Io(std::io::Error::other("namespace thread panicked")))?
+        .map_err(NetnsError::Thread)?;
+    handle.join().map_err(|_| NetnsError::Thread(std::io::Error::other("namespace thread panicked")))?
 }

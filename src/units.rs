@@ -1,4 +1,5 @@
-//! Human units for tables and the TUI: bit rates in Mbit/s like `ss`, times in ms.
+//! Units, a leaf every layer may use: human units for tables and the TUI (bit rates in Mbit/s
+//! like `ss`, times in ms), and the serde forms of times and durations in JSON and alerts.
 
 /// Bytes per second as a bit rate: "950bit/s", "12.3Kbit/s", "19.8Mbit/s", "1.2Gbit/s".
 pub fn bitrate(bytes_per_sec: f64) -> String {
@@ -30,6 +31,38 @@ pub fn micros(us: u32) -> String {
 /// An optional value, or "-".
 pub fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
     v.map_or_else(|| "-".to_string(), f)
+}
+
+/// Serializes a `SystemTime` as RFC 3339 (UTC), the format Alertmanager and humans both read.
+pub mod serde_time {
+    use serde::Serializer;
+    use std::time::SystemTime;
+
+    pub fn serialize<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&humantime::format_rfc3339_millis(*t))
+    }
+
+    pub mod option {
+        use serde::Serializer;
+        use std::time::SystemTime;
+
+        pub fn serialize<S: Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
+            match t {
+                Some(t) => super::serialize(t, s),
+                None => s.serialize_none(),
+            }
+        }
+    }
+}
+
+/// Serializes a `Duration` as seconds (f64).
+pub mod serde_duration {
+    use serde::Serializer;
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,0 @@
-//! The queue-delay alert: the rule (pure) and, in time, its delivery.
-
-pub mod push;
-pub mod rule;
