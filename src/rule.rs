@@ -137,6 +137,13 @@ pub struct Sample {
     pub active: bool,
 }
 
+impl Sample {
+    /// srtt / baseline (a zero baseline counts as 1 µs).
+    pub fn ratio(&self) -> f64 {
+        f64::from(self.srtt_us) / f64::from(self.baseline_us.max(1))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -181,7 +181,7 @@ fn bbr_lab_flow_goes_startup_then_probe_bw_from_the_kernel() {
     let modes = |ev: &[Event]| -> Vec<(u64, u8)> {
         ev.iter()
             .filter_map(|e| match e {
-                Event::Phase(p) if p.h.netns == ns => Some((p.h.cookie, p.mode)),
+                Event::Phase(p) if p.h.netns == ns => Some((p.h.cookie, p.bbr.mode)),
                 _ => None,
             })
             .collect()
@@ -220,7 +220,7 @@ fn without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
     let l = load_with(Some(btf.path().to_path_buf()));
     assert!(!l.bbr_state);
     assert_eq!(l.status().limits, [loader::BBR_STATE_OFF]);
-    let note = bbrtop::cli::sources::bpf_note(&l.status()).expect("a note for stderr");
+    let note = bbrtop::cli::startup::bpf_note(&l.status()).expect("a note for stderr");
     assert!(note.starts_with("bbrtop: eBPF BBR state off") && note.lines().count() == 1, "{note}");
 
     let mut lab = Lab::new(LabConfig::default()).expect("lab");

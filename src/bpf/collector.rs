@@ -4,7 +4,7 @@
 use super::event::{Close, Event};
 use super::loader::Loaded;
 use crate::engine::Update;
-use crate::engine::kernel::{ClosedBbr, ClosedFlow, KernelPhase, KernelUpdate};
+use crate::engine::kernel::{ClosedBbr, ClosedFlow, KernelUpdate};
 use crate::engine::sink::{Feed, Source};
 use crate::model::Phase;
 use std::time::{Duration, Instant, SystemTime};
@@ -54,13 +54,7 @@ pub fn update_of(e: Event, ktime_now: u64, now: Instant, wall: SystemTime) -> Up
         Event::Phase(p) => Update::Kernel(KernelUpdate::Phase {
             cookie: p.h.cookie,
             netns: p.h.netns,
-            phase: KernelPhase {
-                mode: p.mode,
-                cycle_idx: p.cycle_idx,
-                full_bw_reached: p.full_bw_reached,
-                lt_use_bw: p.lt_use_bw,
-                min_rtt_us: p.min_rtt_us,
-            },
+            bbr: p.bbr,
             entered: p.entered,
         }),
         Event::Close(c) => Update::Closed(Box::new(closed_flow(c, ktime_now, wall))),

@@ -1,5 +1,6 @@
 //! Ring-buffer events (layouts in bpf/bbrtop.h), decoded by a pure function that never panics.
 
+use crate::model::BbrState;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 pub const HDR_LEN: usize = 24;
@@ -52,15 +53,11 @@ pub struct Inflation {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PhaseChange {
     pub h: Header,
-    /// `struct bbr` mode: 0 STARTUP, 1 DRAIN, 2 PROBE_BW, 3 PROBE_RTT.
-    pub mode: u8,
-    pub cycle_idx: u8,
-    pub full_bw_reached: bool,
-    pub lt_use_bw: bool,
+    /// `struct bbr` at the change, with BBR's min RTT.
+    pub bbr: BbrState,
     /// None for the socket's first phase event.
     pub prev_mode: Option<u8>,
     pub prev_began_ns: u64,
-    pub min_rtt_us: u32,
     /// Times this mode has been entered, this time included.
     pub entered: u32,
     /// BBR's max-filtered bandwidth in bytes per second (needs the mss, so raw here).
@@ -153,13 +150,15 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
             let prev = r.u8(28);
             Ok(Event::Phase(PhaseChange {
                 h,
-                mode: r.u8(24),
-                cycle_idx: r.u8(25),
-                full_bw_reached: r.u8(26) != 0,
-                lt_use_bw: r.u8(27) != 0,
+                bbr: BbrState {
+                    mode: r.u8(24),
+                    cycle_idx: r.u8(25),
+                    full_bw_reached: r.u8(26) != 0,
+                    lt_use_bw: r.u8(27) != 0,
+                    min_rtt_us: Some(r.u32(40)),
+                },
                 prev_mode: (prev != 0xff).then_some(prev),
                 prev_began_ns: r.u64(32),
-                min_rtt_us: r.u32(40),
                 entered: r.u32(44),
                 bw_raw: r.u64(48),
             }))
@@ -242,8 +241,9 @@ mod tests {
         b[40..44].copy_from_slice(&150u32.to_ne_bytes());
         b[44..48].copy_from_slice(&2u32.to_ne_bytes());
         let Event::Phase(p) = decode(&b).unwrap() else { panic!("kind") };
-        assert_eq!((p.mode, p.cycle_idx, p.full_bw_reached, p.lt_use_bw), (2, 5, true, false));
-        assert_eq!((p.prev_mode, p.min_rtt_us, p.entered), (None, 150, 2));
+        let s = p.bbr;
+        assert_eq!((s.mode, s.cycle_idx, s.full_bw_reached, s.lt_use_bw), (2, 5, true, false));
+        assert_eq!((p.prev_mode, s.min_rtt_us, p.entered), (None, Some(150), 2));
         b[28] = 0;
         let Event::Phase(p) = decode(&b).unwrap() else { panic!("kind") };
         assert_eq!(p.prev_mode, Some(0));

@@ -1,8 +1,9 @@
 //! The eBPF collector: availability checks, loading, and the poller [`Source`].
 //!
-//! Commands that run the poller call [`sources`] once: it returns the BPF source when it can run,
-//! and otherwise a status-only source carrying the one-line reason, so every status report
-//! (snapshot collectors, exporter self-metrics) shows why eBPF is off.
+//! The startup sequence (`cli::startup`) calls [`load`] once: it returns the BPF source when it
+//! can run, and otherwise a status-only source carrying the one-line reason, so every status
+//! report (snapshot collectors, exporter self-metrics) shows why eBPF is off. Which capabilities
+//! can then be dropped is [`Loading::droppable`]'s answer; dropping them is the next step.
 
 /// Includes a skeleton libbpf-cargo generated in OUT_DIR (see build.rs) as module `$name`, with
 /// the lints its generated code trips allowed there only.
@@ -29,8 +30,6 @@ mod collector;
 pub mod event;
 #[cfg(feature = "bpf")]
 pub mod loader;
-#[cfg(feature = "bpf")]
-pub mod privs;
 
 use crate::caps::{self, Cap, CapSet};
 use crate::collect::inet_diag::WindowStorage;
@@ -93,10 +92,21 @@ impl Loading {
             windows: None,
         }
     }
+
+    /// The capabilities no longer needed once this is loaded: with programs attached,
+    /// CAP_PERFMON (the fds are open), and CAP_BPF too unless the netlink collector reads the RTT
+    /// windows (the kernel checks it each time inet_diag hands socket storage over).
+    pub fn droppable(&self) -> &'static [Cap] {
+        match (self.status.attached.is_empty(), self.windows.is_some()) {
+            (true, _) => &[],
+            (false, true) => &[Cap::Perfmon],
+            (false, false) => &[Cap::Bpf, Cap::Perfmon],
+        }
+    }
 }
 
 /// Loads and attaches the programs, if this host and process can.
-pub fn sources(rule: &RuleConfig) -> Loading {
+pub fn load(rule: &RuleConfig) -> Loading {
     if let Some(reason) = unavailable(CapSet::effective(), Path::new(BTF_PATH)) {
         return Loading::off(reason);
     }
@@ -115,13 +125,7 @@ fn load_source(rule: &RuleConfig) -> Loading {
                     ..Loading::off(reason)
                 };
             }
-            // Attached: CAP_PERFMON is no longer needed (the fds are open). CAP_BPF stays only
-            // for the kernel's check when inet_diag hands over the RTT windows.
             let windows = l.window_storage().ok();
-            let drop: &[Cap] = if windows.is_some() { &[Cap::Perfmon] } else { &[Cap::Bpf, Cap::Perfmon] };
-            if let Err(e) = privs::drop_caps(drop) {
-                eprintln!("bbrtop: could not drop {}: {e}", caps::names(drop));
-            }
             Loading { sources: vec![Box::new(collector::Collector::new(l))], status, windows }
         }
         Err(e) => Loading::off(format!("eBPF off: {e}")),

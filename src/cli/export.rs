@@ -2,17 +2,16 @@
 
 use super::Failure;
 use super::args::{PollArgs, parse_duration};
-use crate::engine::Engine;
 use crate::export::alertmanager::{PushConfig, Pusher};
 use crate::export::metrics::TOP_K_CAP;
 use crate::export::peer_groups::PeerGroups;
 use crate::export::server::{self, App, Limits};
 use crate::export::web_config::{Security, WebConfig};
-use crate::runtime::Runtime;
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -85,13 +84,8 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     let port = listeners[0].local_addr().context("listener address")?.port();
     let bound: Vec<String> =
         listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
-    let cfg = a.poll.engine_config();
-    let (sources, status) = super::sources::assemble(a.poll.source.netns.as_ref(), &cfg.filter, &cfg.rule)?;
-    if let Some(note) = super::sources::bpf_note(&status) {
-        eprintln!("{note}");
-    }
-    let engine = Engine::new(cfg);
-    let rt = Runtime::start(engine, sources, a.poll.source.interval).context("starting the poller")?;
+    let started = super::startup::start(&a.poll, None, &mut |line| eprintln!("{line}"))?;
+    let rt = &started.runtime;
 
     let host = hostname();
     let scheme = if security.tls.is_some() { "https" } else { "http" };
@@ -120,19 +114,15 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         .enable_all()
         .build()
         .context("starting the HTTP runtime")?;
-    tokio_rt
-        .block_on(async move {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-            let shutdown = async move {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            };
-            server::serve(listeners, app, limits, shutdown).await
-        })
-        .context("serving HTTP")?;
+    let stop = Arc::clone(&started.stop);
+    let shutdown = async move {
+        // The startup sequence's signal flag, checked a few times a second.
+        while !stop.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio_rt.block_on(server::serve(listeners, app, limits, shutdown)).context("serving HTTP")?;
     drop(pusher);
-    drop(rt);
+    drop(started);
     Ok(())
 }

@@ -46,7 +46,8 @@ fn with_tui(scenario: Scenario, duration: Duration, stop: &Arc<AtomicBool>) -> R
             r
         })
         .context("starting the lab")?;
-    let ui = crate::tui::ui_loop(&published, stop, &mut crate::tui::Log(None));
+    let sys = crate::tui::system::SystemInfo::read(None);
+    let ui = crate::tui::ui_loop(&published, stop, &mut crate::tui::Log(None), sys);
     stop.store(true, Ordering::Relaxed);
     let report = runner.join().map_err(|_| Failure::Runtime(anyhow::anyhow!("the lab thread panicked")))?;
     ui?;
@@ -69,10 +70,7 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
             crate::caps::names(&missing)
         )));
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
-    }
+    let stop = super::startup::signals()?;
     let report = if a.tui {
         with_tui(a.scenario, a.duration, &stop)?
     } else {

@@ -8,10 +8,14 @@ pub mod args;
 pub mod check;
 pub mod doctor;
 pub mod export;
+pub mod failure;
 pub mod lab;
 pub mod snapshot;
-pub mod sources;
+pub mod startup;
+pub mod tui;
 pub mod watch;
+
+pub use failure::Failure;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -30,7 +34,7 @@ pub struct Cli {
     pub command: Option<Command>,
     /// The terminal UI's flags, when no command is given.
     #[command(flatten)]
-    pub tui: crate::tui::TuiArgs,
+    pub tui: tui::TuiArgs,
 }
 
 #[derive(Subcommand, Debug)]
@@ -47,44 +51,6 @@ pub enum Command {
     Lab(lab::LabArgs),
     /// Serve Prometheus metrics and the JSON API, and push alerts to Alertmanager.
     Export(export::ExportArgs),
-}
-
-/// A failure, with the exit code it maps to.
-#[derive(Debug, thiserror::Error)]
-pub enum Failure {
-    #[error("{0}")]
-    Usage(String),
-    #[error("{0}")]
-    Privilege(String),
-    #[error("{0:#}")]
-    Runtime(#[from] anyhow::Error),
-}
-
-impl Failure {
-    pub fn from_collect(e: crate::collect::CollectError) -> Failure {
-        use crate::collect::CollectError as E;
-        match e {
-            E::Netns(e) => Failure::from_netns(e),
-            e => Failure::Runtime(e.into()),
-        }
-    }
-
-    pub fn from_netns(e: crate::netns::NetnsError) -> Failure {
-        use crate::netns::NetnsError as E;
-        match e {
-            e @ E::Privilege(_) => Failure::Privilege(e.to_string()),
-            e @ E::Open { .. } => Failure::Usage(e.to_string()),
-            e => Failure::Runtime(e.into()),
-        }
-    }
-
-    pub fn code(&self) -> u8 {
-        match self {
-            Failure::Runtime(_) => 1,
-            Failure::Usage(_) => 2,
-            Failure::Privilege(_) => 3,
-        }
-    }
 }
 
 pub fn main() -> ExitCode {
@@ -116,6 +82,6 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Some(Command::Check(a)) => check::run(a),
         Some(Command::Lab(a)) => lab::run(a).map(|()| 0),
         Some(Command::Export(a)) => export::run(a).map(|()| 0),
-        None => crate::tui::run(cli.tui).map(|()| 0),
+        None => tui::run(cli.tui).map(|()| 0),
     }
 }

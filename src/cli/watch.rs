@@ -3,14 +3,11 @@
 use super::Failure;
 use super::args::PollArgs;
 use super::snapshot::ignore_broken_pipe;
-use crate::engine::Engine;
 use crate::output::json;
-use crate::runtime::Runtime;
 use anyhow::Context;
 use clap::Args;
 use std::io::Write;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -29,21 +26,11 @@ pub struct WatchArgs {
 }
 
 pub fn run(a: WatchArgs) -> Result<(), Failure> {
-    let cfg = a.poll.engine_config();
-    let (sources, status) = super::sources::assemble(a.poll.source.netns.as_ref(), &cfg.filter, &cfg.rule)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
-    }
-    let engine = Engine::new(cfg);
-    if let Some(note) = super::sources::bpf_note(&status) {
-        eprintln!("{note}");
-    }
-    if a.closed && status.attached.is_empty() {
+    let started = super::startup::start(&a.poll, None, &mut |line| eprintln!("{line}"))?;
+    if a.closed && started.bpf.attached.is_empty() {
         return Err(Failure::Runtime(anyhow::anyhow!("--closed needs eBPF, which is off")));
     }
-    let rt = Runtime::start(engine, sources, a.poll.source.interval).context("starting the poller")?;
-    let published = rt.published();
+    let (published, stop) = (started.runtime.published(), &started.stop);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let (mut seq, mut polls, mut closed_seq) = (0, 0u64, 0u64);
     while !stop.load(Ordering::Relaxed) && a.count.is_none_or(|n| polls < n) {

@@ -3,7 +3,7 @@
 
 use super::hist::{Hist, RATE_BOUNDS, RTT_BOUNDS};
 use super::snapshot::CollectorStatus;
-use crate::model::{Cookie, Phase};
+use crate::model::{BbrState, Cookie};
 use crate::units::serde_time;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -12,30 +12,13 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
-/// `struct bbr` as the kernel last reported it for one socket.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct KernelPhase {
-    pub mode: u8,
-    pub cycle_idx: u8,
-    pub full_bw_reached: bool,
-    /// BBR's long-term (policer) bandwidth mode.
-    pub lt_use_bw: bool,
-    pub min_rtt_us: u32,
-}
-
-impl KernelPhase {
-    pub fn phase(&self) -> Option<Phase> {
-        Phase::from_kernel(self.mode, self.cycle_idx)
-    }
-}
-
 /// What the BPF collector learned about one live socket.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum KernelUpdate {
     Phase {
         cookie: Cookie,
         netns: u32,
-        phase: KernelPhase,
+        bbr: BbrState,
         entered: u32,
     },
     /// `onset` is None when the spell ended.
@@ -47,20 +30,38 @@ pub enum KernelUpdate {
     },
 }
 
-/// The latest kernel state of one socket, shown in [`super::snapshot::Derived::kernel`].
+/// What the kernel's per-ACK timing says of one socket's inflation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KernelOnset {
+    /// The kernel has not timed this socket: the netlink path evaluates the rule on its own.
+    #[default]
+    Untimed,
+    /// Not inflated.
+    Calm,
+    /// Inflated since then (the kernel's onset is authoritative).
+    Since(Instant),
+}
+
+impl KernelOnset {
+    pub fn since(self) -> Option<Instant> {
+        match self {
+            KernelOnset::Since(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// The latest kernel state of one socket, shown in the snapshot's `derived.kernel`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct KernelSocket {
     pub netns: u32,
-    pub bbr: Option<KernelPhase>,
+    pub bbr: Option<BbrState>,
     /// Mode-change events seen (PROBE_BW steps come with each dump, in the RTT window).
     pub phase_changes: u64,
     /// Times the present mode was entered.
     pub mode_entered: u32,
-    /// Whether the kernel has timed inflation for this socket (then its onset is authoritative).
     #[serde(skip)]
-    pub inflation_known: bool,
-    #[serde(skip)]
-    pub inflation_onset: Option<Instant>,
+    pub inflation: KernelOnset,
     pub peak_ratio: f64,
 }
 
@@ -162,18 +163,17 @@ impl Default for KernelState {
 impl KernelState {
     pub fn apply(&mut self, u: KernelUpdate) {
         match u {
-            KernelUpdate::Phase { cookie, netns, phase, entered } => {
+            KernelUpdate::Phase { cookie, netns, bbr, entered } => {
                 let k = self.entry(cookie);
                 k.netns = netns;
-                k.bbr = Some(phase);
+                k.bbr = Some(bbr);
                 k.phase_changes += 1;
                 k.mode_entered = entered;
             }
             KernelUpdate::Inflation { cookie, netns, onset, peak_ratio } => {
                 let k = self.entry(cookie);
                 k.netns = netns;
-                k.inflation_known = true;
-                k.inflation_onset = onset;
+                k.inflation = onset.map_or(KernelOnset::Calm, KernelOnset::Since);
                 k.peak_ratio = k.peak_ratio.max(peak_ratio);
             }
         }
@@ -222,10 +222,9 @@ impl KernelState {
         self.sockets.get(&cookie).map(|(k, _)| k)
     }
 
-    /// The kernel's onset for the netlink alert path: `Some(onset)` when the kernel times this
-    /// socket's inflation, `None` when the netlink path must evaluate on its own.
-    pub fn onset(&self, cookie: Cookie) -> Option<Option<Instant>> {
-        self.socket(cookie).filter(|k| k.inflation_known).map(|k| k.inflation_onset)
+    /// The kernel's timing of this socket's inflation, for the alert rule.
+    pub fn onset(&self, cookie: Cookie) -> KernelOnset {
+        self.socket(cookie).map_or(KernelOnset::Untimed, |k| k.inflation)
     }
 
     pub fn closed(&self) -> Vec<ClosedFlow> {
@@ -235,23 +234,6 @@ impl KernelState {
     pub fn closed_by_cc(&self) -> Vec<ClosedAggregate> {
         self.closed_by_cc.values().cloned().collect()
     }
-}
-
-/// Overlays kernel values on what netlink inferred: the phase says where it came from. BBR's
-/// state at the socket's latest ACK (the RTT window read with the dump) is the freshest; the last
-/// mode-change event stands in when there is no window.
-pub fn overlay(
-    mut d: super::snapshot::Derived,
-    k: Option<&Arc<KernelSocket>>,
-    r: &crate::model::SocketRecord,
-) -> super::snapshot::Derived {
-    let from_window = r.kernel_rtt.and_then(|w| w.bbr).and_then(|b| Phase::from_kernel(b.mode, b.cycle_idx));
-    if let Some(p) = from_window.or_else(|| k.and_then(|k| k.bbr).and_then(|b| b.phase())) {
-        d.phase = Some(p);
-        d.phase_source = Some(crate::model::Source::Kernel);
-    }
-    d.kernel = k.cloned();
-    d
 }
 
 #[cfg(test)]
@@ -283,11 +265,11 @@ mod tests {
     fn closed_aggregates_and_seq() {
         let mut k = KernelState::default();
         k.apply(KernelUpdate::Inflation { cookie: 1, netns: 1, onset: None, peak_ratio: 2.0 });
-        assert_eq!(k.onset(1), Some(None));
+        assert_eq!(k.onset(1), KernelOnset::Calm);
         k.close(flow("cubic", 50, Some(1_000_000)));
         k.close(flow("cubic", 5_000, None));
         k.close(flow("bbr", 2_000_000, Some(u64::MAX)));
-        assert_eq!(k.onset(1), None, "close forgets the socket");
+        assert_eq!(k.onset(1), KernelOnset::Untimed, "close forgets the socket");
         let agg = k.closed_by_cc();
         assert_eq!(
             agg.iter().map(|a| (a.cc.as_str(), a.count)).collect::<Vec<_>>(),
@@ -310,11 +292,11 @@ mod tests {
     #[test]
     fn phase_updates_keep_latest() {
         let mut k = KernelState::default();
-        let p = KernelPhase { mode: 2, cycle_idx: 1, ..Default::default() };
-        k.apply(KernelUpdate::Phase { cookie: 9, netns: 4, phase: KernelPhase::default(), entered: 1 });
-        k.apply(KernelUpdate::Phase { cookie: 9, netns: 4, phase: p, entered: 1 });
+        let p = BbrState { mode: 2, cycle_idx: 1, ..Default::default() };
+        k.apply(KernelUpdate::Phase { cookie: 9, netns: 4, bbr: BbrState::default(), entered: 1 });
+        k.apply(KernelUpdate::Phase { cookie: 9, netns: 4, bbr: p, entered: 1 });
         let s = k.socket(9).unwrap();
         assert_eq!((s.bbr.unwrap().phase(), s.phase_changes), (p.phase(), 2));
-        assert_eq!(k.onset(9), None, "no inflation info yet: netlink decides");
+        assert_eq!(k.onset(9), KernelOnset::Untimed, "no inflation info yet: netlink decides");
     }
 }

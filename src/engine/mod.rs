@@ -16,6 +16,7 @@ use crate::model::{Cookie, SocketRecord, Source};
 use crate::rule::{AlertTracker, RuleConfig, Sample as RuleSample, Transition};
 use crate::wire::Dump;
 use history::{History, HistoryView, Sample};
+use kernel::KernelOnset;
 use rustc_hash::FxHashMap;
 use snapshot::{AlertStatus, AlertView, CollectorStatus, Derived, RecordRef, Snapshot, SocketView};
 use std::collections::{BTreeMap, VecDeque};
@@ -118,7 +119,7 @@ fn evaluate(
     rule: &RuleConfig,
     t: &mut Tracked,
     r: &SocketRecord,
-    kernel_onset: Option<Option<Instant>>,
+    kernel_onset: KernelOnset,
     now: Instant,
 ) -> (Option<RuleSample>, Option<Transition>) {
     let baseline = rule.baseline.of(r);
@@ -129,8 +130,8 @@ fn evaluate(
     };
     let tr = match (kernel_onset, sample) {
         // The kernel timed the onset per ACK; netlink still says whether ACKs arrive.
-        (Some(onset), Some(s)) if s.active => {
-            t.alert.step(rule, now, onset, Some(f64::from(s.srtt_us) / f64::from(s.baseline_us.max(1))))
+        (k @ (KernelOnset::Calm | KernelOnset::Since(_)), Some(s)) if s.active => {
+            t.alert.step(rule, now, k.since(), Some(s.ratio()))
         }
         _ => t.alert.eval(rule, now, sample),
     };
@@ -141,7 +142,7 @@ fn evaluate(
 /// it: for one-shot reads that stream sockets while the kernel is still dumping them.
 fn first_sight(rule: &RuleConfig, record: RecordRef, now: Instant) -> SocketView {
     let mut t = Tracked::new(&record, Counters::of(&record.tcp_info), now, 0);
-    evaluate(rule, &mut t, &record, None, now);
+    evaluate(rule, &mut t, &record, KernelOnset::Untimed, now);
     SocketView { derived: derived(rule, &t, &record, now), history: HistoryView::none(), record }
 }
 
@@ -290,7 +291,7 @@ impl Engine {
                 let r = &self.records[t.idx as usize];
                 SocketView {
                     record: RecordRef::new(Arc::clone(&self.records), t.idx),
-                    derived: kernel::overlay(derived(&rule, t, r, now.mono), self.kernel.socket(r.cookie), r),
+                    derived: overlay(derived(&rule, t, r, now.mono), self.kernel.socket(r.cookie), r),
                     history: HistoryView::new(Arc::clone(&t.history), t.first_poll, poll, cap),
                 }
             })
@@ -376,6 +377,19 @@ fn derived(rule: &RuleConfig, t: &Tracked, r: &SocketRecord, now: Instant) -> De
     }
 }
 
+/// Overlays kernel values on what netlink inferred: the phase says where it came from. BBR's
+/// state at the socket's latest ACK (the RTT window read with the dump) is the freshest; the last
+/// mode-change event stands in when there is no window.
+fn overlay(mut d: Derived, k: Option<&Arc<kernel::KernelSocket>>, r: &SocketRecord) -> Derived {
+    let from_window = r.kernel_rtt.and_then(|w| w.bbr).and_then(|b| b.phase());
+    if let Some(p) = from_window.or_else(|| k.and_then(|k| k.bbr).and_then(|b| b.phase())) {
+        d.phase = Some(p);
+        d.phase_source = Some(Source::Kernel);
+    }
+    d.kernel = k.cloned();
+    d
+}
+
 /// Firing and recently resolved alerts, and onset counts, kept in step with the trackers.
 #[derive(Default)]
 struct Alerts {
@@ -427,7 +441,7 @@ impl Alerts {
         if let (Some(a), Some(s)) = (self.firing.get_mut(&r.cookie), sample) {
             a.srtt_us = s.srtt_us;
             a.baseline_rtt_us = s.baseline_us;
-            a.ratio = s.srtt_us as f64 / s.baseline_us.max(1) as f64;
+            a.ratio = s.ratio();
             a.peak_ratio = tracker.peak_ratio;
         }
     }

@@ -156,7 +156,8 @@ fn filter_and_collector_status() {
 
 #[test]
 fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
-    use super::kernel::{ClosedFlow, KernelPhase, KernelUpdate};
+    use super::kernel::{ClosedFlow, KernelUpdate};
+    use crate::model::BbrState;
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     // Netlink alone: BBR cruise (inferred), and the CUBIC socket is not inflated.
@@ -164,7 +165,7 @@ fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
     e.apply(Update::Kernel(KernelUpdate::Phase {
         cookie: 1,
         netns: 7,
-        phase: KernelPhase { mode: 0, ..Default::default() },
+        bbr: BbrState { mode: 0, ..Default::default() },
         entered: 1,
     }));
     // The kernel timed an onset 6 s ago (longer than the 5 s hold).
@@ -255,11 +256,12 @@ fn observed_dumps_abort_and_restart() {
 /// namespace) is forgotten after a poll of grace; a listed socket's is kept however quiet.
 #[test]
 fn kernel_state_of_unlisted_sockets_is_pruned() {
-    use super::kernel::{KernelPhase, KernelUpdate};
+    use super::kernel::KernelUpdate;
+    use crate::model::BbrState;
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     let phase = |cookie| {
-        Update::Kernel(KernelUpdate::Phase { cookie, netns: 7, phase: KernelPhase::default(), entered: 1 })
+        Update::Kernel(KernelUpdate::Phase { cookie, netns: 7, bbr: BbrState::default(), entered: 1 })
     };
     e.apply(phase(1));
     e.apply(phase(99));
@@ -276,7 +278,7 @@ fn kernel_state_of_unlisted_sockets_is_pruned() {
 /// included, and outranks the last mode-change event.
 #[test]
 fn window_state_gives_the_kernel_phase() {
-    use super::kernel::{KernelPhase, KernelUpdate};
+    use super::kernel::KernelUpdate;
     use crate::model::{BbrState, RttWindow};
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
@@ -284,7 +286,7 @@ fn window_state_gives_the_kernel_phase() {
     e.apply(Update::Kernel(KernelUpdate::Phase {
         cookie: 1,
         netns: 7,
-        phase: KernelPhase::default(),
+        bbr: BbrState::default(),
         entered: 1,
     }));
     let mut r = sock(1, "bbr", 20_000, 20_000, 0);
@@ -293,7 +295,7 @@ fn window_state_gives_the_kernel_phase() {
         last_srtt_us: 20_000,
         min_srtt_us: Some(20_000),
         max_srtt_us: Some(20_000),
-        bbr: Some(BbrState { mode: 2, cycle_idx: 1, full_bw_reached: true, lt_use_bw: false }),
+        bbr: Some(BbrState { mode: 2, cycle_idx: 1, full_bw_reached: true, ..BbrState::default() }),
     });
     dump(&mut e, vec![r, sock(2, "bbr", 20_000, 20_000, 0)], t0);
     let s = e.tick(t0);

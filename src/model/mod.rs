@@ -106,7 +106,8 @@ pub struct RttWindow {
     pub bbr: Option<BbrState>,
 }
 
-/// `struct bbr`'s state, read by eBPF.
+/// `struct bbr`'s state, read by eBPF: at a socket's latest ACK (its RTT window), or at a mode
+/// change (an event, which also carries BBR's min RTT).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct BbrState {
     /// 0 STARTUP, 1 DRAIN, 2 PROBE_BW, 3 PROBE_RTT.
@@ -116,6 +117,15 @@ pub struct BbrState {
     pub full_bw_reached: bool,
     /// The long-term (policer) bandwidth mode.
     pub lt_use_bw: bool,
+    /// BBR's own min RTT, where the reading carries it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_rtt_us: Option<u32>,
+}
+
+impl BbrState {
+    pub fn phase(&self) -> Option<Phase> {
+        Phase::from_kernel(self.mode, self.cycle_idx)
+    }
 }
 
 impl RttWindow {
@@ -137,6 +147,7 @@ impl RttWindow {
             cycle_idx: s[2],
             full_bw_reached: s[3] & 1 != 0,
             lt_use_bw: s[3] & 2 != 0,
+            min_rtt_us: None,
         });
         Some(RttWindow {
             samples: if current { samples } else { 0 },
@@ -227,7 +238,7 @@ mod tests {
         assert_eq!(w.bbr, None, "not a BBR socket");
         b[20..24].copy_from_slice(&[1, 2, 5, 0b01]);
         let bbr = RttWindow::parse(&b, 7).unwrap().bbr.unwrap();
-        assert_eq!(bbr, BbrState { mode: 2, cycle_idx: 5, full_bw_reached: true, lt_use_bw: false });
+        assert_eq!(bbr, BbrState { mode: 2, cycle_idx: 5, full_bw_reached: true, ..BbrState::default() });
         // An older epoch: no ACK since the last read, but the last srtt stands.
         let w = RttWindow::parse(&b, 8).unwrap();
         assert_eq!((w.samples, w.last_srtt_us, w.min_srtt_us, w.max_srtt_us), (0, 1200, None, None));

@@ -1,0 +1,53 @@
+//! `bbrtop` with no command: the live terminal UI over this host's sockets, a namespace's, or
+//! the built-in lab's.
+
+use super::Failure;
+use super::args::PollArgs;
+use super::startup;
+use crate::tui::{Log, system::SystemInfo};
+use anyhow::Context;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug, Clone)]
+pub struct TuiArgs {
+    #[command(flatten)]
+    pub poll: PollArgs,
+    /// Start the built-in lab (network namespaces, a 40 ms path with a 20 Mbit/s tbf bottleneck and a deep queue,
+    /// one BBR and one CUBIC flow) and watch it. Torn down on exit. Needs CAP_NET_ADMIN and
+    /// CAP_SYS_ADMIN.
+    #[arg(long, conflicts_with = "netns")]
+    pub lab: bool,
+    /// Write diagnostics here (nothing is printed while the TUI is up).
+    #[arg(long, value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+}
+
+pub fn run(a: TuiArgs) -> Result<(), Failure> {
+    // Checked before anything is set up (the lab takes seconds and privileges).
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(Failure::Usage(
+            "the terminal UI needs a terminal (stdin and stdout); for pipes use `bbrtop snapshot` or \
+             `bbrtop watch`"
+                .into(),
+        ));
+    }
+    let mut log = Log(match &a.log_file {
+        Some(p) => {
+            Some(std::fs::File::create(p).with_context(|| format!("opening log file {}", p.display()))?)
+        }
+        None => None,
+    });
+    let lab = a.lab.then(startup::live_lab);
+    let mut started = startup::start(&a.poll, lab, &mut |line| log.line(line))?;
+    if let Some(l) = &started.lab {
+        log.line(&format!("lab {}: {}", l.name(), l.path_description()));
+    }
+    let sys = SystemInfo::read(started.netns.as_ref());
+    let result = crate::tui::ui_loop(&started.runtime.published(), &started.stop, &mut log, sys);
+    started.runtime.stop();
+    drop(started);
+    log.line("exit");
+    Ok(result?)
+}
