@@ -219,7 +219,8 @@ fn without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
     let btf = kernel_btf_without_struct("bbr");
     let l = load_with(Some(btf.path().to_path_buf()));
     assert!(!l.bbr_state);
-    assert_eq!(l.status().limits, [loader::BBR_STATE_OFF]);
+    let limits: Vec<String> = l.status().limits.iter().map(|r| r.detail.clone()).collect();
+    assert_eq!(limits, [loader::BBR_STATE_OFF]);
     let note = bbrtop::cli::startup::bpf_note(&l.status()).expect("a note for stderr");
     assert!(note.starts_with("bbrtop: eBPF BBR state off") && note.lines().count() == 1, "{note}");
 

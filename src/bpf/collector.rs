@@ -6,6 +6,7 @@ use super::loader::Loaded;
 use crate::engine::Update;
 use crate::engine::kernel::{ClosedBbr, ClosedFlow, KernelUpdate};
 use crate::engine::sink::{Feed, Source};
+use crate::engine::status::{Cause, Reason};
 use crate::model::Phase;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -13,13 +14,18 @@ pub struct Collector {
     loaded: Loaded,
     decode_errors: u64,
     /// What the programs cannot do here, reported with every status.
-    limit: Option<String>,
+    limit: Option<Reason>,
 }
 
 impl Collector {
     pub fn new(loaded: Loaded) -> Collector {
+        // One limit is known (BBR state off); should there be more, the first names the cause.
         let limits = loaded.status().limits;
-        Collector { loaded, decode_errors: 0, limit: (!limits.is_empty()).then(|| limits.join("; ")) }
+        let limit = limits.first().map(|first| {
+            let detail = limits.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("; ");
+            Reason::new(first.cause, detail)
+        });
+        Collector { loaded, decode_errors: 0, limit }
     }
 }
 
@@ -98,8 +104,11 @@ impl Source for Collector {
             }
         }
         let reason = match consumed {
-            Err(e) => Some(format!("ring buffer: {e}")),
-            Ok(()) if self.decode_errors > 0 => Some(format!("{} undecodable events", self.decode_errors)),
+            Err(e) => Some(Reason::new(Cause::RingBuffer, format!("ring buffer: {e}"))),
+            Ok(()) if self.decode_errors > 0 => Some(Reason::new(
+                Cause::UndecodableEvents,
+                format!("{} undecodable events", self.decode_errors),
+            )),
             Ok(()) => None,
         };
         feed.apply(Update::BpfStatus {

@@ -6,6 +6,7 @@
 use super::event::{self, DecodeError, Event};
 use super::{BpfStatus, PROGRAMS};
 use crate::collect::inet_diag::WindowStorage;
+use crate::engine::status::{Cause, Reason};
 use crate::rule::RuleConfig;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{
@@ -91,7 +92,11 @@ impl Loaded {
             attached: self.links.iter().map(|(n, _)| *n).collect(),
             failed: self.failed.clone(),
             reason: None,
-            limits: if self.bbr_state { Vec::new() } else { vec![BBR_STATE_OFF.to_string()] },
+            limits: if self.bbr_state {
+                Vec::new()
+            } else {
+                vec![Reason::new(Cause::BbrStateOff, BBR_STATE_OFF)]
+            },
         }
     }
 

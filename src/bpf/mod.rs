@@ -35,6 +35,7 @@ use crate::caps::{self, Cap, CapSet};
 use crate::collect::inet_diag::WindowStorage;
 use crate::engine::Update;
 use crate::engine::sink::{Feed, Source};
+use crate::engine::status::{Cause, Reason};
 use crate::rule::RuleConfig;
 use std::path::Path;
 
@@ -49,29 +50,34 @@ pub struct BpfStatus {
     pub attached: Vec<&'static str>,
     /// Programs that failed to attach, with the error.
     pub failed: Vec<(&'static str, String)>,
-    /// Why eBPF is off altogether (netlink-only), as one line.
-    pub reason: Option<String>,
-    /// What the attached programs cannot do on this kernel, one line each.
-    pub limits: Vec<String>,
+    /// Why eBPF is off altogether (netlink-only).
+    pub reason: Option<Reason>,
+    /// What the attached programs cannot do on this kernel.
+    pub limits: Vec<Reason>,
 }
 
 impl BpfStatus {
-    fn off(reason: String) -> BpfStatus {
+    fn off(reason: Reason) -> BpfStatus {
         BpfStatus { reason: Some(reason), ..Default::default() }
     }
 }
 
 /// Why eBPF cannot run here, if it cannot: the feature, BTF, capabilities (never the uid).
-pub fn unavailable(caps: CapSet, btf: &Path) -> Option<String> {
+pub fn unavailable(caps: CapSet, btf: &Path) -> Option<Reason> {
     if !cfg!(feature = "bpf") {
-        return Some("eBPF off: built without the `bpf` feature (netlink-only)".into());
+        return Some(Reason::new(
+            Cause::NotBuilt,
+            "eBPF off: built without the `bpf` feature (netlink-only)",
+        ));
     }
     if !btf.exists() {
-        return Some(format!("eBPF off: no kernel BTF at {} (netlink-only)", btf.display()));
+        let detail = format!("eBPF off: no kernel BTF at {} (netlink-only)", btf.display());
+        return Some(Reason::new(Cause::NoBtf, detail));
     }
     let missing = caps.missing(&[Cap::Bpf, Cap::Perfmon]);
     if !missing.is_empty() {
-        return Some(format!("eBPF off: missing {} (netlink-only)", caps::names(&missing)));
+        let detail = format!("eBPF off: missing {} (netlink-only)", caps::names(&missing));
+        return Some(Reason::new(Cause::MissingCapabilities, detail));
     }
     None
 }
@@ -85,7 +91,7 @@ pub struct Loading {
 }
 
 impl Loading {
-    fn off(reason: String) -> Loading {
+    fn off(reason: Reason) -> Loading {
         Loading {
             sources: vec![Box::new(Off(reason.clone()))],
             status: BpfStatus::off(reason),
@@ -119,7 +125,8 @@ fn load_source(rule: &RuleConfig) -> Loading {
         Ok(l) => {
             let status = l.status();
             if l.links.is_empty() {
-                let reason = format!("eBPF off: no program attached ({})", describe_failures(&status));
+                let detail = format!("eBPF off: no program attached ({})", describe_failures(&status));
+                let reason = Reason::new(Cause::NotAttached, detail);
                 return Loading {
                     status: BpfStatus { reason: Some(reason.clone()), ..status },
                     ..Loading::off(reason)
@@ -128,7 +135,7 @@ fn load_source(rule: &RuleConfig) -> Loading {
             let windows = l.window_storage().ok();
             Loading { sources: vec![Box::new(collector::Collector::new(l))], status, windows }
         }
-        Err(e) => Loading::off(format!("eBPF off: {e}")),
+        Err(e) => Loading::off(Reason::new(Cause::LoadFailed, format!("eBPF off: {e}"))),
     }
 }
 
@@ -143,7 +150,7 @@ pub fn describe_failures(s: &BpfStatus) -> String {
 }
 
 /// Reports, at every poll, that eBPF is off and why.
-struct Off(String);
+struct Off(Reason);
 
 impl Source for Off {
     fn poll(&mut self, feed: &mut dyn Feed) {
@@ -166,14 +173,15 @@ mod tests {
         let btf = Path::new(BTF_PATH);
         if cfg!(feature = "bpf") {
             let none = unavailable(CapSet(0), Path::new("/nonexistent/btf")).unwrap();
-            assert!(none.contains("no kernel BTF"), "{none}");
+            assert!(none.detail.contains("no kernel BTF") && none.cause == Cause::NoBtf, "{none}");
             if btf.exists() {
                 let r = unavailable(CapSet(1 << 39), btf).unwrap();
-                assert!(r.contains("CAP_PERFMON") && !r.contains("CAP_BPF"), "{r}");
+                assert!(r.detail.contains("CAP_PERFMON") && !r.detail.contains("CAP_BPF"), "{r}");
+                assert_eq!(r.cause, Cause::MissingCapabilities);
                 assert_eq!(unavailable(all, btf), None);
             }
         } else {
-            assert!(unavailable(all, btf).unwrap().contains("feature"));
+            assert!(unavailable(all, btf).unwrap().detail.contains("feature"));
         }
     }
 }

@@ -115,25 +115,29 @@ pub fn bpf_note(status: &BpfStatus) -> Option<String> {
     if !status.failed.is_empty() {
         parts.push(format!("partly attached: {}", crate::bpf::describe_failures(status)));
     }
-    parts.extend(status.limits.iter().cloned());
+    parts.extend(status.limits.iter().map(|r| r.detail.clone()));
     (!parts.is_empty()).then(|| format!("bbrtop: eBPF {}", parts.join("; ")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::status::{Cause, Reason};
 
     #[test]
     fn the_note_is_one_line_with_what_is_off_or_missing() {
         assert_eq!(bpf_note(&BpfStatus::default()), None);
-        let limited = BpfStatus { limits: vec!["BBR state off: x".into()], ..Default::default() };
+        let limited = BpfStatus {
+            limits: vec![Reason::new(Cause::BbrStateOff, "BBR state off: x")],
+            ..Default::default()
+        };
         assert_eq!(bpf_note(&limited).as_deref(), Some("bbrtop: eBPF BBR state off: x"));
         let both = BpfStatus { failed: vec![("tcp_probe", "EPERM".into())], ..limited.clone() };
         assert_eq!(
             bpf_note(&both).as_deref(),
             Some("bbrtop: eBPF partly attached: tcp_probe: EPERM; BBR state off: x")
         );
-        let off = BpfStatus { reason: Some("eBPF off: no BTF".into()), ..both };
+        let off = BpfStatus { reason: Some(Reason::new(Cause::NoBtf, "eBPF off: no BTF")), ..both };
         assert_eq!(bpf_note(&off).as_deref(), Some("bbrtop: eBPF off: no BTF"), "off says only why");
     }
 }

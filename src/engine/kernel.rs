@@ -2,7 +2,7 @@
 //! onset), closed flows with per-cc aggregates, and the BPF collector's status.
 
 use super::hist::{Hist, RATE_BOUNDS, RTT_BOUNDS};
-use super::snapshot::CollectorStatus;
+use super::status::{CollectorStatus, Reason};
 use crate::model::{BbrState, Cookie};
 use crate::units::serde_time;
 use rustc_hash::FxHashMap;
@@ -208,14 +208,8 @@ impl KernelState {
         self.closed.truncate(self.keep_closed);
     }
 
-    pub fn status(&mut self, attached: u32, lost_total: u64, reason: Option<String>, limit: Option<String>) {
-        let s = &mut self.status;
-        s.enabled = reason.is_none() || attached > 0;
-        s.polls_total += 1;
-        s.last_success = reason.is_none();
-        s.reason = reason.or(limit);
-        s.programs_attached = Some(attached);
-        s.ringbuf_lost_total = Some(lost_total);
+    pub fn status(&mut self, attached: u32, lost_total: u64, failure: Option<Reason>, limit: Option<Reason>) {
+        self.status.bpf_poll(attached, lost_total, failure, limit);
     }
 
     pub fn socket(&self, cookie: Cookie) -> Option<&Arc<KernelSocket>> {

@@ -8,6 +8,7 @@ pub mod history;
 pub mod kernel;
 pub mod sink;
 pub mod snapshot;
+pub mod status;
 pub mod update;
 
 use crate::filter::Filter;

@@ -2,6 +2,7 @@
 
 pub use super::aggregate::CcAggregate;
 use super::history::HistoryView;
+pub use super::status::CollectorStatus;
 use crate::model::derive::{LimitedBy, Rates};
 use crate::model::{Cookie, Phase, SocketRecord, Source};
 use crate::rule::RuleConfig;
@@ -123,61 +124,6 @@ pub struct AlertView {
     pub fired_at: SystemTime,
     #[serde(skip_serializing_if = "Option::is_none", with = "serde_time::option")]
     pub resolved_at: Option<SystemTime>,
-}
-
-/// Health of one collector, for every place the tool reports status.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct CollectorStatus {
-    pub name: &'static str,
-    /// Whether the collector is running.
-    pub enabled: bool,
-    /// Why it is off or degraded, in one line.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    pub last_success: bool,
-    pub last_duration_seconds: f64,
-    pub polls_total: u64,
-    pub errors_total: u64,
-    pub dump_intr_retries_total: u64,
-    pub tcp_info_short_total: u64,
-    pub tcp_info_long_total: u64,
-    /// eBPF only.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub programs_attached: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ringbuf_lost_total: Option<u64>,
-}
-
-impl CollectorStatus {
-    /// The netlink collector before its first poll.
-    pub fn netlink() -> CollectorStatus {
-        CollectorStatus { name: "netlink", enabled: true, ..Default::default() }
-    }
-
-    /// The eBPF collector before (or without) its programs.
-    pub fn bpf_off() -> CollectorStatus {
-        CollectorStatus { name: "bpf", enabled: false, ..Default::default() }
-    }
-
-    /// Counts one failed netlink dump.
-    pub fn failed(&mut self, error: String, duration: std::time::Duration) {
-        self.polls_total += 1;
-        self.errors_total += 1;
-        self.last_success = false;
-        self.last_duration_seconds = duration.as_secs_f64();
-        self.reason = Some(error);
-    }
-
-    /// Counts one successful netlink dump.
-    pub fn saw_dump(&mut self, d: &crate::wire::DumpStats) {
-        self.polls_total += 1;
-        self.last_success = true;
-        self.reason = None;
-        self.last_duration_seconds = d.duration.as_secs_f64();
-        self.dump_intr_retries_total += u64::from(d.intr_retries);
-        self.tcp_info_short_total += d.info_short;
-        self.tcp_info_long_total += d.info_long;
-    }
 }
 
 /// Everything consumers see at one tick.

@@ -4,6 +4,7 @@ use super::*;
 use crate::model::{BbrInfo, Phase, ProbeBwStep, TcpState};
 use crate::wire::DumpStats;
 use sink::DumpSink;
+use status::{Cause, Health, Reason};
 
 fn sock(cookie: u64, cc: &str, srtt: u32, min_rtt: u32, acked: u64) -> SocketRecord {
     let mut r = SocketRecord::new(
@@ -150,8 +151,8 @@ fn filter_and_collector_status() {
         (c.polls_total, c.errors_total, c.dump_intr_retries_total, c.tcp_info_short_total),
         (2, 1, 2, 3)
     );
-    assert!(!c.last_success);
-    assert_eq!(c.reason.as_deref(), Some("boom"));
+    assert_eq!(c.health, Health::Degraded(Reason::new(Cause::DumpFailed, "boom")));
+    assert!(!c.health.last_success());
 }
 
 #[test]
@@ -186,7 +187,10 @@ fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
     assert!(cubic.derived.alert_firing, "the kernel onset drives the alert");
     assert_eq!(cubic.derived.phase_source, None);
     let bpf = s.collectors.iter().find(|c| c.name == "bpf").unwrap();
-    assert_eq!((bpf.programs_attached, bpf.ringbuf_lost_total, bpf.enabled), (Some(2), Some(5), true));
+    assert_eq!(
+        (bpf.programs_attached, bpf.ringbuf_lost_total, bpf.health.enabled()),
+        (Some(2), Some(5), true)
+    );
 
     // The kernel says the spell ended: the alert resolves at the next poll.
     let t1 = t0.after(Duration::from_secs(1));
@@ -315,14 +319,17 @@ fn a_bpf_limit_is_a_reason_not_a_failure() {
     let status = |reason: Option<&str>| Update::BpfStatus {
         programs_attached: 3,
         ringbuf_lost_total: 0,
-        reason: reason.map(String::from),
-        limit: Some("BBR state off".into()),
+        reason: reason.map(|r| Reason::new(Cause::RingBuffer, r)),
+        limit: Some(Reason::new(Cause::BbrStateOff, "BBR state off")),
     };
     e.apply(status(None));
-    let bpf = |s: &Snapshot| s.collectors.iter().find(|c| c.name == "bpf").unwrap().clone();
-    let c = bpf(&e.tick(t0));
-    assert_eq!((c.enabled, c.last_success, c.reason.as_deref()), (true, true, Some("BBR state off")));
+    let bpf = |s: &Snapshot| s.collectors.iter().find(|c| c.name == "bpf").unwrap().health.clone();
+    let h = bpf(&e.tick(t0));
+    assert_eq!(
+        (h.enabled(), h.last_success(), h.reason().map(|r| r.detail.as_str())),
+        (true, true, Some("BBR state off"))
+    );
     e.apply(status(Some("ring buffer: EIO")));
-    let c = bpf(&e.tick(t0));
-    assert_eq!((c.last_success, c.reason.as_deref()), (false, Some("ring buffer: EIO")));
+    let h = bpf(&e.tick(t0));
+    assert_eq!((h.last_success(), h.reason().map(|r| r.detail.as_str())), (false, Some("ring buffer: EIO")));
 }

@@ -410,15 +410,17 @@ impl Scrape {
             enc,
             "bbrtop_collector_up",
             "1 if the collector is enabled and its last poll succeeded.",
-            by_name(|c| f64::from(u8::from(c.enabled && c.last_success))),
+            by_name(|c| f64::from(u8::from(c.health.enabled() && c.health.last_success()))),
         )?;
-        // One series per collector that is off or degraded, the label carrying its one-line reason;
-        // a reason changes only with the collector's state, so this stays one series per collector.
+        // One series per collector that is off or degraded; the reason label comes from a fixed
+        // set (the human line is in the snapshot and the TUI), so it stays one series per collector.
         gauges(
             enc,
             "bbrtop_collector_degraded",
             "1 while the collector is off or degraded; the reason label says why.",
-            cs.iter().filter_map(|c| Some(([("collector", c.name), ("reason", c.reason.as_deref()?)], 1u64))),
+            cs.iter().filter_map(|c| {
+                Some(([("collector", c.name), ("reason", c.health.reason()?.cause.label())], 1u64))
+            }),
         )?;
         gauges(
             enc,

@@ -10,6 +10,7 @@ use crate::engine::kernel::ClosedFlow;
 use crate::engine::snapshot::{
     AlertStatus, AlertView, CollectorStatus, Derived, RecordRef, Snapshot, SocketView,
 };
+use crate::engine::status::{Cause, Health, Reason};
 use crate::model::derive::{LimitedBy, Rates};
 use crate::model::{BbrInfo, Phase, ProbeBwStep, SocketRecord, Source, TcpState};
 use crate::rule::RuleConfig;
@@ -122,17 +123,10 @@ fn fixture() -> Snapshot {
         sockets,
         alerts: vec![alert(2, AlertStatus::Firing, None), alert(4, AlertStatus::Resolved, Some(at(52)))],
         collectors: vec![
-            CollectorStatus {
-                name: "netlink",
-                enabled: true,
-                last_success: true,
-                polls_total: 60,
-                ..Default::default()
-            },
+            CollectorStatus { name: "netlink", health: Health::Ok, polls_total: 60, ..Default::default() },
             CollectorStatus {
                 name: "bpf",
-                enabled: true,
-                last_success: true,
+                health: Health::Ok,
                 programs_attached: Some(2),
                 ringbuf_lost_total: Some(0),
                 ..Default::default()
@@ -261,7 +255,7 @@ fn a_long_collector_reason_wraps_instead_of_being_cut_off() {
     let mut snap = fixture();
     let reason = "eBPF off: missing CAP_BPF, CAP_PERFMON (run as root, or grant them with setcap or the unit's AmbientCapabilities)";
     for c in snap.collectors.iter_mut().filter(|c| c.name == "bpf") {
-        c.reason = Some(reason.into());
+        c.health = Health::Off(Some(Reason::new(Cause::MissingCapabilities, reason)));
     }
     let t = text(&render(&App::default(), &snap, 80, 24));
     // Word-wrapped: joining the header's rows with spaces gives back every word of the reason.

@@ -1,5 +1,6 @@
 use super::*;
 use crate::engine::sink::feed_dump;
+use crate::engine::status::{Cause, CollectorStatus, Health, Reason};
 use crate::engine::{Engine, EngineConfig, Now};
 use crate::model::{BbrInfo, SocketRecord, TcpState};
 use crate::wire::Dump;
@@ -123,21 +124,15 @@ fn histogram_buckets_are_inclusive() {
 fn a_degraded_collector_exports_its_reason() {
     let mut snap = (*snapshot(vec![])).clone();
     snap.collectors.retain(|c| c.name != "bpf");
-    snap.collectors.push(crate::engine::snapshot::CollectorStatus {
+    let why = Reason::new(Cause::BbrStateOff, "BBR state off: kernel BTF has no struct bbr");
+    snap.collectors.push(CollectorStatus {
         name: "bpf",
-        enabled: true,
-        last_success: true,
-        reason: Some("BBR state off: kernel BTF has no struct bbr".into()),
+        health: Health::Degraded(why),
         ..Default::default()
     });
     let om = scrape(Arc::new(snap), 0, "");
-    assert_eq!(
-        value(
-            &om,
-            r#"bbrtop_collector_degraded{collector="bpf",reason="BBR state off: kernel BTF has no struct bbr"}"#
-        ),
-        Some(1.0)
-    );
+    // The label is the cause from a fixed set (the human line is in the snapshot and the TUI).
+    assert_eq!(value(&om, r#"bbrtop_collector_degraded{collector="bpf",reason="bbr_state_off"}"#), Some(1.0));
     assert_eq!(value(&om, r#"bbrtop_collector_up{collector="bpf"}"#), Some(1.0));
     // A healthy collector has no series.
     assert!(!om.contains(r#"bbrtop_collector_degraded{collector="netlink""#), "{om}");

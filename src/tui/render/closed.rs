@@ -12,7 +12,8 @@ pub fn draw(f: &mut Frame, area: Rect, v: &super::Screen) {
     let off = match bpf {
         None => Some("eBPF off".to_string()),
         Some(c) if c.programs_attached.unwrap_or(0) == 0 => {
-            Some(format!("eBPF off: {}", c.reason.as_deref().unwrap_or("no programs attached")))
+            let why = c.health.reason().map_or("no programs attached", |r| r.detail.as_str());
+            Some(format!("eBPF off: {why}"))
         }
         _ => None,
     };

@@ -1,6 +1,7 @@
 //! The header: host, kernel, default cc and qdisc, sockets per cc, collectors, alerts.
 
 use super::Screen;
+use crate::engine::status::Health;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
@@ -38,14 +39,14 @@ pub fn paragraph<'a>(v: &'a Screen) -> Paragraph<'a> {
     ]);
     let mut l3 = vec![Span::raw("collectors: ")];
     for c in &v.snap.collectors {
-        let (text, color) = match (&c.reason, c.enabled, c.last_success) {
-            (Some(r), _, _) => (format!("{}: {r}", c.name), Color::Yellow),
-            (None, true, true) => {
+        let (text, color) = match &c.health {
+            Health::Off(Some(r)) | Health::Degraded(r) => (format!("{}: {r}", c.name), Color::Yellow),
+            Health::Ok => {
                 let extra = c.programs_attached.map(|n| format!(", {n} programs")).unwrap_or_default();
                 (format!("{}: ok{extra}", c.name), Color::Green)
             }
-            (None, true, false) => (format!("{}: waiting", c.name), Color::Yellow),
-            (None, false, _) => (format!("{}: off", c.name), Color::DarkGray),
+            Health::Waiting => (format!("{}: waiting", c.name), Color::Yellow),
+            Health::Off(None) => (format!("{}: off", c.name), Color::DarkGray),
         };
         l3.push(Span::styled(text, Style::new().fg(color)));
         l3.push(Span::raw("  "));

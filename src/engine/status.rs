@@ -1,0 +1,225 @@
+//! Collector health, for every place the tool reports status: the TUI header, `/metrics` and
+//! the snapshot's `collectors`.
+
+use serde::Serialize;
+use std::fmt;
+use std::time::Duration;
+
+/// Why a collector is off or degraded. A fixed set, so the metric that carries it keeps a bounded
+/// number of series; the human detail rides beside it in [`Reason`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    /// Built without the `bpf` feature.
+    NotBuilt,
+    /// No kernel BTF.
+    NoBtf,
+    /// CAP_BPF or CAP_PERFMON missing.
+    MissingCapabilities,
+    /// The object did not load (the verifier, most often).
+    LoadFailed,
+    /// It loaded, but no program attached.
+    NotAttached,
+    /// The programs cannot read `struct bbr` here (a limit: polls still succeed).
+    BbrStateOff,
+    /// Draining the ring buffer failed.
+    RingBuffer,
+    /// Ring-buffer records this build could not decode.
+    UndecodableEvents,
+    /// A netlink dump failed.
+    DumpFailed,
+}
+
+impl Cause {
+    /// The value of the `reason` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Cause::NotBuilt => "not_built",
+            Cause::NoBtf => "no_btf",
+            Cause::MissingCapabilities => "missing_capabilities",
+            Cause::LoadFailed => "load_failed",
+            Cause::NotAttached => "not_attached",
+            Cause::BbrStateOff => "bbr_state_off",
+            Cause::RingBuffer => "ring_buffer",
+            Cause::UndecodableEvents => "undecodable_events",
+            Cause::DumpFailed => "dump_failed",
+        }
+    }
+
+    /// A limit of what the collector can do here, rather than a failure of its polls.
+    pub fn is_limit(self) -> bool {
+        self == Cause::BbrStateOff
+    }
+}
+
+/// A cause, and one line for people.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reason {
+    pub cause: Cause,
+    pub detail: String,
+}
+
+impl Reason {
+    pub fn new(cause: Cause, detail: impl Into<String>) -> Reason {
+        Reason { cause, detail: detail.into() }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
+/// Where a collector stands.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Health {
+    /// Running, and its last poll succeeded.
+    Ok,
+    /// Running, not polled yet.
+    #[default]
+    Waiting,
+    /// Not running: with why, or because this command does not use it.
+    Off(Option<Reason>),
+    /// Running, with a reason: its last poll failed, or (a limit) it cannot do everything here.
+    Degraded(Reason),
+}
+
+impl Health {
+    pub fn enabled(&self) -> bool {
+        !matches!(self, Health::Off(_))
+    }
+
+    pub fn last_success(&self) -> bool {
+        match self {
+            Health::Ok => true,
+            Health::Degraded(r) => r.cause.is_limit(),
+            Health::Waiting | Health::Off(_) => false,
+        }
+    }
+
+    pub fn reason(&self) -> Option<&Reason> {
+        match self {
+            Health::Off(r) => r.as_ref(),
+            Health::Degraded(r) => Some(r),
+            Health::Ok | Health::Waiting => None,
+        }
+    }
+}
+
+/// In JSON: `enabled`, `reason` (the detail, when there is one) and `last_success`, as before
+/// the enum, so readers of the document see no change.
+impl Serialize for Health {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Fields<'a> {
+            enabled: bool,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            reason: Option<&'a str>,
+            last_success: bool,
+        }
+        let reason = self.reason().map(|r| r.detail.as_str());
+        Fields { enabled: self.enabled(), reason, last_success: self.last_success() }.serialize(s)
+    }
+}
+
+/// One collector's health and counters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CollectorStatus {
+    pub name: &'static str,
+    #[serde(flatten)]
+    pub health: Health,
+    pub last_duration_seconds: f64,
+    pub polls_total: u64,
+    pub errors_total: u64,
+    pub dump_intr_retries_total: u64,
+    pub tcp_info_short_total: u64,
+    pub tcp_info_long_total: u64,
+    /// eBPF only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub programs_attached: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ringbuf_lost_total: Option<u64>,
+}
+
+impl CollectorStatus {
+    /// The netlink collector before its first poll.
+    pub fn netlink() -> CollectorStatus {
+        CollectorStatus { name: "netlink", health: Health::Waiting, ..Default::default() }
+    }
+
+    /// The eBPF collector before (or without) its programs.
+    pub fn bpf_off() -> CollectorStatus {
+        CollectorStatus { name: "bpf", health: Health::Off(None), ..Default::default() }
+    }
+
+    /// Counts one failed netlink dump.
+    pub fn failed(&mut self, error: String, duration: Duration) {
+        self.polls_total += 1;
+        self.errors_total += 1;
+        self.health = Health::Degraded(Reason::new(Cause::DumpFailed, error));
+        self.last_duration_seconds = duration.as_secs_f64();
+    }
+
+    /// Counts one successful netlink dump.
+    pub fn saw_dump(&mut self, d: &crate::wire::DumpStats) {
+        self.polls_total += 1;
+        self.health = Health::Ok;
+        self.last_duration_seconds = d.duration.as_secs_f64();
+        self.dump_intr_retries_total += u64::from(d.intr_retries);
+        self.tcp_info_short_total += d.info_short;
+        self.tcp_info_long_total += d.info_long;
+    }
+
+    /// One eBPF poll: `failure` is a failed poll (or, with nothing attached, why eBPF is off),
+    /// `limit` what the attached programs cannot do here.
+    pub fn bpf_poll(
+        &mut self,
+        attached: u32,
+        lost_total: u64,
+        failure: Option<Reason>,
+        limit: Option<Reason>,
+    ) {
+        self.polls_total += 1;
+        self.health = match (failure, limit) {
+            (Some(r), _) if attached == 0 => Health::Off(Some(r)),
+            (Some(r), _) | (None, Some(r)) => Health::Degraded(r),
+            (None, None) => Health::Ok,
+        };
+        self.programs_attached = Some(attached);
+        self.ringbuf_lost_total = Some(lost_total);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_reads_as_the_old_fields_did() {
+        let json = |h: Health| serde_json::to_string(&h).unwrap();
+        assert_eq!(json(Health::Waiting), r#"{"enabled":true,"last_success":false}"#);
+        assert_eq!(json(Health::Ok), r#"{"enabled":true,"last_success":true}"#);
+        assert_eq!(json(Health::Off(None)), r#"{"enabled":false,"last_success":false}"#);
+        let limit = Reason::new(Cause::BbrStateOff, "BBR state off");
+        assert_eq!(
+            json(Health::Degraded(limit)),
+            r#"{"enabled":true,"reason":"BBR state off","last_success":true}"#
+        );
+        let failed = Reason::new(Cause::RingBuffer, "ring buffer: EIO");
+        assert_eq!(
+            json(Health::Degraded(failed)),
+            r#"{"enabled":true,"reason":"ring buffer: EIO","last_success":false}"#
+        );
+    }
+
+    #[test]
+    fn a_bpf_poll_with_nothing_attached_is_off() {
+        let mut s = CollectorStatus::bpf_off();
+        let why = Reason::new(Cause::NoBtf, "eBPF off: no kernel BTF");
+        s.bpf_poll(0, 0, Some(why.clone()), None);
+        assert_eq!(s.health, Health::Off(Some(why)));
+        s.bpf_poll(3, 0, None, None);
+        assert_eq!(s.health, Health::Ok);
+    }
+}
