@@ -8,6 +8,63 @@ pub const INFL_LEN: usize = 48;
 pub const PHASE_LEN: usize = 56;
 pub const CLOSE_LEN: usize = 152;
 
+/// Byte offsets of every field the decoder reads, one module per struct of bpf/bbrtop.h; a test
+/// checks each against the skeleton's types, which come from the object's BTF.
+pub mod off {
+    /// `struct bbrtop_hdr`, first in every event.
+    pub mod hdr {
+        pub const KIND: usize = 0;
+        pub const NETNS: usize = 4;
+        pub const COOKIE: usize = 8;
+        pub const TS_NS: usize = 16;
+    }
+    /// `struct bbrtop_infl`.
+    pub mod infl {
+        pub const SRTT_US: usize = 24;
+        pub const BASELINE_US: usize = 28;
+        pub const ONSET_NS: usize = 32;
+        pub const PEAK_RATIO_MILLI: usize = 40;
+    }
+    /// `struct bbrtop_phase`.
+    pub mod phase {
+        pub const MODE: usize = 24;
+        pub const CYCLE_IDX: usize = 25;
+        pub const FULL_BW_REACHED: usize = 26;
+        pub const LT_USE_BW: usize = 27;
+        pub const PREV_MODE: usize = 28;
+        pub const PREV_BEGAN_NS: usize = 32;
+        pub const MIN_RTT_US: usize = 40;
+        pub const ENTERED: usize = 44;
+        pub const BW: usize = 48;
+    }
+    /// `struct bbrtop_close`.
+    pub mod close {
+        pub const FAMILY: usize = 24;
+        pub const LPORT: usize = 26;
+        pub const RPORT: usize = 28;
+        pub const IS_BBR: usize = 30;
+        pub const BBR_MODE: usize = 31;
+        pub const SADDR: usize = 32;
+        pub const DADDR: usize = 48;
+        pub const CC: usize = 64;
+        pub const CC_LEN: usize = 16;
+        pub const LIFETIME_NS: usize = 80;
+        pub const BYTES_ACKED: usize = 88;
+        pub const BYTES_RECEIVED: usize = 96;
+        pub const TOTAL_RETRANS: usize = 104;
+        pub const SRTT_US: usize = 108;
+        pub const MIN_RTT_US: usize = 112;
+        pub const RATE_DELIVERED: usize = 116;
+        pub const RATE_INTERVAL_US: usize = 120;
+        pub const MSS: usize = 124;
+        pub const BBR_MIN_RTT_US: usize = 128;
+        pub const PEAK_RATIO_MILLI: usize = 132;
+        pub const BBR_BW: usize = 136;
+        pub const RTT_SAMPLES: usize = 144;
+        pub const INFLATIONS: usize = 148;
+    }
+}
+
 const KIND_INFL_START: u32 = 1;
 const KIND_INFL_END: u32 = 2;
 const KIND_PHASE: u32 = 3;
@@ -130,43 +187,43 @@ fn need(b: &[u8], n: usize) -> Result<Rd<'_>, DecodeError> {
 /// Decodes one ring-buffer record. Longer records than this build knows are accepted (a newer
 /// BPF object may append fields); shorter ones are an error.
 pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
+    use off::{close as c, hdr, infl, phase as ph};
     let r = need(b, HDR_LEN)?;
-    let kind = r.u32(0);
-    let h = Header { netns: r.u32(4), cookie: r.u64(8), ts_ns: r.u64(16) };
+    let kind = r.u32(hdr::KIND);
+    let h = Header { netns: r.u32(hdr::NETNS), cookie: r.u64(hdr::COOKIE), ts_ns: r.u64(hdr::TS_NS) };
     match kind {
         KIND_INFL_START | KIND_INFL_END => {
             let r = need(b, INFL_LEN)?;
             let i = Inflation {
                 h,
-                srtt_us: r.u32(24),
-                baseline_us: r.u32(28),
-                onset_ns: r.u64(32),
-                peak_ratio: f64::from(r.u32(40)) / 1000.0,
+                srtt_us: r.u32(infl::SRTT_US),
+                baseline_us: r.u32(infl::BASELINE_US),
+                onset_ns: r.u64(infl::ONSET_NS),
+                peak_ratio: f64::from(r.u32(infl::PEAK_RATIO_MILLI)) / 1000.0,
             };
             Ok(if kind == KIND_INFL_START { Event::InflationStarted(i) } else { Event::InflationEnded(i) })
         }
         KIND_PHASE => {
             let r = need(b, PHASE_LEN)?;
-            let prev = r.u8(28);
+            let prev = r.u8(ph::PREV_MODE);
             Ok(Event::Phase(PhaseChange {
                 h,
                 bbr: BbrState {
-                    mode: r.u8(24),
-                    cycle_idx: r.u8(25),
-                    full_bw_reached: r.u8(26) != 0,
-                    lt_use_bw: r.u8(27) != 0,
-                    min_rtt_us: Some(r.u32(40)),
+                    mode: r.u8(ph::MODE),
+                    cycle_idx: r.u8(ph::CYCLE_IDX),
+                    full_bw_reached: r.u8(ph::FULL_BW_REACHED) != 0,
+                    lt_use_bw: r.u8(ph::LT_USE_BW) != 0,
+                    min_rtt_us: Some(r.u32(ph::MIN_RTT_US)),
                 },
                 prev_mode: (prev != 0xff).then_some(prev),
-                prev_began_ns: r.u64(32),
-                entered: r.u32(44),
-                bw_raw: r.u64(48),
+                prev_began_ns: r.u64(ph::PREV_BEGAN_NS),
+                entered: r.u32(ph::ENTERED),
+                bw_raw: r.u64(ph::BW),
             }))
         }
         KIND_CLOSE => {
             let r = need(b, CLOSE_LEN)?;
-            let family = r.u16(24);
-            let (lport, rport) = (r.u16(26), r.u16(28));
+            let family = r.u16(c::FAMILY);
             let addr = |off: usize| -> Result<IpAddr, DecodeError> {
                 match family {
                     2 => Ok(IpAddr::V4(Ipv4Addr::from(r.arr::<4>(off)))),
@@ -174,29 +231,31 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
                     f => Err(DecodeError::Family(f)),
                 }
             };
-            let cc_bytes = &b[64..80];
+            let cc_bytes = &b[c::CC..c::CC + c::CC_LEN];
             let cc_len = cc_bytes.iter().position(|&c| c == 0).unwrap_or(cc_bytes.len());
-            let mss = r.u32(124);
-            let (delivered, interval) = (r.u32(116), r.u32(120));
-            let is_bbr = r.u8(30) != 0;
+            let mss = r.u32(c::MSS);
+            let (delivered, interval) = (r.u32(c::RATE_DELIVERED), r.u32(c::RATE_INTERVAL_US));
+            let is_bbr = r.u8(c::IS_BBR) != 0;
             Ok(Event::Close(Close {
                 h,
-                local: SocketAddr::new(addr(32)?, lport),
-                peer: SocketAddr::new(addr(48)?, rport),
+                local: SocketAddr::new(addr(c::SADDR)?, r.u16(c::LPORT)),
+                peer: SocketAddr::new(addr(c::DADDR)?, r.u16(c::RPORT)),
                 cc: String::from_utf8_lossy(&cc_bytes[..cc_len]).into_owned(),
-                lifetime_ns: r.u64(80),
-                bytes_acked: r.u64(88),
-                bytes_received: r.u64(96),
-                total_retrans: r.u32(104),
-                srtt_us: r.u32(108),
-                min_rtt_us: r.u32(112),
+                lifetime_ns: r.u64(c::LIFETIME_NS),
+                bytes_acked: r.u64(c::BYTES_ACKED),
+                bytes_received: r.u64(c::BYTES_RECEIVED),
+                total_retrans: r.u32(c::TOTAL_RETRANS),
+                srtt_us: r.u32(c::SRTT_US),
+                min_rtt_us: r.u32(c::MIN_RTT_US),
                 delivery_rate: (interval > 0)
                     .then(|| u64::from(delivered) * u64::from(mss) * 1_000_000 / u64::from(interval)),
                 mss,
-                bbr: is_bbr.then(|| (r.u8(31), r.u32(128), bbr_bw_bytes_per_sec(r.u64(136), mss))),
-                peak_ratio: f64::from(r.u32(132)) / 1000.0,
-                rtt_samples: r.u32(144),
-                inflations: r.u32(148),
+                bbr: is_bbr.then(|| {
+                    (r.u8(c::BBR_MODE), r.u32(c::BBR_MIN_RTT_US), bbr_bw_bytes_per_sec(r.u64(c::BBR_BW), mss))
+                }),
+                peak_ratio: f64::from(r.u32(c::PEAK_RATIO_MILLI)) / 1000.0,
+                rtt_samples: r.u32(c::RTT_SAMPLES),
+                inflations: r.u32(c::INFLATIONS),
             }))
         }
         k => Err(DecodeError::Kind(k)),

@@ -200,21 +200,78 @@ mod tests {
     use super::*;
     use std::mem::{offset_of, size_of};
 
-    /// The Rust decoder's offsets match the C layouts (the skeleton's types come from the
-    /// object's BTF).
+    /// Every offset the decoders read matches the C layouts (the skeleton's types come from the
+    /// object's BTF), and so do the sizes.
     #[test]
     fn layouts_match_the_c_header() {
-        assert_eq!(size_of::<types::bbrtop_hdr>(), event::HDR_LEN);
-        assert_eq!(size_of::<types::bbrtop_infl>(), event::INFL_LEN);
-        assert_eq!(size_of::<types::bbrtop_phase>(), event::PHASE_LEN);
-        assert_eq!(size_of::<types::bbrtop_close>(), event::CLOSE_LEN);
-        assert_eq!(offset_of!(types::bbrtop_infl, onset_ns), 32);
-        assert_eq!(offset_of!(types::bbrtop_phase, bw), 48);
-        assert_eq!(offset_of!(types::bbrtop_close, cc), 64);
-        assert_eq!(offset_of!(types::bbrtop_close, bbr_bw), 136);
-        assert_eq!(offset_of!(types::bbrtop_close, inflations), 148);
-        assert_eq!(size_of::<types::bbrtop_rtt_window>(), crate::model::RttWindow::LEN);
-        assert_eq!(offset_of!(types::bbrtop_rtt_window, max_srtt_us), 16);
+        use crate::model::window_off as w;
+        use event::off::{close as c, hdr, infl, phase as ph};
+        use types::{bbrtop_close, bbrtop_hdr, bbrtop_infl, bbrtop_phase, bbrtop_rtt_window};
+        assert_eq!(size_of::<bbrtop_hdr>(), event::HDR_LEN);
+        assert_eq!(size_of::<bbrtop_infl>(), event::INFL_LEN);
+        assert_eq!(size_of::<bbrtop_phase>(), event::PHASE_LEN);
+        assert_eq!(size_of::<bbrtop_close>(), event::CLOSE_LEN);
+        assert_eq!(size_of::<bbrtop_rtt_window>(), crate::model::RttWindow::LEN);
+        // The header leads every event.
+        assert_eq!(
+            [offset_of!(bbrtop_infl, h), offset_of!(bbrtop_phase, h), offset_of!(bbrtop_close, h)],
+            [0; 3]
+        );
+        // Each C field against the offset the Rust decoder reads it at.
+        macro_rules! at {
+            ($t:ty, $field:ident, $rust:expr) => {
+                assert_eq!(offset_of!($t, $field), $rust, concat!(stringify!($t), ".", stringify!($field)))
+            };
+        }
+        at!(bbrtop_hdr, kind, hdr::KIND);
+        at!(bbrtop_hdr, netns, hdr::NETNS);
+        at!(bbrtop_hdr, cookie, hdr::COOKIE);
+        at!(bbrtop_hdr, ts_ns, hdr::TS_NS);
+        at!(bbrtop_infl, srtt_us, infl::SRTT_US);
+        at!(bbrtop_infl, baseline_us, infl::BASELINE_US);
+        at!(bbrtop_infl, onset_ns, infl::ONSET_NS);
+        at!(bbrtop_infl, peak_ratio_milli, infl::PEAK_RATIO_MILLI);
+        at!(bbrtop_phase, mode, ph::MODE);
+        at!(bbrtop_phase, cycle_idx, ph::CYCLE_IDX);
+        at!(bbrtop_phase, full_bw_reached, ph::FULL_BW_REACHED);
+        at!(bbrtop_phase, lt_use_bw, ph::LT_USE_BW);
+        at!(bbrtop_phase, prev_mode, ph::PREV_MODE);
+        at!(bbrtop_phase, prev_began_ns, ph::PREV_BEGAN_NS);
+        at!(bbrtop_phase, min_rtt_us, ph::MIN_RTT_US);
+        at!(bbrtop_phase, entered, ph::ENTERED);
+        at!(bbrtop_phase, bw, ph::BW);
+        at!(bbrtop_close, family, c::FAMILY);
+        at!(bbrtop_close, lport, c::LPORT);
+        at!(bbrtop_close, rport, c::RPORT);
+        at!(bbrtop_close, is_bbr, c::IS_BBR);
+        at!(bbrtop_close, bbr_mode, c::BBR_MODE);
+        at!(bbrtop_close, saddr, c::SADDR);
+        at!(bbrtop_close, daddr, c::DADDR);
+        at!(bbrtop_close, cc, c::CC);
+        at!(bbrtop_close, lifetime_ns, c::LIFETIME_NS);
+        at!(bbrtop_close, bytes_acked, c::BYTES_ACKED);
+        at!(bbrtop_close, bytes_received, c::BYTES_RECEIVED);
+        at!(bbrtop_close, total_retrans, c::TOTAL_RETRANS);
+        at!(bbrtop_close, srtt_us, c::SRTT_US);
+        at!(bbrtop_close, min_rtt_us, c::MIN_RTT_US);
+        at!(bbrtop_close, rate_delivered, c::RATE_DELIVERED);
+        at!(bbrtop_close, rate_interval_us, c::RATE_INTERVAL_US);
+        at!(bbrtop_close, mss, c::MSS);
+        at!(bbrtop_close, bbr_min_rtt_us, c::BBR_MIN_RTT_US);
+        at!(bbrtop_close, peak_ratio_milli, c::PEAK_RATIO_MILLI);
+        at!(bbrtop_close, bbr_bw, c::BBR_BW);
+        at!(bbrtop_close, rtt_samples, c::RTT_SAMPLES);
+        at!(bbrtop_close, inflations, c::INFLATIONS);
+        at!(bbrtop_rtt_window, epoch, w::EPOCH);
+        at!(bbrtop_rtt_window, samples, w::SAMPLES);
+        at!(bbrtop_rtt_window, last_srtt_us, w::LAST_SRTT_US);
+        at!(bbrtop_rtt_window, min_srtt_us, w::MIN_SRTT_US);
+        at!(bbrtop_rtt_window, max_srtt_us, w::MAX_SRTT_US);
+        at!(bbrtop_rtt_window, bbr, w::BBR);
+        at!(bbrtop_rtt_window, bbr_mode, w::BBR_MODE);
+        at!(bbrtop_rtt_window, cycle_idx, w::CYCLE_IDX);
+        at!(bbrtop_rtt_window, bbr_flags, w::BBR_FLAGS);
+        assert_eq!(size_of::<[std::ffi::c_char; c::CC_LEN]>(), size_of_val(&bbrtop_close::default().cc));
     }
 
     #[test]

@@ -128,6 +128,20 @@ impl BbrState {
     }
 }
 
+/// Byte offsets of `struct bbrtop_rtt_window` (bpf/bbrtop.h); a test checks each against the
+/// eBPF skeleton's types.
+pub mod window_off {
+    pub const EPOCH: usize = 0;
+    pub const SAMPLES: usize = 4;
+    pub const LAST_SRTT_US: usize = 8;
+    pub const MIN_SRTT_US: usize = 12;
+    pub const MAX_SRTT_US: usize = 16;
+    pub const BBR: usize = 20;
+    pub const BBR_MODE: usize = 21;
+    pub const CYCLE_IDX: usize = 22;
+    pub const BBR_FLAGS: usize = 23;
+}
+
 impl RttWindow {
     /// Size of `struct bbrtop_rtt_window` (bpf/bbrtop.h), first in the storage value.
     pub const LEN: usize = 24;
@@ -136,18 +150,24 @@ impl RttWindow {
     /// window of another epoch saw no ACK since the last read. `None` if too short, or if no
     /// ACK ever came with data in flight (a window's count restarts at 1, so 0 means never).
     pub fn parse(b: &[u8], epoch: u32) -> Option<RttWindow> {
-        let u = |i: usize| u32_at(b, i);
-        let (window_epoch, samples, last, min, max) = (u(0)?, u(1)?, u(2)?, u(3)?, u(4)?);
+        use window_off as o;
+        let u = |off: usize| u32_at(b, off / 4);
+        let (window_epoch, samples) = (u(o::EPOCH)?, u(o::SAMPLES)?);
+        let (last, min, max) = (u(o::LAST_SRTT_US)?, u(o::MIN_SRTT_US)?, u(o::MAX_SRTT_US)?);
         if samples == 0 {
             return None;
         }
         let current = window_epoch == epoch;
-        let bbr = b.get(20..24).filter(|s| s[0] == 1).map(|s| BbrState {
-            mode: s[1],
-            cycle_idx: s[2],
-            full_bw_reached: s[3] & 1 != 0,
-            lt_use_bw: s[3] & 2 != 0,
-            min_rtt_us: None,
+        let byte = |off: usize| b.get(off).copied();
+        let bbr = (byte(o::BBR) == Some(1)).then_some(()).and_then(|()| {
+            let flags = byte(o::BBR_FLAGS)?;
+            Some(BbrState {
+                mode: byte(o::BBR_MODE)?,
+                cycle_idx: byte(o::CYCLE_IDX)?,
+                full_bw_reached: flags & 1 != 0,
+                lt_use_bw: flags & 2 != 0,
+                min_rtt_us: None,
+            })
         });
         Some(RttWindow {
             samples: if current { samples } else { 0 },
