@@ -2,9 +2,10 @@
 
 use super::Failure;
 use super::args::PollArgs;
-use crate::collect::InetDiag;
+use crate::collect::{CollectError, InetDiag};
 use crate::engine::first_sight::FirstSight;
-use crate::engine::snapshot::{CollectorStatus, SocketView};
+use crate::engine::sink::DumpSink;
+use crate::engine::snapshot::{CcAggregate, CollectorStatus, SocketView};
 use crate::engine::{Engine, EngineConfig, Now, aggregate};
 use crate::output::{json, table};
 use anyhow::Context;
@@ -47,13 +48,27 @@ fn print_table(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
     Ok(())
 }
 
-/// JSON is written while the kernel is still dumping: one thread reads and parses the dump and
-/// derives each socket's values (the [`FirstSight`] sink), encoder threads turn batches of sockets
-/// into JSON, and this one writes the batches in order. The stages overlap, so the command takes about as long as the
-/// kernel's dump rather than the sum of every stage.
+/// JSON is written while the kernel is still dumping (see [`stream_doc`]).
 fn stream_json(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
-    let now = Now::system();
-    let (tx, rx) = mpsc::sync_channel::<(usize, Vec<SocketView>)>(32);
+    let out = std::io::BufWriter::with_capacity(1 << 20, raw_stdout()?);
+    stream_doc(move |sink, now| diag.dump_into(sink, now), cfg, Now::system(), out).map(drop)
+}
+
+/// A dump's sockets, derived as they arrive.
+type Batch = (usize, Vec<SocketView>);
+
+/// Writes the document of the dump `read` feeds: one thread reads and parses the dump and
+/// derives each socket's values (the [`FirstSight`] sink), encoder threads turn batches of
+/// sockets into JSON, and this one writes the batches in order. The stages overlap, so the
+/// command takes about as long as the kernel's dump rather than the sum of every stage. Returns
+/// the writer, unless the reader went away (a closed pipe is not an error).
+fn stream_doc<W: Write>(
+    read: impl FnOnce(&mut dyn DumpSink, Now) -> Result<(), CollectError> + Send + 'static,
+    cfg: EngineConfig,
+    now: Now,
+    out: W,
+) -> Result<Option<W>, Failure> {
+    let (tx, rx) = mpsc::sync_channel::<Batch>(32);
     let reader = std::thread::spawn(move || {
         let mut seq = 0;
         let mut sink = FirstSight::new(cfg, |views| {
@@ -61,18 +76,39 @@ fn stream_json(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
             let _ = tx.send((seq, views));
             seq += 1;
         });
-        diag.dump_into(&mut sink, now).map(|()| sink.stats())
+        read(&mut sink, now).map(|()| sink.stats())
     });
+    let mut doc = DocWriter { out: Some(out), doc: None, now, error: Ok(()) };
+    let batches = encode_in_order(rx, |encoded, count| doc.batch(encoded, count));
+    let stats = reader
+        .join()
+        .map_err(|_| Failure::Runtime(anyhow::anyhow!("the netlink reader panicked")))?
+        .map_err(Failure::from_collect)?;
+    let mut netlink = CollectorStatus::netlink();
+    netlink.saw_dump(&stats);
+    let by_cc = aggregate::by_cc(batches.iter().flatten());
+    let written = match doc.finish(&by_cc, &[netlink, CollectorStatus::bpf_off()]) {
+        Ok(w) => Some(w),
+        Err(e) => ignore_broken_pipe(e).context("writing to stdout").map(|()| None)?,
+    };
+    // The process ends next: freeing every record one by one would be wasted work.
+    std::mem::forget(batches);
+    Ok(written)
+}
 
-    let mut out = Some(std::io::BufWriter::with_capacity(1 << 20, raw_stdout()?));
-    let mut doc = None;
-    let mut write = Ok(());
-    let mut batches = Vec::new();
+/// Encodes batches on up to four threads and hands each to `write` in the order the kernel
+/// listed its sockets; returns the batches, for the totals. Every batch is taken, even after a
+/// write error, so no thread ever blocks.
+fn encode_in_order(
+    rx: mpsc::Receiver<Batch>,
+    mut write: impl FnMut(std::io::Result<&[u8]>, usize),
+) -> Vec<Vec<SocketView>> {
     let rx = Mutex::new(rx);
     // Written buffers come back for the next batches: fresh megabytes would each be mapped,
     // faulted in and zeroed.
     let spare: Mutex<Vec<Vec<u8>>> = Mutex::default();
     let encoders = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
+    let mut batches = Vec::new();
     std::thread::scope(|s| {
         let (done_tx, done) = mpsc::sync_channel(32);
         for _ in 0..encoders {
@@ -92,60 +128,58 @@ fn stream_json(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
             });
         }
         drop(done_tx);
-        // Batches finish out of order; they are written in the order the kernel listed them.
-        // Every batch is taken, even after a write error, so no thread ever blocks.
+        // Batches finish out of order.
         let mut pending = BTreeMap::new();
         for (seq, encoded, views) in done {
             pending.insert(seq, (encoded, views));
             while let Some((encoded, views)) = pending.remove(&batches.len()) {
                 match encoded {
                     Ok(buf) => {
-                        if write.is_ok() {
-                            write =
-                                open_doc(&mut doc, &mut out, now).and_then(|d| d.encoded(&buf, views.len()));
-                        }
+                        write(Ok(&buf), views.len());
                         if let Ok(mut s) = spare.lock() {
                             s.push(buf);
                         }
                     }
-                    Err(e) => {
-                        if write.is_ok() {
-                            write = Err(e);
-                        }
-                    }
+                    Err(e) => write(Err(e), 0),
                 }
                 batches.push(views);
             }
         }
     });
-    let stats = reader
-        .join()
-        .map_err(|_| Failure::Runtime(anyhow::anyhow!("the netlink reader panicked")))?
-        .map_err(Failure::from_collect)?;
-    let mut netlink = CollectorStatus::netlink();
-    netlink.saw_dump(&stats);
-    let by_cc = aggregate::by_cc(batches.iter().flatten());
-    let collectors = [netlink, CollectorStatus::bpf_off()];
-    write
-        .and_then(|()| open_doc(&mut doc, &mut out, now).map(|_| ()))
-        .and_then(|()| doc.take().map_or(Ok(()), |d| d.end(&by_cc, &collectors)?.flush()))
-        .or_else(ignore_broken_pipe)
-        .context("writing to stdout")?;
-    // The process ends next: freeing every record one by one would be wasted work.
-    std::mem::forget(batches);
-    Ok(())
+    batches
 }
 
-/// The document, begun on first use: an error before any socket arrives leaves stdout empty.
-fn open_doc<'a, W: Write>(
-    doc: &'a mut Option<json::DocStream<W>>,
-    out: &mut Option<W>,
+/// The document being written: begun on first use, so an error before any socket arrives leaves
+/// the output empty; the first write error is kept and ends the writing.
+struct DocWriter<W: Write> {
+    out: Option<W>,
+    doc: Option<json::DocStream<W>>,
     now: Now,
-) -> std::io::Result<&'a mut json::DocStream<W>> {
-    if let Some(w) = out.take() {
-        *doc = Some(json::DocStream::begin(w, now.wall)?);
+    error: std::io::Result<()>,
+}
+
+impl<W: Write> DocWriter<W> {
+    fn batch(&mut self, encoded: std::io::Result<&[u8]>, count: usize) {
+        if self.error.is_ok() {
+            self.error = encoded.and_then(|buf| self.open()?.encoded(buf, count));
+        }
     }
-    doc.as_mut().ok_or_else(|| std::io::Error::other("the output was already closed"))
+
+    fn open(&mut self) -> std::io::Result<&mut json::DocStream<W>> {
+        if let Some(w) = self.out.take() {
+            self.doc = Some(json::DocStream::begin(w, self.now.wall)?);
+        }
+        self.doc.as_mut().ok_or_else(|| std::io::Error::other("the output was already closed"))
+    }
+
+    fn finish(mut self, by_cc: &[CcAggregate], collectors: &[CollectorStatus]) -> std::io::Result<W> {
+        std::mem::replace(&mut self.error, Ok(()))?;
+        self.open()?;
+        let doc = self.doc.take().ok_or_else(|| std::io::Error::other("the output was already closed"))?;
+        let mut w = doc.end(by_cc, collectors)?;
+        w.flush()?;
+        Ok(w)
+    }
 }
 
 /// `bbrtop snapshot | head` is not an error.
@@ -159,4 +193,37 @@ fn raw_stdout() -> Result<std::fs::File, Failure> {
     use std::os::fd::AsFd;
     let fd = std::io::stdout().as_fd().try_clone_to_owned().context("duplicating stdout")?;
     Ok(std::fs::File::from(fd))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::sink::feed_dump;
+    use crate::wire::{DumpParser, Progress, fixtures};
+
+    /// The two implementations of the seam agree: a dump streamed through the one-shot sink gives
+    /// the very document the engine publishes for it (as `/api/sockets` serves it).
+    #[test]
+    fn a_dump_streamed_is_the_document_the_engine_publishes() {
+        let mut parser = DumpParser::new();
+        assert_eq!(parser.feed(&fixtures::mixed_dump()), Ok(Progress::Done { interrupted: false }));
+        let dump = parser.finish();
+        assert_eq!(dump.sockets.len(), 5);
+        let (cfg, now) = (EngineConfig::default(), Now::system());
+
+        let mut engine = Engine::new(cfg.clone());
+        feed_dump(&mut engine, dump.clone(), now);
+        let snap = engine.tick(now);
+        let mut whole = Vec::new();
+        json::write_line(&mut whole, &json::SnapshotDoc::new(&snap, snap.sockets.iter().collect())).unwrap();
+
+        let read = move |sink: &mut dyn DumpSink, now| {
+            feed_dump(sink, dump, now);
+            Ok(())
+        };
+        let streamed = stream_doc(read, cfg, now, Vec::new()).unwrap().unwrap();
+        let (whole, streamed) = (String::from_utf8(whole).unwrap(), String::from_utf8(streamed).unwrap());
+        assert!(whole.contains(r#""cc":"cubic""#) && whole.contains("2001:db8::1"), "{whole}");
+        assert_eq!(streamed, whole);
+    }
 }

@@ -3,6 +3,8 @@
 //! `tcp_bbr_info` and skmeminfo are decoded here because the crate hands them back as raw bytes.
 
 pub mod dump;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod request;
 
 use crate::model::{BbrInfo, Cookie, InfoSize, MemInfo, RttWindow, SocketRecord, TcpState};
