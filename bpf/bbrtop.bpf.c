@@ -23,7 +23,7 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
  * test must sit in each branch itself, so that the verifier sees the constant. */
 #define HAVE_STRUCT_BBR bpf_core_type_exists(struct bbr)
 
-/* Set by userspace before load: the alert rule (DESIGN.md), same values as userspace. */
+/* Set by userspace before load: the alert rule (ARCHITECTURE.md), same values as userspace. */
 const volatile __u32 ratio_milli = 1500; /* inflated while srtt*1000 >= ratio_milli*baseline */
 const volatile __u32 floor_us = 1000;    /* ... and srtt - baseline >= floor_us */
 
@@ -170,7 +170,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 		fresh = 1;
 	}
 
-	/* Baseline: the smaller of tcp's windowed min RTT and BBR's own (DESIGN.md). */
+	/* Baseline: the smaller of tcp's windowed min RTT and BBR's own (ARCHITECTURE.md). */
 	base = tp->rtt_min.s[0].v;
 	if (HAVE_STRUCT_BBR && st->is_bbr) {
 		bbr = (struct bbr *)&tp->inet_conn.icsk_ca_priv;

@@ -1,8 +1,10 @@
 //! bbrtop: per-socket TCP congestion-control monitor.
 //!
-//! The pipeline (see DESIGN.md): collectors turn kernel bytes into [`engine::Update`]s; the
-//! [`engine::Engine`] is the single writer and publishes immutable [`engine::snapshot::Snapshot`]s;
-//! consumers (table, JSON, TUI, exporter, alerts) only read snapshots.
+//! The pipeline (ARCHITECTURE.md): collectors read the kernel and feed the engine through one
+//! seam ([`engine::sink`]); the [`engine::Engine`] is the single writer and publishes immutable
+//! [`engine::snapshot::Snapshot`]s; consumers (table, JSON, TUI, exporter, alerts) only read
+//! snapshots; [`cli`] alone wires them together. ARCHITECTURE.md lists the layers and the one
+//! direction imports go.
 
 pub mod bpf;
 pub mod caps;

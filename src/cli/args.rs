@@ -68,7 +68,7 @@ pub struct SourceArgs {
     pub interval: Duration,
 }
 
-/// The queue-delay alert rule (DESIGN.md, "The alert rule").
+/// The queue-delay alert rule (ARCHITECTURE.md, "The alert rule").
 #[derive(Args, Clone, Debug)]
 pub struct AlertArgs {
     /// Inflated while srtt >= RATIO x baseline.

@@ -97,19 +97,19 @@ impl Scenario {
     pub fn published(self) -> Published {
         match self {
             Scenario::Bufferbloat => Published {
-                source: "guides/002 (BBR on a 10 Mbit/s, 40 ms path with a 1000-packet buffer, 120 s netperf)",
+                source: "a BBR guide's netem run (10 Mbit/s, 40 ms, 1000-packet buffer, 120 s netperf)",
                 text: "Both fully use the link; BBR's median RTT is 25x lower: 43 ms instead of 1.09 s.",
                 median_rtt_ms: vec![("cubic", 1090.0), ("bbr", 43.0)],
                 throughput_mbit: vec![],
             },
             Scenario::Lossy => Published {
-                source: "guides/002 (10 Gbit/s, 100 ms, 1% loss, 30 s netperf)",
+                source: "a BBR guide's netem run (10 Gbit/s, 100 ms, 1% loss, 30 s netperf)",
                 text: "CUBIC gets 3.27 Mbit/s, BBR gets 9150 Mbit/s (2798x higher).",
                 median_rtt_ms: vec![],
                 throughput_mbit: vec![("cubic", 3.27), ("bbr", 9150.0)],
             },
             Scenario::Ab => Published {
-                source: "guides/000 (25 GbE, 4 streams, 30 min)",
+                source: "a BBR production write-up (25 GbE, 4 streams, 30 min)",
                 text: "p95 RTT 48 ms for CUBIC against 22 ms for BBR v1; throughput +17%.",
                 median_rtt_ms: vec![],
                 throughput_mbit: vec![("cubic", 8200.0), ("bbr", 9600.0)],
