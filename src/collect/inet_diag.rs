@@ -1,6 +1,7 @@
 //! The inet_diag collector: the netlink I/O around [`crate::wire`]. One SOCK_DIAG_BY_FAMILY dump
 //! per family; a dump the kernel flags inconsistent is restarted, a bounded number of times.
 
+use super::socket::{self, DiagSocket};
 use crate::engine::Now;
 use crate::engine::sink::{DumpSink, Dumping, Feed, Source};
 use crate::model::SocketRecord;
@@ -8,7 +9,6 @@ use crate::model::StateSet;
 use crate::netns::{self, NetnsError, NetnsSpec};
 use crate::wire::Dump;
 use crate::wire::{DumpParser, Progress, WireError, ends_dump, request};
-use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_SOCK_DIAG};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::mpsc;
 use std::time::Instant;
@@ -17,8 +17,6 @@ use std::time::Instant;
 const MAX_DUMP_TRIES: u32 = 5;
 /// A buffer handed from the receiving thread to the parser: many datagrams, about 1,000 sockets.
 const RECV_BUF: usize = 512 << 10;
-/// The socket's receive buffer: room for the kernel to queue several datagrams of a dump ahead.
-const SOCK_RCVBUF: usize = 1 << 20;
 /// The most one netlink datagram holds: the kernel fills dump replies up to 32 KiB.
 const DATAGRAM_MAX: usize = 32 << 10;
 /// Received buffers waiting for the parser; with one being filled and one parsed, the most a
@@ -51,7 +49,7 @@ pub struct WindowStorage {
 
 /// A NETLINK_SOCK_DIAG socket, bound to one network namespace for its life.
 pub struct InetDiag {
-    sock: Socket,
+    sock: Box<dyn DiagSocket>,
     states: StateSet,
     buf: Vec<u8>,
     seq: u32,
@@ -67,12 +65,17 @@ impl InetDiag {
     /// Opens the socket, inside `netns` if given (the socket keeps that namespace).
     pub fn open(ns: Option<&NetnsSpec>, states: StateSet) -> Result<InetDiag, CollectError> {
         let sock = match ns {
-            Some(spec) => netns::run_in(spec, open_socket)??,
-            None => open_socket()?,
+            Some(spec) => netns::run_in(spec, socket::open)??,
+            None => socket::open()?,
         };
         let ino = ns.map_or_else(|| std::path::PathBuf::from("/proc/self/ns/net"), |s| s.0.clone());
         let netns = std::fs::metadata(ino).ok().map(|m| std::os::unix::fs::MetadataExt::ino(&m));
-        Ok(InetDiag {
+        Ok(InetDiag::over(Box::new(sock), states, netns))
+    }
+
+    /// A collector over any [`DiagSocket`]; records are tagged with the namespace inode `netns`.
+    pub fn over(sock: Box<dyn DiagSocket>, states: StateSet, netns: Option<u64>) -> InetDiag {
+        InetDiag {
             sock,
             states,
             buf: Vec::new(),
@@ -81,7 +84,7 @@ impl InetDiag {
             pool: Vec::new(),
             storage: None,
             last_count: [0; 2],
-        })
+        }
     }
 
     /// One full dump of IPv4 and IPv6 TCP sockets, whole (for commands that feed no engine).
@@ -223,7 +226,7 @@ impl InetDiag {
         after_buffer: &mut dyn FnMut(&mut DumpParser),
     ) -> Result<bool, CollectError> {
         self.send_request(family)?;
-        let (sock, parser, pool) = (&self.sock, &mut self.parser, &mut self.pool);
+        let (sock, parser, pool) = (&*self.sock, &mut self.parser, &mut self.pool);
         std::thread::scope(|s| {
             let (full_tx, full) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(IN_FLIGHT);
             let (empty, empty_rx) = mpsc::channel::<Vec<u8>>();
@@ -285,13 +288,14 @@ impl InetDiag {
         self.seq = self.seq.wrapping_add(1);
         let maps: Vec<i32> = self.storage.iter().map(|s| s.map.as_raw_fd()).collect();
         let req = request::dump_request(family, self.states, self.seq, &maps);
-        self.sock.send(&req, 0)?;
+        self.sock.send(&req)?;
         Ok(())
     }
 
     fn recv(&mut self) -> Result<usize, CollectError> {
         self.buf.reserve(DATAGRAM_MAX);
-        recv(&self.sock, &mut self.buf)?;
+        self.buf.clear();
+        self.sock.recv_append(&mut self.buf)?;
         Ok(self.buf.len())
     }
 }
@@ -299,11 +303,11 @@ impl InetDiag {
 /// Fills `buf` (cleared first) with whole datagrams while another surely fits, and says whether
 /// the dump ended. The kernel sends a dump 32 KiB at a time; handing the parser a megabyte at a
 /// time spares a thread wake-up per datagram.
-fn fill(sock: &Socket, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+fn fill(sock: &dyn DiagSocket, buf: &mut Vec<u8>) -> std::io::Result<bool> {
     buf.clear();
     while buf.capacity() - buf.len() >= DATAGRAM_MAX {
         let start = buf.len();
-        recv_append(sock, buf)?;
+        sock.recv_append(buf)?;
         if ends_dump(&buf[start..]) {
             return Ok(true);
         }
@@ -311,35 +315,6 @@ fn fill(sock: &Socket, buf: &mut Vec<u8>) -> std::io::Result<bool> {
         buf.resize(buf.len().next_multiple_of(4), 0);
     }
     Ok(false)
-}
-
-/// One receive into `buf` (cleared first), retried on EINTR.
-fn recv(sock: &Socket, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    buf.clear();
-    recv_append(sock, buf)
-}
-
-/// One receive appended to `buf`, retried on EINTR.
-fn recv_append(sock: &Socket, buf: &mut Vec<u8>) -> std::io::Result<()> {
-    loop {
-        match sock.recv(buf, 0) {
-            Ok(_) => return Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
-fn open_socket() -> Result<Socket, CollectError> {
-    let mut sock = Socket::new(NETLINK_SOCK_DIAG).map_err(|e| match e.raw_os_error() {
-        Some(libc::EPROTONOSUPPORT) => CollectError::Unsupported(e.to_string()),
-        _ => CollectError::Io(e),
-    })?;
-    sock.bind_auto()?;
-    sock.connect(&SocketAddr::new(0, 0))?;
-    // A bigger socket buffer lets the kernel batch more sockets per recv; best effort.
-    let _ = sock.set_rx_buf_sz(SOCK_RCVBUF);
-    Ok(sock)
 }
 
 impl Source for InetDiag {

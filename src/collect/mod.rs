@@ -2,5 +2,9 @@
 //! for display, or format.
 
 pub mod inet_diag;
+pub mod socket;
 
 pub use inet_diag::{CollectError, InetDiag};
+
+#[cfg(test)]
+mod tests;
