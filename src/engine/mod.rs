@@ -92,7 +92,16 @@ struct Tracked {
     alert: AlertTracker,
     /// The dump generation that last saw this socket.
     generation: u64,
+    /// Complete dumps in a row that did not list it (see [`GRACE`]).
+    missed: u8,
+    /// eBPF sent its close record: the next dump that does not list it ends it, without grace.
+    closed: bool,
 }
+
+/// Complete dumps a tracked socket may be missing from before it counts as closed. A dump is not
+/// atomic: a socket can slip through one (moved between hash buckets while the kernel walked
+/// them), and ending it there would resolve its alert only to fire it again.
+const GRACE: u8 = 1;
 
 impl Tracked {
     fn new(rec: &SocketRecord, counters: Counters, now: Instant, generation: u64) -> Tracked {
@@ -110,6 +119,8 @@ impl Tracked {
             first_poll: generation,
             alert: AlertTracker::default(),
             generation,
+            missed: 0,
+            closed: false,
         }
     }
 }
@@ -190,7 +201,12 @@ impl Engine {
     pub fn apply(&mut self, update: Update) {
         match update {
             Update::Kernel(k) => self.kernel.apply(k),
-            Update::Closed(c) => self.kernel.close(*c),
+            Update::Closed(c) => {
+                if let Some(&slot) = self.index.get(&c.cookie) {
+                    self.tracked[slot as usize].closed = true;
+                }
+                self.kernel.close(*c)
+            }
             Update::BpfStatus { programs_attached, ringbuf_lost_total, reason, limit } => {
                 self.kernel.status(programs_attached, ringbuf_lost_total, reason, limit)
             }
@@ -248,6 +264,11 @@ impl Engine {
                 && (!recheck || records.get(t.next_idx as usize).is_some_and(|r| r.cookie == t.cookie));
             if listed {
                 t.idx = t.next_idx;
+                t.missed = 0;
+                slot += 1;
+            } else if t.missed < GRACE && !t.closed && t.idx != UNPLACED {
+                // Kept, unseen, for a poll: its record is gone with the last dump.
+                t.missed += 1;
                 slot += 1;
             } else {
                 // Closed: resolve its alert and prune it, keeping `tracked` dense.
@@ -288,6 +309,7 @@ impl Engine {
         let sockets: Vec<SocketView> = self
             .tracked
             .iter()
+            .filter(|t| t.missed == 0)
             .map(|t| {
                 let r = &self.records[t.idx as usize];
                 SocketView {

@@ -117,14 +117,66 @@ fn inflation_fires_after_hold_and_resolves_on_close() {
     assert_eq!(snap.by_cc[0].firing, 1);
     assert_eq!(snap.inflation_onsets_total, vec![("cubic".to_string(), 1)]);
 
-    // The socket closes: its alert resolves and moves to the recent list.
+    // The socket closes: after one dump of grace, its alert resolves and moves to the recent list.
     dump(&mut e, vec![], at(6));
     let snap = e.tick(at(6));
-    assert!(snap.sockets.is_empty());
+    assert!(snap.sockets.is_empty(), "a socket missing from a dump is not shown");
+    assert_eq!(snap.firing().count(), 1, "one dump of grace");
+    dump(&mut e, vec![], at(7));
+    let snap = e.tick(at(7));
     assert_eq!(snap.firing().count(), 0);
     assert_eq!(snap.alerts.len(), 1);
     assert_eq!(snap.alerts[0].status, AlertStatus::Resolved);
-    assert_eq!(snap.alerts[0].resolved_at, Some(at(6).wall));
+    assert_eq!(snap.alerts[0].resolved_at, Some(at(7).wall));
+}
+
+/// A socket one dump missed (dumps are not atomic) keeps its firing alert, its onset and its
+/// history when the next dump lists it; a socket eBPF saw close gets no grace.
+#[test]
+fn a_socket_missing_from_one_dump_keeps_its_alert_and_history() {
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let at = |s: u64| t0.after(Duration::from_secs(s));
+    let inflated = |sec: u64| sock(7, "cubic", 90_000 + sec as u32, 20_000, sec * 1000);
+    for sec in 0..=5 {
+        dump(&mut e, vec![inflated(sec), sock(8, "bbr", 20_000, 20_000, 0)], at(sec));
+    }
+    assert_eq!(e.tick(at(5)).firing().count(), 1);
+    dump(&mut e, vec![sock(8, "bbr", 20_000, 20_000, 0)], at(6));
+    let snap = e.tick(at(6));
+    assert_eq!((snap.sockets.len(), snap.firing().count()), (1, 1), "7 is unseen, its alert stands");
+    dump(&mut e, vec![inflated(7), sock(8, "bbr", 20_000, 20_000, 0)], at(7));
+    let snap = e.tick(at(7));
+    let a = snap.firing().next().expect("still firing");
+    assert_eq!((a.cookie, a.since, a.fired_at), (7, at(0).wall, at(5).wall), "the same alert");
+    assert_eq!(snap.inflation_onsets_total, vec![("cubic".to_string(), 1)], "no second onset");
+    let s = snap.socket(7).unwrap();
+    assert_eq!(s.derived.seen_for_seconds, 7.0);
+    assert_eq!(s.history.len(), 8, "every poll since it was first seen, the gap included");
+
+    // eBPF's close record: the next dump that does not list it ends it at once.
+    e.apply(Update::Closed(Box::new(super::kernel::ClosedFlow {
+        seq: 0,
+        cookie: 7,
+        netns: 1,
+        cc: "cubic".into(),
+        local: "10.0.0.1:40007".parse().unwrap(),
+        peer: "10.0.0.2:5201".parse().unwrap(),
+        closed_at: at(8).wall,
+        lifetime_seconds: Some(8.0),
+        bytes_acked: 0,
+        bytes_received: 0,
+        total_retrans: 0,
+        srtt_us: 90_000,
+        min_rtt_us: 20_000,
+        delivery_rate_bytes_per_sec: None,
+        bbr: None,
+        peak_inflation_ratio: 4.5,
+    })));
+    dump(&mut e, vec![sock(8, "bbr", 20_000, 20_000, 0)], at(8));
+    let snap = e.tick(at(8));
+    assert_eq!(snap.firing().count(), 0);
+    assert_eq!(snap.alerts[0].resolved_at, Some(at(8).wall));
 }
 
 #[test]
