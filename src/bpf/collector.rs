@@ -6,13 +6,14 @@ use super::loader::Loaded;
 use crate::engine::Update;
 use crate::engine::kernel::{ClosedBbr, ClosedFlow, KernelUpdate};
 use crate::engine::sink::{Feed, Source};
-use crate::engine::status::{Cause, Reason};
+use crate::engine::status::{BpfPoll, Cause, Reason};
 use crate::model::Phase;
 use std::time::{Duration, Instant, SystemTime};
 
 pub struct Collector {
     loaded: Loaded,
-    decode_errors: u64,
+    /// Ring-buffer records that did not decode, since start.
+    undecodable_total: u64,
     /// What the programs cannot do here, reported with every status.
     limit: Option<Reason>,
 }
@@ -25,7 +26,7 @@ impl Collector {
             let detail = limits.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("; ");
             Reason::new(first.cause, detail)
         });
-        Collector { loaded, decode_errors: 0, limit }
+        Collector { loaded, undecodable_total: 0, limit }
     }
 }
 
@@ -97,26 +98,34 @@ impl Source for Collector {
         let consumed = self.loaded.consume();
         let (now, wall, know) = (Instant::now(), SystemTime::now(), ktime_now_ns());
         let events = std::mem::take(&mut *self.loaded.inbox.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut undecodable = 0;
         for e in events {
             match e {
                 Ok(e) => feed.apply(update_of(e, know, now, wall)),
-                Err(_) => self.decode_errors += 1,
+                Err(_) => undecodable += 1,
             }
         }
-        let reason = match consumed {
-            Err(e) => Some(Reason::new(Cause::RingBuffer, format!("ring buffer: {e}"))),
-            Ok(()) if self.decode_errors > 0 => Some(Reason::new(
-                Cause::UndecodableEvents,
-                format!("{} undecodable events", self.decode_errors),
-            )),
-            Ok(()) => None,
-        };
-        feed.apply(Update::BpfStatus {
+        self.undecodable_total += undecodable;
+        feed.apply(Update::BpfStatus(BpfPoll {
             programs_attached: self.loaded.links.len() as u32,
             ringbuf_lost_total: self.loaded.lost_total(),
-            reason,
+            undecodable_events_total: self.undecodable_total,
+            failure: poll_failure(consumed, undecodable),
             limit: self.limit.clone(),
-        });
+        }));
+    }
+}
+
+/// What went wrong in one poll, if anything: the count of bad records goes in a counter, and a
+/// later clean poll clears the verdict.
+fn poll_failure(consumed: Result<(), String>, undecodable: u64) -> Option<Reason> {
+    match consumed {
+        Err(e) => Some(Reason::new(Cause::RingBuffer, format!("ring buffer: {e}"))),
+        Ok(()) if undecodable > 0 => Some(Reason::new(
+            Cause::UndecodableEvents,
+            format!("{undecodable} undecodable events in the last poll"),
+        )),
+        Ok(()) => None,
     }
 }
 
@@ -130,5 +139,13 @@ mod tests {
         assert_eq!(instant_of(9_000_000_000, 10_000_000_000, now), now - Duration::from_secs(1));
         assert_eq!(instant_of(11_000_000_000, 10_000_000_000, now), now, "future clamps to now");
         assert!(ktime_now_ns() > 0);
+    }
+
+    #[test]
+    fn one_bad_record_degrades_one_poll_not_the_rest() {
+        let bad = poll_failure(Ok(()), 1).expect("a poll with a bad record is degraded");
+        assert_eq!(bad.cause, Cause::UndecodableEvents);
+        assert_eq!(poll_failure(Ok(()), 0), None, "the next clean poll recovers");
+        assert_eq!(poll_failure(Err("EIO".into()), 0).map(|r| r.cause), Some(Cause::RingBuffer));
     }
 }

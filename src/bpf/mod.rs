@@ -35,7 +35,7 @@ use crate::caps::{self, Cap, CapSet};
 use crate::collect::inet_diag::WindowStorage;
 use crate::engine::Update;
 use crate::engine::sink::{Feed, Source};
-use crate::engine::status::{Cause, Reason};
+use crate::engine::status::{BpfPoll, Cause, Reason};
 use crate::rule::RuleConfig;
 use std::path::Path;
 
@@ -154,12 +154,7 @@ struct Off(Reason);
 
 impl Source for Off {
     fn poll(&mut self, feed: &mut dyn Feed) {
-        feed.apply(Update::BpfStatus {
-            programs_attached: 0,
-            ringbuf_lost_total: 0,
-            reason: Some(self.0.clone()),
-            limit: None,
-        });
+        feed.apply(Update::BpfStatus(BpfPoll { failure: Some(self.0.clone()), ..BpfPoll::default() }));
     }
 }
 

@@ -2,7 +2,7 @@
 //! onset), closed flows with per-cc aggregates, and the BPF collector's status.
 
 use super::hist::{Hist, RATE_BOUNDS, RTT_BOUNDS};
-use super::status::{CollectorStatus, Reason};
+use super::status::CollectorStatus;
 use crate::model::{BbrState, Cookie};
 use crate::units::serde_time;
 use rustc_hash::FxHashMap;
@@ -206,10 +206,6 @@ impl KernelState {
         self.closed_by_cc.entry(c.cc.clone()).or_insert_with(|| ClosedAggregate::new(&c.cc)).add(&c);
         self.closed.push_front(c);
         self.closed.truncate(self.keep_closed);
-    }
-
-    pub fn status(&mut self, attached: u32, lost_total: u64, failure: Option<Reason>, limit: Option<Reason>) {
-        self.status.bpf_poll(attached, lost_total, failure, limit);
     }
 
     pub fn socket(&self, cookie: Cookie) -> Option<&Arc<KernelSocket>> {

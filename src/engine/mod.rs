@@ -207,9 +207,7 @@ impl Engine {
                 }
                 self.kernel.close(*c)
             }
-            Update::BpfStatus { programs_attached, ringbuf_lost_total, reason, limit } => {
-                self.kernel.status(programs_attached, ringbuf_lost_total, reason, limit)
-            }
+            Update::BpfStatus(poll) => self.kernel.status.bpf_poll(poll),
         }
     }
 

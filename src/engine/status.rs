@@ -140,6 +140,21 @@ pub struct CollectorStatus {
     pub programs_attached: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ringbuf_lost_total: Option<u64>,
+    /// eBPF only: ring-buffer records this build could not decode, since start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undecodable_events_total: Option<u64>,
+}
+
+/// One poll of the eBPF collector, as it reports it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BpfPoll {
+    pub programs_attached: u32,
+    pub ringbuf_lost_total: u64,
+    pub undecodable_events_total: u64,
+    /// This poll failed (or, with nothing attached, why eBPF is off).
+    pub failure: Option<Reason>,
+    /// What the attached programs cannot do on this kernel; the collector still works.
+    pub limit: Option<Reason>,
 }
 
 impl CollectorStatus {
@@ -171,23 +186,17 @@ impl CollectorStatus {
         self.tcp_info_long_total += d.info_long;
     }
 
-    /// One eBPF poll: `failure` is a failed poll (or, with nothing attached, why eBPF is off),
-    /// `limit` what the attached programs cannot do here.
-    pub fn bpf_poll(
-        &mut self,
-        attached: u32,
-        lost_total: u64,
-        failure: Option<Reason>,
-        limit: Option<Reason>,
-    ) {
+    /// One eBPF poll. Health follows this poll alone, so the collector recovers after a clean one.
+    pub fn bpf_poll(&mut self, p: BpfPoll) {
         self.polls_total += 1;
-        self.health = match (failure, limit) {
-            (Some(r), _) if attached == 0 => Health::Off(Some(r)),
+        self.health = match (p.failure, p.limit) {
+            (Some(r), _) if p.programs_attached == 0 => Health::Off(Some(r)),
             (Some(r), _) | (None, Some(r)) => Health::Degraded(r),
             (None, None) => Health::Ok,
         };
-        self.programs_attached = Some(attached);
-        self.ringbuf_lost_total = Some(lost_total);
+        self.programs_attached = Some(p.programs_attached);
+        self.ringbuf_lost_total = Some(p.ringbuf_lost_total);
+        self.undecodable_events_total = Some(p.undecodable_events_total);
     }
 }
 
@@ -217,9 +226,9 @@ mod tests {
     fn a_bpf_poll_with_nothing_attached_is_off() {
         let mut s = CollectorStatus::bpf_off();
         let why = Reason::new(Cause::NoBtf, "eBPF off: no kernel BTF");
-        s.bpf_poll(0, 0, Some(why.clone()), None);
+        s.bpf_poll(BpfPoll { failure: Some(why.clone()), ..BpfPoll::default() });
         assert_eq!(s.health, Health::Off(Some(why)));
-        s.bpf_poll(3, 0, None, None);
+        s.bpf_poll(BpfPoll { programs_attached: 3, ..BpfPoll::default() });
         assert_eq!(s.health, Health::Ok);
     }
 }

@@ -4,7 +4,7 @@ use super::*;
 use crate::model::{BbrInfo, Phase, ProbeBwStep, TcpState};
 use crate::wire::DumpStats;
 use sink::DumpSink;
-use status::{Cause, Health, Reason};
+use status::{BpfPoll, Cause, Health, Reason};
 
 fn sock(cookie: u64, cc: &str, srtt: u32, min_rtt: u32, acked: u64) -> SocketRecord {
     let mut r = SocketRecord::new(
@@ -230,7 +230,7 @@ fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
         peak_ratio: 3.0,
     }));
     dump(&mut e, socks(), t0);
-    e.apply(Update::BpfStatus { programs_attached: 2, ringbuf_lost_total: 5, reason: None, limit: None });
+    e.apply(Update::BpfStatus(BpfPoll { programs_attached: 2, ringbuf_lost_total: 5, ..BpfPoll::default() }));
     let s = e.tick(t0);
     let bbr = s.socket(1).unwrap();
     assert_eq!((bbr.derived.phase, bbr.derived.phase_source), (Some(Phase::Startup), Some(Source::Kernel)));
@@ -368,11 +368,13 @@ fn window_state_gives_the_kernel_phase() {
 fn a_bpf_limit_is_a_reason_not_a_failure() {
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
-    let status = |reason: Option<&str>| Update::BpfStatus {
-        programs_attached: 3,
-        ringbuf_lost_total: 0,
-        reason: reason.map(|r| Reason::new(Cause::RingBuffer, r)),
-        limit: Some(Reason::new(Cause::BbrStateOff, "BBR state off")),
+    let status = |reason: Option<&str>| {
+        Update::BpfStatus(BpfPoll {
+            programs_attached: 3,
+            failure: reason.map(|r| Reason::new(Cause::RingBuffer, r)),
+            limit: Some(Reason::new(Cause::BbrStateOff, "BBR state off")),
+            ..BpfPoll::default()
+        })
     };
     e.apply(status(None));
     let bpf = |s: &Snapshot| s.collectors.iter().find(|c| c.name == "bpf").unwrap().health.clone();
