@@ -74,11 +74,11 @@ pub struct AlertArgs {
     /// Inflated while srtt >= RATIO x baseline.
     #[arg(long = "alert.ratio", value_name = "RATIO", default_value = "1.5", value_parser = parse_ratio)]
     pub ratio: f64,
-    /// Fire once inflated without a break for this long.
-    #[arg(long = "alert.for", value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    /// Fire once inflated without a break for this long (0s to 24h).
+    #[arg(long = "alert.for", value_name = "DURATION", default_value = "5s", value_parser = parse_hold)]
     pub hold: Duration,
-    /// ...and srtt - baseline >= this, so microsecond jitter on loopback does not count.
-    #[arg(long = "alert.floor", value_name = "DURATION", default_value = "1ms", value_parser = parse_duration)]
+    /// ...and srtt - baseline >= this, so microsecond jitter on loopback does not count (0s to 10s).
+    #[arg(long = "alert.floor", value_name = "DURATION", default_value = "1ms", value_parser = parse_floor)]
     pub floor: Duration,
     /// Baseline RTT: min (smaller of tcp_info and BBR min RTT), tcp or bbr.
     #[arg(long = "alert.baseline", value_name = "KIND", default_value = "min")]
@@ -113,13 +113,30 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("invalid duration {s:?}: {e} (try 1s, 250ms)"))
 }
 
-/// A poll interval: between 10 ms and 1 hour.
-pub fn parse_interval(s: &str) -> Result<Duration, String> {
+/// A duration between `min` and `max`, named `what` in the error.
+pub fn parse_duration_in(s: &str, what: &str, min: Duration, max: Duration) -> Result<Duration, String> {
     let d = parse_duration(s)?;
-    if d < Duration::from_millis(10) || d > Duration::from_secs(3600) {
-        return Err(format!("interval {s:?} out of range (10ms to 1h)"));
+    if d < min || d > max {
+        let show = |d: Duration| humantime::format_duration(d).to_string();
+        return Err(format!("{what} {s:?} out of range ({} to {})", show(min), show(max)));
     }
     Ok(d)
+}
+
+/// A poll interval: between 10 ms and 1 hour.
+pub fn parse_interval(s: &str) -> Result<Duration, String> {
+    parse_duration_in(s, "interval", Duration::from_millis(10), Duration::from_secs(3600))
+}
+
+/// The alert's hold time: up to a day (a longer one would never fire in practice, and the clock
+/// arithmetic must not overflow).
+pub fn parse_hold(s: &str) -> Result<Duration, String> {
+    parse_duration_in(s, "hold", Duration::ZERO, Duration::from_secs(24 * 3600))
+}
+
+/// The alert's floor: up to 10 s of queue delay.
+pub fn parse_floor(s: &str) -> Result<Duration, String> {
+    parse_duration_in(s, "floor", Duration::ZERO, Duration::from_secs(10))
 }
 
 pub fn parse_ratio(s: &str) -> Result<f64, String> {
@@ -152,5 +169,8 @@ mod tests {
         assert_eq!(parse_ratio("2"), Ok(2.0));
         assert!(parse_netns("no-such-namespace-bbrtop").is_err());
         assert!(parse_netns("/proc/self/ns/net").is_ok());
+        assert_eq!(parse_hold("0s"), Ok(Duration::ZERO));
+        assert!(parse_hold("1000000000h").unwrap_err().contains("out of range (0s to 1day)"));
+        assert!(parse_floor("11s").is_err());
     }
 }

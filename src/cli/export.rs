@@ -1,7 +1,7 @@
 //! `bbrtop export`: poll, serve /metrics and the JSON API, and push alerts to Alertmanager.
 
 use super::Failure;
-use super::args::{PollArgs, parse_duration};
+use super::args::PollArgs;
 use crate::export::alertmanager::{PushConfig, Pusher};
 use crate::export::metrics::TOP_K_CAP;
 use crate::export::peer_groups::PeerGroups;
@@ -24,15 +24,16 @@ pub struct ExportArgs {
     /// exporter-toolkit web config (YAML): TLS and basic auth.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config: Option<PathBuf>,
-    /// Concurrent connections; past this, new connections are closed at once.
-    #[arg(long = "web.max-connections", value_name = "N", default_value = "512")]
-    pub max_connections: usize,
+    /// Concurrent connections (1 to 65536); past this, new connections are closed at once.
+    #[arg(long = "web.max-connections", value_name = "N", default_value = "512",
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub max_connections: u32,
     /// Alertmanager to push alerts to (http://host:port). May be given more than once.
     #[arg(long = "alertmanager.url", value_name = "URL", value_parser = parse_am_url)]
     pub alertmanager: Vec<String>,
-    /// Resend firing alerts this often; endsAt is 4 times this ahead.
+    /// Resend firing alerts this often (1s to 1h); endsAt is 4 times this ahead.
     #[arg(long = "alertmanager.resend-interval", value_name = "DURATION", default_value = "1m",
-          value_parser = parse_duration)]
+          value_parser = parse_resend)]
     pub resend: Duration,
     /// Export per-socket gauges for the N most inflated sockets (0: none; at most 1000).
     #[arg(long = "metrics.per-socket.top-k", value_name = "N", default_value = "0", value_parser = parse_top_k)]
@@ -47,6 +48,12 @@ fn parse_top_k(s: &str) -> Result<usize, String> {
         Ok(n) if n <= TOP_K_CAP => Ok(n),
         _ => Err(format!("invalid top-k {s:?} (0 to {TOP_K_CAP})")),
     }
+}
+
+/// At least a second, so an alert's endsAt (4 resends ahead) outlives the next resend; at most an
+/// hour, so Alertmanager hears of a firing alert often enough.
+fn parse_resend(s: &str) -> Result<Duration, String> {
+    super::args::parse_duration_in(s, "resend interval", Duration::from_secs(1), Duration::from_secs(3600))
 }
 
 fn parse_am_url(s: &str) -> Result<String, String> {
@@ -108,7 +115,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         push_stats: pusher.as_ref().map(Pusher::stats),
         security,
     });
-    let limits = Limits { max_connections: a.max_connections.max(1), ..Limits::default() };
+    let limits = Limits { max_connections: a.max_connections as usize, ..Limits::default() };
     eprintln!("bbrtop export: listening on {} ({scheme})", bound.join(", "));
     let tokio_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

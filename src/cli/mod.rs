@@ -56,11 +56,14 @@ pub enum Command {
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            // --help and --version are not errors.
-            let code = if e.use_stderr() { 2 } else { 0 };
+        // --help and --version are not errors.
+        Err(e) if !e.use_stderr() => {
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("{}", usage_line(&e));
+            return ExitCode::from(2);
         }
     };
     match run(cli) {
@@ -73,6 +76,13 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// A usage error as one line, like every other failure: clap's message without its usage block.
+fn usage_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or_default();
+    format!("bbrtop: error: {} (see --help)", first.strip_prefix("error: ").unwrap_or(first))
+}
+
 /// Runs a command; the exit code on success is the command's (0, or doctor's verdict).
 fn run(cli: Cli) -> Result<u8, Failure> {
     match cli.command {
@@ -83,5 +93,31 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Some(Command::Lab(a)) => lab::run(a).map(|()| 0),
         Some(Command::Export(a)) => export::run(a).map(|()| 0),
         None => tui::run(cli.tui).map(|()| 0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(args: &[&str]) -> String {
+        let e = Cli::try_parse_from(std::iter::once("bbrtop").chain(args.iter().copied())).unwrap_err();
+        usage_line(&e)
+    }
+
+    #[test]
+    fn usage_errors_are_one_line_with_what_is_wrong() {
+        for (args, says) in [
+            (&["--bogus"][..], "unexpected argument '--bogus'"),
+            (&["export", "--web.max-connections", "99999999999999999999"], "--web.max-connections"),
+            (&["export", "--web.max-connections", "0"], "--web.max-connections"),
+            (&["export", "--alertmanager.resend-interval", "0s"], "resend interval \"0s\" out of range"),
+            (&["export", "--alertmanager.resend-interval", "100000000h"], "out of range"),
+            (&["watch", "--alert.for", "1000000000h"], "hold"),
+        ] {
+            let line = usage(args);
+            assert!(line.starts_with("bbrtop: error: ") && line.contains(says), "{args:?}: {line}");
+            assert_eq!(line.lines().count(), 1, "{line}");
+        }
     }
 }
