@@ -1,7 +1,7 @@
 //! `bbrtop lab SCENARIO`: the guides' scenarios on this machine, with a report.
 
 use super::Failure;
-use super::args::parse_duration;
+use super::args::parse_duration_in;
 use crate::caps::{Cap, CapSet};
 use crate::engine::snapshot::Snapshot;
 use crate::lab::run;
@@ -19,8 +19,12 @@ use std::time::Duration;
 pub struct LabArgs {
     /// bufferbloat (10 Mbit/s, 40 ms, 1000-packet buffer), lossy (100 Mbit/s, 100 ms, 1% loss)
     /// or ab (one BBR and one CUBIC flow sharing a path).
-    #[arg(value_parser = |s: &str| s.parse::<Scenario>())]
-    pub scenario: Scenario,
+    #[arg(value_parser = |s: &str| s.parse::<Scenario>(), required_unless_present = "cleanup")]
+    pub scenario: Option<Scenario>,
+    /// Remove the namespaces of labs whose process is gone (killed, or cut short), and run no
+    /// scenario. A run does this too before it builds its own; a live lab's are never touched.
+    #[arg(long, conflicts_with_all = ["scenario", "json", "tui"])]
+    pub cleanup: bool,
     /// How long each flow runs (flows that share the path run together for this long).
     #[arg(long, default_value = "20s", value_parser = parse_positive_duration)]
     pub duration: Duration,
@@ -55,11 +59,7 @@ fn with_tui(scenario: Scenario, duration: Duration, stop: &Arc<AtomicBool>) -> R
 }
 
 fn parse_positive_duration(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
-    if d < Duration::from_secs(1) || d > Duration::from_secs(3600) {
-        return Err(format!("duration {s:?} out of range (1s to 1h)"));
-    }
-    Ok(d)
+    parse_duration_in(s, "duration", Duration::from_secs(1), Duration::from_secs(3600))
 }
 
 pub fn run(a: LabArgs) -> Result<(), Failure> {
@@ -70,12 +70,18 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
             crate::caps::names(&missing)
         )));
     }
+    let Some(scenario) = a.scenario else {
+        for name in crate::lab::owner::remove_dead() {
+            println!("removed {name}");
+        }
+        return Ok(());
+    };
     let stop = super::startup::signals()?;
     let report = if a.tui {
-        with_tui(a.scenario, a.duration, &stop)?
+        with_tui(scenario, a.duration, &stop)?
     } else {
-        eprintln!("bbrtop lab {}: running (Ctrl-C stops early and cleans up)", a.scenario);
-        run::run(a.scenario, a.duration, &stop, |_| {}).map_err(|e| Failure::Runtime(e.into()))?
+        eprintln!("bbrtop lab {scenario}: running (Ctrl-C stops early and cleans up)");
+        run::run(scenario, a.duration, &stop, |_| {}).map_err(|e| Failure::Runtime(e.into()))?
     };
     if a.json {
         crate::output::json::write_line(&mut std::io::stdout().lock(), &report)

@@ -20,7 +20,7 @@ use std::time::Duration;
 /// What a running command holds. Fields drop in this order: the poller stops before the lab goes.
 pub struct Started {
     pub runtime: Runtime,
-    /// Set by SIGINT, SIGTERM or SIGHUP.
+    /// Set by SIGINT, SIGTERM, SIGHUP or SIGQUIT.
     pub stop: Arc<AtomicBool>,
     /// The namespace watched: `--netns`, the lab's sender, or this process's (None).
     pub netns: Option<NetnsSpec>,
@@ -65,13 +65,13 @@ pub fn start(
     Ok(Started { runtime, stop, netns, bpf: status, lab })
 }
 
-/// The first step of every long-running command: SIGINT, SIGTERM and SIGHUP (a terminal or SSH
-/// session that goes away) set the returned flag instead of killing the process, so it can
-/// restore the terminal and tear the lab down. Registered before anything is set up.
+/// The first step of every long-running command: SIGINT, SIGTERM, SIGHUP (a terminal or SSH
+/// session that goes away) and SIGQUIT set the returned flag instead of killing the process, so
+/// it can restore the terminal and tear the lab down. Registered before anything is set up.
 pub fn signals() -> Result<Arc<AtomicBool>, Failure> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [SIGTERM, SIGINT, SIGHUP] {
+    for sig in [SIGTERM, SIGINT, SIGHUP, SIGQUIT] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
     }
     Ok(stop)

@@ -15,6 +15,7 @@ pub mod cc;
 pub mod delayline;
 pub mod flows;
 pub mod loss;
+pub mod owner;
 pub mod run;
 pub mod scenario;
 pub mod ss;
@@ -87,7 +88,6 @@ const SENDER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 1, 1);
 const ROUTER_UP: Ipv4Addr = Ipv4Addr::new(10, 77, 1, 2);
 const ROUTER_DOWN: Ipv4Addr = Ipv4Addr::new(10, 77, 2, 1);
 const RECEIVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 2, 2);
-const PREFIX: &str = "bbrtop-";
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
@@ -136,8 +136,8 @@ impl Lab {
         if !missing.is_empty() {
             return Err(LabError::Privilege(crate::caps::names(&missing)));
         }
-        remove_stale();
-        let name = format!("{PREFIX}{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        owner::remove_dead();
+        let name = owner::Owner::me().lab_name(NEXT.fetch_add(1, Ordering::Relaxed));
         let (s, m, r) = (format!("{name}-s"), format!("{name}-m"), format!("{name}-r"));
         let mut lab = Lab {
             sender: Path::new("/run/netns").join(&s),
@@ -333,50 +333,6 @@ impl Drop for Lab {
         self.line = None;
         for ns in self.created.drain(..).rev() {
             let _ = Command::new("ip").args(["netns", "del", &ns]).output();
-        }
-    }
-}
-
-/// `bbrtop-<pid>-<n>-s|m|r` (a lab's namespace) -> pid. Anything else, even with our prefix, is
-/// somebody else's and None.
-fn lab_pid(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix(PREFIX)?;
-    let rest = ["-s", "-m", "-r"].iter().find_map(|suffix| rest.strip_suffix(suffix))?;
-    let (pid, n) = rest.split_once('-')?;
-    let digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
-    (digits(pid) && digits(n)).then(|| pid.parse().ok()).flatten()
-}
-
-/// Removes namespaces of labs whose process died without cleaning up (a killed test).
-fn remove_stale() {
-    let Ok(dir) = std::fs::read_dir("/run/netns") else { return };
-    for e in dir.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = lab_pid(&name) else { continue };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = Command::new("ip").args(["netns", "del", &name]).output();
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::lab_pid;
-
-    #[test]
-    fn only_lab_names_are_ours() {
-        assert_eq!(lab_pid("bbrtop-1234-0-s"), Some(1234));
-        assert_eq!(lab_pid("bbrtop-1234-17-m"), Some(1234));
-        assert_eq!(lab_pid("bbrtop-9-3-r"), Some(9));
-        for other in [
-            "bbrtop-1234-prod",
-            "bbrtop-1234-keep-s",
-            "bbrtop-1234-0",
-            "bbrtop--0-s",
-            "bbrtop-x-0-r",
-            "lab-1-0-s",
-        ] {
-            assert_eq!(lab_pid(other), None, "{other}");
         }
     }
 }

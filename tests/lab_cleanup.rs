@@ -1,0 +1,144 @@
+//! A lab never outlives its process: SIGHUP and SIGQUIT clean up like SIGINT, and the namespaces
+//! of a lab killed outright are removed by the next run or `bbrtop lab --cleanup`, never those of
+//! a live lab, even when a dead lab's PID has been reused. Privileged: namespaces.
+
+use bbrtop::lab::owner::{Owner, starttime};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BBRTOP: &str = env!("CARGO_BIN_EXE_bbrtop");
+
+fn netns_exists(name: &str) -> bool {
+    Path::new("/run/netns").join(name).exists()
+}
+
+/// Namespaces made by the test, removed when it ends, pass or fail.
+struct Made(Vec<String>);
+
+impl Made {
+    fn add(&mut self, name: String) -> String {
+        let ok = Command::new("ip").args(["netns", "add", &name]).status().expect("ip").success();
+        assert!(ok, "ip netns add {name}");
+        self.0.push(name.clone());
+        name
+    }
+}
+
+impl Drop for Made {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            let _ = Command::new("ip").args(["netns", "del", n]).output();
+        }
+    }
+}
+
+/// A child that sleeps, killed and reaped on drop.
+struct Sleeper(Child);
+
+impl Sleeper {
+    fn start() -> Sleeper {
+        Sleeper(Command::new("sleep").arg("60").spawn().expect("sleep"))
+    }
+    fn owner(&self) -> Owner {
+        let pid = self.0.id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+        Owner { pid, start: starttime(&stat).expect("starttime") }
+    }
+}
+
+impl Drop for Sleeper {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn cleanup_removes_dead_labs_and_keeps_live_ones() {
+    if !bbrtop::lab::privileged("lab namespaces") {
+        return;
+    }
+    let mut made = Made(Vec::new());
+    let dead = {
+        let s = Sleeper::start();
+        s.owner()
+    };
+    let me = Owner::me();
+    let reused = Owner { start: me.start + 1, ..me };
+    let live = Sleeper::start();
+    let dead_ns = made.add(format!("{}-s", dead.lab_name(0)));
+    let reused_ns = made.add(format!("{}-m", reused.lab_name(0)));
+    let live_ns = made.add(format!("{}-r", live.owner().lab_name(0)));
+    let other = made.add(format!("bbrtop-test-keep-{}", std::process::id()));
+
+    let out = Command::new(BBRTOP).args(["lab", "--cleanup"]).output().expect("bbrtop");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains(&dead_ns) && stdout.contains(&reused_ns), "{stdout}");
+    assert!(!netns_exists(&dead_ns) && !netns_exists(&reused_ns), "the dead labs' namespaces are gone");
+    assert!(netns_exists(&live_ns), "a live lab's namespace stays");
+    assert!(netns_exists(&other), "a namespace that is not a lab's is never touched");
+}
+
+/// Starts `bbrtop lab`, waits until its namespaces are up, sends `signal`, and checks that it
+/// exits and leaves none behind.
+fn lab_cleans_up_on(signal: i32) {
+    let mut lab = Command::new(BBRTOP)
+        .args(["lab", "bufferbloat", "--duration", "60s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bbrtop lab");
+    let prefix = format!("bbrtop-{}-", lab.id());
+    let ours = || -> Vec<String> {
+        let Ok(dir) = std::fs::read_dir("/run/netns") else { return Vec::new() };
+        dir.flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(&prefix))
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ours().len() < 3 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let up = ours();
+    // A lab that never came up is killed either way, and its namespaces with it.
+    #[allow(unsafe_code)]
+    // SAFETY: kill() sends a signal to the child this test started and still holds.
+    let sent = unsafe { libc::kill(lab.id() as i32, signal) } == 0;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(s) = lab.try_wait().expect("wait") {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = lab.kill();
+            let _ = lab.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let left = ours();
+    for n in &left {
+        let _ = Command::new("ip").args(["netns", "del", n]).output();
+    }
+    assert_eq!(up.len(), 3, "the lab came up: {up:?}");
+    assert!(sent, "signal {signal} sent");
+    assert!(status.is_some(), "the lab exited after signal {signal}");
+    assert!(left.is_empty(), "signal {signal} left {left:?}");
+}
+
+#[test]
+fn a_lab_cleans_up_on_sighup() {
+    if bbrtop::lab::privileged("a lab") {
+        lab_cleans_up_on(libc::SIGHUP);
+    }
+}
+
+#[test]
+fn a_lab_cleans_up_on_sigquit() {
+    if bbrtop::lab::privileged("a lab") {
+        lab_cleans_up_on(libc::SIGQUIT);
+    }
+}
