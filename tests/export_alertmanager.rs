@@ -39,6 +39,7 @@ fn config(urls: Vec<String>) -> PushConfig {
         resend: Duration::from_secs(2),
         instance: "testhost:10027".into(),
         generator_url: "http://testhost:10027/api/alerts".into(),
+        runbook_url: "http://testhost:10027/runbook#tcprttinflation".into(),
         groups: Arc::new(PeerGroups::parse("groups: {lab: [10.1.0.0/16]}").unwrap()),
     }
 }

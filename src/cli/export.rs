@@ -31,6 +31,13 @@ pub struct ExportArgs {
     /// Alertmanager to push alerts to (http://host:port). May be given more than once.
     #[arg(long = "alertmanager.url", value_name = "URL", value_parser = parse_am_url)]
     pub alertmanager: Vec<String>,
+    /// The pushed alerts' `instance` label (default HOST:PORT of this exporter); set it to what
+    /// the scrape config sets (the node name on Kubernetes), so the shipped inhibit rule matches.
+    #[arg(long = "alertmanager.instance", value_name = "LABEL")]
+    pub instance: Option<String>,
+    /// The pushed alerts' `runbook_url` (default: this exporter's /runbook page).
+    #[arg(long = "alertmanager.runbook-url", value_name = "URL")]
+    pub runbook_url: Option<String>,
     /// Resend firing alerts this often (1s to 1h); endsAt is 4 times this ahead.
     #[arg(long = "alertmanager.resend-interval", value_name = "DURATION", default_value = "1m",
           value_parser = parse_resend)]
@@ -102,8 +109,12 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         let cfg = PushConfig {
             urls: a.alertmanager.clone(),
             resend: a.resend,
-            instance: format!("{host}:{port}"),
+            instance: a.instance.clone().unwrap_or_else(|| format!("{host}:{port}")),
             generator_url: format!("{scheme}://{host}:{port}/api/alerts"),
+            runbook_url: a
+                .runbook_url
+                .clone()
+                .unwrap_or_else(|| format!("{scheme}://{host}:{port}/runbook#tcprttinflation")),
             groups: Arc::clone(&groups),
         };
         Some(Pusher::start(cfg, rt.published()).context("starting the Alertmanager pusher")?)

@@ -35,9 +35,12 @@ pub struct PushConfig {
     /// Alertmanager base URLs, e.g. http://127.0.0.1:9093.
     pub urls: Vec<String>,
     pub resend: Duration,
-    /// The `instance` label: this host and exporter port.
+    /// The `instance` label: what the scrape config calls this exporter, so that the shipped
+    /// inhibit rule can match the per-host alerts Prometheus evaluates.
     pub instance: String,
     pub generator_url: String,
+    /// Where the alert's runbook is (`runbook_url`).
+    pub runbook_url: String,
     pub groups: Arc<PeerGroups>,
 }
 
@@ -117,20 +120,35 @@ impl Tracker {
     }
 }
 
+/// The alert's severity: a queue on one socket's path is worth a look, not a page.
+pub const SEVERITY: &str = "warning";
+
 fn am_alert(cfg: &PushConfig, a: &AlertView, ends_at: SystemTime) -> AmAlert {
     let labels = BTreeMap::from([
         ("alertname", ALERT_NAME.to_string()),
+        ("severity", SEVERITY.to_string()),
         ("instance", cfg.instance.clone()),
         ("cc", a.cc.clone()),
         ("local", a.local.to_string()),
         ("peer", a.peer.to_string()),
         ("peer_group", cfg.groups.group(a.peer.ip()).to_string()),
     ]);
+    let (srtt, baseline) = (micros(a.srtt_us), micros(a.baseline_rtt_us));
+    let since = humantime::format_rfc3339_millis(a.since).to_string();
+    let summary = format!("TCP RTT inflation on {}: {} socket {} -> {}", cfg.instance, a.cc, a.local, a.peer);
+    let description = format!(
+        "srtt {srtt} is {:.2}x its baseline {baseline} (min RTT) since {since}: a queue is building on \
+         the path to {}.",
+        a.ratio, a.peer
+    );
     let annotations = BTreeMap::from([
-        ("srtt", micros(a.srtt_us)),
-        ("baseline", micros(a.baseline_rtt_us)),
+        ("summary", summary),
+        ("description", description),
+        ("runbook_url", cfg.runbook_url.clone()),
+        ("srtt", srtt),
+        ("baseline", baseline),
         ("ratio", format!("{:.2}", a.ratio)),
-        ("since", humantime::format_rfc3339_millis(a.since).to_string()),
+        ("since", since),
     ]);
     AmAlert { labels, annotations, starts_at: a.fired_at, ends_at, generator_url: cfg.generator_url.clone() }
 }

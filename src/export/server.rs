@@ -172,7 +172,10 @@ const LANDING: &str = "<!DOCTYPE html><html><head><title>bbrtop exporter</title>
 <h1>bbrtop exporter</h1><p>Per-socket TCP congestion control: BBR, CUBIC and RTT inflation.</p><ul>\
 <li><a href=\"metrics\">/metrics</a></li><li><a href=\"api/sockets\">/api/sockets</a></li>\
 <li><a href=\"api/alerts\">/api/alerts</a></li><li><a href=\"-/healthy\">/-/healthy</a></li>\
-<li><a href=\"-/ready\">/-/ready</a></li></ul></body></html>\n";
+<li><a href=\"-/ready\">/-/ready</a></li><li><a href=\"runbook\">/runbook</a></li></ul></body></html>\n";
+
+/// What each alert means and what to do, served with the binary so it matches the version.
+const RUNBOOK: &str = include_str!("../../docs/runbook.md");
 
 async fn handle(app: &App, req: Request<Incoming>) -> Resp {
     if !app.security.users.is_empty() && !authorized(app, &req).await {
@@ -209,6 +212,7 @@ async fn handle(app: &App, req: Request<Incoming>) -> Resp {
             blocking(move || json(&SnapshotDoc::new(&snap, snap.sockets.iter().collect()))).await
         }
         "/api/alerts" => json(&AlertsDoc { taken_at: snap.taken_at, rule: &snap.rule, alerts: &snap.alerts }),
+        "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", RUNBOOK),
         "/-/healthy" => respond(StatusCode::OK, "text/plain", "Healthy\n"),
         "/-/ready" => {
             // Ready once some collector has completed a poll successfully.

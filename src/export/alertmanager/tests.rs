@@ -8,6 +8,7 @@ fn cfg() -> PushConfig {
         resend: Duration::from_secs(60),
         instance: "host:10027".into(),
         generator_url: "http://host:10027/api/alerts".into(),
+        runbook_url: "http://host:10027/runbook#tcprttinflation".into(),
         groups: Arc::new(PeerGroups::parse("groups: {lab: [10.9.0.0/16]}").unwrap()),
     }
 }
@@ -49,6 +50,11 @@ fn fires_resends_and_resolves() {
     assert_eq!(a.labels["instance"], "host:10027");
     assert_eq!(a.annotations["srtt"], "45.0ms");
     assert_eq!(a.annotations["ratio"], "4.50");
+    // Routable as shipped: a severity, and the annotations every alert of the project carries.
+    assert_eq!(a.labels["severity"], "warning");
+    assert!(a.annotations["summary"].contains("host:10027") && a.annotations["summary"].contains("cubic"));
+    assert!(a.annotations["description"].contains("4.50x its baseline"), "{:?}", a.annotations);
+    assert_eq!(a.annotations["runbook_url"], "http://host:10027/runbook#tcprttinflation");
     assert_eq!(a.starts_at, w0);
     assert_eq!(a.ends_at, w + Duration::from_secs(240), "endsAt = now + 4 x resend");
 
