@@ -115,6 +115,7 @@ fn live_scrape_passes_promtool_and_closed_sockets_leave_no_series() {
     let port = free_port();
     let child = Command::new(BIN)
         .args(["export", "--web.listen-address", &format!("127.0.0.1:{port}"), "--interval", "200ms"])
+        .arg("--web.enable-api")
         .args(["--port", &flow.port.to_string(), "--metrics.per-socket.top-k", "5"])
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())

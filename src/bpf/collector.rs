@@ -107,6 +107,7 @@ impl Source for Collector {
         }
         self.undecodable_total += undecodable;
         feed.apply(Update::BpfStatus(BpfPoll {
+            at: Some(wall),
             programs_attached: self.loaded.links.len() as u32,
             ringbuf_lost_total: self.loaded.lost_total(),
             undecodable_events_total: self.undecodable_total,

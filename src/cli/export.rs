@@ -5,7 +5,7 @@ use super::args::PollArgs;
 use crate::export::alertmanager::{PushConfig, Pusher};
 use crate::export::metrics::TOP_K_CAP;
 use crate::export::peer_groups::PeerGroups;
-use crate::export::server::{self, App, Limits};
+use crate::export::server::{self, App, Limits, Options};
 use crate::export::web_config::{Security, WebConfig};
 use anyhow::Context;
 use clap::Args;
@@ -21,6 +21,10 @@ pub struct ExportArgs {
     /// Address to listen on, host:port or :port (every address). May be given more than once.
     #[arg(long = "web.listen-address", value_name = "ADDR", default_value = ":10027")]
     pub listen: Vec<String>,
+    /// Serve the JSON API (/api/sockets, /api/alerts): the host's connection table, so off unless
+    /// asked for; behind the same auth as /metrics.
+    #[arg(long = "web.enable-api")]
+    pub enable_api: bool,
     /// exporter-toolkit web config (YAML): TLS and basic auth.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config: Option<PathBuf>,
@@ -110,7 +114,11 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
             urls: a.alertmanager.clone(),
             resend: a.resend,
             instance: a.instance.clone().unwrap_or_else(|| format!("{host}:{port}")),
-            generator_url: format!("{scheme}://{host}:{port}/api/alerts"),
+            // The alert's page on this exporter: the JSON API when it is served, else the landing.
+            generator_url: format!(
+                "{scheme}://{host}:{port}/{}",
+                if a.enable_api { "api/alerts" } else { "" }
+            ),
             runbook_url: a
                 .runbook_url
                 .clone()
@@ -119,13 +127,13 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         };
         Some(Pusher::start(cfg, rt.published()).context("starting the Alertmanager pusher")?)
     };
-    let app = Arc::new(App {
-        published: rt.published(),
-        groups,
+    let options = Options {
         top_k: a.top_k,
         push_stats: pusher.as_ref().map(Pusher::stats),
-        security,
-    });
+        poll_interval: a.poll.source.interval,
+        api: a.enable_api,
+    };
+    let app = Arc::new(App::new(rt.published(), groups, security, options));
     let limits = Limits { max_connections: a.max_connections as usize, ..Limits::default() };
     eprintln!("bbrtop export: listening on {} ({scheme})", bound.join(", "));
     let tokio_rt = tokio::runtime::Builder::new_current_thread()

@@ -85,7 +85,7 @@ fn stream_doc<W: Write>(
         .map_err(|_| Failure::Runtime(anyhow::anyhow!("the netlink reader panicked")))?
         .map_err(Failure::from_collect)?;
     let mut netlink = CollectorStatus::netlink();
-    netlink.saw_dump(&stats);
+    netlink.saw_dump(&stats, now.wall);
     let by_cc = aggregate::by_cc(batches.iter().flatten());
     let written = match doc.finish(&by_cc, &[netlink, CollectorStatus::bpf_off()]) {
         Ok(w) => Some(w),

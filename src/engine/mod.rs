@@ -250,7 +250,7 @@ impl Engine {
 
     /// Ends the dump whose records were observed: sockets it does not list have closed.
     fn end_dump(&mut self, dump: Dump, now: Now) {
-        self.netlink.saw_dump(&dump.stats);
+        self.netlink.saw_dump(&dump.stats, now.wall);
         let (generation, records) = (self.generation, Arc::new(dump.sockets));
         // A restarted family was observed twice: a socket seen only the first time may point at
         // another socket's place now. It is gone; the check costs a pass only after a restart.

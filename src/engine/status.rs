@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Why a collector is off or degraded. A fixed set, so the metric that carries it keeps a bounded
 /// number of series; the human detail rides beside it in [`Reason`].
@@ -129,6 +129,9 @@ pub struct CollectorStatus {
     pub name: &'static str,
     #[serde(flatten)]
     pub health: Health,
+    /// When a poll last succeeded (readiness and the staleness rule read it).
+    #[serde(skip_serializing_if = "Option::is_none", with = "crate::units::serde_time::option")]
+    pub last_success_at: Option<SystemTime>,
     pub last_duration_seconds: f64,
     pub polls_total: u64,
     pub errors_total: u64,
@@ -148,6 +151,8 @@ pub struct CollectorStatus {
 /// One poll of the eBPF collector, as it reports it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BpfPoll {
+    /// When the poll was made.
+    pub at: Option<SystemTime>,
     pub programs_attached: u32,
     pub ringbuf_lost_total: u64,
     pub undecodable_events_total: u64,
@@ -176,10 +181,11 @@ impl CollectorStatus {
         self.last_duration_seconds = duration.as_secs_f64();
     }
 
-    /// Counts one successful netlink dump.
-    pub fn saw_dump(&mut self, d: &crate::wire::DumpStats) {
+    /// Counts one successful netlink dump, read at `at`.
+    pub fn saw_dump(&mut self, d: &crate::wire::DumpStats, at: SystemTime) {
         self.polls_total += 1;
         self.health = Health::Ok;
+        self.last_success_at = Some(at);
         self.last_duration_seconds = d.duration.as_secs_f64();
         self.dump_intr_retries_total += u64::from(d.intr_retries);
         self.tcp_info_short_total += d.info_short;
@@ -194,6 +200,9 @@ impl CollectorStatus {
             (Some(r), _) | (None, Some(r)) => Health::Degraded(r),
             (None, None) => Health::Ok,
         };
+        if self.health.last_success() {
+            self.last_success_at = p.at.or(self.last_success_at);
+        }
         self.programs_attached = Some(p.programs_attached);
         self.ringbuf_lost_total = Some(p.ringbuf_lost_total);
         self.undecodable_events_total = Some(p.undecodable_events_total);

@@ -5,20 +5,23 @@
 //! must finish within the header timeout, and past [`Limits::max_connections`] new connections
 //! are closed at once rather than queued. Idle connections cost no thread.
 
+use super::alertmanager::PushStats;
+use super::api::{self, API_RESPONSES};
+use super::auth::Auth;
 use super::metrics::{self, Scrape};
 use super::peer_groups::PeerGroups;
+use super::probes::Probes;
 use super::web_config::Security;
-use crate::export::alertmanager::PushStats;
-use crate::output::json::SnapshotDoc;
 use crate::runtime::Published;
-use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::Full;
+use http_body_util::combinators::BoxBody;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
+use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener as StdListener, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,13 +45,49 @@ impl Default for Limits {
     }
 }
 
-/// What every request reads.
-pub struct App {
-    pub published: Arc<Published>,
-    pub groups: Arc<PeerGroups>,
+/// What the server is told beside the snapshots.
+#[derive(Clone, Default)]
+pub struct Options {
+    /// Per-socket gauges for the K most inflated sockets.
     pub top_k: usize,
     pub push_stats: Option<Arc<PushStats>>,
-    pub security: Security,
+    /// The poller's interval, which says when data has gone stale.
+    pub poll_interval: Duration,
+    /// Serve the JSON API (`/api/sockets`, `/api/alerts`): off unless asked for.
+    pub api: bool,
+}
+
+/// What every request reads.
+pub struct App {
+    published: Arc<Published>,
+    groups: Arc<PeerGroups>,
+    top_k: usize,
+    push_stats: Option<Arc<PushStats>>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    auth: Auth,
+    probes: Probes,
+    /// Slots for API responses, when the API is on.
+    api: Option<Arc<Semaphore>>,
+}
+
+impl App {
+    pub fn new(published: Arc<Published>, groups: Arc<PeerGroups>, security: Security, o: Options) -> App {
+        App {
+            published,
+            groups,
+            top_k: o.top_k,
+            push_stats: o.push_stats,
+            tls: security.tls,
+            auth: Auth::new(security.users),
+            probes: Probes::new(o.poll_interval),
+            api: o.api.then(|| Arc::new(Semaphore::new(API_RESPONSES))),
+        }
+    }
+
+    /// bcrypt checks run so far (auth's cost).
+    pub fn auth_checks(&self) -> u64 {
+        self.auth.checks()
+    }
 }
 
 /// Binds `host:port` (`:port` means every address, IPv6 and IPv4). Errors are one line.
@@ -84,7 +123,7 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let tls = app.security.tls.clone().map(tokio_rustls::TlsAcceptor::from);
+    let tls = app.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     let mut tasks = tokio::task::JoinSet::new();
     for l in listeners {
         let l = tokio::net::TcpListener::from_std(l)?;
@@ -149,10 +188,18 @@ async fn serve_conn<I: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     let _ = tokio::time::timeout(limits.connection, conn).await;
 }
 
-type Resp = Response<Full<Bytes>>;
+type Resp = Response<BoxBody<Bytes, Infallible>>;
 
 fn respond(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Resp {
-    let mut r = Response::new(Full::new(body.into()));
+    with_body(status, content_type, Full::new(body.into()))
+}
+
+fn with_body(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl hyper::body::Body<Data = Bytes, Error = Infallible> + Send + Sync + 'static,
+) -> Resp {
+    let mut r = Response::new(BoxBody::new(body));
     *r.status_mut() = status;
     r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
@@ -178,53 +225,88 @@ const LANDING: &str = "<!DOCTYPE html><html><head><title>bbrtop exporter</title>
 const RUNBOOK: &str = include_str!("../../docs/runbook.md");
 
 async fn handle(app: &App, req: Request<Incoming>) -> Resp {
-    if !app.security.users.is_empty() && !authorized(app, &req).await {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return respond(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "Method Not Allowed\n");
+    }
+    let (snap, now) = (app.published.latest(), std::time::SystemTime::now());
+    // The probes answer without auth (as Prometheus' own do): they tell nothing private, and
+    // Kubernetes probes carry no password.
+    match req.uri().path() {
+        "/-/healthy" if app.probes.healthy(&snap, now) => {
+            return respond(StatusCode::OK, "text/plain", "Healthy\n");
+        }
+        "/-/healthy" => {
+            return respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "Unhealthy: polls have stopped\n");
+        }
+        "/-/ready" if app.probes.ready(&snap, now) => {
+            return respond(StatusCode::OK, "text/plain", "Ready\n");
+        }
+        "/-/ready" => {
+            return respond(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain",
+                "Not ready: no recent netlink dump\n",
+            );
+        }
+        _ => {}
+    }
+    if app.auth.enabled() && !app.auth.check(req.headers().get(header::AUTHORIZATION)).await {
         let mut r = respond(StatusCode::UNAUTHORIZED, "text/plain", "Unauthorized\n");
         r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"bbrtop\""));
         return r;
     }
-    if req.method() != Method::GET && req.method() != Method::HEAD {
-        return respond(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "Method Not Allowed\n");
-    }
-    let snap = app.published.latest();
     match req.uri().path() {
-        "/metrics" => {
-            let om = req
-                .headers()
-                .get(header::ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|a| a.contains("application/openmetrics-text"));
-            let posts = app.push_stats.as_ref().map(|s| s.snapshot()).unwrap_or_default();
-            let scrape = Scrape { snap, groups: Arc::clone(&app.groups), top_k: app.top_k, posts };
-            // Rendering 100k sockets takes milliseconds: off the event loop, so other
-            // connections keep being served meanwhile.
-            blocking(move || {
-                let text = metrics::render_openmetrics(scrape);
-                if om {
-                    respond(StatusCode::OK, OPENMETRICS, text)
-                } else {
-                    respond(StatusCode::OK, TEXT_004, metrics::to_text_004(&text))
-                }
-            })
-            .await
-        }
-        "/api/sockets" => {
-            blocking(move || json(&SnapshotDoc::new(&snap, snap.sockets.iter().collect()))).await
-        }
-        "/api/alerts" => json(&AlertsDoc { taken_at: snap.taken_at, rule: &snap.rule, alerts: &snap.alerts }),
-        "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", RUNBOOK),
-        "/-/healthy" => respond(StatusCode::OK, "text/plain", "Healthy\n"),
-        "/-/ready" => {
-            // Ready once some collector has completed a poll successfully.
-            if snap.collectors.iter().any(|c| c.polls_total > c.errors_total) {
-                respond(StatusCode::OK, "text/plain", "Ready\n")
+        "/metrics" => metrics_response(app, snap, &req).await,
+        path @ ("/api/sockets" | "/api/alerts") => {
+            let Some(slots) = &app.api else {
+                return respond(
+                    StatusCode::NOT_FOUND,
+                    "text/plain",
+                    "Not Found: the JSON API is off (--web.enable-api)\n",
+                );
+            };
+            let Ok(permit) = Arc::clone(slots).try_acquire_owned() else {
+                return respond(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "text/plain",
+                    "Too many API requests at once\n",
+                );
+            };
+            if path == "/api/sockets" {
+                with_body(StatusCode::OK, "application/json", api::sockets_body(snap, permit))
             } else {
-                respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "Not ready: no successful poll yet\n")
+                json(&AlertsDoc { taken_at: snap.taken_at, rule: &snap.rule, alerts: &snap.alerts })
             }
         }
+        "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", RUNBOOK),
         "/" => respond(StatusCode::OK, "text/html; charset=utf-8", LANDING),
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "Not Found\n"),
     }
+}
+
+async fn metrics_response(
+    app: &App,
+    snap: Arc<crate::engine::snapshot::Snapshot>,
+    req: &Request<Incoming>,
+) -> Resp {
+    let om = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/openmetrics-text"));
+    let posts = app.push_stats.as_ref().map(|s| s.snapshot()).unwrap_or_default();
+    let scrape = Scrape { snap, groups: Arc::clone(&app.groups), top_k: app.top_k, posts };
+    // Rendering 100k sockets takes milliseconds: off the event loop, so other connections keep
+    // being served meanwhile.
+    blocking(move || {
+        let text = metrics::render_openmetrics(scrape);
+        if om {
+            respond(StatusCode::OK, OPENMETRICS, text)
+        } else {
+            respond(StatusCode::OK, TEXT_004, metrics::to_text_004(&text))
+        }
+    })
+    .await
 }
 
 async fn blocking(f: impl FnOnce() -> Resp + Send + 'static) -> Resp {
@@ -241,50 +323,9 @@ struct AlertsDoc<'a> {
     alerts: &'a [crate::engine::snapshot::AlertView],
 }
 
-/// Basic auth against the bcrypt hashes. bcrypt is slow by design, so it runs off the event loop.
-async fn authorized(app: &App, req: &Request<Incoming>) -> bool {
-    let Some((user, pass)) = basic_credentials(req.headers().get(header::AUTHORIZATION)) else {
-        return false;
-    };
-    let users = Arc::clone(&app.security.users);
-    tokio::task::spawn_blocking(move || match users.get(&user) {
-        Some(hash) => bcrypt::verify(&pass, hash).unwrap_or(false),
-        None => {
-            // Spend the same time on an unknown user, so timing does not reveal user names.
-            if let Some(h) = users.values().next() {
-                let _ = bcrypt::verify(&pass, h);
-            }
-            false
-        }
-    })
-    .await
-    .unwrap_or(false)
-}
-
-fn basic_credentials(v: Option<&HeaderValue>) -> Option<(String, String)> {
-    let v = v?.to_str().ok()?;
-    let (scheme, b64) = v.split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return None;
-    }
-    let raw = base64::engine::general_purpose::STANDARD.decode(b64.trim()).ok()?;
-    let s = String::from_utf8(raw).ok()?;
-    let (u, p) = s.split_once(':')?;
-    Some((u.to_string(), p.to_string()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn credentials() {
-        let h = |s: &str| HeaderValue::from_str(s).unwrap();
-        assert_eq!(basic_credentials(Some(&h("Basic YWxpY2U6cDpx"))), Some(("alice".into(), "p:q".into())));
-        assert_eq!(basic_credentials(Some(&h("Bearer YWxpY2U6cDpx"))), None);
-        assert_eq!(basic_credentials(Some(&h("Basic !!"))), None);
-        assert_eq!(basic_credentials(None), None);
-    }
 
     #[test]
     fn bind_errors_are_one_line() {

@@ -42,13 +42,24 @@ pub struct Security {
     pub users: Arc<BTreeMap<String, String>>,
 }
 
+/// The highest bcrypt cost accepted: a check at 16 takes a few seconds on a server core, and
+/// the exporter runs one check at a time.
+const MAX_COST: u32 = 16;
+
 impl WebConfig {
     pub fn parse(text: &str) -> Result<WebConfig, String> {
         let c: WebConfig = serde_norway::from_str(text).map_err(|e| e.to_string().replace('\n', " "))?;
         for (user, hash) in &c.basic_auth_users {
-            // Check the hash format now, not at the first scrape.
-            if bcrypt::verify("", hash).is_err() {
-                return Err(format!("basic_auth_users.{user}: not a bcrypt hash"));
+            // The format is checked now, not at the first scrape, by parsing: a verify would cost
+            // as much as a login, which at a high cost stalls start-up.
+            let parts: bcrypt::HashParts =
+                hash.parse().map_err(|_| format!("basic_auth_users.{user}: not a bcrypt hash"))?;
+            if parts.get_cost() > MAX_COST {
+                return Err(format!(
+                    "basic_auth_users.{user}: bcrypt cost {} is above {MAX_COST} (each check would take \
+                     seconds; 10 to 12 is usual)",
+                    parts.get_cost()
+                ));
             }
         }
         Ok(c)
@@ -116,6 +127,15 @@ mod tests {
             let e = WebConfig::parse(bad).unwrap_err();
             assert!(!e.contains('\n'), "{bad:?} -> {e}");
         }
+    }
+
+    /// A cost-31 hash would take days to verify (this test would never end): it is parsed, not
+    /// verified, and refused.
+    #[test]
+    fn a_high_cost_hash_is_refused_without_being_verified() {
+        let cost31 = "$2b$31$abcdefghijklmnopqrstuuJZbTvV2pDT5yQMbyGgDy4XdNVcsvTg2";
+        let e = WebConfig::parse(&format!("basic_auth_users:\n  alice: '{cost31}'\n")).unwrap_err();
+        assert!(e.contains("cost 31 is above 16"), "{e}");
     }
 
     #[test]

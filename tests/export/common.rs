@@ -7,7 +7,7 @@ use bbrtop::engine::sink::feed_dump;
 use bbrtop::engine::snapshot::Snapshot;
 use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::export::peer_groups::PeerGroups;
-use bbrtop::export::server::{self, App, Limits};
+use bbrtop::export::server::{self, App, Limits, Options};
 use bbrtop::export::web_config::Security;
 use bbrtop::model::{BbrInfo, SocketRecord, TcpState};
 use bbrtop::runtime::Published;
@@ -16,6 +16,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Child;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -47,13 +48,25 @@ pub fn record(cookie: u64, cc: &str, peer: &str, srtt_us: u32) -> SocketRecord {
 
 /// A snapshot of a few BBR and CUBIC sockets, some inflated.
 pub fn snapshot() -> Arc<Snapshot> {
-    let mut e = Engine::new(EngineConfig::default());
-    let recs = vec![
+    snapshot_of(vec![
         record(1, "bbr", "10.1.0.2:40000", 12_000),
         record(2, "bbr", "192.0.2.7:40001", 35_000),
         record(3, "cubic", "10.1.0.3:40002", 90_000),
         record(4, "cubic", "[2001:db8::9]:40003", 11_000),
-    ];
+    ])
+}
+
+/// A snapshot of 20,000 sockets: a socket table worth tens of megabytes of JSON.
+pub fn many_sockets() -> Arc<Snapshot> {
+    snapshot_of(
+        (1..=20_000)
+            .map(|c| record(c, "cubic", &format!("10.1.{}.{}:40000", c / 250, c % 250), 20_000))
+            .collect(),
+    )
+}
+
+fn snapshot_of(recs: Vec<SocketRecord>) -> Arc<Snapshot> {
+    let mut e = Engine::new(EngineConfig::default());
     let now = Now::system();
     feed_dump(&mut e, Dump { sockets: recs, ..Dump::default() }, now);
     e.tick(now)
@@ -61,35 +74,68 @@ pub fn snapshot() -> Arc<Snapshot> {
 
 pub struct Server {
     pub port: u16,
+    pub app: Arc<App>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
+    polling: Arc<AtomicBool>,
+    poller: Option<JoinHandle<()>>,
 }
 
+/// How often the test server's stand-in poller republishes its snapshot.
+pub const TEST_POLL: Duration = Duration::from_millis(100);
+
 impl Server {
+    /// The exporter's server on the fixed snapshot, with the JSON API on.
     pub fn start(security: Security, limits: Limits, top_k: usize) -> Server {
+        Server::start_with(security, limits, Options { top_k, api: true, ..Options::default() }, snapshot)
+    }
+
+    /// The server on the snapshots `take` makes, taken afresh at every stand-in poll.
+    pub fn start_with(
+        security: Security,
+        limits: Limits,
+        options: Options,
+        take: fn() -> Arc<Snapshot>,
+    ) -> Server {
         let l = server::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
-        let app = Arc::new(App {
-            published: Published::new(snapshot()),
-            groups: Arc::new(PeerGroups::parse("groups: {lab: [10.1.0.0/16]}").unwrap()),
-            top_k,
-            push_stats: None,
-            security,
+        let published = Published::new(take());
+        let groups = Arc::new(PeerGroups::parse("groups: {lab: [10.1.0.0/16]}").unwrap());
+        let options = Options { poll_interval: TEST_POLL, ..options };
+        let app = Arc::new(App::new(Arc::clone(&published), groups, security, options));
+        // A poller's stand-in: the snapshot is taken afresh, so the probes see polls advance.
+        let polling = Arc::new(AtomicBool::new(true));
+        let still = Arc::clone(&polling);
+        let poller = std::thread::spawn(move || {
+            while still.load(Ordering::Relaxed) {
+                std::thread::sleep(TEST_POLL);
+                published.publish(take());
+            }
         });
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let served = Arc::clone(&app);
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-            rt.block_on(server::serve(vec![l], app, limits, async move {
+            rt.block_on(server::serve(vec![l], served, limits, async move {
                 let _ = rx.await;
             }))
             .unwrap();
         });
-        Server { port, stop: Some(tx), thread: Some(thread) }
+        Server { port, app, stop: Some(tx), thread: Some(thread), polling, poller: Some(poller) }
+    }
+
+    /// Stops the stand-in poller, as a stuck or dead poller would stop.
+    pub fn stop_polling(&mut self) {
+        self.polling.store(false, Ordering::Relaxed);
+        if let Some(t) = self.poller.take() {
+            let _ = t.join();
+        }
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
+        self.stop_polling();
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
@@ -101,10 +147,22 @@ impl Drop for Server {
 
 /// A plain HTTP/1.1 GET: (status, body).
 pub fn get(port: u16, path: &str, accept: Option<&str>) -> std::io::Result<(u16, String)> {
+    let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
+    get_with(port, path, &accept)
+}
+
+/// A GET as `user:password` with basic auth.
+pub fn get_as(port: u16, path: &str, user: &str, password: &str) -> std::io::Result<(u16, String)> {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    get_with(port, path, &format!("Authorization: Basic {b64}\r\n"))
+}
+
+/// A GET with these extra header lines (each ending in CRLF): (status, body).
+pub fn get_with(port: u16, path: &str, headers: &str) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let accept = accept.map(|a| format!("Accept: {a}\r\n")).unwrap_or_default();
-    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n{accept}Connection: close\r\n\r\n")?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n{headers}Connection: close\r\n\r\n")?;
     let mut resp = String::new();
     s.read_to_string(&mut resp)?;
     let status = resp.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);

@@ -1,0 +1,142 @@
+//! The exporter under hostile load: the connection table only when asked for, behind auth,
+//! streamed and bounded; one bcrypt check per credential, so a flood of wrong passwords leaves
+//! real scrapes alone; probes that answer without auth and say whether the poller is alive.
+
+#[path = "export/common.rs"]
+mod common;
+
+use bbrtop::export::api::API_RESPONSES;
+use bbrtop::export::server::{Limits, Options};
+use bbrtop::export::web_config::{Security, WebConfig};
+use common::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// A web config with one user, `prom`, whose password is `s3cret` (a low bcrypt cost: the test
+/// binary is unoptimised, where cost 10 takes about a second a check).
+fn with_auth(dir: &std::path::Path) -> Security {
+    let hash = bcrypt::hash("s3cret", 6).unwrap();
+    std::fs::write(dir.join("web.yml"), format!("basic_auth_users:\n  prom: '{hash}'\n")).unwrap();
+    WebConfig::load(&dir.join("web.yml")).unwrap()
+}
+
+#[test]
+fn the_api_is_off_unless_asked_for_and_behind_auth() {
+    let off = Server::start_with(Security::default(), Limits::default(), Options::default(), snapshot);
+    assert_eq!(get(off.port, "/api/sockets", None).unwrap().0, 404);
+    assert_eq!(get(off.port, "/api/alerts", None).unwrap().0, 404);
+    assert_eq!(get(off.port, "/metrics", None).unwrap().0, 200);
+
+    let dir = tempfile::tempdir().unwrap();
+    let on = Options { api: true, ..Options::default() };
+    let srv = Server::start_with(with_auth(dir.path()), Limits::default(), on, snapshot);
+    assert_eq!(get(srv.port, "/api/sockets", None).unwrap().0, 401);
+    let (status, body) = get_as(srv.port, "/api/sockets", "prom", "s3cret").unwrap();
+    assert_eq!(status, 200);
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["sockets"].as_array().map(Vec::len), Some(4), "{body}");
+}
+
+/// Slow readers hold at most API_RESPONSES responses, each a few chunks ahead of its reader,
+/// not the whole table; past that an API request is refused, and served again once they go.
+#[test]
+fn api_responses_are_streamed_and_bounded() {
+    let on = Options { api: true, ..Options::default() };
+    let srv = Server::start_with(Security::default(), Limits::default(), on, many_sockets);
+    let request = "GET /api/sockets HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    let mut slow: Vec<TcpStream> = (0..API_RESPONSES)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+            s.write_all(request.as_bytes()).unwrap();
+            s
+        })
+        .collect();
+    // Each slow reader takes the head of its answer (chunked: streamed), then stops reading.
+    for s in &mut slow {
+        let mut head = [0u8; 4096];
+        let n = s.read(&mut head).unwrap();
+        let head = String::from_utf8_lossy(&head[..n]).to_ascii_lowercase();
+        assert!(head.starts_with("http/1.1 200") && head.contains("transfer-encoding: chunked"), "{head}");
+    }
+    let busy = poll_until(Duration::from_secs(10), || {
+        get(srv.port, "/api/sockets", None).ok().filter(|(status, _)| *status == 503)
+    });
+    assert!(busy.is_some(), "a third concurrent API response was not refused");
+    assert_eq!(get(srv.port, "/metrics", None).unwrap().0, 200, "scrapes go on meanwhile");
+    drop(slow);
+    let served = poll_until(Duration::from_secs(10), || {
+        get(srv.port, "/api/sockets", None).ok().filter(|(status, _)| *status == 200)
+    });
+    let (_, body) = served.expect("served again once the slow readers left");
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(doc["sockets"].as_array().map(Vec::len), Some(20_000));
+}
+
+#[test]
+fn probes_answer_without_auth_and_follow_the_poller() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut srv = Server::start_with(with_auth(dir.path()), Limits::default(), Options::default(), snapshot);
+    assert_eq!(get(srv.port, "/metrics", None).unwrap().0, 401);
+    assert_eq!(get(srv.port, "/-/healthy", None).unwrap().0, 200, "a probe needs no password");
+    assert_eq!(get(srv.port, "/-/ready", None).unwrap().0, 200);
+    // The poller stops: once its last snapshot is stale, neither probe passes.
+    srv.stop_polling();
+    let unhealthy = poll_until(Duration::from_secs(20), || {
+        get(srv.port, "/-/healthy", None).ok().filter(|(status, _)| *status == 503)
+    });
+    assert!(unhealthy.is_some(), "/-/healthy stayed 200 with the poller stopped");
+    assert_eq!(get(srv.port, "/-/ready", None).unwrap().0, 503);
+}
+
+/// A flood of wrong passwords while a real Prometheus scrapes through auth: every scrape
+/// succeeds, and bcrypt runs once per distinct credential, not once per request.
+#[test]
+fn a_wrong_password_flood_leaves_real_scrapes_alone() {
+    if !have("prometheus") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start_with(with_auth(dir.path()), Limits::default(), Options::default(), snapshot);
+    let prom = Prometheus::start_config(&format!(
+        "global: {{scrape_interval: 1s, scrape_timeout: 1s}}\nscrape_configs:\n  - job_name: bbrtop\n    \
+         basic_auth: {{username: prom, password: s3cret}}\n    static_configs: [{{targets: ['127.0.0.1:{}']}}]\n",
+        srv.port
+    ));
+    let up = poll_until(Duration::from_secs(20), || prom.targets().into_iter().find(|(h, _)| h == "up"));
+    assert!(up.is_some(), "never scraped: {:?}", prom.targets());
+    // Eight flooders, each trying the same 8 wrong passwords over and over, for 12 s.
+    let end = Instant::now() + Duration::from_secs(12);
+    let flooders: Vec<_> = (0..8)
+        .map(|f| {
+            let port = srv.port;
+            std::thread::spawn(move || {
+                let mut refused = 0u64;
+                let mut i = 0;
+                while Instant::now() < end {
+                    if get_as(port, "/metrics", "prom", &format!("guess-{f}-{}", i % 8))
+                        .is_ok_and(|r| r.0 == 401)
+                    {
+                        refused += 1;
+                    }
+                    i += 1;
+                }
+                refused
+            })
+        })
+        .collect();
+    let refused: u64 = flooders.into_iter().map(|t| t.join().unwrap()).sum();
+    let targets = prom.targets();
+    assert!(
+        targets.iter().all(|(h, e)| h == "up" && e.is_empty()),
+        "scrapes failed during the flood: {targets:?}"
+    );
+    let checks = srv.app.auth_checks();
+    assert!(refused > 64, "the flood ran ({refused} requests refused)");
+    assert!(checks <= 1 + 64, "{checks} bcrypt checks for 65 distinct credentials");
+    let p99 = prom.query("quantile_over_time(0.99, scrape_duration_seconds[15s])");
+    eprintln!(
+        "flood: {refused} wrong-password requests refused, {checks} bcrypt checks; scrape duration p99 over the flood: {:?} s",
+        p99.first().map(|s| s["value"][1].clone())
+    );
+}
