@@ -14,6 +14,8 @@ pub mod doctor;
 pub mod engine;
 pub mod export;
 pub mod filter;
+#[cfg(test)]
+mod fuzz;
 pub mod lab;
 pub mod mem;
 pub mod model;
