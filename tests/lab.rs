@@ -140,13 +140,16 @@ fn stale_namespaces_of_dead_processes_go_and_others_stay() {
     if !privileged("lab test") {
         return;
     }
-    // A pid that ran and has exited.
-    let mut child = Command::new("true").spawn().unwrap();
-    let dead = child.id();
+    // A process that ran and has exited, known by its PID and start time as a lab names it.
+    let mut child = Command::new("sleep").arg("60").spawn().unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap();
+    let dead =
+        bbrtop::lab::owner::Owner { pid: child.id(), start: bbrtop::lab::owner::starttime(&stat).unwrap() };
+    child.kill().unwrap();
     child.wait().unwrap();
-    let stale = format!("bbrtop-{dead}-0-s");
+    let stale = format!("{}-s", dead.lab_name(0));
     // Our prefix and a dead pid, but not a lab's name: not ours to delete.
-    let foreign = format!("bbrtop-{dead}-keep-s");
+    let foreign = format!("bbrtop-{}-keep-s", dead.pid);
     for n in [&stale, &foreign] {
         assert!(Command::new("ip").args(["netns", "add", n]).status().unwrap().success(), "add {n}");
     }
@@ -154,13 +157,9 @@ fn stale_namespaces_of_dead_processes_go_and_others_stay() {
     let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
     let list = String::from_utf8_lossy(&o.stdout).into_owned();
     let _ = Command::new("ip").args(["netns", "del", &foreign]).status();
-    if std::path::Path::new(&format!("/proc/{dead}")).exists() {
-        // The pid was reused meanwhile: then the namespace had to stay; remove it ourselves.
-        let _ = Command::new("ip").args(["netns", "del", &stale]).status();
-        assert!(list.contains(&stale), "{list}");
-    } else {
-        assert!(!list.contains(&stale), "stale {stale} kept:\n{list}");
-    }
+    let _ = Command::new("ip").args(["netns", "del", &stale]).status();
+    // Even were the PID reused meanwhile, its start time would differ: the lab is dead.
+    assert!(!list.contains(&stale), "stale {stale} kept:\n{list}");
     assert!(list.contains(&foreign), "a namespace not ours was touched:\n{list}");
     lab.unwrap();
 }

@@ -111,6 +111,7 @@ impl Source for Collector {
             programs_attached: self.loaded.links.len() as u32,
             ringbuf_lost_total: self.loaded.lost_total(),
             undecodable_events_total: self.undecodable_total,
+            recursion_misses_total: self.loaded.recursion_misses(),
             failure: poll_failure(consumed, undecodable),
             limit: self.limit.clone(),
         }));

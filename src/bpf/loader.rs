@@ -77,6 +77,8 @@ pub struct Loaded {
     pub failed: Vec<(&'static str, String)>,
     /// Kernel program ids (for bpf_stats and the exit check).
     pub prog_ids: Vec<(&'static str, u32)>,
+    /// The programs, for what the kernel counts of them.
+    handles: Vec<(&'static str, ProgramHandle)>,
     pub ringbuf: RingBuffer<'static>,
     pub inbox: Inbox,
     /// Whether the programs read `struct bbr` (see [`BBR_STATE_OFF`]).
@@ -111,6 +113,13 @@ impl Loaded {
         }
     }
 
+    /// Runs of each program the kernel skipped because a program was already running on that CPU
+    /// (a socket destroyed in a softirq that interrupted another close, say): for
+    /// tcp_destroy_sock, each is a close record that never was.
+    pub fn recursion_misses(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        self.handles.iter().map(|(name, h)| (*name, recursion_misses(h))).collect()
+    }
+
     /// What the netlink collector needs to read the RTT windows with each dump.
     pub fn window_storage(&self) -> std::io::Result<WindowStorage> {
         use std::os::fd::AsFd;
@@ -126,6 +135,23 @@ impl Loaded {
     pub fn consume(&self) -> Result<(), String> {
         self.ringbuf.consume().map_err(|e| e.to_string())
     }
+}
+
+#[allow(unsafe_code)]
+fn recursion_misses(prog: &ProgramHandle) -> u64 {
+    use std::os::fd::{AsFd, AsRawFd};
+    let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
+    let mut len = size_of_val(&info) as u32;
+    // SAFETY: the kernel writes at most `len` bytes of a bpf_prog_info into `info`, which lives
+    // across the call; its pointer fields are null, so the kernel fills none of the arrays.
+    let rc = unsafe {
+        libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
+            prog.as_fd().as_raw_fd(),
+            (&mut info as *mut libbpf_rs::libbpf_sys::bpf_prog_info).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 { info.recursion_misses } else { 0 }
 }
 
 /// libbpf's messages during load, kept for the verifier log file.
@@ -168,10 +194,11 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     let skel = logged_load(|| open.load())?;
 
     let progs = [&skel.progs.tcp_probe, &skel.progs.tcp_established, &skel.progs.tcp_destroy_sock];
-    let (mut links, mut failed, mut prog_ids) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut links, mut failed, mut prog_ids, mut handles) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (name, prog) in PROGRAMS.into_iter().zip(progs) {
         if let Ok(h) = ProgramHandle::try_from(prog) {
             prog_ids.push((name, h.id()));
+            handles.push((name, h));
         }
         match prog.attach() {
             Ok(l) => links.push((name, l)),
@@ -192,7 +219,7 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     let (lost, socks, read_epoch) =
         (handle(&skel.maps.lost)?, handle(&skel.maps.socks)?, handle(&skel.maps.read_epoch)?);
     let bbr_state = struct_bbr_known(cfg.btf.as_deref());
-    Ok(Loaded { links, failed, prog_ids, ringbuf, inbox, bbr_state, lost, socks, read_epoch })
+    Ok(Loaded { links, failed, prog_ids, handles, ringbuf, inbox, bbr_state, lost, socks, read_epoch })
 }
 
 #[cfg(test)]

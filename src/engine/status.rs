@@ -2,6 +2,7 @@
 //! the snapshot's `collectors`.
 
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
@@ -146,6 +147,10 @@ pub struct CollectorStatus {
     /// eBPF only: ring-buffer records this build could not decode, since start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undecodable_events_total: Option<u64>,
+    /// eBPF only: runs of each program the kernel skipped because one was already running on
+    /// that CPU; for tcp_destroy_sock, close records that never were.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub recursion_misses_total: BTreeMap<&'static str, u64>,
 }
 
 /// One poll of the eBPF collector, as it reports it.
@@ -156,6 +161,7 @@ pub struct BpfPoll {
     pub programs_attached: u32,
     pub ringbuf_lost_total: u64,
     pub undecodable_events_total: u64,
+    pub recursion_misses_total: BTreeMap<&'static str, u64>,
     /// This poll failed (or, with nothing attached, why eBPF is off).
     pub failure: Option<Reason>,
     /// What the attached programs cannot do on this kernel; the collector still works.
@@ -206,6 +212,7 @@ impl CollectorStatus {
         self.programs_attached = Some(p.programs_attached);
         self.ringbuf_lost_total = Some(p.ringbuf_lost_total);
         self.undecodable_events_total = Some(p.undecodable_events_total);
+        self.recursion_misses_total = p.recursion_misses_total;
     }
 }
 

@@ -468,6 +468,28 @@ impl Scrape {
             "eBPF ring-buffer events lost because the buffer was full.",
             [(NO_LABELS, sum(|c| c.ringbuf_lost_total.unwrap_or(0)))],
         )?;
+        counters(
+            enc,
+            "bbrtop_bpf_undecodable_events",
+            "eBPF ring-buffer records this build could not decode.",
+            [(NO_LABELS, sum(|c| c.undecodable_events_total.unwrap_or(0)))],
+        )?;
+        // For tcp_destroy_sock, each miss is a close that has no record (nor a ring-buffer loss).
+        counters(
+            enc,
+            "bbrtop_bpf_recursion_misses",
+            "Runs of an eBPF program the kernel skipped because one was already running on that CPU.",
+            cs.iter().flat_map(|c| c.recursion_misses_total.iter().map(|(p, n)| ([("program", *p)], *n))),
+        )?;
+        gauges(
+            enc,
+            "bbrtop_collector_last_success_timestamp_seconds",
+            "When the collector's last successful poll ended (Unix time).",
+            cs.iter().filter_map(|c| {
+                let at = c.last_success_at?.duration_since(std::time::UNIX_EPOCH).ok()?;
+                Some(([("collector", c.name)], at.as_secs_f64()))
+            }),
+        )?;
         if !self.posts.is_empty() {
             counters(
                 enc,

@@ -26,6 +26,18 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>
     Ok(std::thread::Builder::new().name(name.into()).spawn(f)?)
 }
 
+/// A listening socket whose accept blocks at most a [`TICK`] (so the stop flag is checked), with
+/// a backlog deep enough for a churn of short connections: with the default 128, a burst
+/// overflows it and each dropped SYN costs its client a second.
+fn listen(bind: SocketAddr) -> std::io::Result<TcpListener> {
+    let s = Socket::new(Domain::for_address(bind), Type::STREAM, Some(Protocol::TCP))?;
+    s.set_reuse_address(true)?;
+    s.bind(&bind.into())?;
+    s.listen(4096)?;
+    s.set_read_timeout(Some(TICK))?;
+    Ok(s.into())
+}
+
 /// A listener in the receiver namespace; each connection is read to its end and discarded.
 pub struct Sink {
     addr: SocketAddr,
@@ -35,9 +47,7 @@ pub struct Sink {
 
 impl Sink {
     pub fn start(ns: &NetnsSpec, bind: SocketAddr) -> Result<Sink, LabError> {
-        let l =
-            run_in(ns, move || TcpListener::bind(bind)).map_err(|e| LabError::Collect(e.to_string()))??;
-        l.set_nonblocking(true)?;
+        let l = run_in(ns, move || listen(bind)).map_err(|e| LabError::Collect(e.to_string()))??;
         let addr = l.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let s = Arc::clone(&stop);
@@ -52,9 +62,8 @@ impl Sink {
                         }
                         readers.retain(|h| !h.is_finished());
                     }
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                        std::thread::sleep(Duration::from_millis(2))
-                    }
+                    // The accept timed out: check the stop flag.
+                    Err(e) if transient(&e) => {}
                     Err(_) => std::thread::sleep(TICK),
                 }
             }
