@@ -115,7 +115,6 @@ fn default_qdisc(qdisc: Option<&str>, ver: Option<(u32, u32)>) -> Check {
             "fq_codel keeps queues short; BBR paces itself with TCP's internal pacing (4.13+).",
             &[],
         ),
-        // TCP's internal pacing came in 4.13.
         _ if ver.is_some_and(|v| v >= (4, 13)) => check(
             NAME,
             Status::Info,
