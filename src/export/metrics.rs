@@ -6,7 +6,8 @@
 //! format for scrapers (and `promtool check metrics`) that do not ask for OpenMetrics.
 
 use super::peer_groups::PeerGroups;
-use crate::engine::snapshot::{Snapshot, SocketView};
+use crate::engine::kernel::ClosedAggregate;
+use crate::engine::snapshot::{CollectorStatus, Snapshot, SocketView};
 use crate::model::{Phase, TcpState};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
@@ -111,6 +112,38 @@ impl<'a> PerCc<'a> {
             hists: (0..groups).map(|_| None).collect(),
         }
     }
+
+    /// Counts one socket whose peer is in group `group`. The hot path: once per socket per scrape.
+    #[inline]
+    fn add(&mut self, s: &SocketView, group: usize) {
+        self.by_state[s.record.state as usize % STATES][phase_index(s.derived.phase)] += 1;
+        self.inflated += u64::from(s.derived.inflated);
+        self.hists[group].get_or_insert_with(Hists::new).observe(&values(s));
+    }
+}
+
+/// Every open socket counted into its congestion control's accumulator, sorted by cc name.
+fn per_cc<'a>(sockets: &'a [SocketView], groups: &PeerGroups) -> Vec<PerCc<'a>> {
+    // Per-cc accumulators found by a short linear scan: a host has a handful of algorithms,
+    // and this loop runs once per socket (100k sockets in 10-15 ms, see examples/scrape_bench.rs).
+    let n_groups = groups.len() + 1;
+    let mut ccs: Vec<PerCc> = Vec::new();
+    let mut last = 0;
+    for s in sockets {
+        let cc = s.record.cc_name();
+        if ccs.get(last).is_none_or(|c| c.name != cc) {
+            last = match ccs.iter().position(|c| c.name == cc) {
+                Some(i) => i,
+                None => {
+                    ccs.push(PerCc::new(cc, n_groups));
+                    ccs.len() - 1
+                }
+            };
+        }
+        ccs[last].add(s, groups.index(s.record.peer.ip()));
+    }
+    ccs.sort_unstable_by(|a, b| a.name.cmp(b.name));
+    ccs
 }
 
 /// The five per-(cc, peer_group) histograms.
@@ -130,6 +163,23 @@ impl Hists {
             ratio: Hist::new(RATIO_BOUNDS),
             bbr_bw: Hist::new(RATE_BOUNDS),
             delivery: Hist::new(RATE_BOUNDS),
+        }
+    }
+
+    /// Adds one socket's values; a value the socket does not have is not observed.
+    #[inline]
+    fn observe(&mut self, v: &Values) {
+        let pairs = [
+            (&mut self.srtt, v.srtt),
+            (&mut self.min_rtt, v.min_rtt),
+            (&mut self.ratio, v.ratio),
+            (&mut self.bbr_bw, v.bbr_bw),
+            (&mut self.delivery, v.delivery),
+        ];
+        for (hist, val) in pairs {
+            if let Some(x) = val {
+                hist.observe(x);
+            }
         }
     }
 }
@@ -205,316 +255,306 @@ fn histograms<'h, L: EncodeLabelSet + 'h>(
 
 impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
-        let snap = &self.snap;
-        // Per-cc accumulators found by a short linear scan: a host has a handful of algorithms,
-        // and this loop runs once per socket (100k sockets in 10-15 ms, see examples/scrape_bench.rs).
-        let n_groups = self.groups.len() + 1;
-        let mut ccs: Vec<PerCc> = Vec::new();
-        let mut last = 0;
-        for s in &snap.sockets {
-            let cc = s.record.cc_name();
-            if ccs.get(last).is_none_or(|c| c.name != cc) {
-                last = match ccs.iter().position(|c| c.name == cc) {
-                    Some(i) => i,
-                    None => {
-                        ccs.push(PerCc::new(cc, n_groups));
-                        ccs.len() - 1
-                    }
-                };
-            }
-            let c = &mut ccs[last];
-            c.by_state[s.record.state as usize % STATES][phase_index(s.derived.phase)] += 1;
-            c.inflated += u64::from(s.derived.inflated);
-            let h = c.hists[self.groups.index(s.record.peer.ip())].get_or_insert_with(Hists::new);
-            let v = values(s);
-            let pairs = [
-                (&mut h.srtt, v.srtt),
-                (&mut h.min_rtt, v.min_rtt),
-                (&mut h.ratio, v.ratio),
-                (&mut h.bbr_bw, v.bbr_bw),
-                (&mut h.delivery, v.delivery),
-            ];
-            for (hist, val) in pairs {
-                if let Some(x) = val {
-                    hist.observe(x);
-                }
-            }
-        }
-        ccs.sort_unstable_by(|a, b| a.name.cmp(b.name));
-        let mut by_state: Vec<([(&str, &str); 3], u64)> = Vec::new();
-        let mut hists: Vec<((&str, &str), &Hists)> = Vec::new();
-        let mut inflated: BTreeMap<&str, u64> = BTreeMap::new();
-        let mut firing: BTreeMap<&str, u64> = BTreeMap::new();
-        for c in &ccs {
-            for st in TcpState::ALL {
-                for (p, label) in PHASES.iter().enumerate() {
-                    let n = c.by_state[st as usize % STATES][p];
-                    if n > 0 {
-                        by_state.push(([("cc", c.name), ("state", st.name()), ("phase", label)], n));
-                    }
-                }
-            }
-            for (g, h) in c.hists.iter().enumerate() {
-                if let Some(h) = h {
-                    hists.push(((c.name, self.groups.name(g)), h));
-                }
-            }
-            inflated.insert(c.name, c.inflated);
-            firing.insert(c.name, 0);
-        }
-        // Firing alerts per cc, from the engine's alert list.
-        for a in snap.firing() {
-            *firing.entry(a.cc.as_str()).or_default() += 1;
-        }
-        let onsets: BTreeMap<&str, u64> =
-            snap.inflation_onsets_total.iter().map(|(cc, n)| (cc.as_str(), *n)).collect();
-        for cc in onsets.keys() {
-            inflated.entry(cc).or_default();
-            firing.entry(cc).or_default();
-        }
-
-        gauges(
-            &mut enc,
-            "bbrtop_sockets",
-            "Sockets by congestion control, TCP state and BBR phase (none for other algorithms).",
-            by_state,
-        )?;
-        hists.sort_unstable_by_key(|(k, _)| *k);
-        let fams: [Family<HistPick>; 5] = [
-            ("bbrtop_srtt_seconds", "Smoothed RTT of open sockets.", |h| &h.srtt),
-            ("bbrtop_min_rtt_seconds", "tcp_info min RTT of open sockets.", |h| &h.min_rtt),
-            ("bbrtop_rtt_inflation_ratio", "srtt / baseline RTT of open sockets.", |h| &h.ratio),
-            (
-                "bbrtop_bbr_bandwidth_bytes_per_second",
-                "BBR bottleneck bandwidth estimate of open BBR sockets.",
-                |h| &h.bbr_bw,
-            ),
-            ("bbrtop_delivery_rate_bytes_per_second", "tcp_info delivery rate of open sockets.", |h| {
-                &h.delivery
-            }),
-        ];
-        for (name, help, pick) in fams {
-            let rows = hists.iter().filter_map(|(k, h)| {
-                let h = pick(h);
-                (h.count() > 0).then_some(([("cc", k.0), ("peer_group", k.1)], h))
-            });
-            histograms(&mut enc, name, help, rows)?;
-        }
-        gauges(
-            &mut enc,
-            "bbrtop_sockets_inflated",
-            "Sockets inflated by the alert rule now.",
-            inflated.iter().map(|(cc, n)| ([("cc", *cc)], *n)),
-        )?;
-        gauges(
-            &mut enc,
-            "bbrtop_alerts_firing",
-            "RTT inflation alerts firing now.",
-            firing.iter().map(|(cc, n)| ([("cc", *cc)], *n)),
-        )?;
-        counters(
-            &mut enc,
-            "bbrtop_inflation_onsets",
-            "Spells of RTT inflation begun since start.",
-            onsets.iter().map(|(cc, n)| ([("cc", *cc)], *n)),
-        )?;
-
-        // Present only with eBPF: absent (not zero) tells "off" from "no flows".
-        let closed = &snap.closed_by_cc;
-        if !closed.is_empty() {
-            counters(
-                &mut enc,
-                "bbrtop_closed_flows",
-                "TCP flows closed since start (eBPF).",
-                closed.iter().map(|c| ([("cc", c.cc.as_str())], c.count)),
-            )?;
-            histograms(
-                &mut enc,
-                "bbrtop_closed_flow_srtt_seconds",
-                "Final smoothed RTT of closed flows (eBPF).",
-                closed.iter().map(|c| ([("cc", c.cc.as_str())], &c.srtt_seconds)),
-            )?;
-            histograms(
-                &mut enc,
-                "bbrtop_closed_flow_throughput_bytes_per_second",
-                "Average throughput over the life of closed flows (eBPF).",
-                closed.iter().map(|c| ([("cc", c.cc.as_str())], &c.throughput_bytes_per_second)),
-            )?;
-        }
-
+        let (snap, groups) = (&self.snap, &self.groups);
+        let ccs = per_cc(&snap.sockets, groups);
+        encode_sockets(&mut enc, &ccs)?;
+        encode_histograms(&mut enc, &ccs, groups)?;
+        encode_inflation(&mut enc, &ccs, snap)?;
+        encode_closed(&mut enc, &snap.closed_by_cc)?;
         if self.top_k > 0 {
-            self.encode_top_k(&mut enc)?;
+            encode_top_k(&mut enc, &snap.sockets, groups, self.top_k.min(TOP_K_CAP))?;
         }
-        self.encode_self(&mut enc)
+        // Self-metrics: collector health, netlink and eBPF counters, pushes, build info.
+        encode_collectors(&mut enc, &snap.collectors)?;
+        encode_collector_totals(&mut enc, &snap.collectors)?;
+        encode_posts(&mut enc, &self.posts)?;
+        encode_build_info(&mut enc)
     }
 }
 
-impl Scrape {
-    /// The `top_k` sockets with the highest inflation ratio, as per-socket gauges.
-    fn encode_top_k(&self, enc: &mut Enc) -> std::fmt::Result {
-        let k = self.top_k.min(TOP_K_CAP);
-        let mut worst: Vec<(&SocketView, f64)> =
-            self.snap.sockets.iter().filter_map(|s| Some((s, s.derived.inflation_ratio?))).collect();
-        let by_ratio = |a: &(&SocketView, f64), b: &(&SocketView, f64)| {
-            b.1.total_cmp(&a.1).then(a.0.record.cookie.cmp(&b.0.record.cookie))
-        };
-        if worst.len() > k {
-            worst.select_nth_unstable_by(k, by_ratio);
-            worst.truncate(k);
+/// `bbrtop_sockets`: one series per (cc, state, phase) that has sockets.
+fn encode_sockets(enc: &mut Enc, ccs: &[PerCc]) -> std::fmt::Result {
+    let mut by_state: Vec<([(&str, &str); 3], u64)> = Vec::new();
+    for c in ccs {
+        for st in TcpState::ALL {
+            for (p, label) in PHASES.iter().enumerate() {
+                let n = c.by_state[st as usize % STATES][p];
+                if n > 0 {
+                    by_state.push(([("cc", c.name), ("state", st.name()), ("phase", label)], n));
+                }
+            }
         }
-        worst.sort_unstable_by(by_ratio);
-        let rows: Vec<([(&str, String); 5], Values)> = worst
-            .iter()
-            .map(|(s, _)| {
-                let r = &s.record;
-                let labels = [
-                    ("cookie", r.cookie.to_string()),
-                    ("local", r.local.to_string()),
-                    ("peer", r.peer.to_string()),
-                    ("cc", r.cc_name().to_string()),
-                    ("peer_group", self.groups.group(r.peer.ip()).to_string()),
-                ];
-                (labels, values(s))
-            })
-            .collect();
-        let fams: [Family<ValuePick>; 5] = [
-            ("bbrtop_socket_srtt_seconds", "Smoothed RTT of one of the top-K inflated sockets.", |v| v.srtt),
-            ("bbrtop_socket_min_rtt_seconds", "tcp_info min RTT of one of the top-K sockets.", |v| v.min_rtt),
-            ("bbrtop_socket_rtt_inflation_ratio", "srtt / baseline of one of the top-K sockets.", |v| {
-                v.ratio
-            }),
-            (
-                "bbrtop_socket_bbr_bandwidth_bytes_per_second",
-                "BBR bandwidth estimate of one of the top-K sockets.",
-                |v| v.bbr_bw,
-            ),
-            (
-                "bbrtop_socket_delivery_rate_bytes_per_second",
-                "tcp_info delivery rate of one of the top-K sockets.",
-                |v| v.delivery,
-            ),
-        ];
-        for (name, help, pick) in fams {
-            gauges(enc, name, help, rows.iter().filter_map(|(l, v)| Some((l.as_slice(), pick(v)?))))?;
-        }
-        Ok(())
     }
+    gauges(
+        enc,
+        "bbrtop_sockets",
+        "Sockets by congestion control, TCP state and BBR phase (none for other algorithms).",
+        by_state,
+    )
+}
 
-    /// Self-metrics: collector health, netlink and eBPF counters, pushes, build info.
-    fn encode_self(&self, enc: &mut Enc) -> std::fmt::Result {
-        let cs = &self.snap.collectors;
-        let by_name = |f: fn(&crate::engine::snapshot::CollectorStatus) -> f64| {
-            cs.iter().map(move |c| ([("collector", c.name)], f(c)))
-        };
-        gauges(
-            enc,
-            "bbrtop_collector_up",
-            "1 if the collector is enabled and its last poll succeeded.",
-            by_name(|c| f64::from(u8::from(c.health.enabled() && c.health.last_success()))),
-        )?;
-        // One series per collector that is off or degraded; the reason label comes from a fixed
-        // set (the human line is in the snapshot and the TUI), so it stays one series per collector.
-        gauges(
-            enc,
-            "bbrtop_collector_degraded",
-            "1 while the collector is off or degraded; the reason label says why.",
-            cs.iter().filter_map(|c| {
-                Some(([("collector", c.name), ("reason", c.health.reason()?.cause.label())], 1u64))
-            }),
-        )?;
-        gauges(
-            enc,
-            "bbrtop_collector_last_duration_seconds",
-            "Duration of the collector's last poll.",
-            by_name(|c| c.last_duration_seconds),
-        )?;
-        counters(
-            enc,
-            "bbrtop_collector_polls",
-            "Polls (dumps) by collector.",
-            cs.iter().map(|c| ([("collector", c.name)], c.polls_total)),
-        )?;
-        counters(
-            enc,
-            "bbrtop_collector_errors",
-            "Failed polls by collector.",
-            cs.iter().map(|c| ([("collector", c.name)], c.errors_total)),
-        )?;
-        let sum = |f: fn(&crate::engine::snapshot::CollectorStatus) -> u64| cs.iter().map(f).sum::<u64>();
-        counters(
-            enc,
-            "bbrtop_netlink_dump_intr_retries",
-            "inet_diag dumps restarted because the kernel flagged NLM_F_DUMP_INTR.",
-            [(NO_LABELS, sum(|c| c.dump_intr_retries_total))],
-        )?;
-        counters(
-            enc,
-            "bbrtop_netlink_tcp_info_size_mismatch",
-            "tcp_info payloads shorter (older kernel) or longer (newer kernel) than this build knows.",
-            [
-                ([("kind", "short")], sum(|c| c.tcp_info_short_total)),
-                ([("kind", "long")], sum(|c| c.tcp_info_long_total)),
-            ],
-        )?;
-        gauges(
-            enc,
-            "bbrtop_bpf_programs_attached",
-            "eBPF programs attached (0 when eBPF is off).",
-            [(NO_LABELS, sum(|c| u64::from(c.programs_attached.unwrap_or(0))))],
-        )?;
-        counters(
-            enc,
-            "bbrtop_bpf_ringbuf_lost_events",
-            "eBPF ring-buffer events lost because the buffer was full.",
-            [(NO_LABELS, sum(|c| c.ringbuf_lost_total.unwrap_or(0)))],
-        )?;
-        counters(
-            enc,
-            "bbrtop_bpf_undecodable_events",
-            "eBPF ring-buffer records this build could not decode.",
-            [(NO_LABELS, sum(|c| c.undecodable_events_total.unwrap_or(0)))],
-        )?;
-        // For tcp_destroy_sock, each miss is a close that has no record (nor a ring-buffer loss).
-        counters(
-            enc,
-            "bbrtop_bpf_recursion_misses",
-            "Runs of an eBPF program the kernel skipped because one was already running on that CPU.",
-            cs.iter().flat_map(|c| c.recursion_misses_total.iter().map(|(p, n)| ([("program", *p)], *n))),
-        )?;
-        gauges(
-            enc,
-            "bbrtop_collector_last_success_timestamp_seconds",
-            "When the collector's last successful poll ended (Unix time).",
-            cs.iter().filter_map(|c| {
-                let at = c.last_success_at?.duration_since(std::time::UNIX_EPOCH).ok()?;
-                Some(([("collector", c.name)], at.as_secs_f64()))
-            }),
-        )?;
-        if !self.posts.is_empty() {
-            counters(
-                enc,
-                "bbrtop_alertmanager_posts",
-                "POSTs to Alertmanager by result (success, client_error, server_error, network_error, dropped).",
-                self.posts
-                    .iter()
-                    .map(|((am, res), n)| ([("alertmanager", am.as_str()), ("result", *res)], *n)),
-            )?;
+/// The five histograms of open sockets, one series per (cc, peer group) with observations.
+fn encode_histograms(enc: &mut Enc, ccs: &[PerCc], groups: &PeerGroups) -> std::fmt::Result {
+    let mut hists: Vec<((&str, &str), &Hists)> = Vec::new();
+    for c in ccs {
+        for (g, h) in c.hists.iter().enumerate() {
+            if let Some(h) = h {
+                hists.push(((c.name, groups.name(g)), h));
+            }
         }
-        let features = if cfg!(feature = "bpf") { "bpf" } else { "none" };
-        gauges(
-            enc,
-            "bbrtop_build_info",
-            "Always 1; the labels say which build is running.",
-            [(
-                [
-                    ("version", env!("CARGO_PKG_VERSION")),
-                    ("rustc", env!("BBRTOP_RUSTC_VERSION")),
-                    ("features", features),
-                ],
-                1u64,
-            )],
-        )
     }
+    hists.sort_unstable_by_key(|(k, _)| *k);
+    let fams: [Family<HistPick>; 5] = [
+        ("bbrtop_srtt_seconds", "Smoothed RTT of open sockets.", |h| &h.srtt),
+        ("bbrtop_min_rtt_seconds", "tcp_info min RTT of open sockets.", |h| &h.min_rtt),
+        ("bbrtop_rtt_inflation_ratio", "srtt / baseline RTT of open sockets.", |h| &h.ratio),
+        (
+            "bbrtop_bbr_bandwidth_bytes_per_second",
+            "BBR bottleneck bandwidth estimate of open BBR sockets.",
+            |h| &h.bbr_bw,
+        ),
+        ("bbrtop_delivery_rate_bytes_per_second", "tcp_info delivery rate of open sockets.", |h| &h.delivery),
+    ];
+    for (name, help, pick) in fams {
+        let rows = hists.iter().filter_map(|(k, h)| {
+            let h = pick(h);
+            (h.count() > 0).then_some(([("cc", k.0), ("peer_group", k.1)], h))
+        });
+        histograms(enc, name, help, rows)?;
+    }
+    Ok(())
+}
+
+/// Inflated sockets and firing alerts per cc (0 for a cc with open sockets or onsets but none of
+/// them), and the inflation onsets per cc since start.
+fn encode_inflation(enc: &mut Enc, ccs: &[PerCc], snap: &Snapshot) -> std::fmt::Result {
+    let mut inflated: BTreeMap<&str, u64> = ccs.iter().map(|c| (c.name, c.inflated)).collect();
+    let mut firing: BTreeMap<&str, u64> = ccs.iter().map(|c| (c.name, 0)).collect();
+    // Firing alerts per cc, from the engine's alert list.
+    for a in snap.firing() {
+        *firing.entry(a.cc.as_str()).or_default() += 1;
+    }
+    let onsets: BTreeMap<&str, u64> =
+        snap.inflation_onsets_total.iter().map(|(cc, n)| (cc.as_str(), *n)).collect();
+    for cc in onsets.keys() {
+        inflated.entry(cc).or_default();
+        firing.entry(cc).or_default();
+    }
+    gauges(enc, "bbrtop_sockets_inflated", "Sockets inflated by the alert rule now.", by_cc(&inflated))?;
+    gauges(enc, "bbrtop_alerts_firing", "RTT inflation alerts firing now.", by_cc(&firing))?;
+    counters(enc, "bbrtop_inflation_onsets", "Spells of RTT inflation begun since start.", by_cc(&onsets))
+}
+
+/// One series per cc, labelled `cc`.
+fn by_cc<'a>(m: &'a BTreeMap<&str, u64>) -> impl Iterator<Item = ([(&'static str, &'a str); 1], u64)> {
+    m.iter().map(|(cc, n)| ([("cc", *cc)], *n))
+}
+
+/// Closed flows per cc: present only with eBPF, so absent (not zero) tells "off" from "no flows".
+fn encode_closed(enc: &mut Enc, closed: &[ClosedAggregate]) -> std::fmt::Result {
+    if closed.is_empty() {
+        return Ok(());
+    }
+    counters(
+        enc,
+        "bbrtop_closed_flows",
+        "TCP flows closed since start (eBPF).",
+        closed.iter().map(|c| ([("cc", c.cc.as_str())], c.count)),
+    )?;
+    histograms(
+        enc,
+        "bbrtop_closed_flow_srtt_seconds",
+        "Final smoothed RTT of closed flows (eBPF).",
+        closed.iter().map(|c| ([("cc", c.cc.as_str())], &c.srtt_seconds)),
+    )?;
+    histograms(
+        enc,
+        "bbrtop_closed_flow_throughput_bytes_per_second",
+        "Average throughput over the life of closed flows (eBPF).",
+        closed.iter().map(|c| ([("cc", c.cc.as_str())], &c.throughput_bytes_per_second)),
+    )
+}
+
+/// The `k` sockets with the highest inflation ratio, highest first (ties by cookie).
+fn most_inflated(sockets: &[SocketView], k: usize) -> Vec<&SocketView> {
+    let mut worst: Vec<(&SocketView, f64)> =
+        sockets.iter().filter_map(|s| Some((s, s.derived.inflation_ratio?))).collect();
+    let by_ratio = |a: &(&SocketView, f64), b: &(&SocketView, f64)| {
+        b.1.total_cmp(&a.1).then(a.0.record.cookie.cmp(&b.0.record.cookie))
+    };
+    if worst.len() > k {
+        worst.select_nth_unstable_by(k, by_ratio);
+        worst.truncate(k);
+    }
+    worst.sort_unstable_by(by_ratio);
+    worst.into_iter().map(|(s, _)| s).collect()
+}
+
+/// The `k` sockets with the highest inflation ratio, as per-socket gauges.
+fn encode_top_k(enc: &mut Enc, sockets: &[SocketView], groups: &PeerGroups, k: usize) -> std::fmt::Result {
+    let rows: Vec<([(&str, String); 5], Values)> =
+        most_inflated(sockets, k).into_iter().map(|s| (socket_labels(s, groups), values(s))).collect();
+    let fams: [Family<ValuePick>; 5] = [
+        ("bbrtop_socket_srtt_seconds", "Smoothed RTT of one of the top-K inflated sockets.", |v| v.srtt),
+        ("bbrtop_socket_min_rtt_seconds", "tcp_info min RTT of one of the top-K sockets.", |v| v.min_rtt),
+        ("bbrtop_socket_rtt_inflation_ratio", "srtt / baseline of one of the top-K sockets.", |v| v.ratio),
+        (
+            "bbrtop_socket_bbr_bandwidth_bytes_per_second",
+            "BBR bandwidth estimate of one of the top-K sockets.",
+            |v| v.bbr_bw,
+        ),
+        (
+            "bbrtop_socket_delivery_rate_bytes_per_second",
+            "tcp_info delivery rate of one of the top-K sockets.",
+            |v| v.delivery,
+        ),
+    ];
+    for (name, help, pick) in fams {
+        gauges(enc, name, help, rows.iter().filter_map(|(l, v)| Some((l.as_slice(), pick(v)?))))?;
+    }
+    Ok(())
+}
+
+/// One socket's labels in the per-socket series.
+fn socket_labels(s: &SocketView, groups: &PeerGroups) -> [(&'static str, String); 5] {
+    let r = &s.record;
+    [
+        ("cookie", r.cookie.to_string()),
+        ("local", r.local.to_string()),
+        ("peer", r.peer.to_string()),
+        ("cc", r.cc_name().to_string()),
+        ("peer_group", groups.group(r.peer.ip()).to_string()),
+    ]
+}
+
+/// Each collector's health and polls, one series per collector.
+fn encode_collectors(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::Result {
+    gauges(
+        enc,
+        "bbrtop_collector_up",
+        "1 if the collector is enabled and its last poll succeeded.",
+        by_collector(cs, |c| f64::from(u8::from(c.health.enabled() && c.health.last_success()))),
+    )?;
+    // One series per collector that is off or degraded; the reason label comes from a fixed
+    // set (the human line is in the snapshot and the TUI), so it stays one series per collector.
+    gauges(
+        enc,
+        "bbrtop_collector_degraded",
+        "1 while the collector is off or degraded; the reason label says why.",
+        cs.iter().filter_map(|c| {
+            Some(([("collector", c.name), ("reason", c.health.reason()?.cause.label())], 1u64))
+        }),
+    )?;
+    gauges(
+        enc,
+        "bbrtop_collector_last_duration_seconds",
+        "Duration of the collector's last poll.",
+        by_collector(cs, |c| c.last_duration_seconds),
+    )?;
+    counters(
+        enc,
+        "bbrtop_collector_polls",
+        "Polls (dumps) by collector.",
+        by_collector(cs, |c| c.polls_total),
+    )?;
+    counters(
+        enc,
+        "bbrtop_collector_errors",
+        "Failed polls by collector.",
+        by_collector(cs, |c| c.errors_total),
+    )?;
+    gauges(
+        enc,
+        "bbrtop_collector_last_success_timestamp_seconds",
+        "When the collector's last successful poll ended (Unix time).",
+        cs.iter().filter_map(|c| {
+            let at = c.last_success_at?.duration_since(std::time::UNIX_EPOCH).ok()?;
+            Some(([("collector", c.name)], at.as_secs_f64()))
+        }),
+    )
+}
+
+/// One series per collector, labelled `collector`.
+fn by_collector<V>(
+    cs: &[CollectorStatus],
+    f: fn(&CollectorStatus) -> V,
+) -> impl Iterator<Item = ([(&'static str, &'static str); 1], V)> {
+    cs.iter().map(move |c| ([("collector", c.name)], f(c)))
+}
+
+/// Netlink and eBPF counters, summed over the collectors, as unlabelled (or kind-labelled) series.
+fn encode_collector_totals(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::Result {
+    let sum = |f: fn(&CollectorStatus) -> u64| cs.iter().map(f).sum::<u64>();
+    counters(
+        enc,
+        "bbrtop_netlink_dump_intr_retries",
+        "inet_diag dumps restarted because the kernel flagged NLM_F_DUMP_INTR.",
+        [(NO_LABELS, sum(|c| c.dump_intr_retries_total))],
+    )?;
+    counters(
+        enc,
+        "bbrtop_netlink_tcp_info_size_mismatch",
+        "tcp_info payloads shorter (older kernel) or longer (newer kernel) than this build knows.",
+        [
+            ([("kind", "short")], sum(|c| c.tcp_info_short_total)),
+            ([("kind", "long")], sum(|c| c.tcp_info_long_total)),
+        ],
+    )?;
+    gauges(
+        enc,
+        "bbrtop_bpf_programs_attached",
+        "eBPF programs attached (0 when eBPF is off).",
+        [(NO_LABELS, sum(|c| u64::from(c.programs_attached.unwrap_or(0))))],
+    )?;
+    counters(
+        enc,
+        "bbrtop_bpf_ringbuf_lost_events",
+        "eBPF ring-buffer events lost because the buffer was full.",
+        [(NO_LABELS, sum(|c| c.ringbuf_lost_total.unwrap_or(0)))],
+    )?;
+    counters(
+        enc,
+        "bbrtop_bpf_undecodable_events",
+        "eBPF ring-buffer records this build could not decode.",
+        [(NO_LABELS, sum(|c| c.undecodable_events_total.unwrap_or(0)))],
+    )?;
+    // For tcp_destroy_sock, each miss is a close that has no record (nor a ring-buffer loss).
+    counters(
+        enc,
+        "bbrtop_bpf_recursion_misses",
+        "Runs of an eBPF program the kernel skipped because one was already running on that CPU.",
+        cs.iter().flat_map(|c| c.recursion_misses_total.iter().map(|(p, n)| ([("program", *p)], *n))),
+    )
+}
+
+/// POSTs to Alertmanager by result; absent when no Alertmanager is configured.
+fn encode_posts(enc: &mut Enc, posts: &[((String, &str), u64)]) -> std::fmt::Result {
+    if posts.is_empty() {
+        return Ok(());
+    }
+    counters(
+        enc,
+        "bbrtop_alertmanager_posts",
+        "POSTs to Alertmanager by result (success, client_error, server_error, network_error, dropped).",
+        posts.iter().map(|((am, res), n)| ([("alertmanager", am.as_str()), ("result", *res)], *n)),
+    )
+}
+
+fn encode_build_info(enc: &mut Enc) -> std::fmt::Result {
+    let features = if cfg!(feature = "bpf") { "bpf" } else { "none" };
+    gauges(
+        enc,
+        "bbrtop_build_info",
+        "Always 1; the labels say which build is running.",
+        [(
+            [
+                ("version", env!("CARGO_PKG_VERSION")),
+                ("rustc", env!("BBRTOP_RUSTC_VERSION")),
+                ("features", features),
+            ],
+            1u64,
+        )],
+    )
 }
 
 #[cfg(test)]

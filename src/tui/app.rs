@@ -26,6 +26,12 @@ impl View {
             View::Closed => "4 Closed flows",
         }
     }
+
+    /// The view after this one, from the last back to the first.
+    fn next(self) -> View {
+        let i = View::ALL.iter().position(|v| *v == self).unwrap_or(0);
+        View::ALL[(i + 1) % View::ALL.len()]
+    }
 }
 
 /// The socket table's columns, each sortable.
@@ -225,22 +231,11 @@ impl App {
     /// Applies one action. `rows` is how many sockets the table shows now; `latest` is what a
     /// freeze captures.
     pub fn update(&mut self, action: Action, rows: usize, latest: &Arc<Snapshot>) {
-        let last = rows.saturating_sub(1);
-        if matches!(
-            action,
-            Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::Top | Action::Bottom
-        ) {
-            // Moving picks a row; `follow` pins that row's socket on the next frame.
-            self.pinned = None;
-        }
         match action {
             Action::Quit => self.quit = true,
-            Action::Up => self.selected = self.selected.saturating_sub(1),
-            Action::Down => self.selected = (self.selected + 1).min(last),
-            Action::PageUp => self.selected = self.selected.saturating_sub(self.page.max(1)),
-            Action::PageDown => self.selected = (self.selected + self.page.max(1)).min(last),
-            Action::Top => self.selected = 0,
-            Action::Bottom => self.selected = last,
+            Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::Top | Action::Bottom => {
+                self.move_selection(&action, rows)
+            }
             Action::NextSort => self.sort = self.sort.step(1),
             Action::PrevSort => self.sort = self.sort.step(-1),
             Action::ReverseSort => self.descending = !self.descending,
@@ -255,18 +250,7 @@ impl App {
                     e.pop();
                 }
             }
-            Action::FilterApply => {
-                let text = self.editing.take().unwrap_or_default();
-                match Filter::parse_words(&text) {
-                    Ok(f) => {
-                        self.filter = f;
-                        self.filter_text = text;
-                        self.filter_error = None;
-                        self.selected = 0;
-                    }
-                    Err(e) => self.filter_error = Some(format!("filter {text:?}: {e}")),
-                }
-            }
+            Action::FilterApply => self.apply_filter(),
             Action::FilterCancel => self.editing = None,
             Action::ClearFilter => {
                 self.filter = Filter::default();
@@ -281,13 +265,42 @@ impl App {
             }
             Action::ToggleDetail => self.detail = !self.detail,
             Action::Show(v) => self.view = v,
-            Action::NextView => {
-                let i = View::ALL.iter().position(|v| *v == self.view).unwrap_or(0);
-                self.view = View::ALL[(i + 1) % View::ALL.len()];
-            }
+            Action::NextView => self.view = self.view.next(),
             Action::ToggleHelp => self.help = !self.help,
             Action::ScrollRight => self.col_offset = (self.col_offset + 1).min(Column::ALL.len() - 2),
             Action::ScrollLeft => self.col_offset = self.col_offset.saturating_sub(1),
+        }
+    }
+
+    /// Moves the selection over `rows` rows. Moving picks a row; `follow` pins that row's socket
+    /// on the next frame.
+    fn move_selection(&mut self, action: &Action, rows: usize) {
+        self.pinned = None;
+        let (last, page) = (rows.saturating_sub(1), self.page.max(1));
+        self.selected = match action {
+            Action::Up => self.selected.saturating_sub(1),
+            Action::Down => (self.selected + 1).min(last),
+            Action::PageUp => self.selected.saturating_sub(page),
+            Action::PageDown => (self.selected + page).min(last),
+            Action::Top => 0,
+            Action::Bottom => last,
+            // Not a move: `update` sends only moves here.
+            _ => self.selected,
+        };
+    }
+
+    /// Puts the typed line in force; one that does not parse is reported, and the filter in force
+    /// stays.
+    fn apply_filter(&mut self) {
+        let text = self.editing.take().unwrap_or_default();
+        match Filter::parse_words(&text) {
+            Ok(f) => {
+                self.filter = f;
+                self.filter_text = text;
+                self.filter_error = None;
+                self.selected = 0;
+            }
+            Err(e) => self.filter_error = Some(format!("filter {text:?}: {e}")),
         }
     }
 

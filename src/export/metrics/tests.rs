@@ -128,9 +128,19 @@ fn a_degraded_collector_exports_its_reason() {
     snap.collectors.push(CollectorStatus {
         name: "bpf",
         health: Health::Degraded(why),
+        last_success_at: Some(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000)),
+        undecodable_events_total: Some(3),
+        recursion_misses_total: [("tcp_destroy_sock", 7), ("tcp_probe", 0)].into_iter().collect(),
         ..Default::default()
     });
     let om = scrape(Arc::new(snap), 0, "");
+    // Counts go in counters, the poller's progress in a timestamp.
+    assert_eq!(value(&om, "bbrtop_bpf_undecodable_events_total"), Some(3.0));
+    assert_eq!(value(&om, r#"bbrtop_bpf_recursion_misses_total{program="tcp_destroy_sock"}"#), Some(7.0));
+    assert_eq!(
+        value(&om, r#"bbrtop_collector_last_success_timestamp_seconds{collector="bpf"}"#),
+        Some(1_700_000_000.0)
+    );
     // The label is the cause from a fixed set (the human line is in the snapshot and the TUI).
     assert_eq!(value(&om, r#"bbrtop_collector_degraded{collector="bpf",reason="bbr_state_off"}"#), Some(1.0));
     assert_eq!(value(&om, r#"bbrtop_collector_up{collector="bpf"}"#), Some(1.0));

@@ -5,6 +5,7 @@ use super::table::cell;
 use crate::engine::history::Sample;
 use crate::engine::snapshot::SocketView;
 use crate::model::Phase;
+use crate::rule::RuleConfig;
 use crate::units::{bitrate, micros};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -92,6 +93,20 @@ fn summary_line(s: &SocketView, v: &Screen) -> String {
     parts.join("  ")
 }
 
+/// The pane's title: the socket's addresses, cc and cookie, and its phase with where it came from.
+fn title(s: &SocketView) -> String {
+    let r = &s.record;
+    let phase = s.derived.phase.map_or(String::new(), |p| {
+        let source = match s.derived.phase_source {
+            Some(crate::model::Source::Kernel) => "kernel",
+            _ => "inferred",
+        };
+        format!("{} ({source})", p.label())
+    });
+    format!(" {} → {}  {}  cookie {}  {phase} ", r.local, r.peer, r.cc_name(), r.cookie)
+}
+
+/// The selected socket: the title, the summary, three charts side by side, and the phase ribbon.
 pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let rows = v.rows;
     let Some(s) = rows.get(v.app.selected.min(rows.len().saturating_sub(1))) else {
@@ -102,24 +117,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
         return;
     };
     let samples: Vec<Sample> = s.history.iter().copied().collect();
-    let n = samples.len();
-    let r = &s.record;
-    let title = format!(
-        " {} → {}  {}  cookie {}  {} ",
-        r.local,
-        r.peer,
-        r.cc_name(),
-        r.cookie,
-        s.derived.phase.map_or(String::new(), |p| format!(
-            "{} ({})",
-            p.label(),
-            match s.derived.phase_source {
-                Some(crate::model::Source::Kernel) => "kernel",
-                _ => "inferred",
-            }
-        ))
-    );
-    let outer = Block::default().borders(Borders::TOP).title(title);
+    let outer = Block::default().borders(Borders::TOP).title(title(s));
     let inner = outer.inner(area);
     f.render_widget(outer, area);
     // The summary wraps onto a second line when the pane is narrow (charts give up that row).
@@ -129,14 +127,26 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
         Layout::vertical([Constraint::Length(lines), Constraint::Min(4), Constraint::Length(2)]).areas(inner);
     f.render_widget(Paragraph::new(text).wrap(ratatui::widgets::Wrap { trim: true }), summary);
     let [a, b, c] = Layout::horizontal([Constraint::Ratio(1, 3); 3]).areas(charts);
+    // Only BBR has a bandwidth estimate and phases.
+    let is_bbr = s.record.bbr.is_some();
+    draw_rtt_chart(f, a, &samples, &v.snap.rule);
+    draw_rate_chart(f, b, &samples, is_bbr);
+    draw_cwnd_chart(f, c, &samples);
+    draw_phase_ribbon(f, ribbon, &samples, is_bbr, s.record.cc_name());
+}
 
-    let ms = |us: u32| us as f64 / 1000.0;
-    // The alert rule's line: srtt at or above ratio x min RTT, and at least the floor above it.
-    let (ratio, floor_ms) = (v.snap.rule.ratio, v.snap.rule.floor.as_secs_f64() * 1e3);
+fn ms(us: u32) -> f64 {
+    us as f64 / 1000.0
+}
+
+/// srtt and min RTT, and the alert rule's line: srtt at or above ratio x min RTT, and at least the
+/// floor above it.
+fn draw_rtt_chart(f: &mut Frame, area: Rect, samples: &[Sample], rule: &RuleConfig) {
+    let (ratio, floor_ms) = (rule.ratio, rule.floor.as_secs_f64() * 1e3);
     let thresh_name = format!("{ratio}x");
-    let srtt = series(&samples, |x| ms(x.srtt_us));
-    let minrtt = series(&samples, |x| ms(x.min_rtt_us));
-    let thresh = series(&samples, |x| (ms(x.min_rtt_us) * ratio).max(ms(x.min_rtt_us) + floor_ms));
+    let srtt = series(samples, |x| ms(x.srtt_us));
+    let minrtt = series(samples, |x| ms(x.min_rtt_us));
+    let thresh = series(samples, |x| (ms(x.min_rtt_us) * ratio).max(ms(x.min_rtt_us) + floor_ms));
     let ymax = top(srtt.iter().chain(&thresh));
     let last = samples.last().copied().unwrap_or_default();
     f.render_widget(
@@ -147,18 +157,24 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
                 ("min rtt", Color::Green, &minrtt),
                 (&thresh_name, Color::Red, &thresh),
             ],
-            n,
+            samples.len(),
             ymax,
             format!("{ymax:.1}ms"),
         ),
-        a,
+        area,
     );
-    let mbit = |b: f32| b as f64 * 8.0 / 1e6;
-    // Only BBR has a bandwidth estimate; for other ccs the chart is the delivery rate alone.
-    let is_bbr = r.bbr.is_some();
-    let bw = if is_bbr { series(&samples, |x| mbit(x.bbr_bw_bytes_per_sec)) } else { Vec::new() };
-    let del = series(&samples, |x| mbit(x.delivery_rate_bytes_per_sec));
+}
+
+fn mbit(bytes_per_sec: f32) -> f64 {
+    bytes_per_sec as f64 * 8.0 / 1e6
+}
+
+/// The delivery rate, and BBR's bandwidth estimate for BBR sockets (other ccs have none).
+fn draw_rate_chart(f: &mut Frame, area: Rect, samples: &[Sample], is_bbr: bool) {
+    let bw = if is_bbr { series(samples, |x| mbit(x.bbr_bw_bytes_per_sec)) } else { Vec::new() };
+    let del = series(samples, |x| mbit(x.delivery_rate_bytes_per_sec));
     let ymax = top(bw.iter().chain(&del));
+    let last = samples.last().copied().unwrap_or_default();
     let delivery = bitrate(last.delivery_rate_bytes_per_sec as f64);
     let mut sets = vec![("delivery", Color::Magenta, del.as_slice())];
     let title = if is_bbr {
@@ -167,48 +183,53 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     } else {
         format!("delivery {delivery}")
     };
-    f.render_widget(chart(title, sets, n, ymax, format!("{ymax:.1}Mbit/s")), b);
-    let cwnd = series(&samples, |x| x.cwnd_segs as f64);
+    f.render_widget(chart(title, sets, samples.len(), ymax, format!("{ymax:.1}Mbit/s")), area);
+}
+
+fn draw_cwnd_chart(f: &mut Frame, area: Rect, samples: &[Sample]) {
+    let cwnd = series(samples, |x| x.cwnd_segs as f64);
     let ymax = top(cwnd.iter());
+    let last = samples.last().copied().unwrap_or_default();
     f.render_widget(
         chart(
             format!("cwnd {}", last.cwnd_segs),
             vec![("cwnd", Color::Blue, &cwnd)],
-            n,
+            samples.len(),
             ymax,
             format!("{ymax:.0}"),
         ),
-        c,
+        area,
     );
+}
 
-    // The phase ribbon: one cell per sample, newest on the right, and the time in each phase.
-    let w = ribbon.width as usize;
+/// The phase ribbon: one cell per sample, newest on the right, and the time in each phase.
+fn draw_phase_ribbon(f: &mut Frame, area: Rect, samples: &[Sample], is_bbr: bool, cc: &str) {
+    let n = samples.len();
     let cells: Vec<Span> = samples
         .iter()
-        .skip(n.saturating_sub(w))
+        .skip(n.saturating_sub(area.width as usize))
         .map(|x| Span::styled("█", Style::new().fg(phase_color(x.phase))))
         .collect();
+    let legend = if is_bbr {
+        format!("phases over {n} polls: {}", phase_shares(samples))
+    } else {
+        format!("no BBR phases: {cc} is not BBR")
+    };
+    f.render_widget(Paragraph::new(vec![Line::from(cells), Line::from(legend)]), area);
+}
+
+/// Each phase's share of the samples, in the order the phases first appear.
+fn phase_shares(samples: &[Sample]) -> String {
     let mut counts: Vec<(&str, usize)> = Vec::new();
-    for x in &samples {
+    for x in samples {
         let name = x.phase.map_or("none", |p| p.mode_name());
         match counts.iter_mut().find(|(k, _)| *k == name) {
             Some((_, c)) => *c += 1,
             None => counts.push((name, 1)),
         }
     }
-    let legend =
-        counts.iter().map(|(k, c)| format!("{k} {}%", c * 100 / n.max(1))).collect::<Vec<_>>().join("  ");
-    f.render_widget(
-        Paragraph::new(vec![
-            Line::from(cells),
-            Line::from(if is_bbr {
-                format!("phases over {n} polls: {legend}")
-            } else {
-                format!("no BBR phases: {} is not BBR", r.cc_name())
-            }),
-        ]),
-        ribbon,
-    );
+    let n = samples.len().max(1);
+    counts.iter().map(|(k, c)| format!("{k} {}%", c * 100 / n)).collect::<Vec<_>>().join("  ")
 }
 
 #[cfg(test)]

@@ -1,0 +1,319 @@
+//! The checks, one function each, in the order the BBR guides walk them. Each is a pure function of
+//! the readings it judges; [`checks`] lists them.
+
+use super::{BbrModule, Bdp, Check, Live, Readings, Status, kernel_version};
+use crate::caps::{Cap, CapSet};
+
+/// Every check, in the order the guides walk them.
+pub fn checks(r: &Readings, bdp: Bdp) -> Vec<Check> {
+    let ver = kernel_version(&r.kernel);
+    let mut out = vec![
+        kernel(&r.kernel, ver),
+        available_cc(r.available_cc.as_deref()),
+        default_cc(r.cc.as_deref()),
+        default_qdisc(r.default_qdisc.as_deref(), ver),
+        tcp_bbr(r.bbr_module),
+        btf(r.btf),
+    ];
+    // Capabilities and live sockets are checked only where they were read.
+    out.extend(r.caps.map(capabilities));
+    out.extend(buffers(r, bdp));
+    out.extend([window_scaling(r.window_scaling), fastopen(r.fastopen), min_rtt_wlen(r.min_rtt_wlen)]);
+    out.extend(r.live.map(live));
+    out
+}
+
+fn check(name: &str, status: Status, value: impl Into<String>, why: &str, fix: &[String]) -> Check {
+    Check { name: name.into(), status, value: value.into(), why: why.into(), fix: fix.to_vec() }
+}
+
+fn sysctl_fix(key: &str, value: &str) -> Vec<String> {
+    vec![
+        format!("sysctl -w {key}=\"{value}\""),
+        format!("echo '{key} = {value}' >> /etc/sysctl.d/90-bbr.conf"),
+    ]
+}
+
+/// Loads tcp_bbr at every boot.
+const LOAD_AT_BOOT: &str = "echo tcp_bbr > /etc/modules-load.d/bbr.conf";
+
+/// Loads tcp_bbr now, and at every boot.
+fn load_tcp_bbr() -> [String; 2] {
+    ["modprobe tcp_bbr".into(), LOAD_AT_BOOT.into()]
+}
+
+/// For a sysctl that could not be read.
+fn unreadable(name: &str, status: Status) -> Check {
+    check(name, status, "unknown", "Could not be read.", &[])
+}
+
+fn kernel(release: &str, ver: Option<(u32, u32)>) -> Check {
+    match ver {
+        Some(v) if v < (4, 9) => check(
+            "kernel",
+            Status::Fail,
+            release,
+            "BBR needs Linux 4.9 or later.",
+            &["upgrade the kernel to 4.9+ (6.2+ for eBPF)".into()],
+        ),
+        Some(v) if v < (6, 2) => check(
+            "kernel",
+            Status::Warn,
+            release,
+            "BBR works; the eBPF collectors need 6.2+ (CAP_BPF, ring buffer, bpf_rdonly_cast), so bbrtop runs on netlink only.",
+            &[],
+        ),
+        Some(_) => {
+            check("kernel", Status::Ok, release, "4.9+ has BBR; 6.2+ has what the eBPF path needs.", &[])
+        }
+        None => check("kernel", Status::Warn, release, "The kernel version could not be read.", &[]),
+    }
+}
+
+fn available_cc(available: Option<&[String]>) -> Check {
+    const NAME: &str = "tcp_available_congestion_control";
+    let value = available.map_or("unknown".to_string(), |v| v.join(" "));
+    if available.is_some_and(|v| v.iter().any(|c| c == "bbr")) {
+        check(NAME, Status::Ok, value, "bbr is available to sockets.", &[])
+    } else {
+        check(
+            NAME,
+            Status::Fail,
+            value,
+            "bbr is not available: tcp_bbr is neither built in nor loaded.",
+            &load_tcp_bbr(),
+        )
+    }
+}
+
+fn default_cc(cc: Option<&str>) -> Check {
+    const NAME: &str = "tcp_congestion_control";
+    let cc = cc.unwrap_or("unknown");
+    if cc == "bbr" {
+        check(NAME, Status::Ok, cc, "New sockets use BBR by default.", &[])
+    } else {
+        check(
+            NAME,
+            Status::Warn,
+            cc,
+            "New sockets do not use BBR unless the application sets TCP_CONGESTION.",
+            &sysctl_fix("net.ipv4.tcp_congestion_control", "bbr"),
+        )
+    }
+}
+
+fn default_qdisc(qdisc: Option<&str>, ver: Option<(u32, u32)>) -> Check {
+    const NAME: &str = "default_qdisc";
+    let q = qdisc.unwrap_or("unknown");
+    let fix = || sysctl_fix("net.core.default_qdisc", "fq");
+    match q {
+        "fq" => check(NAME, Status::Ok, q, "fq paces BBR's packets at the pacing rate, cheaply.", &[]),
+        "fq_codel" => check(
+            NAME,
+            Status::Ok,
+            q,
+            "fq_codel keeps queues short; BBR paces itself with TCP's internal pacing (4.13+).",
+            &[],
+        ),
+        _ if ver.is_some_and(|v| v >= (4, 13)) => check(
+            NAME,
+            Status::Info,
+            q,
+            "BBR falls back to TCP's internal pacing (4.13+), which costs more CPU than fq.",
+            &fix(),
+        ),
+        _ => check(
+            NAME,
+            Status::Fail,
+            q,
+            "Before 4.13, BBR needs fq to pace; without it BBR misbehaves.",
+            &fix(),
+        ),
+    }
+}
+
+fn tcp_bbr(module: Option<BbrModule>) -> Check {
+    const NAME: &str = "tcp_bbr";
+    match module {
+        Some(BbrModule::Builtin) => {
+            check(NAME, Status::Ok, "built in", "BBR is compiled into the kernel.", &[])
+        }
+        Some(BbrModule::Loaded) => check(
+            NAME,
+            Status::Ok,
+            "loaded",
+            "The tcp_bbr module is loaded.",
+            &[format!("{LOAD_AT_BOOT}  # keep it across reboots")],
+        ),
+        Some(BbrModule::Loadable) => check(
+            NAME,
+            Status::Warn,
+            "not loaded",
+            "The tcp_bbr module exists but is not loaded.",
+            &load_tcp_bbr(),
+        ),
+        Some(BbrModule::Missing) | None => check(
+            NAME,
+            Status::Fail,
+            "missing",
+            "No tcp_bbr built in or as a module.",
+            &["install a kernel with CONFIG_TCP_CONG_BBR=y or =m".into()],
+        ),
+    }
+}
+
+fn btf(present: bool) -> Check {
+    if present {
+        check(
+            "btf",
+            Status::Ok,
+            "/sys/kernel/btf/vmlinux",
+            "CO-RE eBPF programs can read struct bbr and tcp_sock.",
+            &[],
+        )
+    } else {
+        check(
+            "btf",
+            Status::Warn,
+            "absent",
+            "Without BTF the eBPF collectors cannot load; bbrtop runs on netlink only.",
+            &["use a kernel built with CONFIG_DEBUG_INFO_BTF=y".into()],
+        )
+    }
+}
+
+fn capabilities(caps: CapSet) -> Check {
+    let held: Vec<&str> = [Cap::Bpf, Cap::Perfmon, Cap::SysAdmin, Cap::NetAdmin]
+        .iter()
+        .filter(|c| caps.has(**c))
+        .map(|c| c.name())
+        .collect();
+    let missing = caps.missing(&[Cap::Bpf, Cap::Perfmon]);
+    let value = if held.is_empty() { "none".to_string() } else { held.join(" ") };
+    if missing.is_empty() {
+        check(
+            "capabilities",
+            Status::Ok,
+            value,
+            "CAP_BPF and CAP_PERFMON load the eBPF collectors; netlink needs none in its own namespace.",
+            &[],
+        )
+    } else {
+        check(
+            "capabilities",
+            Status::Info,
+            value,
+            &format!("Missing {}: bbrtop runs on netlink only (eBPF off).", crate::caps::names(&missing)),
+            &["setcap cap_bpf,cap_perfmon+ep $(command -v bbrtop)".into()],
+        )
+    }
+}
+
+/// The socket buffer limits, each against 2x the bandwidth-delay product.
+fn buffers(r: &Readings, bdp: Bdp) -> [Check; 4] {
+    let need = bdp.bytes().saturating_mul(2);
+    let note = format!(
+        "BDP {} bytes ({:.0} Mbit/s x {:.0} ms); a window needs about 2x BDP of buffer.",
+        bdp.bytes(),
+        bdp.rate_bits_per_sec / 1e6,
+        bdp.rtt_seconds * 1e3
+    );
+    [
+        max_buffer("net.core.rmem_max", r.rmem_max, need, &note),
+        max_buffer("net.core.wmem_max", r.wmem_max, need, &note),
+        tcp_buffer("net.ipv4.tcp_rmem", r.tcp_rmem, need, &note),
+        tcp_buffer("net.ipv4.tcp_wmem", r.tcp_wmem, need, &note),
+    ]
+}
+
+/// net.core.[rw]mem_max: the most SO_RCVBUF/SO_SNDBUF may ask for.
+fn max_buffer(name: &str, v: Option<u64>, need: u64, note: &str) -> Check {
+    match v {
+        Some(v) if v >= need => check(name, Status::Ok, v.to_string(), note, &[]),
+        Some(v) => check(
+            name,
+            Status::Warn,
+            v.to_string(),
+            &format!("Below 2x BDP: applications that set SO_RCVBUF/SO_SNDBUF are capped. {note}"),
+            &sysctl_fix(name, &need.to_string()),
+        ),
+        None => unreadable(name, Status::Warn),
+    }
+}
+
+/// net.ipv4.tcp_[rw]mem: min, default and max; autotuning grows a window up to the max.
+fn tcp_buffer(name: &str, v: Option<[u64; 3]>, need: u64, note: &str) -> Check {
+    match v {
+        Some([a, b, c]) if c >= need => check(name, Status::Ok, format!("{a} {b} {c}"), note, &[]),
+        Some([a, b, c]) => check(
+            name,
+            Status::Warn,
+            format!("{a} {b} {c}"),
+            &format!("The max ({c}) caps the window below what this path needs. {note}"),
+            &sysctl_fix(name, &format!("{a} {b} {need}")),
+        ),
+        None => unreadable(name, Status::Warn),
+    }
+}
+
+fn window_scaling(v: Option<u64>) -> Check {
+    const NAME: &str = "net.ipv4.tcp_window_scaling";
+    match v {
+        Some(1) => check(NAME, Status::Ok, "1", "Windows above 64 KB need window scaling.", &[]),
+        Some(v) => check(
+            NAME,
+            Status::Fail,
+            v.to_string(),
+            "Without window scaling a window cannot pass 64 KB: throughput is capped at 64 KB per RTT.",
+            &sysctl_fix(NAME, "1"),
+        ),
+        None => unreadable(NAME, Status::Warn),
+    }
+}
+
+fn fastopen(v: Option<u64>) -> Check {
+    const NAME: &str = "net.ipv4.tcp_fastopen";
+    match v {
+        Some(v) => check(
+            NAME,
+            Status::Info,
+            v.to_string(),
+            "1 = client, 2 = server, 3 = both; TFO saves a round trip on repeat connections.",
+            &[],
+        ),
+        None => unreadable(NAME, Status::Info),
+    }
+}
+
+fn min_rtt_wlen(v: Option<u64>) -> Check {
+    const NAME: &str = "net.ipv4.tcp_min_rtt_wlen";
+    const WHY: &str = "tcp_info's min RTT window (s); bbrtop's default alert baseline uses it because BBR's own 10 s window hides standing queues.";
+    match v {
+        Some(v) if v >= 10 => check(NAME, Status::Ok, v.to_string(), WHY, &[]),
+        Some(v) => check(NAME, Status::Warn, v.to_string(), WHY, &sysctl_fix(NAME, "300")),
+        None => unreadable(NAME, Status::Info),
+    }
+}
+
+fn live(l: Live) -> Check {
+    let pacing = format!("{}/{} active BBR sockets pacing", l.bbr_pacing, l.bbr_active);
+    if l.bbr_active == 0 {
+        check(
+            "live",
+            Status::Info,
+            format!("{} BBR sockets, none sending now", l.bbr_total),
+            "Run traffic to check that BBR paces it.",
+            &[],
+        )
+    } else if l.bbr_pacing == l.bbr_active {
+        check("live", Status::Ok, pacing, "BBR sockets have a pacing rate: BBR is in charge.", &[])
+    } else {
+        check(
+            "live",
+            Status::Fail,
+            pacing,
+            "Active BBR sockets with a zero pacing rate: something is wrong with pacing.",
+            &[],
+        )
+    }
+}
