@@ -1,9 +1,11 @@
 //! Privileged eBPF tests: real programs on the real kernel, with loopback and lab flows.
 #![cfg(feature = "bpf")]
 
+mod support;
+
 use bbrtop::bpf::event::{Close, Event};
 use bbrtop::bpf::loader::{self, LoadConfig, Loaded};
-use bbrtop::caps::{self, Cap, CapSet};
+use bbrtop::caps::{Cap, CapSet};
 use bbrtop::collect::InetDiag;
 use bbrtop::lab::{Lab, LabConfig};
 use bbrtop::model::StateSet;
@@ -12,21 +14,7 @@ use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::MetadataExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// BPF needs CAP_BPF and CAP_PERFMON: under CI their absence fails the test, elsewhere it skips
-/// loudly.
-fn bpf_privileged(what: &str) -> bool {
-    let missing = CapSet::effective().missing(&[Cap::Bpf, Cap::Perfmon]);
-    if missing.is_empty() {
-        return true;
-    }
-    let msg = format!("{what} needs {}", caps::names(&missing));
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{msg}");
-    }
-    eprintln!("SKIP (not under CI): {msg}");
-    false
-}
+use support::guard;
 
 // The object the verifier rejects (bpf/tests/reject.bpf.c).
 bbrtop::bpf_skeleton!(reject, "reject.skel.rs");
@@ -112,7 +100,7 @@ fn netns_inode(path: &std::path::Path) -> u32 {
 
 #[test]
 fn loads_attaches_and_reports_loopback_closes() {
-    if !bpf_privileged("loading BPF programs") {
+    if !guard::bpf("loading BPF programs") {
         return;
     }
     let l = load();
@@ -166,7 +154,7 @@ fn closes_of_one_connection(l: &Loaded, ip: &str) {
 
 #[test]
 fn bbr_lab_flow_goes_startup_then_probe_bw_from_the_kernel() {
-    if !bbrtop::lab::privileged("a BBR lab flow") || !bpf_privileged("kernel BBR state") {
+    if !guard::lab("a BBR lab flow") || !guard::bpf("kernel BBR state") {
         return;
     }
     let mut lab = Lab::new(LabConfig::default()).expect("lab");
@@ -213,7 +201,7 @@ fn bbr_lab_flow_goes_startup_then_probe_bw_from_the_kernel() {
 /// events come, and the status says why.
 #[test]
 fn without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
-    if !bbrtop::lab::privileged("a BBR lab flow") || !bpf_privileged("loading BPF programs") {
+    if !guard::lab("a BBR lab flow") || !guard::bpf("loading BPF programs") {
         return;
     }
     let btf = kernel_btf_without_struct("bbr");
@@ -248,7 +236,7 @@ fn without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
 
 #[test]
 fn cubic_through_a_deep_buffer_is_flagged_inflated_by_the_kernel() {
-    if !bbrtop::lab::privileged("a CUBIC lab flow") || !bpf_privileged("kernel inflation") {
+    if !guard::lab("a CUBIC lab flow") || !guard::bpf("kernel inflation") {
         return;
     }
     let mut lab = Lab::new(LabConfig::default()).expect("lab");
@@ -268,7 +256,7 @@ fn cubic_through_a_deep_buffer_is_flagged_inflated_by_the_kernel() {
 
 #[test]
 fn two_thousand_short_connections_give_two_thousand_closes_or_counted_losses() {
-    if !bbrtop::lab::privileged("short lab flows") || !bpf_privileged("close records") {
+    if !guard::lab("short lab flows") || !guard::bpf("close records") {
         return;
     }
     const N: usize = 2000;
@@ -313,7 +301,7 @@ fn linked_prog_ids(pid: u32) -> Vec<u32> {
 
 #[test]
 fn no_program_of_ours_survives_the_process() {
-    if !bpf_privileged("bbrtop check") {
+    if !guard::bpf("bbrtop check") {
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_bbrtop")).arg("check").output().expect("run bbrtop check");
@@ -330,7 +318,7 @@ fn no_program_of_ours_survives_the_process() {
 
 #[test]
 fn sigint_sigterm_and_a_panic_detach_every_program() {
-    if !bpf_privileged("bbrtop watch with eBPF") {
+    if !guard::bpf("bbrtop watch with eBPF") {
         return;
     }
     for sig in ["INT", "TERM"] {
@@ -377,7 +365,7 @@ fn sigint_sigterm_and_a_panic_detach_every_program() {
 
 #[test]
 fn watch_drops_cap_perfmon_after_attach_and_keeps_cap_bpf_for_the_windows() {
-    if !bpf_privileged("bbrtop watch with eBPF") {
+    if !guard::bpf("bbrtop watch with eBPF") {
         return;
     }
     let mut child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
@@ -406,7 +394,7 @@ fn watch_drops_cap_perfmon_after_attach_and_keeps_cap_bpf_for_the_windows() {
 /// ACKs since the previous one, not the flow's life.
 #[test]
 fn rtt_windows_cover_the_time_since_the_last_read() {
-    if !bbrtop::lab::privileged("a BBR lab flow") || !bpf_privileged("RTT windows") {
+    if !guard::lab("a BBR lab flow") || !guard::bpf("RTT windows") {
         return;
     }
     let mut lab = Lab::new(LabConfig::default()).expect("lab");
@@ -441,7 +429,7 @@ fn rtt_windows_cover_the_time_since_the_last_read() {
 #[test]
 fn a_rejected_object_leaves_the_verifier_log_in_a_file_and_one_line_for_the_user() {
     use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-    if !bpf_privileged("loading a BPF object") {
+    if !guard::bpf("loading a BPF object") {
         return;
     }
     let mut storage = std::mem::MaybeUninit::uninit();

@@ -1,10 +1,14 @@
 //! The bpftrace scripts in bpf/, run with the real bpftrace on lab flows.
 
+mod support;
+
+use bbrtop::caps::Cap;
 use bbrtop::lab::{Lab, LabConfig, ss};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
+use support::guard;
 
 /// A running bpftrace; killed (by its own PID) on drop.
 struct Bpftrace {
@@ -60,17 +64,9 @@ impl Drop for Bpftrace {
     }
 }
 
+/// A lab, CAP_BPF for bpftrace, and tracefs for its tracepoints.
 fn privileged(what: &str) -> bool {
-    bbrtop::lab::privileged(what) && bbrtop::caps::CapSet::effective().has(bbrtop::caps::Cap::Bpf) && {
-        let tracefs = std::path::Path::new("/sys/kernel/tracing/events/tcp/tcp_probe/format").exists();
-        if !tracefs && std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{what} needs tracefs mounted at /sys/kernel/tracing");
-        }
-        if !tracefs {
-            eprintln!("SKIP (not under CI): {what} needs tracefs at /sys/kernel/tracing");
-        }
-        tracefs
-    }
+    guard::lab(what) && guard::caps(what, &[Cap::Bpf]) && guard::tracefs(what)
 }
 
 /// `key=value` from a script's line.

@@ -1,16 +1,18 @@
 //! The Alertmanager pusher against a real `prometheus-alertmanager` on loopback.
 
-#[path = "export/common.rs"]
-mod common;
+mod support;
 
 use bbrtop::engine::snapshot::{AlertStatus, AlertView, Snapshot};
 use bbrtop::export::alertmanager::{PushConfig, Pusher};
 use bbrtop::export::peer_groups::PeerGroups;
 use bbrtop::rule::RuleConfig;
 use bbrtop::runtime::Published;
-use common::*;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use support::http::free_port;
+use support::poll_until;
+use support::servers::Alertmanager;
+use support::tools::have;
 
 fn alert(status: AlertStatus, fired_at: SystemTime, resolved_at: Option<SystemTime>) -> AlertView {
     AlertView {

@@ -1,5 +1,8 @@
 //! The netlink collector against the real kernel, with `ss` as the reference.
 
+mod support;
+
+use bbrtop::caps::Cap;
 use bbrtop::collect::InetDiag;
 use bbrtop::lab::cc::set_congestion;
 use bbrtop::model::{SocketRecord, StateSet};
@@ -7,6 +10,8 @@ use bbrtop::netns::{NetnsSpec, run_in};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
+use support::guard;
+use support::lab::Netns;
 
 /// A loopback connection whose client uses `cc`, with some data sent.
 struct Conn {
@@ -108,27 +113,12 @@ fn raw_dump_reads_bytes() {
     assert!(!d.dump().unwrap().sockets.is_empty());
 }
 
-/// A namespace for one test, deleted on drop.
-struct Ns(String);
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
 #[test]
 fn netns_dump_sees_only_that_namespace() {
-    let caps = bbrtop::caps::CapSet::effective();
-    let missing = caps.missing(&[bbrtop::caps::Cap::SysAdmin]);
-    if !missing.is_empty() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "netns test needs CAP_SYS_ADMIN");
-        eprintln!("SKIP: netns test needs CAP_SYS_ADMIN");
+    if !guard::caps("netns test", &[Cap::SysAdmin]) {
         return;
     }
-    let ns = Ns(format!("bbrtop-t-{}", std::process::id()));
-    assert!(Command::new("ip").args(["netns", "add", &ns.0]).status().unwrap().success());
-    assert!(Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"]).status().unwrap().success());
+    let ns = Netns::new(format!("bbrtop-t-{}", std::process::id()));
     let spec = NetnsSpec::parse(&ns.0);
     // A connection made by a thread inside the namespace, kept open while we dump.
     let (conn, local) = run_in(&spec, || {

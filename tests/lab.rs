@@ -1,33 +1,25 @@
 //! The lab on the real kernel: namespaces, a tbf bottleneck, real CUBIC and BBR flows, and `ss`.
 
+mod support;
+
 use bbrtop::collect::InetDiag;
-use bbrtop::lab::ss::{SsSocket, parse_ss_tin};
-use bbrtop::lab::{Flow, Lab, LabConfig, LabError, privileged};
+use bbrtop::lab::ss::SsSocket;
+use bbrtop::lab::{Flow, Lab, LabConfig, LabError};
 use bbrtop::model::StateSet;
 use bbrtop::netns::NetnsSpec;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn our_namespaces(lab_name: &str) -> Vec<String> {
-    let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter(|l| l.starts_with(lab_name))
-        .map(str::to_string)
-        .collect()
-}
+use support::guard;
+use support::lab::{namespaces, ss_established};
 
 /// `ss -tinH` inside the lab's sender namespace, for one flow.
 fn ss_flow(lab: &Lab, f: &Flow) -> SsSocket {
-    let out = Command::new("ip")
-        .args(["netns", "exec", lab.sender_name(), "ss", "-tinH", "state", "established"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    parse_ss_tin(&text)
-        .into_iter()
+    let socks = ss_established(lab);
+    socks
+        .iter()
         .find(|s| s.local == Some(f.local))
-        .unwrap_or_else(|| panic!("flow not in ss:\n{text}"))
+        .cloned()
+        .unwrap_or_else(|| panic!("flow not in ss: {socks:?}"))
 }
 
 /// Bytes acked by a flow's socket, from bbrtop's own collector.
@@ -38,7 +30,7 @@ fn acked(diag: &mut InetDiag, f: &Flow) -> u64 {
 
 #[test]
 fn cubic_fills_the_deep_buffer_at_the_shaped_rate() {
-    if !privileged("lab test") {
+    if !guard::lab("lab test") {
         return;
     }
     let mut lab = Lab::new(LabConfig::default()).unwrap();
@@ -63,7 +55,7 @@ fn cubic_fills_the_deep_buffer_at_the_shaped_rate() {
 
 #[test]
 fn bbr_flow_runs_and_labs_do_not_collide() {
-    if !privileged("lab test") {
+    if !guard::lab("lab test") {
         return;
     }
     let mut a = Lab::new(LabConfig::default()).unwrap();
@@ -80,13 +72,13 @@ fn bbr_flow_runs_and_labs_do_not_collide() {
     a.stop_flow(&fa);
     let name = a.name().to_string();
     drop(a);
-    assert!(our_namespaces(&name).is_empty(), "lab a removed");
-    assert_eq!(our_namespaces(b.name()).len(), 3, "lab b untouched: sender, router, receiver");
+    assert!(namespaces(&name).is_empty(), "lab a removed");
+    assert_eq!(namespaces(b.name()).len(), 3, "lab b untouched: sender, router, receiver");
 }
 
 #[test]
 fn unknown_cc_is_a_clear_error_and_a_panic_still_cleans_up() {
-    if !privileged("lab test") {
+    if !guard::lab("lab test") {
         return;
     }
     let mut lab = Lab::new(LabConfig::default()).unwrap();
@@ -98,12 +90,12 @@ fn unknown_cc_is_a_clear_error_and_a_panic_still_cleans_up() {
         panic!("a test failing half way");
     }));
     assert!(r.is_err());
-    assert!(our_namespaces(&name).is_empty(), "namespaces removed on unwind");
+    assert!(namespaces(&name).is_empty(), "namespaces removed on unwind");
 }
 
 #[test]
 fn short_flows_complete() {
-    if !privileged("lab test") {
+    if !guard::lab("lab test") {
         return;
     }
     let lab = Lab::new(LabConfig::default()).unwrap();
@@ -121,7 +113,7 @@ fn assert_gone(names: &[String]) {
 
 #[test]
 fn a_failed_setup_undoes_what_it_made() {
-    if !privileged("lab test") {
+    if !guard::lab("lab test") {
         return;
     }
     // tc refuses a zero burst: the last step fails after the namespaces and links exist.
@@ -137,7 +129,7 @@ fn a_failed_setup_undoes_what_it_made() {
 
 #[test]
 fn stale_namespaces_of_dead_processes_go_and_others_stay() {
-    if !privileged("lab test") {
+    if !guard::lab("lab test") {
         return;
     }
     // A pid that ran and has exited.
@@ -190,12 +182,12 @@ fn child_without_net_admin() {
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("a lab without CAP_NET_ADMIN"),
     }
-    println!("PRIVILEGED: {}", privileged("the child"));
+    println!("PRIVILEGED: {}", guard::lab("the child"));
 }
 
 #[test]
 fn without_net_admin_the_lab_names_the_capability() {
-    if !privileged("lab test") {
+    if !guard::lab("lab test") {
         return;
     }
     let out = rerun_without_net_admin("child_without_net_admin", &[("CI", "false")]);
