@@ -99,7 +99,7 @@ fn netns_inode(path: &std::path::Path) -> u32 {
 }
 
 #[test]
-fn loads_attaches_and_reports_loopback_closes() {
+fn root_loads_attaches_and_reports_loopback_closes() {
     if !guard::bpf("loading BPF programs") {
         return;
     }
@@ -153,7 +153,7 @@ fn closes_of_one_connection(l: &Loaded, ip: &str) {
 }
 
 #[test]
-fn bbr_lab_flow_goes_startup_then_probe_bw_from_the_kernel() {
+fn root_bbr_lab_flow_goes_startup_then_probe_bw_from_the_kernel() {
     if !guard::lab("a BBR lab flow") || !guard::bpf("kernel BBR state") {
         return;
     }
@@ -200,7 +200,7 @@ fn bbr_lab_flow_goes_startup_then_probe_bw_from_the_kernel() {
 /// everything else loads and works, BBR sockets get RTT windows without BBR state, no phase
 /// events come, and the status says why.
 #[test]
-fn without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
+fn root_without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
     if !guard::lab("a BBR lab flow") || !guard::bpf("loading BPF programs") {
         return;
     }
@@ -235,7 +235,7 @@ fn without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
 }
 
 #[test]
-fn cubic_through_a_deep_buffer_is_flagged_inflated_by_the_kernel() {
+fn root_cubic_through_a_deep_buffer_is_flagged_inflated_by_the_kernel() {
     if !guard::lab("a CUBIC lab flow") || !guard::bpf("kernel inflation") {
         return;
     }
@@ -255,7 +255,7 @@ fn cubic_through_a_deep_buffer_is_flagged_inflated_by_the_kernel() {
 }
 
 #[test]
-fn two_thousand_short_connections_give_two_thousand_closes_or_counted_losses() {
+fn root_two_thousand_short_connections_give_two_thousand_closes_or_counted_losses() {
     if !guard::lab("short lab flows") || !guard::bpf("close records") {
         return;
     }
@@ -300,7 +300,7 @@ fn linked_prog_ids(pid: u32) -> Vec<u32> {
 }
 
 #[test]
-fn no_program_of_ours_survives_the_process() {
+fn root_no_program_of_ours_survives_the_process() {
     if !guard::bpf("bbrtop check") {
         return;
     }
@@ -317,7 +317,7 @@ fn no_program_of_ours_survives_the_process() {
 }
 
 #[test]
-fn sigint_sigterm_and_a_panic_detach_every_program() {
+fn root_sigint_sigterm_and_a_panic_detach_every_program() {
     if !guard::bpf("bbrtop watch with eBPF") {
         return;
     }
@@ -364,7 +364,7 @@ fn sigint_sigterm_and_a_panic_detach_every_program() {
 }
 
 #[test]
-fn watch_drops_cap_perfmon_after_attach_and_keeps_cap_bpf_for_the_windows() {
+fn root_watch_drops_cap_perfmon_after_attach_and_keeps_cap_bpf_for_the_windows() {
     if !guard::bpf("bbrtop watch with eBPF") {
         return;
     }
@@ -393,7 +393,7 @@ fn watch_drops_cap_perfmon_after_attach_and_keeps_cap_bpf_for_the_windows() {
 /// The RTT window comes with each netlink dump and starts afresh after it: each read holds the
 /// ACKs since the previous one, not the flow's life.
 #[test]
-fn rtt_windows_cover_the_time_since_the_last_read() {
+fn root_rtt_windows_cover_the_time_since_the_last_read() {
     if !guard::lab("a BBR lab flow") || !guard::bpf("RTT windows") {
         return;
     }
@@ -427,7 +427,7 @@ fn rtt_windows_cover_the_time_since_the_last_read() {
 /// A BPF object that fails to load: the verifier's own words go to the log file, the user gets
 /// one line that names it, and that line is the reason bbrtop reports as it goes on netlink-only.
 #[test]
-fn a_rejected_object_leaves_the_verifier_log_in_a_file_and_one_line_for_the_user() {
+fn root_a_rejected_object_leaves_the_verifier_log_in_a_file_and_one_line_for_the_user() {
     use libbpf_rs::skel::{OpenSkel, SkelBuilder};
     if !guard::bpf("loading a BPF object") {
         return;

@@ -75,7 +75,7 @@ fn field(line: &str, key: &str) -> Option<u64> {
 }
 
 #[test]
-fn rtt_inflation_flags_a_cubic_flow_in_a_deep_buffer() {
+fn root_rtt_inflation_flags_a_cubic_flow_in_a_deep_buffer() {
     if !privileged("rtt_inflation.bt") {
         return;
     }
@@ -95,7 +95,7 @@ fn rtt_inflation_flags_a_cubic_flow_in_a_deep_buffer() {
 }
 
 #[test]
-fn srtt_cwnd_prints_the_flow_in_microseconds() {
+fn root_srtt_cwnd_prints_the_flow_in_microseconds() {
     if !privileged("srtt_cwnd.bt") {
         return;
     }

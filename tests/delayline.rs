@@ -62,7 +62,7 @@ fn handshake_ms(p: &Pair, n: usize) -> f64 {
 }
 
 #[test]
-fn delay_line_adds_the_round_trip_it_is_given() {
+fn root_delay_line_adds_the_round_trip_it_is_given() {
     if !guard::lab("delay line test") {
         return;
     }

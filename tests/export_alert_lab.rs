@@ -67,7 +67,7 @@ impl Rig {
 }
 
 #[test]
-fn cubic_through_a_deep_buffer_alerts_in_alertmanager_and_resolves() {
+fn root_cubic_through_a_deep_buffer_alerts_in_alertmanager_and_resolves() {
     if !guard::lab("the alert lab test") || !have("prometheus-alertmanager") {
         return;
     }
@@ -99,7 +99,7 @@ fn cubic_through_a_deep_buffer_alerts_in_alertmanager_and_resolves() {
 ///     cargo test --release --test export_alert_lab -- --ignored --nocapture
 #[test]
 #[ignore]
-fn alert_latency_over_10_onsets() {
+fn root_alert_latency_over_10_onsets() {
     if !guard::lab("the alert latency benchmark") || !have("prometheus-alertmanager") {
         return;
     }

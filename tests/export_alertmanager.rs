@@ -46,7 +46,7 @@ fn config(urls: Vec<String>) -> PushConfig {
 }
 
 #[test]
-fn firing_then_resolved_reaches_alertmanager() {
+fn root_firing_then_resolved_reaches_alertmanager() {
     if !have("prometheus-alertmanager") {
         return;
     }
@@ -88,7 +88,7 @@ fn an_unreachable_alertmanager_is_counted_and_retried() {
 }
 
 #[test]
-fn a_rejected_post_is_counted_as_a_client_error() {
+fn root_a_rejected_post_is_counted_as_a_client_error() {
     if !have("prometheus-alertmanager") {
         return;
     }

@@ -162,7 +162,7 @@ fn slow_headers_time_out_and_excess_connections_are_closed() {
 
 /// Prometheus negotiates OpenMetrics, so this checks that format with a real parser.
 #[test]
-fn a_real_prometheus_scrapes_it() {
+fn root_a_real_prometheus_scrapes_it() {
     if !have("prometheus") {
         return;
     }

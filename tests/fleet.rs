@@ -45,7 +45,7 @@ fn value(sample: &serde_json::Value) -> f64 {
 }
 
 #[test]
-fn fleet_ab_shows_bbr_lower_p95_srtt_and_every_dashboard_query_has_data() {
+fn root_fleet_ab_shows_bbr_lower_p95_srtt_and_every_dashboard_query_has_data() {
     if !guard::lab("fleet test") || !have("prometheus") {
         return;
     }

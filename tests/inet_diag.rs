@@ -62,7 +62,7 @@ fn field<'a>(ss: &'a str, key: &str) -> Option<&'a str> {
 }
 
 #[test]
-fn dump_finds_bbr_and_cubic_sockets_as_ss_does() {
+fn root_dump_finds_bbr_and_cubic_sockets_as_ss_does() {
     let bbr = connect("bbr");
     let cubic = connect("cubic");
     let mut d = InetDiag::open(None, StateSet::default_filter()).unwrap();
@@ -105,7 +105,7 @@ fn state_filter_reaches_the_kernel() {
 }
 
 #[test]
-fn raw_dump_reads_bytes() {
+fn root_raw_dump_reads_bytes() {
     let _c = connect("cubic");
     let mut d = InetDiag::open(None, StateSet::default_filter()).unwrap();
     assert!(d.dump_raw().unwrap() > 0);
@@ -114,7 +114,7 @@ fn raw_dump_reads_bytes() {
 }
 
 #[test]
-fn netns_dump_sees_only_that_namespace() {
+fn root_netns_dump_sees_only_that_namespace() {
     if !guard::caps("netns test", &[Cap::SysAdmin]) {
         return;
     }

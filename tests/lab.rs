@@ -29,7 +29,7 @@ fn acked(diag: &mut InetDiag, f: &Flow) -> u64 {
 }
 
 #[test]
-fn cubic_fills_the_deep_buffer_at_the_shaped_rate() {
+fn root_cubic_fills_the_deep_buffer_at_the_shaped_rate() {
     if !guard::lab("lab test") {
         return;
     }
@@ -54,7 +54,7 @@ fn cubic_fills_the_deep_buffer_at_the_shaped_rate() {
 }
 
 #[test]
-fn bbr_flow_runs_and_labs_do_not_collide() {
+fn root_bbr_flow_runs_and_labs_do_not_collide() {
     if !guard::lab("lab test") {
         return;
     }
@@ -77,7 +77,7 @@ fn bbr_flow_runs_and_labs_do_not_collide() {
 }
 
 #[test]
-fn unknown_cc_is_a_clear_error_and_a_panic_still_cleans_up() {
+fn root_unknown_cc_is_a_clear_error_and_a_panic_still_cleans_up() {
     if !guard::lab("lab test") {
         return;
     }
@@ -94,7 +94,7 @@ fn unknown_cc_is_a_clear_error_and_a_panic_still_cleans_up() {
 }
 
 #[test]
-fn short_flows_complete() {
+fn root_short_flows_complete() {
     if !guard::lab("lab test") {
         return;
     }
@@ -112,7 +112,7 @@ fn assert_gone(names: &[String]) {
 }
 
 #[test]
-fn a_failed_setup_undoes_what_it_made() {
+fn root_a_failed_setup_undoes_what_it_made() {
     if !guard::lab("lab test") {
         return;
     }
@@ -128,7 +128,7 @@ fn a_failed_setup_undoes_what_it_made() {
 }
 
 #[test]
-fn stale_namespaces_of_dead_processes_go_and_others_stay() {
+fn root_stale_namespaces_of_dead_processes_go_and_others_stay() {
     if !guard::lab("lab test") {
         return;
     }
@@ -172,8 +172,8 @@ fn rerun_without_net_admin(child: &str, env: &[(&str, &str)]) -> std::process::O
 }
 
 #[test]
-#[ignore = "run by without_net_admin_the_lab_names_the_capability"]
-fn child_without_net_admin() {
+#[ignore = "run by root_without_net_admin_the_lab_names_the_capability"]
+fn root_child_without_net_admin() {
     if std::env::var("BBRTOP_LAB_CHILD").is_err() {
         return;
     }
@@ -186,11 +186,11 @@ fn child_without_net_admin() {
 }
 
 #[test]
-fn without_net_admin_the_lab_names_the_capability() {
+fn root_without_net_admin_the_lab_names_the_capability() {
     if !guard::lab("lab test") {
         return;
     }
-    let out = rerun_without_net_admin("child_without_net_admin", &[("CI", "false")]);
+    let out = rerun_without_net_admin("root_child_without_net_admin", &[("CI", "false")]);
     let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
     let line = text.lines().find(|l| l.starts_with("LAB-ERROR: ")).unwrap_or_else(|| panic!("{text}"));
@@ -200,7 +200,7 @@ fn without_net_admin_the_lab_names_the_capability() {
     );
     assert!(text.contains("PRIVILEGED: false") && text.contains("SKIP"), "{text}");
     // Under CI the same check fails the test instead of skipping.
-    let out = rerun_without_net_admin("child_without_net_admin", &[("CI", "true")]);
+    let out = rerun_without_net_admin("root_child_without_net_admin", &[("CI", "true")]);
     let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("the child needs CAP_NET_ADMIN"), "{text}");

@@ -28,7 +28,7 @@ fn flow<'a>(r: &'a Value, cc: &str) -> &'a Value {
 }
 
 #[test]
-fn bufferbloat_bbr_keeps_the_queue_short() {
+fn root_bufferbloat_bbr_keeps_the_queue_short() {
     if !guard::lab("lab scenario test") {
         return;
     }
@@ -47,7 +47,7 @@ fn bufferbloat_bbr_keeps_the_queue_short() {
 }
 
 #[test]
-fn lossy_bbr_outruns_cubic() {
+fn root_lossy_bbr_outruns_cubic() {
     if !guard::lab("lab scenario test") {
         return;
     }
@@ -62,7 +62,7 @@ fn lossy_bbr_outruns_cubic() {
 }
 
 #[test]
-fn an_interrupted_lab_leaves_nothing_behind() {
+fn root_an_interrupted_lab_leaves_nothing_behind() {
     if !guard::lab("lab scenario test") {
         return;
     }

@@ -25,7 +25,7 @@ fn as_nobody(caps: &str, args: &[&str]) -> Output {
 }
 
 #[test]
-fn check_succeeds_with_only_bpf_and_perfmon() {
+fn root_check_succeeds_with_only_bpf_and_perfmon() {
     if !guard::root("the least-privilege test") {
         return;
     }
@@ -54,7 +54,7 @@ fn check_succeeds_with_only_bpf_and_perfmon() {
 }
 
 #[test]
-fn without_capabilities_snapshot_works_and_check_names_what_is_missing() {
+fn root_without_capabilities_snapshot_works_and_check_names_what_is_missing() {
     if !guard::root("the least-privilege test") {
         return;
     }

@@ -57,7 +57,7 @@ fn read(lab: &Lab, diag: &mut InetDiag, engine: &mut Engine) -> Reading {
 }
 
 #[test]
-fn bbrtop_agrees_with_ss_on_bbr_and_cubic_flows() {
+fn root_bbrtop_agrees_with_ss_on_bbr_and_cubic_flows() {
     if !guard::lab("reference test") {
         return;
     }

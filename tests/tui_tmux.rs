@@ -109,7 +109,7 @@ impl Drop for Tmux {
 }
 
 #[test]
-fn tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
+fn root_tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     if !guard::lab("tmux TUI test") || !have("tmux") {
         return;
     }

@@ -1,6 +1,7 @@
 //! The CI-or-skip rule, written once. A privileged test that lacks a privilege or a tool fails
 //! under `CI=true`: CI's machine has them all, so a skip there would hide a broken setup.
 //! Anywhere else it skips, and says SKIP on stderr so that a pass is not mistaken for a run.
+//! A test that needs any of these, or a real server, is named `root_...` (tests/README.md).
 
 use bbrtop::caps::{self, Cap, CapSet};
 
