@@ -1,9 +1,10 @@
 //! The CI-or-skip rule, written once. A privileged test that lacks a privilege or a tool fails
 //! under `CI=true`: CI's machine has them all, so a skip there would hide a broken setup.
 //! Anywhere else it skips, and says SKIP on stderr so that a pass is not mistaken for a run.
-//! A test that needs any of these, or a real server, is named `root_...` (tests/README.md).
+//! A test that calls `caps`, `lab`, `bpf` or `root`, or starts a real server, is named `root_...`
+//! (tests/README.md).
 
-use bbrtop::caps::{self, Cap, CapSet};
+use bbrtop::caps::{Cap, CapSet, names};
 
 /// What to do when the test cannot run for `why`: under `CI=true` panic with `why`, elsewhere
 /// say SKIP and return false (the caller returns).
@@ -18,7 +19,7 @@ pub fn unavailable(why: &str) -> bool {
 /// Whether this process holds every one of `wanted`, else [`unavailable`] naming the missing.
 pub fn caps(what: &str, wanted: &[Cap]) -> bool {
     let missing = CapSet::effective().missing(wanted);
-    missing.is_empty() || unavailable(&format!("{what} needs {}", caps::names(&missing)))
+    missing.is_empty() || unavailable(&format!("{what} needs {}", names(&missing)))
 }
 
 /// A lab: network namespaces, links and qdiscs.
