@@ -7,8 +7,9 @@ use bbrtop::engine::sink::feed_dump;
 use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::export::metrics::{Scrape, render_openmetrics, to_text_004};
 use bbrtop::export::peer_groups::PeerGroups;
-use bbrtop::model::{BbrInfo, SocketRecord, TcpState};
+use bbrtop::model::SocketRecord;
 use bbrtop::output::json::SnapshotDoc;
+use bbrtop::testing::record;
 use bbrtop::wire::Dump;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -19,29 +20,17 @@ fn sockets(n: usize) -> Vec<SocketRecord> {
         .map(|i| {
             let peer =
                 SocketAddr::from((Ipv4Addr::from(0x0a00_0000u32 + i as u32), 40_000 + (i % 20_000) as u16));
-            let mut r = SocketRecord::new(
-                i as u64 + 1,
-                "10.255.0.1:443".parse().unwrap(),
-                peer,
-                TcpState::Established,
-            );
-            let bbr = i % 2 == 0;
-            r.cc = Some(if bbr { "bbr" } else { "cubic" }.into());
             let min = 1_000 + (i % 50) as u32 * 400;
-            r.tcp_info.set_min_rtt_us(min);
-            r.tcp_info.set_srtt_us(min + (i % 7) as u32 * min / 2);
-            r.tcp_info.set_delivery_rate_bytes_per_sec(10_000 * (1 + i as u64 % 1000));
-            r.tcp_info.set_last_ack_recv_ms((i % 3) as u32 * 600);
-            if bbr {
-                let gains = [(2.885, 2.885), (1.25, 2.0), (1.0, 2.0), (0.75, 2.0), (1.0, 1.0)][i % 5];
-                r.bbr = Some(BbrInfo {
-                    bw_bytes_per_sec: 12_500 * (1 + i as u64 % 1000),
-                    min_rtt_us: min,
-                    pacing_gain: gains.0,
-                    cwnd_gain: gains.1,
-                });
-            }
-            r
+            let gains = [(2.885, 2.885), (1.25, 2.0), (1.0, 2.0), (0.75, 2.0), (1.0, 1.0)][i % 5];
+            record(i as u64 + 1, if i % 2 == 0 { "bbr" } else { "cubic" })
+                .local("10.255.0.1:443")
+                .peer(peer)
+                .min_rtt_us(min)
+                .srtt_us(min + (i % 7) as u32 * min / 2)
+                .delivery_rate_bytes_per_sec(10_000 * (1 + i as u64 % 1000))
+                .last_ack_recv_ms((i % 3) as u32 * 600)
+                .bbr(12_500 * (1 + i as u64 % 1000), min, gains.0, gains.1)
+                .build()
         })
         .collect()
 }

@@ -23,6 +23,8 @@ pub mod netns;
 pub mod output;
 pub mod rule;
 pub mod runtime;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
 pub mod tui;
 pub mod units;
 pub mod wire;

@@ -1,9 +1,11 @@
 //! Privileged eBPF tests: real programs on the real kernel, with loopback and lab flows.
 #![cfg(feature = "bpf")]
 
+mod support;
+
 use bbrtop::bpf::event::{Close, Event};
 use bbrtop::bpf::loader::{self, LoadConfig, Loaded};
-use bbrtop::caps::{self, Cap, CapSet};
+use bbrtop::caps::{Cap, CapSet};
 use bbrtop::collect::InetDiag;
 use bbrtop::lab::{Lab, LabConfig};
 use bbrtop::model::StateSet;
@@ -12,21 +14,7 @@ use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::MetadataExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-/// BPF needs CAP_BPF and CAP_PERFMON: under CI their absence fails the test, elsewhere it skips
-/// loudly.
-fn bpf_privileged(what: &str) -> bool {
-    let missing = CapSet::effective().missing(&[Cap::Bpf, Cap::Perfmon]);
-    if missing.is_empty() {
-        return true;
-    }
-    let msg = format!("{what} needs {}", caps::names(&missing));
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{msg}");
-    }
-    eprintln!("SKIP (not under CI): {msg}");
-    false
-}
+use support::guard;
 
 // The object the verifier rejects (bpf/tests/reject.bpf.c).
 bbrtop::bpf_skeleton!(reject, "reject.skel.rs");
@@ -111,8 +99,8 @@ fn netns_inode(path: &std::path::Path) -> u32 {
 }
 
 #[test]
-fn loads_attaches_and_reports_loopback_closes() {
-    if !bpf_privileged("loading BPF programs") {
+fn root_loads_attaches_and_reports_loopback_closes() {
+    if !guard::bpf("loading BPF programs") {
         return;
     }
     let l = load();
@@ -165,8 +153,8 @@ fn closes_of_one_connection(l: &Loaded, ip: &str) {
 }
 
 #[test]
-fn bbr_lab_flow_goes_startup_then_probe_bw_from_the_kernel() {
-    if !bbrtop::lab::privileged("a BBR lab flow") || !bpf_privileged("kernel BBR state") {
+fn root_bbr_lab_flow_goes_startup_then_probe_bw_from_the_kernel() {
+    if !guard::lab("a BBR lab flow") || !guard::bpf("kernel BBR state") {
         return;
     }
     let mut lab = Lab::new(LabConfig::default()).expect("lab");
@@ -212,8 +200,8 @@ fn bbr_lab_flow_goes_startup_then_probe_bw_from_the_kernel() {
 /// everything else loads and works, BBR sockets get RTT windows without BBR state, no phase
 /// events come, and the status says why.
 #[test]
-fn without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
-    if !bbrtop::lab::privileged("a BBR lab flow") || !bpf_privileged("loading BPF programs") {
+fn root_without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
+    if !guard::lab("a BBR lab flow") || !guard::bpf("loading BPF programs") {
         return;
     }
     let btf = kernel_btf_without_struct("bbr");
@@ -248,8 +236,8 @@ fn without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
 }
 
 #[test]
-fn cubic_through_a_deep_buffer_is_flagged_inflated_by_the_kernel() {
-    if !bbrtop::lab::privileged("a CUBIC lab flow") || !bpf_privileged("kernel inflation") {
+fn root_cubic_through_a_deep_buffer_is_flagged_inflated_by_the_kernel() {
+    if !guard::lab("a CUBIC lab flow") || !guard::bpf("kernel inflation") {
         return;
     }
     let mut lab = Lab::new(LabConfig::default()).expect("lab");
@@ -268,8 +256,8 @@ fn cubic_through_a_deep_buffer_is_flagged_inflated_by_the_kernel() {
 }
 
 #[test]
-fn two_thousand_short_connections_give_two_thousand_closes_or_counted_losses() {
-    if !bbrtop::lab::privileged("short lab flows") || !bpf_privileged("close records") {
+fn root_two_thousand_short_connections_give_two_thousand_closes_or_counted_losses() {
+    if !guard::lab("short lab flows") || !guard::bpf("close records") {
         return;
     }
     const N: usize = 2000;
@@ -313,8 +301,8 @@ fn linked_prog_ids(pid: u32) -> Vec<u32> {
 }
 
 #[test]
-fn no_program_of_ours_survives_the_process() {
-    if !bpf_privileged("bbrtop check") {
+fn root_no_program_of_ours_survives_the_process() {
+    if !guard::bpf("bbrtop check") {
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_bbrtop")).arg("check").output().expect("run bbrtop check");
@@ -330,8 +318,8 @@ fn no_program_of_ours_survives_the_process() {
 }
 
 #[test]
-fn sigint_sigterm_and_a_panic_detach_every_program() {
-    if !bpf_privileged("bbrtop watch with eBPF") {
+fn root_sigint_sigterm_and_a_panic_detach_every_program() {
+    if !guard::bpf("bbrtop watch with eBPF") {
         return;
     }
     for sig in ["INT", "TERM"] {
@@ -377,8 +365,8 @@ fn sigint_sigterm_and_a_panic_detach_every_program() {
 }
 
 #[test]
-fn watch_drops_cap_perfmon_after_attach_and_keeps_cap_bpf_for_the_windows() {
-    if !bpf_privileged("bbrtop watch with eBPF") {
+fn root_watch_drops_cap_perfmon_after_attach_and_keeps_cap_bpf_for_the_windows() {
+    if !guard::bpf("bbrtop watch with eBPF") {
         return;
     }
     let mut child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
@@ -406,8 +394,8 @@ fn watch_drops_cap_perfmon_after_attach_and_keeps_cap_bpf_for_the_windows() {
 /// The RTT window comes with each netlink dump and starts afresh after it: each read holds the
 /// ACKs since the previous one, not the flow's life.
 #[test]
-fn rtt_windows_cover_the_time_since_the_last_read() {
-    if !bbrtop::lab::privileged("a BBR lab flow") || !bpf_privileged("RTT windows") {
+fn root_rtt_windows_cover_the_time_since_the_last_read() {
+    if !guard::lab("a BBR lab flow") || !guard::bpf("RTT windows") {
         return;
     }
     let mut lab = Lab::new(LabConfig::default()).expect("lab");
@@ -444,9 +432,9 @@ fn rtt_windows_cover_the_time_since_the_last_read() {
 /// A BPF object that fails to load: the verifier's own words go to the log file, the user gets
 /// one line that names it, and that line is the reason bbrtop reports as it goes on netlink-only.
 #[test]
-fn a_rejected_object_leaves_the_verifier_log_in_a_file_and_one_line_for_the_user() {
+fn root_a_rejected_object_leaves_the_verifier_log_in_a_file_and_one_line_for_the_user() {
     use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-    if !bpf_privileged("loading a BPF object") {
+    if !guard::bpf("loading a BPF object") {
         return;
     }
     let mut storage = std::mem::MaybeUninit::uninit();

@@ -1,10 +1,14 @@
 //! The bpftrace scripts in bpf/, run with the real bpftrace on lab flows.
 
+mod support;
+
+use bbrtop::caps::Cap;
 use bbrtop::lab::{Lab, LabConfig, ss};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
+use support::guard;
 
 /// A running bpftrace; killed (by its own PID) on drop.
 struct Bpftrace {
@@ -60,17 +64,9 @@ impl Drop for Bpftrace {
     }
 }
 
+/// A lab, CAP_BPF for bpftrace, and tracefs for its tracepoints.
 fn privileged(what: &str) -> bool {
-    bbrtop::lab::privileged(what) && bbrtop::caps::CapSet::effective().has(bbrtop::caps::Cap::Bpf) && {
-        let tracefs = std::path::Path::new("/sys/kernel/tracing/events/tcp/tcp_probe/format").exists();
-        if !tracefs && std::env::var("CI").is_ok_and(|v| v == "true") {
-            panic!("{what} needs tracefs mounted at /sys/kernel/tracing");
-        }
-        if !tracefs {
-            eprintln!("SKIP (not under CI): {what} needs tracefs at /sys/kernel/tracing");
-        }
-        tracefs
-    }
+    guard::lab(what) && guard::caps(what, &[Cap::Bpf]) && guard::tracefs(what)
 }
 
 /// `key=value` from a script's line.
@@ -79,7 +75,7 @@ fn field(line: &str, key: &str) -> Option<u64> {
 }
 
 #[test]
-fn rtt_inflation_flags_a_cubic_flow_in_a_deep_buffer() {
+fn root_rtt_inflation_flags_a_cubic_flow_in_a_deep_buffer() {
     if !privileged("rtt_inflation.bt") {
         return;
     }
@@ -99,7 +95,7 @@ fn rtt_inflation_flags_a_cubic_flow_in_a_deep_buffer() {
 }
 
 #[test]
-fn srtt_cwnd_prints_the_flow_in_microseconds() {
+fn root_srtt_cwnd_prints_the_flow_in_microseconds() {
     if !privileged("srtt_cwnd.bt") {
         return;
     }

@@ -1,18 +1,16 @@
 //! The shipped Prometheus rules, Grafana dashboard and Alertmanager example, checked with the real
 //! tools: `promtool check rules`, `promtool test rules`, `amtool check-config`.
 
-#[path = "support/tools.rs"]
-mod tools;
+mod support;
+
 use serde_json::Value as Json;
-use tools::tool;
-#[path = "support/grafana.rs"]
-mod grafana;
-use grafana::{dashboard, exprs, panels, substitute};
 use serde_norway::Value as Yaml;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use support::grafana::{dashboard, exprs, panels, substitute};
+use support::tools::tool;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const RULE_FILES: [&str; 2] =

@@ -4,15 +4,15 @@
 //! deploy/kubernetes/prometheusrule.yaml is generated from the rules files:
 //! `BBRTOP_WRITE_PROMETHEUSRULE=1 cargo test --test deploy prometheusrule` rewrites it.
 
-#[path = "support/tools.rs"]
-mod tools;
+mod support;
+
 use serde::Deserialize;
 use serde_norway::{Mapping, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use tools::tool;
+use support::tools::tool;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const UNIT: &str = "deploy/systemd/bbrtop.service";

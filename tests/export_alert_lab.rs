@@ -2,13 +2,15 @@
 //! buffer, `bbrtop export --netns` watching the sender, and a real Alertmanager. Privileged
 //! (CAP_NET_ADMIN, CAP_SYS_ADMIN).
 
-#[path = "export/common.rs"]
-mod common;
+mod support;
 
-use bbrtop::lab::{Flow, Lab, LabConfig, privileged};
-use common::*;
+use bbrtop::lab::{Flow, Lab, LabConfig};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::http::{free_port, get};
+use support::servers::Alertmanager;
+use support::tools::have;
+use support::{Proc, guard, poll_until};
 
 const BIN: &str = env!("CARGO_BIN_EXE_bbrtop");
 
@@ -65,8 +67,8 @@ impl Rig {
 }
 
 #[test]
-fn cubic_through_a_deep_buffer_alerts_in_alertmanager_and_resolves() {
-    if !privileged("the alert lab test") || !have("prometheus-alertmanager") {
+fn root_cubic_through_a_deep_buffer_alerts_in_alertmanager_and_resolves() {
+    if !guard::lab("the alert lab test") || !have("prometheus-alertmanager") {
         return;
     }
     let mut rig = Rig::start();
@@ -97,8 +99,8 @@ fn cubic_through_a_deep_buffer_alerts_in_alertmanager_and_resolves() {
 ///     cargo test --release --test export_alert_lab -- --ignored --nocapture
 #[test]
 #[ignore]
-fn alert_latency_over_10_onsets() {
-    if !privileged("the alert latency benchmark") || !have("prometheus-alertmanager") {
+fn root_alert_latency_over_10_onsets() {
+    if !guard::lab("the alert latency benchmark") || !have("prometheus-alertmanager") {
         return;
     }
     let mut rig = Rig::start();

@@ -1,16 +1,18 @@
 //! The Alertmanager pusher against a real `prometheus-alertmanager` on loopback.
 
-#[path = "export/common.rs"]
-mod common;
+mod support;
 
 use bbrtop::engine::snapshot::{AlertStatus, AlertView, Snapshot};
 use bbrtop::export::alertmanager::{PushConfig, Pusher};
 use bbrtop::export::peer_groups::PeerGroups;
 use bbrtop::rule::RuleConfig;
 use bbrtop::runtime::Published;
-use common::*;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use support::http::free_port;
+use support::poll_until;
+use support::servers::Alertmanager;
+use support::tools::have;
 
 fn alert(status: AlertStatus, fired_at: SystemTime, resolved_at: Option<SystemTime>) -> AlertView {
     AlertView {
@@ -45,7 +47,7 @@ fn config(urls: Vec<String>) -> PushConfig {
 }
 
 #[test]
-fn firing_then_resolved_reaches_alertmanager() {
+fn root_firing_then_resolved_reaches_alertmanager() {
     if !have("prometheus-alertmanager") {
         return;
     }
@@ -87,7 +89,7 @@ fn an_unreachable_alertmanager_is_counted_and_retried() {
 }
 
 #[test]
-fn a_rejected_post_is_counted_as_a_client_error() {
+fn root_a_rejected_post_is_counted_as_a_client_error() {
     if !have("prometheus-alertmanager") {
         return;
     }

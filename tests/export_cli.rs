@@ -1,16 +1,18 @@
 //! `bbrtop export` as a process: bad input at start, and a live scrape of a loopback flow checked
 //! by the real `promtool`.
 
-#[path = "export/common.rs"]
-mod common;
+mod support;
 
-use common::*;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+use support::exporter::promtool_check;
+use support::http::{free_port, get};
+use support::tools::have;
+use support::{Proc, poll_until};
 
 const BIN: &str = env!("CARGO_BIN_EXE_bbrtop");
 

@@ -2,16 +2,19 @@
 //! streamed and bounded; one bcrypt check per credential, so a flood of wrong passwords leaves
 //! real scrapes alone; probes that answer without auth and say whether the poller is alive.
 
-#[path = "export/common.rs"]
-mod common;
+mod support;
 
 use bbrtop::export::api::API_RESPONSES;
 use bbrtop::export::server::{Limits, Options};
 use bbrtop::export::web_config::{Security, WebConfig};
-use common::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
+use support::exporter::{Server, many_sockets, snapshot};
+use support::http::{get, get_as};
+use support::poll_until;
+use support::servers::Prometheus;
+use support::tools::have;
 
 /// A web config with one user, `prom`, whose password is `s3cret` (a low bcrypt cost: the test
 /// binary is unoptimised, where cost 10 takes about a second a check).
@@ -92,7 +95,7 @@ fn probes_answer_without_auth_and_follow_the_poller() {
 /// A flood of wrong passwords while a real Prometheus scrapes through auth: every scrape
 /// succeeds, and bcrypt runs once per distinct credential, not once per request.
 #[test]
-fn a_wrong_password_flood_leaves_real_scrapes_alone() {
+fn root_a_wrong_password_flood_leaves_real_scrapes_alone() {
     if !have("prometheus") {
         return;
     }

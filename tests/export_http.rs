@@ -1,16 +1,19 @@
 //! The exporter's HTTP side, in process on loopback: formats checked by the real `promtool`,
 //! TLS and basic auth with a real certificate, and slow clients.
 
-#[path = "export/common.rs"]
-mod common;
+mod support;
 
 use bbrtop::export::server::Limits;
 use bbrtop::export::web_config::{Security, WebConfig};
-use common::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use support::exporter::{Server, promtool_check};
+use support::http::get;
+use support::poll_until;
+use support::servers::Prometheus;
+use support::tools::have;
 
 #[test]
 fn metrics_pass_promtool_in_both_formats_and_endpoints_answer() {
@@ -159,7 +162,7 @@ fn slow_headers_time_out_and_excess_connections_are_closed() {
 
 /// Prometheus negotiates OpenMetrics, so this checks that format with a real parser.
 #[test]
-fn a_real_prometheus_scrapes_it() {
+fn root_a_real_prometheus_scrapes_it() {
     if !have("prometheus") {
         return;
     }

@@ -2,6 +2,8 @@
 //! ask for the socket table and never read it: it stays up, scrapes go on, and its memory holds.
 //! Privileged: a memory cgroup (v1 here; systemd is not PID 1, so no scope to borrow).
 
+mod support;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -79,15 +81,6 @@ impl Drop for Cgroup {
     }
 }
 
-struct Exporter(Child);
-
-impl Drop for Exporter {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn get(port: u16, path: &str) -> Option<(u16, usize)> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
@@ -106,13 +99,13 @@ fn rss_kib(pid: u32) -> u64 {
 
 #[test]
 fn root_exporter_holds_in_256_mib_with_slow_readers() {
-    if !bbrtop::lab::privileged("a memory cgroup") {
+    if !support::guard::root("a memory cgroup") {
         return;
     }
     let _holders: Vec<Holder> = (0..2).map(|_| Holder::start(5_000)).collect();
     let cgroup = Cgroup::new(LIMIT);
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let exporter = Exporter(
+    let exporter = support::Proc(
         Command::new(env!("CARGO_BIN_EXE_bbrtop"))
             .args(["export", "--web.enable-api", "--web.listen-address", &format!("127.0.0.1:{port}")])
             .stdout(Stdio::null())

@@ -3,16 +3,16 @@
 //! the shipped rules. The fleet query gives p95 srtt per host, lower on the BBR host; and every
 //! query of the shipped Grafana dashboard returns data. Privileged.
 
-#[path = "export/common.rs"]
-mod common;
-#[path = "support/grafana.rs"]
-mod grafana;
+mod support;
 
-use bbrtop::lab::{Lab, LabConfig, privileged};
-use common::{Proc, Prometheus, free_port, get, have, poll_until};
+use bbrtop::lab::{Lab, LabConfig};
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use support::http::{free_port, get};
+use support::servers::Prometheus;
+use support::tools::have;
+use support::{Proc, grafana, guard, poll_until};
 
 struct Host {
     name: &'static str,
@@ -45,8 +45,8 @@ fn value(sample: &serde_json::Value) -> f64 {
 }
 
 #[test]
-fn fleet_ab_shows_bbr_lower_p95_srtt_and_every_dashboard_query_has_data() {
-    if !privileged("fleet test") || !have("prometheus") {
+fn root_fleet_ab_shows_bbr_lower_p95_srtt_and_every_dashboard_query_has_data() {
+    if !guard::lab("fleet test") || !have("prometheus") {
         return;
     }
     let hosts = [

@@ -1,5 +1,8 @@
 //! The netlink collector against the real kernel, with `ss` as the reference.
 
+mod support;
+
+use bbrtop::caps::Cap;
 use bbrtop::collect::InetDiag;
 use bbrtop::lab::cc::set_congestion;
 use bbrtop::model::{SocketRecord, StateSet};
@@ -7,6 +10,8 @@ use bbrtop::netns::{NetnsSpec, run_in};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
+use support::guard;
+use support::lab::Netns;
 
 /// A loopback connection whose client uses `cc`, with some data sent.
 struct Conn {
@@ -57,7 +62,7 @@ fn field<'a>(ss: &'a str, key: &str) -> Option<&'a str> {
 }
 
 #[test]
-fn dump_finds_bbr_and_cubic_sockets_as_ss_does() {
+fn root_dump_finds_bbr_and_cubic_sockets_as_ss_does() {
     let bbr = connect("bbr");
     let cubic = connect("cubic");
     let mut d = InetDiag::open(None, StateSet::default_filter()).unwrap();
@@ -100,7 +105,7 @@ fn state_filter_reaches_the_kernel() {
 }
 
 #[test]
-fn raw_dump_reads_bytes() {
+fn root_raw_dump_reads_bytes() {
     let _c = connect("cubic");
     let mut d = InetDiag::open(None, StateSet::default_filter()).unwrap();
     assert!(d.dump_raw().unwrap() > 0);
@@ -108,27 +113,12 @@ fn raw_dump_reads_bytes() {
     assert!(!d.dump().unwrap().sockets.is_empty());
 }
 
-/// A namespace for one test, deleted on drop.
-struct Ns(String);
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
-}
-
 #[test]
-fn netns_dump_sees_only_that_namespace() {
-    let caps = bbrtop::caps::CapSet::effective();
-    let missing = caps.missing(&[bbrtop::caps::Cap::SysAdmin]);
-    if !missing.is_empty() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "netns test needs CAP_SYS_ADMIN");
-        eprintln!("SKIP: netns test needs CAP_SYS_ADMIN");
+fn root_netns_dump_sees_only_that_namespace() {
+    if !guard::caps("netns test", &[Cap::SysAdmin]) {
         return;
     }
-    let ns = Ns(format!("bbrtop-t-{}", std::process::id()));
-    assert!(Command::new("ip").args(["netns", "add", &ns.0]).status().unwrap().success());
-    assert!(Command::new("ip").args(["-n", &ns.0, "link", "set", "lo", "up"]).status().unwrap().success());
+    let ns = Netns::new(format!("bbrtop-t-{}", std::process::id()));
     let spec = NetnsSpec::parse(&ns.0);
     // A connection made by a thread inside the namespace, kept open while we dump.
     let (conn, local) = run_in(&spec, || {

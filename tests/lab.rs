@@ -1,33 +1,25 @@
 //! The lab on the real kernel: namespaces, a tbf bottleneck, real CUBIC and BBR flows, and `ss`.
 
+mod support;
+
 use bbrtop::collect::InetDiag;
-use bbrtop::lab::ss::{SsSocket, parse_ss_tin};
-use bbrtop::lab::{Flow, Lab, LabConfig, LabError, privileged};
+use bbrtop::lab::ss::SsSocket;
+use bbrtop::lab::{Flow, Lab, LabConfig, LabError};
 use bbrtop::model::StateSet;
 use bbrtop::netns::NetnsSpec;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn our_namespaces(lab_name: &str) -> Vec<String> {
-    let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter(|l| l.starts_with(lab_name))
-        .map(str::to_string)
-        .collect()
-}
+use support::guard;
+use support::lab::{namespaces, ss_established};
 
 /// `ss -tinH` inside the lab's sender namespace, for one flow.
 fn ss_flow(lab: &Lab, f: &Flow) -> SsSocket {
-    let out = Command::new("ip")
-        .args(["netns", "exec", lab.sender_name(), "ss", "-tinH", "state", "established"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    parse_ss_tin(&text)
-        .into_iter()
+    let socks = ss_established(lab);
+    socks
+        .iter()
         .find(|s| s.local == Some(f.local))
-        .unwrap_or_else(|| panic!("flow not in ss:\n{text}"))
+        .cloned()
+        .unwrap_or_else(|| panic!("flow not in ss: {socks:?}"))
 }
 
 /// Bytes acked by a flow's socket, from bbrtop's own collector.
@@ -37,8 +29,8 @@ fn acked(diag: &mut InetDiag, f: &Flow) -> u64 {
 }
 
 #[test]
-fn cubic_fills_the_deep_buffer_at_the_shaped_rate() {
-    if !privileged("lab test") {
+fn root_cubic_fills_the_deep_buffer_at_the_shaped_rate() {
+    if !guard::lab("lab test") {
         return;
     }
     let mut lab = Lab::new(LabConfig::default()).unwrap();
@@ -62,8 +54,8 @@ fn cubic_fills_the_deep_buffer_at_the_shaped_rate() {
 }
 
 #[test]
-fn bbr_flow_runs_and_labs_do_not_collide() {
-    if !privileged("lab test") {
+fn root_bbr_flow_runs_and_labs_do_not_collide() {
+    if !guard::lab("lab test") {
         return;
     }
     let mut a = Lab::new(LabConfig::default()).unwrap();
@@ -80,13 +72,13 @@ fn bbr_flow_runs_and_labs_do_not_collide() {
     a.stop_flow(&fa);
     let name = a.name().to_string();
     drop(a);
-    assert!(our_namespaces(&name).is_empty(), "lab a removed");
-    assert_eq!(our_namespaces(b.name()).len(), 3, "lab b untouched: sender, router, receiver");
+    assert!(namespaces(&name).is_empty(), "lab a removed");
+    assert_eq!(namespaces(b.name()).len(), 3, "lab b untouched: sender, router, receiver");
 }
 
 #[test]
-fn unknown_cc_is_a_clear_error_and_a_panic_still_cleans_up() {
-    if !privileged("lab test") {
+fn root_unknown_cc_is_a_clear_error_and_a_panic_still_cleans_up() {
+    if !guard::lab("lab test") {
         return;
     }
     let mut lab = Lab::new(LabConfig::default()).unwrap();
@@ -98,12 +90,12 @@ fn unknown_cc_is_a_clear_error_and_a_panic_still_cleans_up() {
         panic!("a test failing half way");
     }));
     assert!(r.is_err());
-    assert!(our_namespaces(&name).is_empty(), "namespaces removed on unwind");
+    assert!(namespaces(&name).is_empty(), "namespaces removed on unwind");
 }
 
 #[test]
-fn short_flows_complete() {
-    if !privileged("lab test") {
+fn root_short_flows_complete() {
+    if !guard::lab("lab test") {
         return;
     }
     let lab = Lab::new(LabConfig::default()).unwrap();
@@ -120,8 +112,8 @@ fn assert_gone(names: &[String]) {
 }
 
 #[test]
-fn a_failed_setup_undoes_what_it_made() {
-    if !privileged("lab test") {
+fn root_a_failed_setup_undoes_what_it_made() {
+    if !guard::lab("lab test") {
         return;
     }
     // tc refuses a zero burst: the last step fails after the namespaces and links exist.
@@ -136,8 +128,8 @@ fn a_failed_setup_undoes_what_it_made() {
 }
 
 #[test]
-fn stale_namespaces_of_dead_processes_go_and_others_stay() {
-    if !privileged("lab test") {
+fn root_stale_namespaces_of_dead_processes_go_and_others_stay() {
+    if !guard::lab("lab test") {
         return;
     }
     // A process that ran and has exited, known by its PID and start time as a lab names it.
@@ -179,8 +171,8 @@ fn rerun_without_net_admin(child: &str, env: &[(&str, &str)]) -> std::process::O
 }
 
 #[test]
-#[ignore = "run by without_net_admin_the_lab_names_the_capability"]
-fn child_without_net_admin() {
+#[ignore = "run by root_without_net_admin_the_lab_names_the_capability"]
+fn root_child_without_net_admin() {
     if std::env::var("BBRTOP_LAB_CHILD").is_err() {
         return;
     }
@@ -189,15 +181,15 @@ fn child_without_net_admin() {
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("a lab without CAP_NET_ADMIN"),
     }
-    println!("PRIVILEGED: {}", privileged("the child"));
+    println!("PRIVILEGED: {}", guard::lab("the child"));
 }
 
 #[test]
-fn without_net_admin_the_lab_names_the_capability() {
-    if !privileged("lab test") {
+fn root_without_net_admin_the_lab_names_the_capability() {
+    if !guard::lab("lab test") {
         return;
     }
-    let out = rerun_without_net_admin("child_without_net_admin", &[("CI", "false")]);
+    let out = rerun_without_net_admin("root_child_without_net_admin", &[("CI", "false")]);
     let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
     let line = text.lines().find(|l| l.starts_with("LAB-ERROR: ")).unwrap_or_else(|| panic!("{text}"));
@@ -207,7 +199,7 @@ fn without_net_admin_the_lab_names_the_capability() {
     );
     assert!(text.contains("PRIVILEGED: false") && text.contains("SKIP"), "{text}");
     // Under CI the same check fails the test instead of skipping.
-    let out = rerun_without_net_admin("child_without_net_admin", &[("CI", "true")]);
+    let out = rerun_without_net_admin("root_child_without_net_admin", &[("CI", "true")]);
     let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("the child needs CAP_NET_ADMIN"), "{text}");

@@ -2,6 +2,8 @@
 //! of a lab killed outright are removed by the next run or `bbrtop lab --cleanup`, never those of
 //! a live lab, even when a dead lab's PID has been reused. Privileged: namespaces.
 
+mod support;
+
 use bbrtop::lab::owner::{Owner, starttime};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -55,8 +57,8 @@ impl Drop for Sleeper {
 }
 
 #[test]
-fn cleanup_removes_dead_labs_and_keeps_live_ones() {
-    if !bbrtop::lab::privileged("lab namespaces") {
+fn root_cleanup_removes_dead_labs_and_keeps_live_ones() {
+    if !support::guard::lab("lab namespaces") {
         return;
     }
     let mut made = Made(Vec::new());
@@ -130,15 +132,15 @@ fn lab_cleans_up_on(signal: i32) {
 }
 
 #[test]
-fn a_lab_cleans_up_on_sighup() {
-    if bbrtop::lab::privileged("a lab") {
+fn root_a_lab_cleans_up_on_sighup() {
+    if support::guard::lab("a lab") {
         lab_cleans_up_on(libc::SIGHUP);
     }
 }
 
 #[test]
-fn a_lab_cleans_up_on_sigquit() {
-    if bbrtop::lab::privileged("a lab") {
+fn root_a_lab_cleans_up_on_sigquit() {
+    if support::guard::lab("a lab") {
         lab_cleans_up_on(libc::SIGQUIT);
     }
 }

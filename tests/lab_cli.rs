@@ -1,10 +1,13 @@
 //! `bbrtop lab SCENARIO` end to end: the guides' comparisons reproduced on real flows, and an
 //! interrupted lab leaving nothing behind. Privileged.
 
-use bbrtop::lab::privileged;
+mod support;
+
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::guard;
+use support::lab::namespaces;
 
 fn lab_json(scenario: &str, duration: &str) -> Value {
     let o = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
@@ -24,19 +27,9 @@ fn flow<'a>(r: &'a Value, cc: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {cc} flow in {r}"))
 }
 
-fn ours() -> Vec<String> {
-    let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    let prefix = format!("bbrtop-{}-", std::process::id());
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter(|l| l.starts_with(&prefix))
-        .map(str::to_string)
-        .collect()
-}
-
 #[test]
-fn bufferbloat_bbr_keeps_the_queue_short() {
-    if !privileged("lab scenario test") {
+fn root_bufferbloat_bbr_keeps_the_queue_short() {
+    if !guard::lab("lab scenario test") {
         return;
     }
     let r = lab_json("bufferbloat", "10s");
@@ -54,8 +47,8 @@ fn bufferbloat_bbr_keeps_the_queue_short() {
 }
 
 #[test]
-fn lossy_bbr_outruns_cubic() {
-    if !privileged("lab scenario test") {
+fn root_lossy_bbr_outruns_cubic() {
+    if !guard::lab("lab scenario test") {
         return;
     }
     let r = lab_json("lossy", "8s");
@@ -69,8 +62,8 @@ fn lossy_bbr_outruns_cubic() {
 }
 
 #[test]
-fn an_interrupted_lab_leaves_nothing_behind() {
-    if !privileged("lab scenario test") {
+fn root_an_interrupted_lab_leaves_nothing_behind() {
+    if !guard::lab("lab scenario test") {
         return;
     }
     let mut child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
@@ -80,10 +73,7 @@ fn an_interrupted_lab_leaves_nothing_behind() {
         .spawn()
         .unwrap();
     let prefix = format!("bbrtop-{}-", child.id());
-    let listed = || {
-        let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with(&prefix)).count()
-    };
+    let listed = || namespaces(&prefix).len();
     // Wait (bounded) until the lab is up, then interrupt it.
     let t = Instant::now();
     while listed() < 3 && t.elapsed() < Duration::from_secs(20) {
@@ -101,5 +91,5 @@ fn an_interrupted_lab_leaves_nothing_behind() {
     };
     assert!(status.success(), "an interrupted lab still reports: {status}");
     assert_eq!(listed(), 0, "no namespace left behind");
-    assert!(ours().is_empty());
+    assert!(namespaces(&format!("bbrtop-{}-", std::process::id())).is_empty());
 }

@@ -2,9 +2,12 @@
 //! attach everything; with no capability at all, snapshot still works and check names what is
 //! missing. Uses util-linux `setpriv` to drop to uid 65534 with exactly the capabilities given.
 
+mod support;
+
 use bbrtop::caps::{Cap, CapSet};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Output};
+use support::guard;
 
 /// Runs bbrtop as uid/gid 65534 with `caps` (setpriv names, e.g. "bpf,perfmon") as its only
 /// effective capabilities (ambient), or none.
@@ -21,28 +24,9 @@ fn as_nobody(caps: &str, args: &[&str]) -> Output {
     c.arg(env!("CARGO_BIN_EXE_bbrtop")).args(args).output().expect("setpriv (util-linux)")
 }
 
-fn can_drop() -> bool {
-    // Dropping to another uid with chosen capabilities needs CAP_SETUID/SETGID/SETPCAP: root.
-    let ok = CapSet::effective().missing(&[Cap::SysAdmin]).is_empty() && is_root();
-    if !ok {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "least-privilege tests need root");
-        eprintln!("SKIP (not under CI): least-privilege tests need root");
-    }
-    ok
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| l.strip_prefix("Uid:")).map(|v| v.split_whitespace().next() == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
 #[test]
-fn check_succeeds_with_only_bpf_and_perfmon() {
-    if !can_drop() {
+fn root_check_succeeds_with_only_bpf_and_perfmon() {
+    if !guard::root("the least-privilege test") {
         return;
     }
     let o = as_nobody("bpf,perfmon", &["check"]);
@@ -70,8 +54,8 @@ fn check_succeeds_with_only_bpf_and_perfmon() {
 }
 
 #[test]
-fn without_capabilities_snapshot_works_and_check_names_what_is_missing() {
-    if !can_drop() {
+fn root_without_capabilities_snapshot_works_and_check_names_what_is_missing() {
+    if !guard::root("the least-privilege test") {
         return;
     }
     let l = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -3,25 +3,19 @@
 //! namespace, at the same moment. `ss` is read just before and just after bbrtop, so the only
 //! slack allowed is what changed between the two reads (plus ss's printed precision).
 
+mod support;
+
 use bbrtop::collect::InetDiag;
 use bbrtop::engine::snapshot::{Snapshot, SocketView};
 use bbrtop::engine::{Engine, EngineConfig, Now};
-use bbrtop::lab::ss::{SsSocket, parse_ss_tin};
-use bbrtop::lab::{Flow, Lab, LabConfig, privileged};
+use bbrtop::lab::ss::SsSocket;
+use bbrtop::lab::{Flow, Lab, LabConfig};
 use bbrtop::model::{Phase, StateSet};
 use bbrtop::netns::NetnsSpec;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn ss(lab: &Lab) -> Vec<SsSocket> {
-    let o = Command::new("ip")
-        .args(["netns", "exec", lab.sender_name(), "ss", "-tinH", "state", "established"])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "ss: {}", String::from_utf8_lossy(&o.stderr));
-    parse_ss_tin(&String::from_utf8_lossy(&o.stdout))
-}
+use support::guard;
+use support::lab::ss_established;
 
 fn of<'a>(socks: &'a [SsSocket], f: &Flow) -> &'a SsSocket {
     socks.iter().find(|s| s.local == Some(f.local) && s.peer == Some(f.peer)).expect("flow in ss")
@@ -54,17 +48,17 @@ struct Reading {
 }
 
 fn read(lab: &Lab, diag: &mut InetDiag, engine: &mut Engine) -> Reading {
-    let before = ss(lab);
+    let before = ss_established(lab);
     let now = Now::system();
     diag.dump_into(engine, now).unwrap();
     let snap = engine.tick(now);
-    let after = ss(lab);
+    let after = ss_established(lab);
     Reading { before, snap, after }
 }
 
 #[test]
-fn bbrtop_agrees_with_ss_on_bbr_and_cubic_flows() {
-    if !privileged("reference test") {
+fn root_bbrtop_agrees_with_ss_on_bbr_and_cubic_flows() {
+    if !guard::lab("reference test") {
         return;
     }
     let mut lab = Lab::new(LabConfig::default()).unwrap();

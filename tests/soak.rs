@@ -6,29 +6,18 @@
 //! CI runs 20 s; the full soak is `BBRTOP_SOAK_SECONDS=60 cargo test --release --test soak --
 //! --nocapture`.
 
+mod support;
+
 use bbrtop::lab::{Lab, LabConfig};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The churn's congestion control: one nothing else on the host uses, so its close count is ours.
 const CC: &str = "reno";
 /// Closes the kernel did not trace: tcp_destroy_sock's program was already running on that CPU.
 const MISSES: &str = "bbrtop_bpf_recursion_misses_total{program=\"tcp_destroy_sock\"}";
-
-struct Exporter(Child);
-
-impl Drop for Exporter {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 fn metrics(port: u16) -> String {
     fetch(port, "/metrics")
@@ -55,8 +44,8 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 #[test]
-fn churn_leaves_memory_flat_and_every_close_accounted_for() {
-    if !bbrtop::lab::privileged("a churn through the lab") {
+fn root_churn_leaves_memory_flat_and_every_close_accounted_for() {
+    if !support::guard::lab("a churn through the lab") || !support::guard::bpf("close records") {
         return;
     }
     let seconds: u64 = std::env::var("BBRTOP_SOAK_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
@@ -77,14 +66,14 @@ fn churn_leaves_memory_flat_and_every_close_accounted_for() {
     })
     .expect("enter the sender")
     .expect("sender sysctls");
-    let port = free_port();
+    let port = support::http::free_port();
     let child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
         .args(["export", "--web.listen-address", &format!("127.0.0.1:{port}"), "--interval", "1s"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("bbrtop export");
-    let exporter = Exporter(child);
+    let exporter = support::Proc(child);
     let pid = exporter.0.id();
     let start = Instant::now();
     let attached = loop {

@@ -1,12 +1,13 @@
 //! The TUI in a real terminal: `bbrtop --lab` in tmux, driven by keys, read back from the pane,
 //! and the shell usable after quitting. Privileged (the lab).
 
-#[path = "support/tools.rs"]
-mod tools;
+mod support;
 
-use bbrtop::lab::privileged;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use support::guard;
+use support::lab::namespaces;
+use support::tools::have;
 
 struct Tmux(String);
 
@@ -82,10 +83,8 @@ impl Tmux {
         };
         assert!(p.contains("same-42"), "after {how}, the terminal modes differ from before:\n{p}");
         assert!(!p.contains("collectors:"), "after {how}, the TUI's screen is still shown:\n{p}");
-        let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
-        let ours = format!("bbrtop-{pid}-");
-        let left = String::from_utf8_lossy(&left.stdout);
-        assert!(!left.lines().any(|ns| ns.starts_with(&ours)), "after {how}, its lab is left:\n{left}");
+        let left = namespaces(&format!("bbrtop-{pid}-"));
+        assert!(left.is_empty(), "after {how}, its lab is left: {left:?}");
         self.keys(&["clear", "Enter"]);
     }
 
@@ -110,8 +109,8 @@ impl Drop for Tmux {
 }
 
 #[test]
-fn tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
-    if !privileged("tmux TUI test") || tools::tool("tmux").is_none() {
+fn root_tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
+    if !guard::lab("tmux TUI test") || !have("tmux") {
         return;
     }
     let t = Tmux::start();

@@ -95,7 +95,6 @@ pub trait Source: Send {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::TcpState;
 
     /// Writes down what it is told.
     #[derive(Default)]
@@ -117,8 +116,7 @@ mod tests {
     }
 
     fn rec(cookie: u64) -> SocketRecord {
-        let a = "127.0.0.1:1".parse().unwrap();
-        SocketRecord::new(cookie, a, a, TcpState::Established)
+        crate::testing::record(cookie, "cubic").build()
     }
 
     #[test]

@@ -1,34 +1,23 @@
 //! Engine scenarios driven by a hand-held clock.
 
 use super::*;
-use crate::model::{BbrInfo, Phase, ProbeBwStep, TcpState};
+use crate::model::{Phase, ProbeBwStep};
+use crate::testing::record;
 use crate::wire::DumpStats;
 use sink::DumpSink;
 use status::{BpfPoll, Cause, Health, Reason};
 
 fn sock(cookie: u64, cc: &str, srtt: u32, min_rtt: u32, acked: u64) -> SocketRecord {
-    let mut r = SocketRecord::new(
-        cookie,
-        format!("10.0.0.1:{}", 40000 + cookie).parse().unwrap(),
-        "10.0.0.2:5201".parse().unwrap(),
-        TcpState::Established,
-    );
-    r.cc = Some(cc.into());
-    r.tcp_info.set_srtt_us(srtt);
-    r.tcp_info.set_min_rtt_us(min_rtt);
-    r.tcp_info.set_last_ack_recv_ms(0);
-    r.tcp_info.set_bytes_acked(acked);
-    r.tcp_info.set_total_retrans_segs(0);
-    r.tcp_info.set_delivery_rate_bytes_per_sec(1_000_000);
-    if cc == "bbr" {
-        r.bbr = Some(BbrInfo {
-            bw_bytes_per_sec: 2_500_000,
-            min_rtt_us: min_rtt,
-            pacing_gain: 1.0,
-            cwnd_gain: 2.0,
-        });
-    }
-    r
+    record(cookie, cc)
+        .local(format!("10.0.0.1:{}", 40000 + cookie))
+        .srtt_us(srtt)
+        .min_rtt_us(min_rtt)
+        .last_ack_recv_ms(0)
+        .bytes_acked(acked)
+        .total_retrans_segs(0)
+        .delivery_rate_bytes_per_sec(1_000_000)
+        .bbr(2_500_000, min_rtt, 1.0, 2.0)
+        .build()
 }
 
 /// A whole dump through the seam, as a collector would hand it over.

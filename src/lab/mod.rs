@@ -18,6 +18,8 @@ pub mod loss;
 pub mod owner;
 pub mod run;
 pub mod scenario;
+/// `ss -tin` parsed: the reference the tests and the lab figures compare with, not the product.
+#[cfg(any(test, feature = "test-support"))]
 pub mod ss;
 
 use crate::caps::{Cap, CapSet};
@@ -101,21 +103,6 @@ pub struct Lab {
     line: Option<DelayLine>,
     created: Vec<String>,
     path: String,
-}
-
-/// Whether this process may build a lab. Under CI a missing capability is a failure (panic);
-/// elsewhere the caller skips, and this says so loudly.
-pub fn privileged(what: &str) -> bool {
-    let missing = CapSet::effective().missing(&[Cap::NetAdmin, Cap::SysAdmin]);
-    if missing.is_empty() {
-        return true;
-    }
-    let msg = format!("{what} needs {}", crate::caps::names(&missing));
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{msg}");
-    }
-    eprintln!("SKIP (not under CI): {msg}");
-    false
 }
 
 fn run(cmd: &str, args: &[&str]) -> Result<(), LabError> {

@@ -103,7 +103,8 @@ mod tests {
     use super::*;
     use crate::engine::sink::feed_dump;
     use crate::engine::{Engine, EngineConfig, Now};
-    use crate::model::{SocketRecord, TcpState};
+    use crate::model::SocketRecord;
+    use crate::testing::record;
     use crate::wire::Dump;
 
     #[test]
@@ -112,15 +113,11 @@ mod tests {
         let now = Now::system();
         let recs: Vec<SocketRecord> = (1..=3)
             .map(|c| {
-                let mut r = SocketRecord::new(
-                    c,
-                    format!("10.0.0.1:{}", 4000 + c).parse().unwrap(),
-                    "[::1]:80".parse().unwrap(),
-                    TcpState::Established,
-                );
-                r.cc = Some(if c == 2 { "cubic" } else { "bbr" }.into());
-                r.tcp_info.set_srtt_us(c as u32 * 1000);
-                r
+                record(c, if c == 2 { "cubic" } else { "bbr" })
+                    .local(format!("10.0.0.1:{}", 4000 + c))
+                    .peer("[::1]:80")
+                    .srtt_us(c as u32 * 1000)
+                    .build()
             })
             .collect();
         feed_dump(&mut e, Dump { sockets: recs, ..Dump::default() }, now);

@@ -12,8 +12,9 @@ use crate::engine::snapshot::{
 };
 use crate::engine::status::{Cause, Health, Reason};
 use crate::model::derive::{LimitedBy, Rates};
-use crate::model::{BbrInfo, Phase, ProbeBwStep, SocketRecord, Source, TcpState};
+use crate::model::{Phase, ProbeBwStep, Source};
 use crate::rule::RuleConfig;
+use crate::testing::record;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -52,29 +53,18 @@ fn socket(
     firing: bool,
     phase: Option<Phase>,
 ) -> SocketView {
-    let mut r = SocketRecord::new(
-        cookie,
-        format!("10.77.1.1:{port}").parse().unwrap(),
-        "10.77.2.2:5201".parse().unwrap(),
-        TcpState::Established,
-    );
-    r.cc = Some(cc.into());
-    r.inode = 1000 + cookie as u32;
-    let i = &mut r.tcp_info;
-    i.set_srtt_us(srtt);
-    i.set_min_rtt_us(20_000);
-    i.set_snd_cwnd_segs(40);
-    i.set_pacing_rate_bytes_per_sec(2_500_000);
-    i.set_delivery_rate_bytes_per_sec(2_400_000);
-    i.set_total_retrans_segs(3);
-    if cc == "bbr" {
-        r.bbr = Some(BbrInfo {
-            bw_bytes_per_sec: 2_450_000,
-            min_rtt_us: 20_000,
-            pacing_gain: 1.25,
-            cwnd_gain: 2.0,
-        });
-    }
+    let r = record(cookie, cc)
+        .local(format!("10.77.1.1:{port}"))
+        .peer("10.77.2.2:5201")
+        .inode(1000 + cookie as u32)
+        .srtt_us(srtt)
+        .min_rtt_us(20_000)
+        .snd_cwnd_segs(40)
+        .pacing_rate_bytes_per_sec(2_500_000)
+        .delivery_rate_bytes_per_sec(2_400_000)
+        .total_retrans_segs(3)
+        .bbr(2_450_000, 20_000, 1.25, 2.0)
+        .build();
     SocketView {
         record: RecordRef::single(r),
         derived: Derived {

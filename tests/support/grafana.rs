@@ -1,5 +1,4 @@
 //! The shipped Grafana dashboard's queries, for the static check and the live one.
-#![allow(dead_code)]
 
 use serde_json::Value as Json;
 use std::fs;

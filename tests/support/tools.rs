@@ -1,10 +1,10 @@
-//! External tools the tests run (promtool, amtool, systemd-analyze, prometheus...).
-#![allow(dead_code)]
+//! External tools the tests run (promtool, amtool, systemd-analyze, prometheus, tmux...).
 
+use super::guard;
 use std::path::PathBuf;
 
-/// The tool's path, or None after a loud skip message. Under CI=true a missing tool fails: the
-/// project's own setup installs every one of them.
+/// The tool's path, or None when it is not installed (see [`guard::unavailable`]: the project's
+/// own setup installs every one of them, so under CI a missing tool fails).
 pub fn tool(name: &str) -> Option<PathBuf> {
     let found = std::env::var_os("PATH")
         .into_iter()
@@ -12,10 +12,12 @@ pub fn tool(name: &str) -> Option<PathBuf> {
         .map(|dir| dir.join(name))
         .find(|p| p.is_file());
     if found.is_none() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{name} is not installed (scripts/setup.sh installs it)");
-        }
-        eprintln!("SKIP: {name} is not installed; this test did not run");
+        guard::unavailable(&format!("{name} is not installed (scripts/setup.sh installs it)"));
     }
     found
+}
+
+/// Whether a tool is installed, as [`tool`] decides.
+pub fn have(name: &str) -> bool {
+    tool(name).is_some()
 }

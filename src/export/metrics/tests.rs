@@ -2,26 +2,19 @@ use super::*;
 use crate::engine::sink::feed_dump;
 use crate::engine::status::{Cause, CollectorStatus, Health, Reason};
 use crate::engine::{Engine, EngineConfig, Now};
-use crate::model::{BbrInfo, SocketRecord, TcpState};
+use crate::model::SocketRecord;
+use crate::testing::record;
 use crate::wire::Dump;
 
 fn rec(cookie: u64, cc: &str, peer: &str, srtt_us: u32, min_rtt_us: u32) -> SocketRecord {
-    let mut r = SocketRecord::new(
-        cookie,
-        "10.0.0.1:5201".parse().unwrap(),
-        peer.parse().unwrap(),
-        TcpState::Established,
-    );
-    r.cc = Some(cc.into());
-    r.tcp_info.set_srtt_us(srtt_us);
-    r.tcp_info.set_min_rtt_us(min_rtt_us);
-    r.tcp_info.set_delivery_rate_bytes_per_sec(2_000_000);
-    r.tcp_info.set_last_ack_recv_ms(0);
-    if cc == "bbr" {
-        r.bbr =
-            Some(BbrInfo { bw_bytes_per_sec: 5_000_000, min_rtt_us, pacing_gain: 2.885, cwnd_gain: 2.885 });
-    }
-    r
+    record(cookie, cc)
+        .peer(peer)
+        .srtt_us(srtt_us)
+        .min_rtt_us(min_rtt_us)
+        .delivery_rate_bytes_per_sec(2_000_000)
+        .last_ack_recv_ms(0)
+        .bbr(5_000_000, min_rtt_us, 2.885, 2.885)
+        .build()
 }
 
 fn snapshot(recs: Vec<SocketRecord>) -> Arc<Snapshot> {

@@ -1,0 +1,75 @@
+//! Synthetic socket records, the one builder the unit tests, integration tests, examples and
+//! benches share. Compiled for this crate's unit tests and under the `test-support` feature, which
+//! Cargo.toml turns on for the other test targets only: a `cargo build` never has it.
+
+use crate::model::{BbrInfo, SocketRecord, TcpState};
+use std::fmt::Debug;
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// An ESTABLISHED socket from 10.0.0.1:5201 to 10.0.0.2:5201 using `cc`, with no `tcp_info`
+/// field known yet: each setter adds one, as a kernel's longer `tcp_info` would.
+pub fn record(cookie: u64, cc: &str) -> RecordBuilder {
+    let mut r =
+        SocketRecord::new(cookie, addr("10.0.0.1:5201"), addr("10.0.0.2:5201"), TcpState::Established);
+    r.cc = Some(cc.into());
+    RecordBuilder(r)
+}
+
+/// An address literal ("10.0.0.1:5201", "[::1]:80") or a `SocketAddr`.
+fn addr(a: impl ToSocketAddrs + Debug) -> SocketAddr {
+    a.to_socket_addrs().ok().and_then(|mut it| it.next()).unwrap_or_else(|| panic!("not an address: {a:?}"))
+}
+
+#[must_use = "a builder does nothing until `build`"]
+pub struct RecordBuilder(SocketRecord);
+
+/// Chainable setters named after the `tcp_info` fields they set.
+macro_rules! tcp_info_setters {
+    ($($name:ident => $set:ident: $ty:ty),* $(,)?) => {$(
+        pub fn $name(mut self, v: $ty) -> Self {
+            self.0.tcp_info.$set(v);
+            self
+        }
+    )*};
+}
+
+impl RecordBuilder {
+    pub fn local(mut self, a: impl ToSocketAddrs + Debug) -> Self {
+        self.0.local = addr(a);
+        self
+    }
+
+    pub fn peer(mut self, a: impl ToSocketAddrs + Debug) -> Self {
+        self.0.peer = addr(a);
+        self
+    }
+
+    pub fn inode(mut self, inode: u32) -> Self {
+        self.0.inode = inode;
+        self
+    }
+
+    tcp_info_setters! {
+        srtt_us => set_srtt_us: u32,
+        min_rtt_us => set_min_rtt_us: u32,
+        snd_cwnd_segs => set_snd_cwnd_segs: u32,
+        bytes_acked => set_bytes_acked: u64,
+        total_retrans_segs => set_total_retrans_segs: u32,
+        last_ack_recv_ms => set_last_ack_recv_ms: u32,
+        pacing_rate_bytes_per_sec => set_pacing_rate_bytes_per_sec: u64,
+        delivery_rate_bytes_per_sec => set_delivery_rate_bytes_per_sec: u64,
+    }
+
+    /// `tcp_bbr_info`, which the kernel sends for BBR sockets only: a socket using another
+    /// congestion control is left without it.
+    pub fn bbr(mut self, bw_bytes_per_sec: u64, min_rtt_us: u32, pacing_gain: f64, cwnd_gain: f64) -> Self {
+        if self.0.cc.as_deref() == Some("bbr") {
+            self.0.bbr = Some(BbrInfo { bw_bytes_per_sec, min_rtt_us, pacing_gain, cwnd_gain });
+        }
+        self
+    }
+
+    pub fn build(self) -> SocketRecord {
+        self.0
+    }
+}

@@ -1,0 +1,51 @@
+//! Network namespaces for tests: one of a test's own, those `ip netns` lists, and `ss` inside a
+//! lab's sender.
+
+use bbrtop::lab::Lab;
+use bbrtop::lab::ss::{SsSocket, parse_ss_tin};
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Runs `ip ARGS`, which must succeed.
+pub fn ip(args: &[&str]) {
+    let o = Command::new("ip").args(args).output().expect("ip");
+    assert!(o.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// A network namespace with its loopback up, deleted on drop (even when the test fails).
+pub struct Netns(pub String);
+
+impl Netns {
+    pub fn new(name: String) -> Netns {
+        let ns = Netns(name);
+        ip(&["netns", "add", &ns.0]);
+        ip(&["-n", &ns.0, "link", "set", "lo", "up"]);
+        ns
+    }
+
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from("/run/netns").join(&self.0)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// The lines of `ip netns list` that start with `prefix`.
+pub fn namespaces(prefix: &str) -> Vec<String> {
+    let o = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.starts_with(prefix)).map(str::to_string).collect()
+}
+
+/// `ss -tinH state established` in the lab's sender namespace, parsed.
+pub fn ss_established(lab: &Lab) -> Vec<SsSocket> {
+    let o = Command::new("ip")
+        .args(["netns", "exec", lab.sender_name(), "ss", "-tinH", "state", "established"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "ss: {}", String::from_utf8_lossy(&o.stderr));
+    parse_ss_tin(&String::from_utf8_lossy(&o.stdout))
+}

@@ -1,0 +1,120 @@
+//! Real Prometheus and Alertmanager servers on loopback, each with a temp dir of its own.
+
+use super::http::{free_port, get};
+use super::{Proc, poll_until};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+/// A server process on a free loopback port, ready; killed (and its temp dir removed) on drop.
+struct Running {
+    port: u16,
+    _proc: Proc,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts `bin` with `config` as its config file and its data under `storage_flag`, and waits
+/// (bounded) for /-/ready.
+fn start(bin: &str, config: &str, storage_flag: &str, extra: &[&str], ready_within: Duration) -> Running {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("config.yml");
+    std::fs::write(&cfg, config).unwrap();
+    let port = free_port();
+    let child = Command::new(bin)
+        .arg(format!("--config.file={}", cfg.display()))
+        .arg(format!("{storage_flag}={}", dir.path().join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let running = Running { port, _proc: Proc(child), _dir: dir };
+    let ready = poll_until(ready_within, || get(port, "/-/ready", None).ok().filter(|r| r.0 == 200));
+    assert!(ready.is_some(), "{bin} did not become ready on port {port}");
+    running
+}
+
+/// GET `path` as JSON, or Null.
+fn json(port: u16, path: &str) -> serde_json::Value {
+    get(port, path, None).ok().and_then(|(_, b)| serde_json::from_str(&b).ok()).unwrap_or_default()
+}
+
+pub struct Alertmanager(Running);
+
+impl Alertmanager {
+    pub fn start() -> Alertmanager {
+        let config = "route: {receiver: blackhole, group_wait: 1s}\nreceivers: [{name: blackhole}]\n";
+        Alertmanager(start(
+            "prometheus-alertmanager",
+            config,
+            "--storage.path",
+            &["--cluster.listen-address="],
+            Duration::from_secs(20),
+        ))
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.0.port)
+    }
+
+    /// The alerts Alertmanager lists now (active, silenced, inhibited, unprocessed).
+    pub fn alerts(&self) -> Vec<serde_json::Value> {
+        json(self.0.port, "/api/v2/alerts").as_array().cloned().unwrap_or_default()
+    }
+
+    /// The TcpRttInflation alerts whose endsAt is still ahead.
+    pub fn active_rtt_alerts(&self) -> Vec<serde_json::Value> {
+        let now = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+        self.alerts()
+            .into_iter()
+            .filter(|a| a["labels"]["alertname"] == "TcpRttInflation")
+            .filter(|a| a["endsAt"].as_str().is_some_and(|e| e > now.as_str()))
+            .collect()
+    }
+}
+
+pub struct Prometheus(Running);
+
+impl Prometheus {
+    /// A Prometheus scraping `target` every second.
+    pub fn start(target: &str) -> Prometheus {
+        Prometheus::start_config(&format!(
+            "global: {{scrape_interval: 1s, scrape_timeout: 1s}}\nscrape_configs:\n  - job_name: bbrtop\n    static_configs: [{{targets: ['{target}']}}]\n"
+        ))
+    }
+
+    /// A Prometheus with this whole configuration file (scrape configs, rule files).
+    pub fn start_config(config: &str) -> Prometheus {
+        Prometheus(start("prometheus", config, "--storage.tsdb.path", &[], Duration::from_secs(30)))
+    }
+
+    /// An instant query: the result vector.
+    pub fn query(&self, expr: &str) -> Vec<serde_json::Value> {
+        let escaped: String = expr
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        json(self.0.port, &format!("/api/v1/query?query={escaped}"))["data"]["result"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The scrape targets' health and last error.
+    pub fn targets(&self) -> Vec<(String, String)> {
+        json(self.0.port, "/api/v1/targets")["data"]["activeTargets"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| {
+                (t["health"].as_str().unwrap_or("").into(), t["lastError"].as_str().unwrap_or("").into())
+            })
+            .collect()
+    }
+}
