@@ -110,3 +110,59 @@ fn root_a_rejected_post_is_counted_as_a_client_error() {
     assert_eq!(count("success"), 0);
     assert!(am.active_rtt_alerts().is_empty());
 }
+
+/// The shipped Alertmanager configuration, a pushed alert's labels and a per-host alert as
+/// Prometheus sends it: the inhibit rule (equal on instance and cc) suppresses the pushed alert of
+/// the same host and cc, not another cc's; and a blackholed Alertmanager beside it (it accepts
+/// connections and never answers) delays nothing.
+#[test]
+fn root_the_shipped_inhibit_rule_matches_pushed_alerts_beside_a_blackholed_alertmanager() {
+    if !have("prometheus-alertmanager") {
+        return;
+    }
+    let shipped = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/dashboards/alertmanager/alertmanager.yml"
+    ))
+    .unwrap();
+    let am = Alertmanager::start_config(&shipped);
+    let blackhole = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let blackhole_url = format!("http://{}", blackhole.local_addr().unwrap());
+    let _held = std::thread::spawn(move || blackhole.incoming().flatten().collect::<Vec<_>>());
+
+    let host = serde_json::json!([{
+        "labels": {"alertname": "BbrtopManySocketsInflated", "severity": "warning", "job": "bbrtop",
+                   "instance": "edge-01", "cc": "cubic"},
+        "annotations": {"summary": "many cubic sockets inflated on edge-01"},
+    }]);
+    assert_eq!(am.post(&host), 200);
+    let fired_at = SystemTime::now();
+    let bbr = AlertView { cookie: 43, cc: "bbr".into(), ..alert(AlertStatus::Firing, fired_at, None) };
+    let published = Published::new(snap(1, vec![alert(AlertStatus::Firing, fired_at, None), bbr]));
+    let cfg = PushConfig { instance: "edge-01".into(), ..config(vec![blackhole_url, am.url()]) };
+    let _pusher = Pusher::start(cfg, Arc::clone(&published)).unwrap();
+
+    let both = poll_until(Duration::from_secs(10), || {
+        let rtt = am.active_rtt_alerts();
+        (rtt.len() == 2).then_some(rtt)
+    });
+    let rtt = both.expect("both pushed alerts reached the live Alertmanager");
+    let state = |cc: &str| {
+        let a = rtt.iter().find(|a| a["labels"]["cc"] == cc).unwrap();
+        (
+            a["status"]["state"].as_str().unwrap_or("").to_string(),
+            a["status"]["inhibitedBy"].as_array().map_or(0, Vec::len),
+        )
+    };
+    assert_eq!(
+        state("cubic"),
+        ("suppressed".to_string(), 1),
+        "the per-host cubic alert inhibits its sockets' alerts"
+    );
+    assert_eq!(state("bbr").0, "active", "another cc on the same host is not inhibited");
+    let a = rtt.iter().find(|a| a["labels"]["cc"] == "cubic").unwrap();
+    assert_eq!(a["labels"]["severity"], "warning");
+    for key in ["summary", "description", "runbook_url"] {
+        assert!(a["annotations"][key].as_str().is_some_and(|s| !s.is_empty()), "{key}: {a}");
+    }
+}

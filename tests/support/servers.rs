@@ -43,7 +43,13 @@ pub struct Alertmanager(Running);
 
 impl Alertmanager {
     pub fn start() -> Alertmanager {
-        let config = "route: {receiver: blackhole, group_wait: 1s}\nreceivers: [{name: blackhole}]\n";
+        Alertmanager::start_config(
+            "route: {receiver: blackhole, group_wait: 1s}\nreceivers: [{name: blackhole}]\n",
+        )
+    }
+
+    /// An Alertmanager with this whole configuration file (routes, inhibit rules, receivers).
+    pub fn start_config(config: &str) -> Alertmanager {
         Alertmanager(start(
             "prometheus-alertmanager",
             config,
@@ -51,6 +57,23 @@ impl Alertmanager {
             &["--cluster.listen-address="],
             Duration::from_secs(20),
         ))
+    }
+
+    /// POSTs alerts (Alertmanager's v2 JSON) as Prometheus would; the HTTP status.
+    pub fn post(&self, alerts: &serde_json::Value) -> u16 {
+        use std::io::{Read, Write};
+        let body = alerts.to_string();
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.0.port)).unwrap();
+        write!(
+            s,
+            "POST /api/v2/alerts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut resp = String::new();
+        let _ = s.read_to_string(&mut resp);
+        resp.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0)
     }
 
     pub fn url(&self) -> String {
