@@ -91,12 +91,6 @@ fn get(port: u16, path: &str) -> Option<(u16, usize)> {
     Some((status, body.len()))
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap_or("0");
-    line.trim().trim_end_matches("kB").trim().parse().unwrap_or(0)
-}
-
 #[test]
 fn root_exporter_holds_in_256_mib_with_slow_readers() {
     if !support::guard::root("a memory cgroup") {
@@ -138,7 +132,7 @@ fn root_exporter_holds_in_256_mib_with_slow_readers() {
         scrapes += 1;
         std::thread::sleep(Duration::from_millis(500));
     }
-    let (rss, peak) = (rss_kib(pid), cgroup.read("memory.max_usage_in_bytes"));
+    let (rss, peak) = (support::rss_kib(pid), cgroup.read("memory.max_usage_in_bytes"));
     eprintln!(
         "memory: {whole} bytes of table; with 8 slow readers, RSS {rss} KiB, the cgroup's peak {} KiB of {} KiB; {scrapes} scrapes ok",
         peak >> 10,

@@ -37,12 +37,6 @@ fn value(text: &str, series: &str) -> Option<f64> {
     text.lines().find(|l| l.starts_with(series))?.rsplit(' ').next()?.parse().ok()
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap_or("0");
-    line.trim().trim_end_matches("kB").trim().parse().unwrap_or(0)
-}
-
 #[test]
 fn root_churn_leaves_memory_flat_and_every_close_accounted_for() {
     if !support::guard::lab("a churn through the lab") || !support::guard::bpf("close records") {
@@ -108,11 +102,11 @@ fn root_churn_leaves_memory_flat_and_every_close_accounted_for() {
         });
         made += a + b;
         if rss_at_10s.is_none() && churn_start.elapsed() >= Duration::from_secs(10) {
-            rss_at_10s = Some(rss_kib(pid));
+            rss_at_10s = Some(support::rss_kib(pid));
         }
     }
     let churned = churn_start.elapsed().as_secs_f64();
-    let rss_end = rss_kib(pid);
+    let rss_end = support::rss_kib(pid);
     // Close records, ring-buffer losses and untraced closes since the churn began.
     let counted = |m: &str| {
         let now = ours(m);

@@ -187,79 +187,86 @@ fn need(b: &[u8], n: usize) -> Result<Rd<'_>, DecodeError> {
 /// Decodes one ring-buffer record. Longer records than this build knows are accepted (a newer
 /// BPF object may append fields); shorter ones are an error.
 pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
-    use off::{close as c, hdr, infl, phase as ph};
+    use off::hdr;
     let r = need(b, HDR_LEN)?;
-    let kind = r.u32(hdr::KIND);
     let h = Header { netns: r.u32(hdr::NETNS), cookie: r.u64(hdr::COOKIE), ts_ns: r.u64(hdr::TS_NS) };
-    match kind {
-        KIND_INFL_START | KIND_INFL_END => {
-            let r = need(b, INFL_LEN)?;
-            let i = Inflation {
-                h,
-                srtt_us: r.u32(infl::SRTT_US),
-                baseline_us: r.u32(infl::BASELINE_US),
-                onset_ns: r.u64(infl::ONSET_NS),
-                peak_ratio: f64::from(r.u32(infl::PEAK_RATIO_MILLI)) / 1000.0,
-            };
-            Ok(if kind == KIND_INFL_START { Event::InflationStarted(i) } else { Event::InflationEnded(i) })
-        }
-        KIND_PHASE => {
-            let r = need(b, PHASE_LEN)?;
-            let prev = r.u8(ph::PREV_MODE);
-            Ok(Event::Phase(PhaseChange {
-                h,
-                bbr: BbrState {
-                    mode: r.u8(ph::MODE),
-                    cycle_idx: r.u8(ph::CYCLE_IDX),
-                    full_bw_reached: r.u8(ph::FULL_BW_REACHED) != 0,
-                    lt_use_bw: r.u8(ph::LT_USE_BW) != 0,
-                    min_rtt_us: Some(r.u32(ph::MIN_RTT_US)),
-                },
-                prev_mode: (prev != 0xff).then_some(prev),
-                prev_began_ns: r.u64(ph::PREV_BEGAN_NS),
-                entered: r.u32(ph::ENTERED),
-                bw_raw: r.u64(ph::BW),
-            }))
-        }
-        KIND_CLOSE => {
-            let r = need(b, CLOSE_LEN)?;
-            let family = r.u16(c::FAMILY);
-            let addr = |off: usize| -> Result<IpAddr, DecodeError> {
-                match family {
-                    2 => Ok(IpAddr::V4(Ipv4Addr::from(r.arr::<4>(off)))),
-                    10 => Ok(IpAddr::V6(Ipv6Addr::from(r.arr::<16>(off)))),
-                    f => Err(DecodeError::Family(f)),
-                }
-            };
-            let cc_bytes = &b[c::CC..c::CC + c::CC_LEN];
-            let cc_len = cc_bytes.iter().position(|&c| c == 0).unwrap_or(cc_bytes.len());
-            let mss = r.u32(c::MSS);
-            let (delivered, interval) = (r.u32(c::RATE_DELIVERED), r.u32(c::RATE_INTERVAL_US));
-            let is_bbr = r.u8(c::IS_BBR) != 0;
-            Ok(Event::Close(Close {
-                h,
-                local: SocketAddr::new(addr(c::SADDR)?, r.u16(c::LPORT)),
-                peer: SocketAddr::new(addr(c::DADDR)?, r.u16(c::RPORT)),
-                cc: String::from_utf8_lossy(&cc_bytes[..cc_len]).into_owned(),
-                lifetime_ns: r.u64(c::LIFETIME_NS),
-                bytes_acked: r.u64(c::BYTES_ACKED),
-                bytes_received: r.u64(c::BYTES_RECEIVED),
-                total_retrans: r.u32(c::TOTAL_RETRANS),
-                srtt_us: r.u32(c::SRTT_US),
-                min_rtt_us: r.u32(c::MIN_RTT_US),
-                delivery_rate: (interval > 0)
-                    .then(|| u64::from(delivered) * u64::from(mss) * 1_000_000 / u64::from(interval)),
-                mss,
-                bbr: is_bbr.then(|| {
-                    (r.u8(c::BBR_MODE), r.u32(c::BBR_MIN_RTT_US), bbr_bw_bytes_per_sec(r.u64(c::BBR_BW), mss))
-                }),
-                peak_ratio: f64::from(r.u32(c::PEAK_RATIO_MILLI)) / 1000.0,
-                rtt_samples: r.u32(c::RTT_SAMPLES),
-                inflations: r.u32(c::INFLATIONS),
-            }))
-        }
+    match r.u32(hdr::KIND) {
+        KIND_INFL_START => Ok(Event::InflationStarted(inflation(b, h)?)),
+        KIND_INFL_END => Ok(Event::InflationEnded(inflation(b, h)?)),
+        KIND_PHASE => phase(b, h).map(Event::Phase),
+        KIND_CLOSE => close(b, h).map(Event::Close),
         k => Err(DecodeError::Kind(k)),
     }
+}
+
+fn inflation(b: &[u8], h: Header) -> Result<Inflation, DecodeError> {
+    use off::infl;
+    let r = need(b, INFL_LEN)?;
+    Ok(Inflation {
+        h,
+        srtt_us: r.u32(infl::SRTT_US),
+        baseline_us: r.u32(infl::BASELINE_US),
+        onset_ns: r.u64(infl::ONSET_NS),
+        peak_ratio: f64::from(r.u32(infl::PEAK_RATIO_MILLI)) / 1000.0,
+    })
+}
+
+fn phase(b: &[u8], h: Header) -> Result<PhaseChange, DecodeError> {
+    use off::phase as ph;
+    let r = need(b, PHASE_LEN)?;
+    let prev = r.u8(ph::PREV_MODE);
+    Ok(PhaseChange {
+        h,
+        bbr: BbrState {
+            mode: r.u8(ph::MODE),
+            cycle_idx: r.u8(ph::CYCLE_IDX),
+            full_bw_reached: r.u8(ph::FULL_BW_REACHED) != 0,
+            lt_use_bw: r.u8(ph::LT_USE_BW) != 0,
+            min_rtt_us: Some(r.u32(ph::MIN_RTT_US)),
+        },
+        prev_mode: (prev != 0xff).then_some(prev),
+        prev_began_ns: r.u64(ph::PREV_BEGAN_NS),
+        entered: r.u32(ph::ENTERED),
+        bw_raw: r.u64(ph::BW),
+    })
+}
+
+fn close(b: &[u8], h: Header) -> Result<Close, DecodeError> {
+    use off::close as c;
+    let r = need(b, CLOSE_LEN)?;
+    let family = r.u16(c::FAMILY);
+    let addr = |off: usize| -> Result<IpAddr, DecodeError> {
+        match family {
+            2 => Ok(IpAddr::V4(Ipv4Addr::from(r.arr::<4>(off)))),
+            10 => Ok(IpAddr::V6(Ipv6Addr::from(r.arr::<16>(off)))),
+            f => Err(DecodeError::Family(f)),
+        }
+    };
+    let cc_bytes = &b[c::CC..c::CC + c::CC_LEN];
+    let cc_len = cc_bytes.iter().position(|&c| c == 0).unwrap_or(cc_bytes.len());
+    let mss = r.u32(c::MSS);
+    let (delivered, interval) = (r.u32(c::RATE_DELIVERED), r.u32(c::RATE_INTERVAL_US));
+    let bbr = (r.u8(c::IS_BBR) != 0)
+        .then(|| (r.u8(c::BBR_MODE), r.u32(c::BBR_MIN_RTT_US), bbr_bw_bytes_per_sec(r.u64(c::BBR_BW), mss)));
+    Ok(Close {
+        h,
+        local: SocketAddr::new(addr(c::SADDR)?, r.u16(c::LPORT)),
+        peer: SocketAddr::new(addr(c::DADDR)?, r.u16(c::RPORT)),
+        cc: String::from_utf8_lossy(&cc_bytes[..cc_len]).into_owned(),
+        lifetime_ns: r.u64(c::LIFETIME_NS),
+        bytes_acked: r.u64(c::BYTES_ACKED),
+        bytes_received: r.u64(c::BYTES_RECEIVED),
+        total_retrans: r.u32(c::TOTAL_RETRANS),
+        srtt_us: r.u32(c::SRTT_US),
+        min_rtt_us: r.u32(c::MIN_RTT_US),
+        delivery_rate: (interval > 0)
+            .then(|| u64::from(delivered) * u64::from(mss) * 1_000_000 / u64::from(interval)),
+        mss,
+        bbr,
+        peak_ratio: f64::from(r.u32(c::PEAK_RATIO_MILLI)) / 1000.0,
+        rtt_samples: r.u32(c::RTT_SAMPLES),
+        inflations: r.u32(c::INFLATIONS),
+    })
 }
 
 #[cfg(test)]

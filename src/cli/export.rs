@@ -84,15 +84,15 @@ fn hostname() -> String {
 }
 
 pub fn run(a: ExportArgs) -> Result<(), Failure> {
-    let groups = match &a.peer_groups {
+    let groups = Arc::new(match &a.peer_groups {
         Some(p) => PeerGroups::load(p).map_err(Failure::Usage)?,
         None => PeerGroups::default(),
-    };
-    let groups = Arc::new(groups);
+    });
     let security = match &a.web_config {
         Some(p) => WebConfig::load(p).map_err(Failure::Usage)?,
         None => Security::default(),
     };
+    // Bound before anything else starts: a port in use is a one-line error, at once.
     let listeners = a
         .listen
         .iter()
@@ -103,29 +103,12 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     let bound: Vec<String> =
         listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
     let started = super::startup::start(&a.poll, None, &mut |line| eprintln!("{line}"))?;
-    let rt = &started.runtime;
-
-    let host = hostname();
-    let scheme = if security.tls.is_some() { "https" } else { "http" };
-    let pusher = if a.alertmanager.is_empty() {
-        None
-    } else {
-        let cfg = PushConfig {
-            urls: a.alertmanager.clone(),
-            resend: a.resend,
-            instance: a.instance.clone().unwrap_or_else(|| format!("{host}:{port}")),
-            // The alert's page on this exporter: the JSON API when it is served, else the landing.
-            generator_url: format!(
-                "{scheme}://{host}:{port}/{}",
-                if a.enable_api { "api/alerts" } else { "" }
-            ),
-            runbook_url: a
-                .runbook_url
-                .clone()
-                .unwrap_or_else(|| format!("{scheme}://{host}:{port}/runbook#tcprttinflation")),
-            groups: Arc::clone(&groups),
-        };
-        Some(Pusher::start(cfg, rt.published()).context("starting the Alertmanager pusher")?)
+    let me = Me { host: hostname(), port, scheme: if security.tls.is_some() { "https" } else { "http" } };
+    let pusher = match push_config(&a, &me, &groups) {
+        Some(cfg) => Some(
+            Pusher::start(cfg, started.runtime.published()).context("starting the Alertmanager pusher")?,
+        ),
+        None => None,
     };
     let options = Options {
         top_k: a.top_k,
@@ -133,22 +116,56 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         poll_interval: a.poll.source.interval,
         api: a.enable_api,
     };
-    let app = Arc::new(App::new(rt.published(), groups, security, options));
+    let app = Arc::new(App::new(started.runtime.published(), groups, security, options));
     let limits = Limits { max_connections: a.max_connections as usize, ..Limits::default() };
-    eprintln!("bbrtop export: listening on {} ({scheme})", bound.join(", "));
+    eprintln!("bbrtop export: listening on {} ({})", bound.join(", "), me.scheme);
+    serve_until(listeners, app, limits, Arc::clone(&started.stop))?;
+    drop(pusher);
+    drop(started);
+    Ok(())
+}
+
+/// How this exporter is reached, for the links its alerts carry.
+struct Me {
+    host: String,
+    port: u16,
+    scheme: &'static str,
+}
+
+/// The Alertmanager pusher's settings, when an Alertmanager is given.
+fn push_config(a: &ExportArgs, me: &Me, groups: &Arc<PeerGroups>) -> Option<PushConfig> {
+    if a.alertmanager.is_empty() {
+        return None;
+    }
+    let base = format!("{}://{}:{}", me.scheme, me.host, me.port);
+    Some(PushConfig {
+        urls: a.alertmanager.clone(),
+        resend: a.resend,
+        instance: a.instance.clone().unwrap_or_else(|| format!("{}:{}", me.host, me.port)),
+        // The alert's page on this exporter: the JSON API when it is served, else the landing.
+        generator_url: format!("{base}/{}", if a.enable_api { "api/alerts" } else { "" }),
+        runbook_url: a.runbook_url.clone().unwrap_or_else(|| format!("{base}/runbook#tcprttinflation")),
+        groups: Arc::clone(groups),
+    })
+}
+
+/// Serves HTTP until the startup sequence's signal flag is set.
+fn serve_until(
+    listeners: Vec<std::net::TcpListener>,
+    app: Arc<App>,
+    limits: Limits,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+) -> Result<(), Failure> {
     let tokio_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the HTTP runtime")?;
-    let stop = Arc::clone(&started.stop);
     let shutdown = async move {
-        // The startup sequence's signal flag, checked a few times a second.
+        // Checked a few times a second.
         while !stop.load(Ordering::Relaxed) {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
     tokio_rt.block_on(server::serve(listeners, app, limits, shutdown)).context("serving HTTP")?;
-    drop(pusher);
-    drop(started);
     Ok(())
 }

@@ -257,30 +257,29 @@ async fn handle(app: &App, req: Request<Incoming>) -> Resp {
     }
     match req.uri().path() {
         "/metrics" => metrics_response(app, snap, &req).await,
-        path @ ("/api/sockets" | "/api/alerts") => {
-            let Some(slots) = &app.api else {
-                return respond(
-                    StatusCode::NOT_FOUND,
-                    "text/plain",
-                    "Not Found: the JSON API is off (--web.enable-api)\n",
-                );
-            };
-            let Ok(permit) = Arc::clone(slots).try_acquire_owned() else {
-                return respond(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "text/plain",
-                    "Too many API requests at once\n",
-                );
-            };
-            if path == "/api/sockets" {
-                with_body(StatusCode::OK, "application/json", api::sockets_body(snap, permit))
-            } else {
-                json(&AlertsDoc { taken_at: snap.taken_at, rule: &snap.rule, alerts: &snap.alerts })
-            }
-        }
+        path @ ("/api/sockets" | "/api/alerts") => api_response(app, snap, path),
         "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", RUNBOOK),
         "/" => respond(StatusCode::OK, "text/html; charset=utf-8", LANDING),
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "Not Found\n"),
+    }
+}
+
+/// The JSON API, when it is on and has a slot free.
+fn api_response(app: &App, snap: Arc<crate::engine::snapshot::Snapshot>, path: &str) -> Resp {
+    let Some(slots) = &app.api else {
+        return respond(
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "Not Found: the JSON API is off (--web.enable-api)\n",
+        );
+    };
+    let Ok(permit) = Arc::clone(slots).try_acquire_owned() else {
+        return respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "Too many API requests at once\n");
+    };
+    if path == "/api/sockets" {
+        with_body(StatusCode::OK, "application/json", api::sockets_body(snap, permit))
+    } else {
+        json(&AlertsDoc { taken_at: snap.taken_at, rule: &snap.rule, alerts: &snap.alerts })
     }
 }
 

@@ -36,3 +36,10 @@ impl Drop for Proc {
         let _ = self.0.wait();
     }
 }
+
+/// A process's resident set, in KiB (0 once it is gone).
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap_or("0");
+    line.trim().trim_end_matches("kB").trim().parse().unwrap_or(0)
+}
