@@ -47,7 +47,12 @@ impl Tmux {
         loop {
             let children =
                 std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap_or_default();
-            if let Some(pid) = children.split_whitespace().next().and_then(|p| p.parse().ok()) {
+            // bbrtop's own process: the shell may still have another child (a command
+            // substitution typed before) when bbrtop starts.
+            let bbrtop = children.split_whitespace().find(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "bbrtop")
+            });
+            if let Some(pid) = bbrtop.and_then(|p| p.parse().ok()) {
                 return pid;
             }
             assert!(t.elapsed() < Duration::from_secs(20), "no process under the pane's shell {shell}");
