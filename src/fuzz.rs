@@ -3,7 +3,10 @@
 //! must never panic. Out of the default `cargo test`; `scripts/test.sh` runs 20,000 inputs per
 //! parser, and the full run is
 //!
-//!     BBRTOP_FUZZ_CASES=1000000 cargo test --release --lib fuzz -- --ignored --nocapture
+//!     BBRTOP_FUZZ_CASES=1000000 cargo test --profile fuzz --lib fuzz -- --ignored --nocapture
+//!
+//! (the `fuzz` profile is release with overflow checks: a plain release build wraps an overflow
+//! silently, and the first debug run found one in the close record's delivery rate).
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};

@@ -259,8 +259,11 @@ fn close(b: &[u8], h: Header) -> Result<Close, DecodeError> {
         total_retrans: r.u32(c::TOTAL_RETRANS),
         srtt_us: r.u32(c::SRTT_US),
         min_rtt_us: r.u32(c::MIN_RTT_US),
-        delivery_rate: (interval > 0)
-            .then(|| u64::from(delivered) * u64::from(mss) * 1_000_000 / u64::from(interval)),
+        // u128: packets x mss x 10^6 overflows u64 for values a record can carry.
+        delivery_rate: (interval > 0).then(|| {
+            let rate = u128::from(delivered) * u128::from(mss) * 1_000_000 / u128::from(interval);
+            rate.min(u128::from(u64::MAX)) as u64
+        }),
         mss,
         bbr,
         peak_ratio: f64::from(r.u32(c::PEAK_RATIO_MILLI)) / 1000.0,
@@ -344,6 +347,13 @@ mod tests {
         let Event::Close(c) = decode(&b).unwrap() else { panic!("kind") };
         assert_eq!(c.local, "[::1]:5201".parse().unwrap());
         assert_eq!((c.bbr, c.delivery_rate), (None, None));
+
+        // The largest counts a record can carry saturate the rate instead of overflowing.
+        b[116..120].copy_from_slice(&u32::MAX.to_ne_bytes());
+        b[120..124].copy_from_slice(&1u32.to_ne_bytes());
+        b[124..128].copy_from_slice(&u32::MAX.to_ne_bytes());
+        let Event::Close(c) = decode(&b).unwrap() else { panic!("kind") };
+        assert_eq!(c.delivery_rate, Some(u64::MAX));
 
         b[24] = 7;
         assert_eq!(decode(&b), Err(DecodeError::Family(7)));
