@@ -193,8 +193,7 @@ mod tests {
         if let Some(v) = tcp_min {
             r.tcp_info.set_min_rtt_us(v);
         }
-        r.bbr =
-            bbr_min.map(|m| BbrInfo { bw_bytes_per_sec: 0, min_rtt_us: m, pacing_gain: 1.0, cwnd_gain: 2.0 });
+        r.bbr = bbr_min.map(|m| BbrInfo::v1(0, m, 1.0, 2.0));
         r
     }
 
