@@ -96,7 +96,9 @@ fn fuzz_bpf_records() {
     fuzz("bpf records", corpus, |b| {
         let _ = event::decode(b);
         let _ = crate::model::RttWindow::parse(b, 7);
-        let _ = crate::model::BbrInfo::parse(b);
+        let _ = crate::model::BbrInfo::parse(b, Some("bbr"));
+        let _ = crate::model::BbrInfo::parse(b, Some("bbr2"));
+        let _ = crate::model::DctcpInfo::parse(b);
         let _ = crate::model::MemInfo::parse(b);
     });
 }

@@ -64,7 +64,7 @@ impl RecordBuilder {
     /// congestion control is left without it.
     pub fn bbr(mut self, bw_bytes_per_sec: u64, min_rtt_us: u32, pacing_gain: f64, cwnd_gain: f64) -> Self {
         if self.0.cc.as_deref() == Some("bbr") {
-            self.0.bbr = Some(BbrInfo { bw_bytes_per_sec, min_rtt_us, pacing_gain, cwnd_gain });
+            self.0.bbr = Some(BbrInfo::v1(bw_bytes_per_sec, min_rtt_us, pacing_gain, cwnd_gain));
         }
         self
     }

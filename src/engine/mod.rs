@@ -374,17 +374,17 @@ fn sample_of(r: &SocketRecord) -> Sample {
         bbr_bw_bytes_per_sec: r.bbr.map_or(0.0, |b| b.bw_bytes_per_sec as f32),
         delivery_rate_bytes_per_sec: i.delivery_rate_bytes_per_sec().unwrap_or(0) as f32,
         pacing_rate_bytes_per_sec: i.pacing_rate_bytes_per_sec().unwrap_or(0) as f32,
-        phase: derive::inferred_phase(r),
+        phase: derive::netlink_phase(r).map(|(p, _)| p),
     }
 }
 
 fn derived(rule: &RuleConfig, t: &Tracked, r: &SocketRecord, now: Instant) -> Derived {
     let baseline = rule.baseline.of(r);
     let srtt = r.tcp_info.srtt_us();
-    let phase = derive::inferred_phase(r);
+    let phase = derive::netlink_phase(r);
     Derived {
-        phase,
-        phase_source: phase.map(|_| Source::Inferred),
+        phase: phase.map(|(p, _)| p),
+        phase_source: phase.map(|(_, s)| s),
         baseline_rtt_us: baseline,
         queue_delay_us: srtt.zip(baseline).map(|(s, b)| s.saturating_sub(b)),
         inflation_ratio: derive::inflation_ratio(srtt, baseline),
@@ -400,10 +400,13 @@ fn derived(rule: &RuleConfig, t: &Tracked, r: &SocketRecord, now: Instant) -> De
 
 /// Overlays kernel values on what netlink inferred: the phase says where it came from. BBR's
 /// state at the socket's latest ACK (the RTT window read with the dump) is the freshest; the last
-/// mode-change event stands in when there is no window.
+/// mode-change event stands in when there is no window. A phase the kernel said over netlink
+/// (v2alpha, v3) stays: it was read with the same dump and names REFILL, which eBPF's reading
+/// of v1's `struct bbr` cannot.
 fn overlay(mut d: Derived, k: Option<&Arc<kernel::KernelSocket>>, r: &SocketRecord) -> Derived {
     let from_window = r.kernel_rtt.and_then(|w| w.bbr).and_then(|b| b.phase());
-    if let Some(p) = from_window.or_else(|| k.and_then(|k| k.bbr).and_then(|b| b.phase())) {
+    let from_kernel = from_window.or_else(|| k.and_then(|k| k.bbr).and_then(|b| b.phase()));
+    if let Some(p) = from_kernel.filter(|_| d.phase_source != Some(Source::Netlink)) {
         d.phase = Some(p);
         d.phase_source = Some(Source::Kernel);
     }

@@ -351,6 +351,37 @@ fn window_state_gives_the_kernel_phase() {
     assert_eq!(d.phase_source, Some(Source::Inferred), "no window, no event: inferred");
 }
 
+/// A v3 socket's phase is the one its netlink info names, even where eBPF reads `struct bbr`.
+#[test]
+fn v3_phase_from_netlink() {
+    use crate::model::bbr::fixtures;
+    use crate::model::{BbrInfo, BbrState, RttWindow};
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let v3 = |cookie: u64, window: Option<RttWindow>| {
+        let mut r = sock(cookie, "bbr", 20_000, 20_000, 0);
+        r.bbr = BbrInfo::parse(&fixtures::ext(3, 2, 7), Some("bbr"));
+        r.kernel_rtt = window;
+        r
+    };
+    let window = RttWindow {
+        samples: 1,
+        last_srtt_us: 20_000,
+        min_srtt_us: Some(20_000),
+        max_srtt_us: Some(20_000),
+        bbr: Some(BbrState { mode: 2, cycle_idx: 3, ..BbrState::default() }),
+    };
+    dump(&mut e, vec![v3(1, None), v3(2, Some(window))], t0);
+    let s = e.tick(t0);
+    for c in [1, 2] {
+        let d = &s.socket(c).unwrap().derived;
+        assert_eq!(
+            (d.phase, d.phase_source),
+            (Some(Phase::ProbeBw(ProbeBwStep::Refill)), Some(Source::Netlink))
+        );
+    }
+}
+
 /// A limit (e.g. no BBR state on this kernel) shows as the collector's reason, but the
 /// collector is up; a failed poll outranks it.
 #[test]

@@ -1,7 +1,7 @@
 //! Values derived from a socket record, in one place: phase, baseline RTT and inflation, the
 //! "limited by" verdict, and rates between two polls. All pure.
 
-use super::{Phase, SocketRecord, TcpInfo};
+use super::{Phase, SocketRecord, Source, TcpInfo};
 use serde::Serialize;
 use std::str::FromStr;
 use std::time::Duration;
@@ -49,9 +49,14 @@ impl Baseline {
     }
 }
 
-/// The phase inferred from the gains netlink reports, for BBR sockets.
-pub fn inferred_phase(rec: &SocketRecord) -> Option<Phase> {
-    rec.bbr.and_then(|b| Phase::from_gains(b.pacing_gain, b.cwnd_gain))
+/// A BBR socket's phase as netlink gives it, and where it came from: the kernel's own phase
+/// byte where the socket's BBR sends one (v2alpha, v3), else inferred from the gains with that
+/// version's table.
+pub fn netlink_phase(rec: &SocketRecord) -> Option<(Phase, Source)> {
+    let b = rec.bbr?;
+    let said = b.ext.filter(|_| b.version.has_phase_enum()).and_then(|e| Phase::from_netlink(e.kernel_phase));
+    said.map(|p| (p, Source::Netlink))
+        .or_else(|| Phase::infer(b.version, b.pacing_gain, b.cwnd_gain).map(|p| (p, Source::Inferred)))
 }
 
 /// srtt / baseline, when both are known.
@@ -187,14 +192,32 @@ mod tests {
     use super::*;
     use crate::model::{BbrInfo, TcpState};
 
+    #[test]
+    fn phase_from_netlink_or_gains_per_version() {
+        use crate::model::ProbeBwStep::*;
+        use crate::model::bbr::fixtures;
+        let with = |b: &[u8], cc: &str| {
+            let mut r = rec(None, None);
+            r.bbr = BbrInfo::parse(b, Some(cc));
+            netlink_phase(&r)
+        };
+        assert_eq!(with(&fixtures::v1(), "bbr"), Some((Phase::ProbeBw(Up), Source::Inferred)));
+        assert_eq!(with(&fixtures::ext(3, 2, 7), "bbr"), Some((Phase::ProbeBw(Refill), Source::Netlink)));
+        assert_eq!(with(&fixtures::ext(2, 2, 5), "bbr2"), Some((Phase::ProbeBw(Down), Source::Netlink)));
+        // v3 with its phase INVALID: v3's gains (1.25/2.25, probing up) say it.
+        assert_eq!(with(&fixtures::ext(3, 2, 0), "bbr"), Some((Phase::ProbeBw(Up), Source::Inferred)));
+        // An unknown version's phase byte is not read; its gains are read as v1's (2.25 is none).
+        assert_eq!(with(&fixtures::ext(9, 2, 7), "bbr"), None);
+        assert_eq!(netlink_phase(&rec(None, None)), None, "not BBR");
+    }
+
     fn rec(tcp_min: Option<u32>, bbr_min: Option<u32>) -> SocketRecord {
         let a = "127.0.0.1:1".parse().unwrap();
         let mut r = SocketRecord::new(1, a, a, TcpState::Established);
         if let Some(v) = tcp_min {
             r.tcp_info.set_min_rtt_us(v);
         }
-        r.bbr =
-            bbr_min.map(|m| BbrInfo { bw_bytes_per_sec: 0, min_rtt_us: m, pacing_gain: 1.0, cwnd_gain: 2.0 });
+        r.bbr = bbr_min.map(|m| BbrInfo::v1(0, m, 1.0, 2.0));
         r
     }
 

@@ -1,11 +1,13 @@
 //! The socket model: one record per socket, keyed by socket cookie, holding what the kernel said.
 //! Values derived from it live in [`derive`].
 
+pub mod bbr;
 pub mod derive;
 pub mod phase;
 pub mod state;
 pub mod tcp_info;
 
+pub use bbr::{BbrExt, BbrInfo, BbrVersion, DctcpInfo};
 pub use phase::{Phase, ProbeBwStep, Source};
 pub use state::{StateSet, TcpState};
 pub use tcp_info::{InfoSize, TcpInfo};
@@ -22,35 +24,6 @@ pub type Cookie = u64;
 fn u32_at(b: &[u8], i: usize) -> Option<u32> {
     let s = b.get(i * 4..i * 4 + 4)?;
     Some(u32::from_ne_bytes([s[0], s[1], s[2], s[3]]))
-}
-
-/// `struct tcp_bbr_info`, decoded.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct BbrInfo {
-    /// BBR's bottleneck bandwidth estimate (max filter of delivery rate).
-    pub bw_bytes_per_sec: u64,
-    /// BBR's own min RTT: a 10 s windowed minimum, re-measured in PROBE_RTT.
-    pub min_rtt_us: u32,
-    /// pacing_gain as a ratio (the kernel sends it x256).
-    pub pacing_gain: f64,
-    /// cwnd_gain as a ratio (the kernel sends it x256).
-    pub cwnd_gain: f64,
-}
-
-impl BbrInfo {
-    /// Size of `struct tcp_bbr_info`: bw_lo, bw_hi, min_rtt, pacing_gain, cwnd_gain (u32 each).
-    pub const LEN: usize = 20;
-
-    /// Decodes the payload of an `INET_DIAG_BBRINFO` attribute. `None` if it is too short.
-    pub fn parse(b: &[u8]) -> Option<BbrInfo> {
-        let u = |i: usize| u32_at(b, i);
-        Some(BbrInfo {
-            bw_bytes_per_sec: (u(1)? as u64) << 32 | u(0)? as u64,
-            min_rtt_us: u(2)?,
-            pacing_gain: u(3)? as f64 / 256.0,
-            cwnd_gain: u(4)? as f64 / 256.0,
-        })
-    }
 }
 
 /// `INET_DIAG_SKMEMINFO`: the socket's memory accounting, in bytes.
@@ -198,6 +171,9 @@ pub struct SocketRecord {
     pub tcp_info: TcpInfo,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bbr: Option<BbrInfo>,
+    /// DCTCP's ECN state (`tcp_dctcp_info`), for dctcp sockets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dctcp: Option<DctcpInfo>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skmem: Option<MemInfo>,
     /// Per-ACK RTT since the last read (eBPF); absent when eBPF is off.
@@ -219,6 +195,7 @@ impl SocketRecord {
             cc: None,
             tcp_info: TcpInfo::default(),
             bbr: None,
+            dctcp: None,
             skmem: None,
             kernel_rtt: None,
         }
@@ -239,12 +216,12 @@ mod tests {
         for v in [0x0000_0010u32, 0x1, 5000, 320, 512] {
             b.extend_from_slice(&v.to_ne_bytes());
         }
-        let i = BbrInfo::parse(&b).unwrap();
+        let i = BbrInfo::parse(&b, Some("bbr")).unwrap();
         assert_eq!(i.bw_bytes_per_sec, (1u64 << 32) | 0x10);
         assert_eq!(i.min_rtt_us, 5000);
         assert_eq!(i.pacing_gain, 1.25);
         assert_eq!(i.cwnd_gain, 2.0);
-        assert!(BbrInfo::parse(&b[..19]).is_none());
+        assert!(BbrInfo::parse(&b[..19], Some("bbr")).is_none());
     }
 
     #[test]

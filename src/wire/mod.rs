@@ -7,13 +7,14 @@ pub mod dump;
 pub(crate) mod fixtures;
 pub mod request;
 
-use crate::model::{BbrInfo, Cookie, InfoSize, MemInfo, RttWindow, SocketRecord, TcpState};
+use crate::model::{BbrInfo, Cookie, DctcpInfo, InfoSize, MemInfo, RttWindow, SocketRecord, TcpState};
 pub use dump::{Dump, DumpStats};
 use netlink_packet_core::{
     NLM_F_DUMP_INTR, NLMSG_DONE, NLMSG_ERROR, NLMSG_NOOP, NetlinkBuffer, NlaBuffer, NlasIterator, Parseable,
 };
 use netlink_packet_sock_diag::constants::{
-    INET_DIAG_BBRINFO, INET_DIAG_CONG, INET_DIAG_INFO, INET_DIAG_SKMEMINFO, SOCK_DIAG_BY_FAMILY,
+    INET_DIAG_BBRINFO, INET_DIAG_CONG, INET_DIAG_DCTCPINFO, INET_DIAG_INFO, INET_DIAG_SKMEMINFO,
+    SOCK_DIAG_BY_FAMILY,
 };
 use netlink_packet_sock_diag::inet::InetResponseHeader;
 use rustc_hash::FxHashSet;
@@ -203,16 +204,16 @@ pub fn parse_socket(
     rec.uid = hdr.uid;
     rec.inode = hdr.inode;
     let attrs = payload.get(INET_DIAG_MSG_LEN..).unwrap_or_default();
+    let mut cc_info = None;
     for nla in NlasIterator::new(attrs) {
-        let nla = nla.map_err(|e| WireError::Malformed(e.to_string()))?;
-        let v = nla.value();
-        match nla.kind() {
+        let (kind, v) = nla_of(nla)?;
+        match kind {
             INET_DIAG_INFO => match rec.tcp_info.fill(v) {
                 InfoSize::Short => stats.info_short += 1,
                 InfoSize::Long => stats.info_long += 1,
                 InfoSize::Exact => {}
             },
-            INET_DIAG_BBRINFO => rec.bbr = BbrInfo::parse(v),
+            INET_DIAG_BBRINFO | INET_DIAG_DCTCPINFO => cc_info = Some((kind, v)),
             INET_DIAG_CONG => {
                 let name = v.split(|&b| b == 0).next().unwrap_or_default();
                 rec.cc = Some(names.intern(name));
@@ -225,7 +226,22 @@ pub fn parse_socket(
             _ => {}
         }
     }
+    if let Some((kind, v)) = cc_info {
+        decode_cc_info(&mut rec, kind, v);
+    }
     Ok(rec)
+}
+
+/// The congestion control's own info, read once the cc name is known (whichever order the
+/// attributes came in): BBR's layout depends on which BBR, and only a BBR socket's info is read
+/// as BBR's, so DCTCP's (or a future algorithm's) bytes are never misread.
+fn decode_cc_info(rec: &mut SocketRecord, kind: u16, v: &[u8]) {
+    let cc = rec.cc.as_deref();
+    if kind == INET_DIAG_DCTCPINFO || cc == Some("dctcp") {
+        rec.dctcp = DctcpInfo::parse(v);
+    } else if cc.is_none_or(crate::model::bbr::is_bbr) {
+        rec.bbr = BbrInfo::parse(v, cc);
+    }
 }
 
 /// `INET_DIAG_SK_BPF_STORAGES` (include/uapi/linux/inet_diag.h); the crate does not name it.

@@ -177,6 +177,17 @@ proptest! {
         let _ = parse_socket(&bytes, &mut DumpStats::default(), &mut CcNames::default(), 0);
     }
 
+    /// Any bytes in the cc info slot, under any cc name, whichever attribute carries them.
+    #[test]
+    fn arbitrary_cc_info_never_panics(
+        info in proptest::collection::vec(any::<u8>(), 0..100),
+        cc in proptest::sample::select(vec![&b"bbr\0"[..], b"bbr2\0", b"dctcp\0", b"cubic\0"]),
+        kind in proptest::sample::select(vec![INET_DIAG_BBRINFO, INET_DIAG_DCTCPINFO]),
+    ) {
+        let attrs = vec![nla(kind, &info), nla(INET_DIAG_CONG, cc)];
+        let _ = DumpParser::new().feed(&[v4(1, &attrs), done(2)].concat());
+    }
+
     #[test]
     fn mutated_valid_dumps_never_panic(idx in 0usize..400, val in any::<u8>(), cut in 0usize..400) {
         let mut b = [v4(1, &full_attrs(7)), v4(2, &full_attrs(8)), done(2)].concat();
@@ -201,4 +212,44 @@ fn bpf_storage_window() {
     assert_eq!(d.sockets[0].kernel_rtt, None);
     let (_, d) = parse_all(&[[v4(1, &[]), done(2)].concat()]);
     assert_eq!(d.sockets[0].kernel_rtt, None);
+}
+
+/// A 52-byte BBR attribute with cc "bbr" is v3's layout; the cc name may come after it.
+#[test]
+fn bbr_v3_attribute() {
+    use crate::model::BbrVersion;
+    use crate::model::bbr::fixtures;
+    let info = nla(INET_DIAG_BBRINFO, &fixtures::ext(3, 2, 7));
+    let attrs = vec![info, nla(INET_DIAG_CONG, b"bbr\0")];
+    let (res, d) = parse_all(&[[v4(1, &attrs), done(2)].concat()]);
+    assert_eq!(res, Ok(Progress::Done { interrupted: false }));
+    let b = d.sockets[0].bbr.expect("bbr info");
+    assert_eq!((b.version, b.bw_bytes_per_sec, b.min_rtt_us), (BbrVersion::V3, 2_500_000, 40_000));
+    let e = b.ext.expect("v3's fields");
+    assert_eq!((e.kernel_phase, e.bw_hi_bytes_per_sec, e.inflight_hi_pkts), (7, Some(3_000_000), Some(120)));
+    // The same bytes from a "bbr2" socket are v2alpha's.
+    let attrs = vec![nla(INET_DIAG_CONG, b"bbr2\0"), nla(INET_DIAG_BBRINFO, &fixtures::ext(2, 2, 7))];
+    let (_, d) = parse_all(&[[v4(1, &attrs), done(2)].concat()]);
+    assert_eq!(d.sockets[0].bbr.map(|b| b.version), Some(BbrVersion::V2Alpha));
+}
+
+/// DCTCP answers the same request with its own struct: decoded as DCTCP's, never as BBR's.
+#[test]
+fn dctcp_attribute_is_not_bbr() {
+    let mut v = [1u16, 0].iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>();
+    v.extend([1024u32, 100, 200, 0, 0].iter().flat_map(|v| v.to_ne_bytes()));
+    for kind in [INET_DIAG_DCTCPINFO, INET_DIAG_BBRINFO] {
+        let attrs = vec![nla(INET_DIAG_CONG, b"dctcp\0"), nla(kind, &v)];
+        let (_, d) = parse_all(&[[v4(1, &attrs), done(2)].concat()]);
+        let s = &d.sockets[0];
+        assert_eq!(s.bbr, None, "attribute {kind}");
+        assert_eq!(
+            s.dctcp.map(|i| (i.enabled, i.alpha, i.ab_ecn_bytes, i.ab_tot_bytes)),
+            Some((true, 1024, 100, 200))
+        );
+    }
+    // Another cc's bytes in the BBR slot are not read as BBR's.
+    let attrs = vec![nla(INET_DIAG_CONG, b"cubic\0"), nla(INET_DIAG_BBRINFO, &bbr_info())];
+    let (_, d) = parse_all(&[[v4(1, &attrs), done(2)].concat()]);
+    assert_eq!((d.sockets[0].bbr, d.sockets[0].dctcp), (None, None));
 }
