@@ -41,6 +41,17 @@ pub enum Source {
     Inferred,
 }
 
+impl Source {
+    /// As the JSON names it (`phase_source`), for screens.
+    pub fn label(self) -> &'static str {
+        match self {
+            Source::Kernel => "kernel",
+            Source::Netlink => "netlink",
+            Source::Inferred => "inferred",
+        }
+    }
+}
+
 impl Phase {
     /// Infers the phase from `tcp_bbr_info` gains (ratios, 1.0 = BBR_UNIT).
     ///
@@ -164,6 +175,13 @@ impl fmt::Display for Phase {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn source_labels_are_the_json_names() {
+        for s in [Source::Kernel, Source::Netlink, Source::Inferred] {
+            assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{}\"", s.label()));
+        }
+    }
 
     #[test]
     fn gains_table() {

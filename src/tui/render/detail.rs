@@ -97,10 +97,7 @@ fn summary_line(s: &SocketView, v: &Screen) -> String {
 fn title(s: &SocketView) -> String {
     let r = &s.record;
     let phase = s.derived.phase.map_or(String::new(), |p| {
-        let source = match s.derived.phase_source {
-            Some(crate::model::Source::Kernel) => "kernel",
-            _ => "inferred",
-        };
+        let source = s.derived.phase_source.map_or("inferred", |s| s.label());
         format!("{} ({source})", p.label())
     });
     format!(" {} → {}  {}  cookie {}  {phase} ", r.local, r.peer, r.cc_name(), r.cookie)
