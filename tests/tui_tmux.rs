@@ -9,11 +9,14 @@ use support::guard;
 use support::lab::namespaces;
 use support::tools::have;
 
-struct Tmux(String);
+/// A tmux session, and the bbrtop processes started in it: dropping it ends both, so a failed
+/// test leaves no TUI running (by PID, only those it started).
+struct Tmux(String, std::cell::RefCell<Vec<u32>>);
 
 impl Tmux {
-    fn start() -> Tmux {
-        let t = Tmux(format!("bbrtop-test-{}", std::process::id()));
+    /// A session named for the process and `test`, since tests run side by side.
+    fn start(test: &str) -> Tmux {
+        let t = Tmux(format!("bbrtop-test-{}-{test}", std::process::id()), Default::default());
         let ok = Command::new("tmux")
             .args(["new-session", "-d", "-s", &t.0, "-x", "120", "-y", "40", "bash", "--norc", "--noprofile"])
             .status()
@@ -64,6 +67,7 @@ impl Tmux {
     fn launch(&self, extra: &str) -> (u32, String) {
         self.keys(&[&format!("{} --lab {extra}", env!("CARGO_BIN_EXE_bbrtop")), "Enter"]);
         let pid = self.child_pid();
+        self.1.borrow_mut().push(pid);
         (pid, self.wait_for("2 sockets: bbr 1, cubic 1"))
     }
 
@@ -110,6 +114,30 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).status();
+        for pid in self.1.borrow().iter() {
+            stop(*pid);
+        }
+    }
+}
+
+/// Ends a bbrtop this test started, if it still runs: SIGTERM, then SIGKILL after 5 s and the
+/// removal of the lab it could not tear down.
+fn stop(pid: u32) {
+    let alive = || std::path::Path::new(&format!("/proc/{pid}")).exists();
+    if !alive() {
+        return;
+    }
+    let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    let t = Instant::now();
+    while alive() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if alive() {
+        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        while alive() && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = Command::new(env!("CARGO_BIN_EXE_bbrtop")).args(["lab", "--cleanup"]).status();
     }
 }
 
@@ -118,7 +146,7 @@ fn root_tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     if !guard::lab("tmux TUI test") || !have("tmux") {
         return;
     }
-    let t = Tmux::start();
+    let t = Tmux::start("keys");
     t.keys(&["S0=$(stty -g)", "Enter"]);
     let (pid, p) = t.launch("");
     assert!(p.contains("collectors: netlink: ok"), "{p}");
@@ -182,6 +210,28 @@ fn root_tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     assert_eq!(std::fs::read_to_string(&err).unwrap(), "", "bbrtop wrote to stderr");
     let log = std::fs::read_to_string(&log).unwrap();
     assert!(log.contains(" lab bbrtop-") && log.ends_with(" exit\n"), "the log file:\n{log}");
+}
+
+/// Closing the terminal (its window, its ssh session) ends bbrtop, lab included, within seconds:
+/// crossterm alone would spin on the hung-up terminal and never see the stop flag.
+#[test]
+fn root_tui_ends_with_its_lab_when_the_terminal_goes_away() {
+    if !guard::lab("tmux TUI test") || !have("tmux") {
+        return;
+    }
+    let t = Tmux::start("hangup");
+    let (pid, _) = t.launch("");
+    assert!(Command::new("tmux").args(["kill-session", "-t", &t.0]).status().unwrap().success());
+    let started = Instant::now();
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "bbrtop {pid} runs on after its terminal closed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left = namespaces(&format!("bbrtop-{pid}-"));
+    assert!(left.is_empty(), "after the terminal closed, its lab is left: {left:?}");
 }
 
 #[test]

@@ -7,12 +7,15 @@ pub mod keymap;
 pub mod procs;
 pub mod render;
 pub mod system;
+mod tty;
 
+use crate::engine::snapshot::Snapshot;
 use crate::runtime::Published;
 use anyhow::Context;
 use app::App;
 use crossterm::event::{self, Event, KeyEventKind};
 use std::io::Write;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -49,6 +52,7 @@ pub fn ui_loop(
 ) -> anyhow::Result<()> {
     // The guard first: if setup fails half-way (raw mode on, no alternate screen), it still undoes it.
     let _guard = TerminalGuard;
+    let tty = tty::Tty::open().context("opening the terminal")?;
     // try_init also installs a panic hook that restores the terminal, then runs the previous hook.
     let mut terminal = ratatui::try_init().context("setting up the terminal")?;
     // libbpf would print its warnings over the screen; nothing may reach stderr while we draw.
@@ -84,16 +88,28 @@ pub fn ui_loop(
             .context("drawing")?;
         app.page = page;
         // Wake at least 4 times a second: new snapshots and SIGTERM are noticed promptly.
-        if event::poll(Duration::from_millis(250)).context("reading the terminal")? {
-            match event::read().context("reading the terminal")? {
-                Event::Key(k) if k.kind != KeyEventKind::Release => {
-                    if let Some(action) = keymap::action(app.mode(), k) {
-                        log.line(&format!("key {:?} -> {action:?}", k.code));
-                        app.update(action, rows, &latest);
-                    }
-                }
-                _ => {}
+        match tty.wait(Duration::from_millis(250)).context("reading the terminal")? {
+            tty::Ready::Gone => {
+                log.line("the terminal hung up");
+                tty::detach();
+                break;
             }
+            // A resize comes as a signal crossterm turns into an event: look even when quiet.
+            tty::Ready::Input | tty::Ready::Quiet => handle_events(&mut app, rows, &latest, log)?,
+        }
+    }
+    Ok(())
+}
+
+/// Hands every event crossterm has ready to the app, without waiting.
+fn handle_events(app: &mut App, rows: usize, latest: &Arc<Snapshot>, log: &mut Log) -> anyhow::Result<()> {
+    while event::poll(Duration::ZERO).context("reading the terminal")? {
+        if let Event::Key(k) = event::read().context("reading the terminal")?
+            && k.kind != KeyEventKind::Release
+            && let Some(action) = keymap::action(app.mode(), k)
+        {
+            log.line(&format!("key {:?} -> {action:?}", k.code));
+            app.update(action, rows, latest);
         }
     }
     Ok(())
