@@ -26,7 +26,9 @@ mod bpf {
         const SRC: &str = "bpf/bbrtop.bpf.c";
         const LOSS: &str = "bpf/lab_loss.bpf.c";
         const REJECT: &str = "bpf/tests/reject.bpf.c";
-        for f in [SRC, LOSS, REJECT, "bpf/bbrtop.h", "bpf/vmlinux_min.h"] {
+        for f in
+            [SRC, LOSS, REJECT, "bpf/bbrtop.h", "bpf/sock_state.h", "bpf/sock_record.h", "bpf/vmlinux_min.h"]
+        {
             println!("cargo:rerun-if-changed={f}");
         }
         let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));

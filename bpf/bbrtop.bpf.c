@@ -7,6 +7,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "bbrtop.h"
+#include "sock_state.h"
 
 #define AF_INET6 10
 #define IPPROTO_TCP 6
@@ -16,7 +17,6 @@
  * each load a PROBE_MEM load. tcp_probe only fires for full TCP sockets, so the cast holds. */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define TCP_SK(sk) ((struct tcp_sock *)bpf_rdonly_cast((sk), bpf_core_type_id_kernel(struct tcp_sock)))
-#define BBR_MODES 4
 /* struct bbr is in the kernel's BTF when BBR is built in, or its module was loaded before us.
  * libbpf turns this into a constant at load time: without the type, the branches that read
  * struct bbr are dead code, everything else loads, and userspace reports BBR state off. The
@@ -27,42 +27,12 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 const volatile __u32 ratio_milli = 1500; /* inflated while srtt*1000 >= ratio_milli*baseline */
 const volatile __u32 floor_us = 1000;    /* ... and srtt - baseline >= floor_us */
 
-struct sock_state {
-	/* Touched on every ACK, kept together at the start (next to the storage's own header). */
-	struct bbrtop_rtt_window w; /* first: userspace reads it at this offset */
-	__u32 samples;             /* lifetime */
-	__u8 is_bbr, mode, seen_phase, _pad;
-	const void *ca_ops;        /* the ops is_bbr was computed for */
-	__u64 onset_ns;            /* 0: not inflated */
-	__u32 bbr_min_rtt_us;      /* struct bbr's, as of the last read of it */
-	/* Touched on transitions. */
-	__u64 first_ns;
-	__u64 phase_began_ns;
-	__u32 peak_ratio_milli;    /* this episode */
-	__u32 peak_ratio_all;      /* lifetime */
-	__u32 inflations;
-	__u32 entered[BBR_MODES];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct sock_state);
-} socks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 4 << 20);
 } events SEC(".maps");
 
-/* The read epoch: userspace bumps it after each inet_diag read of the windows. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} read_epoch SEC(".maps");
 
 /* Ring-buffer reserve failures, per CPU; userspace sums them. */
 struct {
@@ -77,6 +47,7 @@ struct bbrtop_infl _infl_layout = {};
 struct bbrtop_phase _phase_layout = {};
 struct bbrtop_close _close_layout = {};
 struct bbrtop_rtt_window _window_layout = {};
+struct bbrtop_sock _sock_layout = {};
 
 static __always_inline void count_lost(void)
 {
@@ -118,6 +89,74 @@ static __always_inline void emit_infl(struct sock *sk, __u32 kind, struct sock_s
 	bpf_ringbuf_submit(e, 0);
 }
 
+/* Direct loads through the BTF pointers throughout, not probe-read helpers: each helper call
+ * costs tens of ns, and at 15k closes a second there are two sockets per connection. */
+static __always_inline void copy_in6(__u8 *dst, const struct in6_addr *a)
+{
+	__u32 *d = (__u32 *)dst;
+	for (int i = 0; i < 4; i++)
+		d[i] = a->in6_u.u6_addr32[i];
+}
+
+#include "sock_record.h"
+
+/* The socket walk (userspace's `walk` collector): a record per socket that moved, keyed by
+ * cookie, which userspace takes and deletes at each poll. Hooks fill a socket's record at its
+ * first move after each read, then at most every refresh_ns while it keeps moving, so a busy
+ * socket costs a fill a few times a second, not one per ACK. */
+const volatile __u8 walk_on = 0;
+const volatile __u64 refresh_ns = 250000000;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1 << 18);
+	__type(key, __u64);
+	__type(value, struct bbrtop_sock);
+} moved SEC(".maps");
+
+/* The record is built here, not on the 512-byte stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bbrtop_sock);
+} scratch SEC(".maps");
+
+/* Records the moved map had no room for, per CPU; userspace sums them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} moved_full SEC(".maps");
+
+static __always_inline void note_move(struct sock *sk, struct sock_state *st, __u32 epoch)
+{
+	__u64 now;
+	__u32 k = 0;
+
+	st->moved_epoch = epoch;
+	if (!walk_on)
+		return;
+	now = bpf_ktime_get_ns();
+	if (st->filled_epoch == epoch && now - st->filled_ns < refresh_ns)
+		return;
+	struct tcp_sock *tp = TCP_SK(sk);
+	struct bbrtop_sock *r = bpf_map_lookup_elem(&scratch, &k);
+	if (!tp || !r)
+		return;
+	fill_record(r, sk, tp, st, now);
+	if (bpf_map_update_elem(&moved, &r->cookie, r, 0)) {
+		__u64 *full = bpf_map_lookup_elem(&moved_full, &k);
+		if (full)
+			*full += 1;
+		return;
+	}
+	st->filled_epoch = epoch;
+	st->filled_ns = now;
+}
+
 SEC("tp_btf/tcp_probe")
 int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 {
@@ -143,9 +182,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 		st->first_ns = bpf_ktime_get_ns();
 	st->samples++;
 
-	/* An array lookup: the verifier inlines it, no helper call. */
-	__u32 k = 0, *ep = bpf_map_lookup_elem(&read_epoch, &k);
-	__u32 epoch = ep ? *ep : 0;
+	__u32 epoch = current_epoch();
 	if (st->w.epoch != epoch || !st->w.samples) {
 		st->w.epoch = epoch;
 		st->w.samples = 0;
@@ -158,6 +195,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 		st->w.min_srtt_us = srtt;
 	if (srtt > st->w.max_srtt_us)
 		st->w.max_srtt_us = srtt;
+	note_move(sk, st, epoch);
 
 	/* BBR's state moves at round-trip pace, and tcp_probe fires before BBR updates it for this
 	 * ACK, so reading it costs a cache miss or two: read it at every 8th ACK, not each. */
@@ -245,28 +283,39 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	return 0;
 }
 
-/* Dates each connection from its establishment. tcp_probe cannot: it skips the segments that
- * find nothing in flight, which are all a receiver gets. */
+/* Dates each connection from its establishment, and counts a state change as a move for the
+ * socket walk. tcp_probe cannot date it: it skips the segments that find
+ * nothing in flight, which are all a receiver gets. Storage is made at establishment only: a
+ * socket that predates bbrtop joins the walk's set when an ACK or a read first moves it. */
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(tcp_established, const struct sock *sk, const int oldstate, const int newstate)
 {
 	struct sock_state *st;
 
-	if (newstate != TCP_ESTABLISHED || sk->sk_protocol != IPPROTO_TCP)
+	if (sk->sk_protocol != IPPROTO_TCP)
 		return 0;
-	st = bpf_sk_storage_get(&socks, (struct sock *)sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (st && !st->first_ns)
+	st = bpf_sk_storage_get(&socks, (struct sock *)sk, 0,
+				newstate == TCP_ESTABLISHED ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+	if (!st)
+		return 0;
+	if (newstate == TCP_ESTABLISHED && !st->first_ns)
 		st->first_ns = bpf_ktime_get_ns();
+	/* Leaving ESTABLISHED is a move too; the state a socket closes in comes with its close. */
+	note_move((struct sock *)sk, st, current_epoch());
 	return 0;
 }
 
-/* Direct loads through the BTF pointers throughout, not probe-read helpers: each helper call
- * costs tens of ns, and at 15k closes a second there are two sockets per connection. */
-static __always_inline void copy_in6(__u8 *dst, const struct in6_addr *a)
+/* A receiver's move: the application read data (tcp_recvmsg adjusts the receive space each
+ * time). tcp_probe skips a pure receiver's segments, and this fires once per read, not per
+ * segment. */
+SEC("tp_btf/tcp_rcv_space_adjust")
+int BPF_PROG(tcp_rcv_space_adjust, struct sock *sk)
 {
-	__u32 *d = (__u32 *)dst;
-	for (int i = 0; i < 4; i++)
-		d[i] = a->in6_u.u6_addr32[i];
+	struct sock_state *st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+
+	if (st)
+		note_move(sk, st, current_epoch());
+	return 0;
 }
 
 SEC("tp_btf/tcp_destroy_sock")

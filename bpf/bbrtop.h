@@ -90,4 +90,32 @@ struct bbrtop_rtt_window {
 	__u8 bbr_flags;        /* bit 0: full_bw_reached, bit 1: lt_use_bw */
 };
 
+/* struct tcp_info (include/uapi/linux/tcp.h) through tcpi_total_rto_time: 248 bytes, filled by
+ * the hooks as tcp_get_info fills it. Userspace decodes it with the same code as netlink's copy. */
+#define BBRTOP_TCP_INFO_LEN 248
+
+/* The socket walk's record of one socket that moved (bpf/sock_record.h): 392 bytes. */
+struct bbrtop_sock {
+	__u64 cookie;
+	__u64 cgroup_id;       /* cgroup v2 id (the inode of its directory), 0 if none */
+	__u32 netns;           /* inode of the socket's network namespace */
+	__u32 uid;
+	__u32 inode;           /* the socket's inode, 0 once the file is gone */
+	__u16 family;          /* AF_INET 2 or AF_INET6 10 */
+	__u16 lport;           /* host order */
+	__u16 rport;           /* host order */
+	__u8 state;            /* TCP_ESTABLISHED 1, ... */
+	__u8 bbr_len;          /* bytes of bbr[] filled (tcp_bbr_info v1), 0 if not BBR */
+	__u16 hz;              /* the kernel's HZ, which the jiffies fields were converted with */
+	__u16 info_len;        /* bytes of info[] filled */
+	__u32 _pad;
+	__u64 filled_ns;       /* bpf_ktime_get_ns() when filled */
+	__u8 saddr[16];        /* v4: first 4 bytes */
+	__u8 daddr[16];
+	char cc[16];
+	struct bbrtop_rtt_window w;
+	__u8 info[BBRTOP_TCP_INFO_LEN];
+	__u8 bbr[20];
+};
+
 #endif

@@ -23,6 +23,7 @@ typedef __u32 __wsum;
 typedef _Bool bool;
 
 enum bpf_map_type {
+	BPF_MAP_TYPE_HASH = 1,
 	BPF_MAP_TYPE_ARRAY = 2,
 	BPF_MAP_TYPE_PERCPU_ARRAY = 6,
 	BPF_MAP_TYPE_RINGBUF = 27,
@@ -64,14 +65,48 @@ struct sock_common {
 	__be16 skc_dport;
 	__u16 skc_num;
 	unsigned short skc_family;
+	volatile unsigned char skc_state;
 	possible_net_t skc_net;
 	struct in6_addr skc_v6_daddr;
 	struct in6_addr skc_v6_rcv_saddr;
 };
 
+/* The socket walk's attribution: a socket's cgroup (v2) and its inode. */
+struct kernfs_node {
+	u64 id;
+};
+
+struct cgroup {
+	struct kernfs_node *kn;
+};
+
+struct sock_cgroup_data {
+	struct cgroup *cgroup;
+};
+
+typedef struct {
+	__u32 val;
+} kuid_t;
+
+struct socket;
+
+struct inode {
+	unsigned long i_ino;
+};
+
+struct socket_alloc {
+	struct socket *socket; /* a struct in the kernel; only its place matters here */
+	struct inode vfs_inode;
+};
+
 struct sock {
 	struct sock_common __sk_common;
 	u16 sk_protocol;
+	unsigned long sk_pacing_rate;
+	unsigned long sk_max_pacing_rate;
+	kuid_t sk_uid;
+	struct sock_cgroup_data sk_cgrp_data;
+	struct socket *sk_socket;
 };
 
 struct sk_buff;
@@ -87,7 +122,18 @@ struct inet_sock {
 
 struct inet_connection_sock {
 	struct inet_sock icsk_inet;
+	__u32 icsk_rto;
+	__u32 icsk_pmtu_cookie;
 	const struct tcp_congestion_ops *icsk_ca_ops;
+	__u8 icsk_ca_state: 5;
+	__u8 icsk_retransmits;
+	__u8 icsk_backoff;
+	__u8 icsk_probes_out;
+	struct {
+		__u32 ato: 8;
+		__u32 lrcvtime;
+		__u16 rcv_mss;
+	} icsk_ack;
 	__u64 icsk_ca_priv[13];
 };
 
@@ -100,18 +146,77 @@ struct minmax {
 	struct minmax_sample s[3];
 };
 
+struct tcp_options_received {
+	u16 tstamp_ok: 1, wscale_ok: 1, sack_ok: 3;
+	u16 spacer;
+	u16 snd_wscale: 4, rcv_wscale: 4;
+};
+
+/* Each bitfield sits in a storage unit of its own (see struct bbr below). */
 struct tcp_sock {
 	struct inet_connection_sock inet_conn;
 	u32 srtt_us;
+	u32 mdev_us;
 	u32 packets_out;
+	u32 sacked_out;
+	u32 lost_out;
+	u32 retrans_out;
 	struct minmax rtt_min;
 	u32 mss_cache;
 	u32 snd_cwnd;
+	u32 snd_ssthresh;
 	u32 total_retrans;
 	u32 rate_delivered;
 	u32 rate_interval_us;
+	u8 rate_app_limited: 1;
+	u32 spacer1;
+	u8 fastopen_client_fail: 2;
+	u32 spacer2;
+	u8 syn_data_acked: 1;
+	u32 spacer3;
+	u8 syn_fastopen_child: 1;
+	u32 spacer4;
+	u8 tcp_usec_ts: 1;
+	u32 spacer5;
 	u64 bytes_acked;
 	u64 bytes_received;
+	u64 bytes_sent;
+	u64 bytes_retrans;
+	u32 segs_out;
+	u32 segs_in;
+	u32 data_segs_out;
+	u32 data_segs_in;
+	u32 delivered;
+	u32 delivered_ce;
+	u32 dsack_dups;
+	u32 reord_seen;
+	u32 rcv_ooopack;
+	u32 snd_wnd;
+	u32 rcv_wnd;
+	u32 reordering;
+	u32 rcv_ssthresh;
+	u16 advmss;
+	struct {
+		u32 rtt_us;
+	} rcv_rtt_est;
+	struct {
+		u32 space;
+	} rcvq_space;
+	u32 lsndtime;
+	u32 rcv_tstamp;
+	u32 write_seq;
+	u32 snd_nxt;
+	u8 chrono_type;
+	u32 chrono_start;
+	u32 chrono_stat[3];
+	u32 rto_stamp;
+	u16 total_rto;
+	u16 total_rto_recoveries;
+	u32 total_rto_time;
+	u16 timeout_rehash;
+	u32 plb_rehash;
+	u8 ecn_flags;
+	struct tcp_options_received rx_opt;
 };
 
 /* net/ipv4/tcp_bbr.c; present in vmlinux BTF when BBR is built in (module BTF otherwise). */

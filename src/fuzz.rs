@@ -92,8 +92,10 @@ fn fuzz_bpf_records() {
     close[event::off::close::CC..event::off::close::CC + 3].copy_from_slice(b"bbr");
     let window: Vec<u8> =
         [7u32, 3, 1200, 1000, 1500].iter().flat_map(|v| v.to_ne_bytes()).chain([1, 2, 5, 1]).collect();
-    let corpus = vec![record(1, INFL_LEN), record(2, INFL_LEN), record(3, PHASE_LEN), close, window];
+    let walked = crate::wire::walk::fixture::Rec::v4(1, "bbr").0.to_vec();
+    let corpus = vec![record(1, INFL_LEN), record(2, INFL_LEN), record(3, PHASE_LEN), close, window, walked];
     fuzz("bpf records", corpus, |b| {
+        let _ = crate::wire::walk::parse([b], 7, u64::MAX, &mut crate::wire::CcNames::default());
         let _ = event::decode(b);
         let _ = crate::model::RttWindow::parse(b, 7);
         let _ = crate::model::BbrInfo::parse(b, Some("bbr"));

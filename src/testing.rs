@@ -49,6 +49,11 @@ impl RecordBuilder {
         self
     }
 
+    pub fn netns(mut self, netns: u64) -> Self {
+        self.0.netns = Some(netns);
+        self
+    }
+
     tcp_info_setters! {
         srtt_us => set_srtt_us: u32,
         min_rtt_us => set_min_rtt_us: u32,

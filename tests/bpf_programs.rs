@@ -20,7 +20,7 @@ use support::guard;
 bbrtop::bpf_skeleton!(reject, "reject.skel.rs");
 
 fn load_with(btf: Option<std::path::PathBuf>) -> Loaded {
-    let l = loader::load(&LoadConfig { ratio_milli: 1500, floor_us: 1000, btf }).expect("load");
+    let l = loader::load(&LoadConfig { ratio_milli: 1500, floor_us: 1000, btf, walk: true }).expect("load");
     assert!(l.failed.is_empty(), "attach failures: {:?}", l.failed);
     assert_eq!(l.links.len(), bbrtop::bpf::PROGRAMS.len());
     l
@@ -364,31 +364,37 @@ fn root_sigint_sigterm_and_a_panic_detach_every_program() {
     assert!(left.is_empty(), "programs still loaded after a panic: {left:?}");
 }
 
+/// Once attached, `watch` drops what it no longer needs: CAP_PERFMON always; CAP_BPF too with the
+/// socket walk, but not with netlink, since the kernel checks it whenever inet_diag hands over
+/// the RTT windows.
 #[test]
-fn root_watch_drops_cap_perfmon_after_attach_and_keeps_cap_bpf_for_the_windows() {
+fn root_watch_drops_the_capabilities_it_no_longer_needs() {
     if !guard::bpf("bbrtop watch with eBPF") {
         return;
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
-        .args(["watch", "--ndjson", "--port", "1", "--interval", "100ms"])
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("run bbrtop watch");
-    let status = format!("/proc/{}/status", child.id());
-    // CAP_BPF stays: the kernel checks it whenever inet_diag hands over the RTT windows.
-    let dropped = |s: &str| CapSet::parse_status(s).is_some_and(|c| c.has(Cap::Bpf) && !c.has(Cap::Perfmon));
-    let start = Instant::now();
-    let mut last = String::new();
-    while start.elapsed() < Duration::from_secs(10) {
-        last = std::fs::read_to_string(&status).unwrap_or_default();
-        if dropped(&last) {
-            break;
+    for (collector, keeps_bpf) in [("netlink", true), ("walk", false)] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+            .args(["watch", "--ndjson", "--port", "1", "--interval", "100ms", "--collector", collector])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("run bbrtop watch");
+        let status = format!("/proc/{}/status", child.id());
+        let dropped = |s: &str| {
+            CapSet::parse_status(s).is_some_and(|c| c.has(Cap::Bpf) == keeps_bpf && !c.has(Cap::Perfmon))
+        };
+        let start = Instant::now();
+        let mut last = String::new();
+        while start.elapsed() < Duration::from_secs(10) {
+            last = std::fs::read_to_string(&status).unwrap_or_default();
+            if dropped(&last) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(dropped(&last), "{collector}: CAP_BPF kept: {keeps_bpf}, CAP_PERFMON dropped: {last}");
     }
-    let _ = child.kill();
-    let _ = child.wait();
-    assert!(dropped(&last), "CapEff should have CAP_BPF and not CAP_PERFMON: {last}");
 }
 
 /// The RTT window comes with each netlink dump and starts afresh after it: each read holds the

@@ -27,6 +27,8 @@ pub struct LoadConfig {
     pub floor_us: u32,
     /// A BTF file to use instead of the running kernel's (libbpf's `btf_custom_path`).
     pub btf: Option<PathBuf>,
+    /// Whether the hooks write the socket walk's records (`--collector walk`).
+    pub walk: bool,
 }
 
 impl LoadConfig {
@@ -35,6 +37,7 @@ impl LoadConfig {
             ratio_milli: (rule.ratio * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32,
             floor_us: rule.floor.as_micros().min(u32::MAX as u128) as u32,
             btf: None,
+            walk: false,
         }
     }
 }
@@ -86,6 +89,8 @@ pub struct Loaded {
     lost: MapHandle,
     socks: MapHandle,
     read_epoch: MapHandle,
+    /// The socket walk's records, when loaded with it on.
+    moved: Option<MapHandle>,
 }
 
 impl Loaded {
@@ -129,6 +134,13 @@ impl Loaded {
             epoch.update(&0u32.to_ne_bytes(), &e.to_ne_bytes(), MapFlags::ANY).map_err(std::io::Error::other)
         };
         Ok(WindowStorage { map, set_epoch: Box::new(set_epoch) })
+    }
+
+    /// The socket walk, of sockets in `states`, if the object was loaded with it on.
+    pub fn walker(&self, states: crate::model::StateSet) -> Result<super::walk::Walker, String> {
+        let moved = self.moved.as_ref().ok_or("socket walk off: not asked for at load")?;
+        let dup = |m: &MapHandle| MapHandle::try_from(m).map_err(|e| format!("socket walk off: {e}"));
+        Ok(super::walk::Walker::new(dup(moved)?, dup(&self.read_epoch)?, states))
     }
 
     /// Drains the ring buffer without blocking, into the inbox.
@@ -190,6 +202,7 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
         ro.ratio_milli = cfg.ratio_milli;
         ro.floor_us = cfg.floor_us;
+        ro.walk_on = u8::from(cfg.walk);
     }
     let skel = logged_load(|| open.load())?;
 
@@ -219,7 +232,8 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     let (lost, socks, read_epoch) =
         (handle(&skel.maps.lost)?, handle(&skel.maps.socks)?, handle(&skel.maps.read_epoch)?);
     let bbr_state = struct_bbr_known(cfg.btf.as_deref());
-    Ok(Loaded { links, failed, prog_ids, handles, ringbuf, inbox, bbr_state, lost, socks, read_epoch })
+    let moved = if cfg.walk { Some(handle(&skel.maps.moved)?) } else { None };
+    Ok(Loaded { links, failed, prog_ids, handles, ringbuf, inbox, bbr_state, lost, socks, read_epoch, moved })
 }
 
 #[cfg(test)]
@@ -301,9 +315,44 @@ mod tests {
         assert_eq!(size_of::<[std::ffi::c_char; c::CC_LEN]>(), size_of_val(&bbrtop_close::default().cc));
     }
 
+    /// The socket walk's record, field by field, against the offsets its parser reads.
+    #[test]
+    fn the_walk_record_matches_the_c_header() {
+        use crate::wire::walk::{REC_LEN, off as o};
+        use types::bbrtop_sock as s;
+        macro_rules! at {
+            ($field:ident, $rust:expr) => {
+                assert_eq!(offset_of!(s, $field), $rust, concat!("bbrtop_sock.", stringify!($field)))
+            };
+        }
+        assert_eq!(size_of::<s>(), REC_LEN);
+        at!(cookie, o::COOKIE);
+        at!(cgroup_id, o::CGROUP_ID);
+        at!(netns, o::NETNS);
+        at!(uid, o::UID);
+        at!(inode, o::INODE);
+        at!(family, o::FAMILY);
+        at!(lport, o::LPORT);
+        at!(rport, o::RPORT);
+        at!(state, o::STATE);
+        at!(bbr_len, o::BBR_LEN);
+        at!(hz, o::HZ);
+        at!(info_len, o::INFO_LEN);
+        at!(filled_ns, o::FILLED_NS);
+        at!(saddr, o::SADDR);
+        at!(daddr, o::DADDR);
+        at!(cc, o::CC);
+        at!(w, o::W);
+        at!(info, o::INFO);
+        at!(bbr, o::BBR);
+        assert_eq!(size_of_val(&s::default().info), o::INFO_CAP);
+        assert_eq!(size_of_val(&s::default().bbr), o::BBR_CAP);
+        assert_eq!(size_of_val(&s::default().cc), o::CC_LEN);
+    }
+
     #[test]
     fn rule_to_rodata() {
         let c = LoadConfig::from_rule(&RuleConfig::default());
-        assert_eq!(c, LoadConfig { ratio_milli: 1500, floor_us: 1000, btf: None });
+        assert_eq!(c, LoadConfig { ratio_milli: 1500, floor_us: 1000, btf: None, walk: false });
     }
 }

@@ -30,16 +30,22 @@ mod collector;
 pub mod event;
 #[cfg(feature = "bpf")]
 pub mod loader;
+#[cfg(feature = "bpf")]
+pub mod walk;
 
 use crate::caps::{self, Cap, CapSet};
 use crate::collect::inet_diag::WindowStorage;
 use crate::engine::Update;
 use crate::engine::sink::{Feed, Source};
 use crate::engine::status::{BpfPoll, Cause, Reason};
+use crate::model::StateSet;
 use crate::rule::RuleConfig;
 use std::path::Path;
 
 pub const BTF_PATH: &str = "/sys/kernel/btf/vmlinux";
+
+/// Polls between netlink's reconciling dumps when the socket walk reads the sockets.
+pub const RECONCILE_EVERY: u64 = 60;
 
 /// The programs bbrtop attaches, by name (these are also their names in `bpftool prog show`).
 pub const PROGRAMS: [&str; 3] = ["tcp_probe", "tcp_established", "tcp_destroy_sock"];
@@ -88,12 +94,15 @@ pub struct Loading {
     pub sources: Vec<Box<dyn Source>>,
     pub status: BpfStatus,
     pub windows: Option<WindowStorage>,
+    /// The kernel walk when asked for, or why there is none.
+    pub walker: Result<Box<dyn Source>, String>,
 }
 
 impl Loading {
     fn off(reason: Reason) -> Loading {
         Loading {
             sources: vec![Box::new(Off(reason.clone()))],
+            walker: Err(reason.detail.clone()),
             status: BpfStatus::off(reason),
             windows: None,
         }
@@ -101,7 +110,8 @@ impl Loading {
 
     /// The capabilities no longer needed once this is loaded: with programs attached,
     /// CAP_PERFMON (the fds are open), and CAP_BPF too unless the netlink collector reads the RTT
-    /// windows (the kernel checks it each time inet_diag hands socket storage over).
+    /// windows (the kernel checks it each time inet_diag hands socket storage over). The walk
+    /// needs neither: its iterator was attached at load, and its maps are open fds.
     pub fn droppable(&self) -> &'static [Cap] {
         match (self.status.attached.is_empty(), self.windows.is_some()) {
             (true, _) => &[],
@@ -111,17 +121,19 @@ impl Loading {
     }
 }
 
-/// Loads and attaches the programs, if this host and process can.
-pub fn load(rule: &RuleConfig) -> Loading {
+/// Loads and attaches the programs, if this host and process can; with the kernel walk of
+/// sockets in `walk` states when asked for.
+pub fn load(rule: &RuleConfig, walk: Option<StateSet>) -> Loading {
     if let Some(reason) = unavailable(CapSet::effective(), Path::new(BTF_PATH)) {
         return Loading::off(reason);
     }
-    load_source(rule)
+    load_source(rule, walk)
 }
 
 #[cfg(feature = "bpf")]
-fn load_source(rule: &RuleConfig) -> Loading {
-    match loader::load(&loader::LoadConfig::from_rule(rule)) {
+fn load_source(rule: &RuleConfig, walk: Option<StateSet>) -> Loading {
+    let cfg = loader::LoadConfig { walk: walk.is_some(), ..loader::LoadConfig::from_rule(rule) };
+    match loader::load(&cfg) {
         Ok(l) => {
             let status = l.status();
             if l.links.is_empty() {
@@ -133,14 +145,18 @@ fn load_source(rule: &RuleConfig) -> Loading {
                 };
             }
             let windows = l.window_storage().ok();
-            Loading { sources: vec![Box::new(collector::Collector::new(l))], status, windows }
+            let walker = match walk {
+                Some(states) => l.walker(states).map(|w| Box::new(w) as Box<dyn Source>),
+                None => Err("not asked for".into()),
+            };
+            Loading { sources: vec![Box::new(collector::Collector::new(l))], status, windows, walker }
         }
         Err(e) => Loading::off(Reason::new(Cause::LoadFailed, format!("eBPF off: {e}"))),
     }
 }
 
 #[cfg(not(feature = "bpf"))]
-fn load_source(_: &RuleConfig) -> Loading {
+fn load_source(_: &RuleConfig, _: Option<StateSet>) -> Loading {
     unreachable!("unavailable() is Some without the bpf feature")
 }
 

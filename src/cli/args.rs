@@ -66,6 +66,21 @@ pub struct SourceArgs {
     /// Time between polls, e.g. 1s, 250ms.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
+    /// What reads the sockets. walk: the eBPF walk of the sockets that moved, in every network
+    /// namespace (netlink seeds and reconciles the host's every minute); netlink: a dump of
+    /// every socket of one namespace each poll; auto: walk when eBPF runs and neither --netns
+    /// nor --lab narrows the view to one namespace, else netlink.
+    #[arg(long, value_name = "KIND", default_value = "auto")]
+    pub collector: CollectorChoice,
+}
+
+/// `--collector`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CollectorChoice {
+    #[default]
+    Auto,
+    Walk,
+    Netlink,
 }
 
 /// The queue-delay alert rule (ARCHITECTURE.md, "The alert rule").

@@ -4,9 +4,9 @@
 //! engine and its poller. `lab` runs the first step and its own runner (see `cli::lab`).
 
 use super::Failure;
-use super::args::PollArgs;
+use super::args::{CollectorChoice, PollArgs};
 use crate::bpf::{BpfStatus, Loading};
-use crate::collect::InetDiag;
+use crate::collect::{Every, InetDiag};
 use crate::engine::Engine;
 use crate::engine::sink::Source;
 use crate::lab::{Lab, LabConfig};
@@ -45,22 +45,34 @@ pub fn start(
     };
     // 3. Netlink, opened inside the watched namespace (CAP_SYS_ADMIN for another one).
     let cfg = poll.engine_config();
-    let mut diag = InetDiag::open(netns.as_ref(), cfg.filter.state_set()).map_err(Failure::from_collect)?;
-    // 4. eBPF: load and attach (CAP_BPF, CAP_PERFMON), or the reason it is off.
-    let bpf = crate::bpf::load(&cfg.rule);
-    // 5. Capabilities the attached programs no longer need.
+    let states = cfg.filter.state_set();
+    let mut diag = InetDiag::open(netns.as_ref(), states).map_err(Failure::from_collect)?;
+    let want_walk = wants_walk(poll.source.collector, netns.is_some())?;
+    let mut bpf = crate::bpf::load(&cfg.rule, want_walk.then_some(states));
+    let walker = take_walker(&mut bpf, poll.source.collector, want_walk)?;
     drop_privileges(&bpf, note);
     if let Some(line) = bpf_note(&bpf.status) {
         note(&line);
     }
-    let Loading { sources: bpf_sources, status, windows } = bpf;
-    if let Some(w) = windows {
-        diag.read_windows(w);
+    let Loading { sources: bpf_sources, status, windows, .. } = bpf;
+    let mut engine = Engine::new(cfg);
+    let mut sources: Vec<Box<dyn Source>> = Vec::new();
+    match walker {
+        Some(walker) => {
+            sources.push(Box::new(Every::new(diag, RECONCILE_EVERY)));
+            sources.extend(bpf_sources);
+            sources.push(walker);
+            engine.set_roles(NETLINK_SEEDS.into(), Some(WALK_READS.into()));
+        }
+        None => {
+            if let Some(w) = windows {
+                diag.read_windows(w);
+            }
+            sources.push(Box::new(diag));
+            sources.extend(bpf_sources);
+            engine.set_roles(netlink_reads(poll.source.collector, netns.is_some(), &status), None);
+        }
     }
-    let mut sources: Vec<Box<dyn Source>> = vec![Box::new(diag)];
-    sources.extend(bpf_sources);
-    // 6. The engine, and 7. its poller: unprivileged from here on.
-    let engine = Engine::new(cfg);
     let runtime = Runtime::start(engine, sources, poll.source.interval).context("starting the poller")?;
     Ok(Started { runtime, stop, netns, bpf: status, lab })
 }
@@ -68,6 +80,59 @@ pub fn start(
 /// The first step of every long-running command: SIGINT, SIGTERM, SIGHUP (a terminal or SSH
 /// session that goes away) and SIGQUIT set the returned flag instead of killing the process, so
 /// it can restore the terminal and tear the lab down. Registered before anything is set up.
+use crate::bpf::RECONCILE_EVERY;
+const NETLINK_SEEDS: &str = "seeds the host namespace's sockets at start and reconciles them every 60 polls";
+const WALK_READS: &str = "reads the sockets that moved since the last poll, in every network namespace";
+
+/// Whether to ask for the kernel walk: always for `--collector walk` (an error with a narrowed
+/// view), never for netlink, and for auto unless one namespace is asked for.
+fn wants_walk(choice: CollectorChoice, one_netns: bool) -> Result<bool, Failure> {
+    match (choice, one_netns) {
+        (CollectorChoice::Walk, true) => Err(Failure::Usage(
+            "--collector walk reads every namespace; --netns and --lab read one (use --collector netlink)"
+                .into(),
+        )),
+        (CollectorChoice::Walk, false) | (CollectorChoice::Auto, false) => Ok(true),
+        _ => Ok(false),
+    }
+}
+
+/// The walk, if it loaded; `--collector walk` without it is an error, auto falls back to netlink.
+/// With the walk, netlink reads no RTT windows (the walk carries them), so CAP_BPF can go too.
+fn take_walker(
+    bpf: &mut Loading,
+    choice: CollectorChoice,
+    wanted: bool,
+) -> Result<Option<Box<dyn Source>>, Failure> {
+    if !wanted {
+        return Ok(None);
+    }
+    match std::mem::replace(&mut bpf.walker, Err(String::new())) {
+        Ok(w) => {
+            bpf.windows = None;
+            Ok(Some(w))
+        }
+        Err(why) if choice == CollectorChoice::Walk => {
+            Err(Failure::Privilege(format!("--collector walk: {why}")))
+        }
+        Err(why) => {
+            bpf.walker = Err(why);
+            Ok(None)
+        }
+    }
+}
+
+/// Netlink's role when it reads every socket, and why the walk does not.
+fn netlink_reads(choice: CollectorChoice, one_netns: bool, bpf: &BpfStatus) -> String {
+    let why = match (choice, one_netns, &bpf.reason) {
+        (CollectorChoice::Netlink, _, _) => "--collector netlink".to_string(),
+        (_, true, _) => "one namespace asked for".to_string(),
+        (_, _, Some(r)) => r.detail.clone(),
+        _ => "the kernel walk did not load".to_string(),
+    };
+    format!("reads every socket of its namespace each poll (no kernel walk: {why})")
+}
+
 pub fn signals() -> Result<Arc<AtomicBool>, Failure> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
     let stop = Arc::new(AtomicBool::new(false));

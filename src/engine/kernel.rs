@@ -227,10 +227,9 @@ impl KernelState {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn flow(cc: &str, srtt_us: u32, rate: Option<u64>) -> ClosedFlow {
+impl ClosedFlow {
+    /// A closed flow for tests: cookie 1, 10 bytes acked in 2 s.
+    pub fn example(cc: &str, srtt_us: u32, rate: Option<u64>) -> ClosedFlow {
         ClosedFlow {
             seq: 0,
             cookie: 1,
@@ -249,6 +248,15 @@ mod tests {
             bbr: None,
             peak_inflation_ratio: 0.0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(cc: &str, srtt_us: u32, rate: Option<u64>) -> ClosedFlow {
+        ClosedFlow::example(cc, srtt_us, rate)
     }
 
     #[test]

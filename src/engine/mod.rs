@@ -23,7 +23,7 @@ use snapshot::{AlertStatus, AlertView, CollectorStatus, Derived, RecordRef, Snap
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-pub use update::Update;
+pub use update::{Update, Walk};
 
 /// The moment an update or tick happens: monotonic for arithmetic, wall-clock for reports.
 #[derive(Clone, Copy, Debug)]
@@ -69,17 +69,16 @@ impl Default for EngineConfig {
     }
 }
 
-/// A socket not yet in a complete dump.
-const UNPLACED: u32 = u32::MAX;
-
-/// What the engine keeps of one socket between polls. The record itself stays in the dump it
-/// came from (`idx`), so a poll moves no record.
+/// What the engine keeps of one socket between polls. The record itself stays in the dump or
+/// walk it came from, so a poll moves no record.
 struct Tracked {
     cookie: Cookie,
-    /// Its place in the engine's last complete dump ([`UNPLACED`] until it is in one).
-    idx: u32,
+    /// Its latest record, in a dump or walk that ended (`None` until it is in one).
+    rec: Option<RecordRef>,
     /// Its place in the dump being read.
     next_idx: u32,
+    /// Its network namespace: a dump of one namespace ends only that namespace's sockets.
+    netns: Option<u64>,
     first_seen: Instant,
     counters: Counters,
     counters_at: Instant,
@@ -107,8 +106,9 @@ impl Tracked {
     fn new(rec: &SocketRecord, counters: Counters, now: Instant, generation: u64) -> Tracked {
         Tracked {
             cookie: rec.cookie,
-            idx: UNPLACED,
-            next_idx: UNPLACED,
+            rec: None,
+            next_idx: 0,
+            netns: rec.netns,
             first_seen: now,
             counters,
             counters_at: now,
@@ -163,13 +163,13 @@ pub struct Engine {
     /// Where each socket is in `tracked`: a small map, and the state itself stays dense.
     index: FxHashMap<Cookie, u32>,
     tracked: Vec<Tracked>,
-    /// The latest dump's records, which `Tracked::idx` points into.
-    records: Arc<Vec<SocketRecord>>,
     /// Whether the dump being read needs no filtering.
     unfiltered: bool,
     generation: u64,
     seq: u64,
     netlink: CollectorStatus,
+    /// The kernel walk's status, once it has walked.
+    walk: CollectorStatus,
     alerts: Alerts,
     kernel: kernel::KernelState,
     /// When the dump being read was read.
@@ -181,11 +181,11 @@ impl Engine {
         Engine {
             index: FxHashMap::default(),
             tracked: Vec::new(),
-            records: Arc::default(),
             unfiltered: true,
             generation: 0,
             seq: 0,
             netlink: CollectorStatus::netlink(),
+            walk: CollectorStatus::walk(),
             alerts: Alerts { keep: cfg.recent_alerts, ..Alerts::default() },
             cfg,
             kernel: kernel::KernelState::default(),
@@ -208,13 +208,16 @@ impl Engine {
                 self.kernel.close(*c)
             }
             Update::BpfStatus(poll) => self.kernel.status.bpf_poll(poll),
+            Update::Walked(w) => self.walked(*w),
+            Update::WalkFailed { error, duration } => self.walk.walk_failed(error, duration),
         }
     }
 
     /// One socket of the dump being read; `idx` is its place in that dump's record vector.
-    fn observe(&mut self, idx: u32, rec: &SocketRecord, now: Now) {
+    /// Returns its slot, unless the filter leaves it out.
+    fn observe(&mut self, idx: u32, rec: &SocketRecord, now: Now) -> Option<u32> {
         if !self.unfiltered && !self.cfg.filter.matches(rec) {
-            return;
+            return None;
         }
         let (rule, cap, generation) = (self.cfg.rule, self.cfg.history, self.generation);
         let cookie = rec.cookie;
@@ -238,6 +241,7 @@ impl Engine {
         }
         t.next_idx = idx;
         t.generation = generation;
+        t.netns = rec.netns;
 
         let (sample, tr) = evaluate(&rule, t, rec, self.kernel.onset(cookie), now.mono);
         self.alerts.record(rec, &t.alert, sample, tr, now);
@@ -246,37 +250,93 @@ impl Engine {
         if t.history.needs_write(generation, &sample, cap) {
             Arc::make_mut(&mut t.history).record(generation, sample, cap);
         }
+        Some(slot)
     }
 
-    /// Ends the dump whose records were observed: sockets it does not list have closed.
+    /// Ends the dump whose records were observed: sockets of its namespace it does not list have
+    /// closed (sockets of other namespaces, which a kernel walk reported, are not its to end).
     fn end_dump(&mut self, dump: Dump, now: Now) {
         self.netlink.saw_dump(&dump.stats, now.wall);
         let (generation, records) = (self.generation, Arc::new(dump.sockets));
         // A restarted family was observed twice: a socket seen only the first time may point at
         // another socket's place now. It is gone; the check costs a pass only after a restart.
         let recheck = dump.stats.intr_retries > 0;
+        let ours = |t: &Tracked| dump.netns.is_none() || t.netns.is_none() || t.netns == dump.netns;
         let mut slot = 0;
         while slot < self.tracked.len() {
             let t = &mut self.tracked[slot];
             let listed = t.generation == generation
                 && (!recheck || records.get(t.next_idx as usize).is_some_and(|r| r.cookie == t.cookie));
             if listed {
-                t.idx = t.next_idx;
+                t.rec = Some(RecordRef::new(Arc::clone(&records), t.next_idx));
                 t.missed = 0;
-                slot += 1;
-            } else if t.missed < GRACE && !t.closed && t.idx != UNPLACED {
-                // Kept, unseen, for a poll: its record is gone with the last dump.
-                t.missed += 1;
-                slot += 1;
-            } else {
-                // Closed: resolve its alert and prune it, keeping `tracked` dense.
-                let tr = t.alert.end();
-                self.alerts.ended(t.cookie, tr, now);
-                self.remove(slot);
+            } else if ours(t) && !self.keep_missing(slot, now) {
+                continue;
+            }
+            slot += 1;
+        }
+        self.kernel.prune(generation, |c| self.index.contains_key(&c));
+    }
+
+    /// Sockets the walk found moving; the others are as they were. A socket eBPF saw close goes
+    /// now (its record stays in the closed flows).
+    fn walked(&mut self, w: Walk) {
+        self.generation += 1;
+        // The walk hands over only the states asked for, as the kernel does for a dump.
+        self.unfiltered = Filter { states: None, ..self.cfg.filter.clone() }.is_empty();
+        let (now, generation) = (w.now, self.generation);
+        self.walk.saw_walk(&w.stats, w.duration, now.wall);
+        let batch = Arc::new(w.sockets);
+        for (i, rec) in batch.iter().enumerate() {
+            if let Some(slot) = self.observe(i as u32, rec, now) {
+                let t = &mut self.tracked[slot as usize];
+                t.rec = Some(RecordRef::new(Arc::clone(&batch), i as u32));
+                t.missed = 0;
             }
         }
-        self.records = records;
+        let mut slot = 0;
+        while slot < self.tracked.len() {
+            let t = &mut self.tracked[slot];
+            let quiet = t.generation != generation;
+            if quiet && t.closed && !self.keep_missing(slot, now) {
+                continue;
+            }
+            if quiet {
+                self.age(slot, now);
+            }
+            slot += 1;
+        }
         self.kernel.prune(generation, |c| self.index.contains_key(&c));
+    }
+
+    /// A tracked socket its source did not list: kept for a grace poll (true), or ended and
+    /// pruned, keeping `tracked` dense (false: `slot` now holds another socket).
+    fn keep_missing(&mut self, slot: usize, now: Now) -> bool {
+        let t = &mut self.tracked[slot];
+        if t.missed < GRACE && !t.closed && t.rec.is_some() {
+            // Kept, unseen, for a poll.
+            t.missed += 1;
+            return true;
+        }
+        let tr = t.alert.end();
+        self.alerts.ended(t.cookie, tr, now);
+        self.remove(slot);
+        false
+    }
+
+    /// A socket that did not move since the last walk: no ACK came, so it is no longer active,
+    /// and an inflation it was in ends as the rule says of an idle socket.
+    fn age(&mut self, slot: usize, now: Now) {
+        let rule = self.cfg.rule;
+        let t = &mut self.tracked[slot];
+        let (Some(r), Some(_)) = (t.rec.clone(), t.alert.onset) else { return };
+        let sample = rule
+            .baseline
+            .of(&r)
+            .zip(r.tcp_info.srtt_us())
+            .map(|(baseline_us, srtt_us)| RuleSample { srtt_us, baseline_us, active: false });
+        let tr = t.alert.eval(&rule, now.mono, sample);
+        self.alerts.record(&r, &t.alert, sample, tr, now);
     }
 
     /// Drops a dump that failed midway: sockets first seen in it go (their records went with
@@ -284,7 +344,7 @@ impl Engine {
     fn abort_dump(&mut self) {
         let mut slot = 0;
         while slot < self.tracked.len() {
-            if self.tracked[slot].idx == UNPLACED {
+            if self.tracked[slot].rec.is_none() {
                 self.remove(slot);
             } else {
                 slot += 1;
@@ -300,6 +360,21 @@ impl Engine {
         }
     }
 
+    /// Says what each socket collector is for here (shown with its status): the kernel walk
+    /// reads the sockets that move, and netlink seeds and reconciles; or netlink reads them all.
+    pub fn set_roles(&mut self, netlink: String, walk: Option<String>) {
+        self.netlink.role = Some(netlink);
+        self.walk.role = walk;
+    }
+
+    fn collectors(&self) -> Vec<CollectorStatus> {
+        let mut c = vec![self.netlink.clone(), self.kernel.status.clone()];
+        if self.walk.role.is_some() || self.walk.polls_total > 0 {
+            c.push(self.walk.clone());
+        }
+        c
+    }
+
     /// Publishes the state as of `now`.
     pub fn tick(&mut self, now: Now) -> Arc<Snapshot> {
         self.seq += 1;
@@ -308,13 +383,18 @@ impl Engine {
             .tracked
             .iter()
             .filter(|t| t.missed == 0)
-            .map(|t| {
-                let r = &self.records[t.idx as usize];
-                SocketView {
-                    record: RecordRef::new(Arc::clone(&self.records), t.idx),
-                    derived: overlay(derived(&rule, t, r, now.mono), self.kernel.socket(r.cookie), r),
-                    history: HistoryView::new(Arc::clone(&t.history), t.first_poll, poll, cap),
+            .filter_map(|t| {
+                let r = t.rec.as_ref()?;
+                let mut d = derived(&rule, t, r, now.mono);
+                if t.generation != poll {
+                    // Quiet since the last poll: nothing moved, so no rate.
+                    d.rates = Rates::default();
                 }
+                Some(SocketView {
+                    record: r.clone(),
+                    derived: overlay(d, self.kernel.socket(r.cookie), r),
+                    history: HistoryView::new(Arc::clone(&t.history), t.first_poll, poll, cap),
+                })
             })
             .collect();
         let by_cc = aggregate::by_cc(&sockets);
@@ -325,7 +405,7 @@ impl Engine {
             sockets,
             by_cc,
             alerts,
-            collectors: vec![self.netlink.clone(), self.kernel.status.clone()],
+            collectors: self.collectors(),
             closed: self.kernel.closed(),
             closed_by_cc: self.kernel.closed_by_cc(),
             inflation_onsets_total: self.alerts.onsets.iter().map(|(k, v)| (k.clone(), *v)).collect(),

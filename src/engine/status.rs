@@ -29,6 +29,10 @@ pub enum Cause {
     UndecodableEvents,
     /// A netlink dump failed.
     DumpFailed,
+    /// The kernel walk's records carry no tcp_info: the kernel's HZ is unknown.
+    WalkNoHz,
+    /// Reading the kernel walk failed.
+    WalkFailed,
 }
 
 impl Cause {
@@ -44,12 +48,14 @@ impl Cause {
             Cause::RingBuffer => "ring_buffer",
             Cause::UndecodableEvents => "undecodable_events",
             Cause::DumpFailed => "dump_failed",
+            Cause::WalkNoHz => "walk_no_hz",
+            Cause::WalkFailed => "walk_failed",
         }
     }
 
     /// A limit of what the collector can do here, rather than a failure of its polls.
     pub fn is_limit(self) -> bool {
-        self == Cause::BbrStateOff
+        matches!(self, Cause::BbrStateOff | Cause::WalkNoHz)
     }
 }
 
@@ -128,6 +134,9 @@ impl Serialize for Health {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct CollectorStatus {
     pub name: &'static str,
+    /// What this collector is for on this host, and why (socket collectors).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
     #[serde(flatten)]
     pub health: Health,
     /// When a poll last succeeded (readiness and the staleness rule read it).
@@ -172,6 +181,35 @@ impl CollectorStatus {
     /// The netlink collector before its first poll.
     pub fn netlink() -> CollectorStatus {
         CollectorStatus { name: "netlink", health: Health::Waiting, ..Default::default() }
+    }
+
+    /// The kernel walk before its first walk.
+    pub fn walk() -> CollectorStatus {
+        CollectorStatus { name: "walk", health: Health::Waiting, ..Default::default() }
+    }
+
+    /// Counts one kernel walk, read at `at`. Without the kernel's HZ its records carry no
+    /// tcp_info, which is a degraded walk.
+    pub fn saw_walk(&mut self, w: &crate::wire::walk::WalkStats, duration: Duration, at: SystemTime) {
+        self.polls_total += 1;
+        self.last_duration_seconds = duration.as_secs_f64();
+        self.last_success_at = Some(at);
+        self.health = if w.records > 0 && w.hz == 0 {
+            Health::Degraded(Reason::new(
+                Cause::WalkNoHz,
+                "the kernel's HZ is unknown (no /proc/config.gz): walk records carry no tcp_info",
+            ))
+        } else {
+            Health::Ok
+        };
+    }
+
+    /// Counts one failed kernel walk.
+    pub fn walk_failed(&mut self, error: String, duration: Duration) {
+        self.polls_total += 1;
+        self.errors_total += 1;
+        self.health = Health::Degraded(Reason::new(Cause::WalkFailed, error));
+        self.last_duration_seconds = duration.as_secs_f64();
     }
 
     /// The eBPF collector before (or without) its programs.

@@ -22,7 +22,7 @@ fn sock(cookie: u64, cc: &str, srtt: u32, min_rtt: u32, acked: u64) -> SocketRec
 
 /// A whole dump through the seam, as a collector would hand it over.
 fn dump(e: &mut Engine, sockets: Vec<SocketRecord>, now: Now) {
-    sink::feed_dump(e, Dump { sockets, stats: DumpStats::default() }, now);
+    sink::feed_dump(e, Dump { sockets, ..Dump::default() }, now);
 }
 
 #[test]
@@ -181,7 +181,7 @@ fn filter_and_collector_status() {
     };
     sink::feed_dump(
         &mut e,
-        Dump { sockets: vec![sock(1, "bbr", 1, 1, 0), sock(2, "cubic", 1, 1, 0)], stats },
+        Dump { sockets: vec![sock(1, "bbr", 1, 1, 0), sock(2, "cubic", 1, 1, 0)], stats, netns: None },
         t0,
     );
     sink::Dumping::begin(&mut e, t0).fail("boom".into(), Duration::ZERO);
@@ -290,7 +290,7 @@ fn observed_dumps_abort_and_restart() {
     let final_dump = vec![sock(2, "cubic", 1000, 1000, 7000)];
     e.record(0, &final_dump[0]);
     let stats = DumpStats { intr_retries: 1, ..DumpStats::default() };
-    e.end(Dump { sockets: final_dump, stats });
+    e.end(Dump { sockets: final_dump, stats, netns: None });
     let s = e.tick(at(2));
     assert_eq!(s.sockets.len(), 1);
     assert_eq!(s.sockets[0].record.cookie, 2);
@@ -406,4 +406,44 @@ fn a_bpf_limit_is_a_reason_not_a_failure() {
     e.apply(status(Some("ring buffer: EIO")));
     let h = bpf(&e.tick(t0));
     assert_eq!((h.last_success(), h.reason().map(|r| r.detail.as_str())), (false, Some("ring buffer: EIO")));
+}
+
+fn walk(e: &mut Engine, sockets: Vec<SocketRecord>, now: Now) {
+    let stats = crate::wire::walk::WalkStats { records: sockets.len() as u64, hz: 250, ..Default::default() };
+    e.apply(Update::Walked(Box::new(Walk { sockets, stats, duration: Duration::ZERO, now })));
+}
+
+/// The socket walk hands over only the sockets that moved: the others stay, quiet (no rate), an
+/// inflation of a quiet socket ends (no ACK came), a dump of one namespace ends only its own
+/// sockets, and a socket eBPF saw close goes at the next walk.
+#[test]
+fn walked_sockets_stay_until_they_close() {
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let at = |s: u64| t0.after(Duration::from_secs(s));
+    let a = |acked| record(1, "bbr").netns(10).srtt_us(20_000).min_rtt_us(20_000).bytes_acked(acked).build();
+    let b = record(2, "cubic").netns(20).srtt_us(90_000).min_rtt_us(20_000).last_ack_recv_ms(0).build();
+    walk(&mut e, vec![a(0), b], at(0));
+    let s = e.tick(at(0));
+    assert_eq!(s.sockets.len(), 2);
+    assert!(s.socket(2).unwrap().derived.inflated, "inflated while it moves");
+    assert_eq!(s.collectors.last().unwrap().name, "walk");
+
+    walk(&mut e, vec![a(2_000_000)], at(1));
+    let s = e.tick(at(1));
+    assert_eq!(s.sockets.len(), 2, "a quiet socket stays");
+    assert_eq!(s.socket(1).unwrap().derived.rates.goodput_bytes_per_sec, Some(2_000_000.0));
+    let quiet = s.socket(2).unwrap();
+    assert_eq!(quiet.derived.rates, Rates::default(), "nothing moved, no rate");
+    assert!(!quiet.derived.inflated, "no ACK since: no longer inflated");
+
+    // Netlink reconciles namespace 10, which lists only socket 1: socket 2 is not its to end.
+    sink::feed_dump(&mut e, Dump { sockets: vec![a(2_000_000)], netns: Some(10), ..Dump::default() }, at(2));
+    sink::feed_dump(&mut e, Dump { sockets: vec![a(2_000_000)], netns: Some(10), ..Dump::default() }, at(3));
+    assert_eq!(e.tick(at(3)).sockets.len(), 2);
+
+    e.apply(Update::Closed(Box::new(kernel::ClosedFlow::example("bbr", 20_000, None))));
+    walk(&mut e, vec![], at(4));
+    let s = e.tick(at(4));
+    assert_eq!(s.sockets.iter().map(|v| v.record.cookie).collect::<Vec<_>>(), [2], "closed at once");
 }

@@ -8,4 +8,18 @@ pub enum Update {
     Closed(Box<super::kernel::ClosedFlow>),
     /// eBPF collector health, sent at every poll.
     BpfStatus(super::status::BpfPoll),
+    /// The kernel walk: the sockets that moved since the last walk.
+    Walked(Box<Walk>),
+    /// The kernel walk failed; the sockets stay as they were.
+    WalkFailed { error: String, duration: std::time::Duration },
+}
+
+/// One socket walk's records: every socket that moved since the last walk, of every network
+/// namespace.
+pub struct Walk {
+    pub sockets: Vec<crate::model::SocketRecord>,
+    pub stats: crate::wire::walk::WalkStats,
+    pub duration: std::time::Duration,
+    /// When it was read.
+    pub now: super::Now,
 }

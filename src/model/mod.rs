@@ -164,6 +164,10 @@ pub struct SocketRecord {
     /// Inode number of the socket's network namespace, when the collector knows it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub netns: Option<u64>,
+    /// Id of the socket's cgroup (v2: the inode of its directory), when the collector knows it
+    /// (the kernel walk does; netlink does not say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup_id: Option<u64>,
     /// Congestion-control algorithm (`INET_DIAG_CONG`), e.g. "bbr" or "cubic". Shared: a host
     /// has a handful of names and 100k sockets.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -192,6 +196,7 @@ impl SocketRecord {
             uid: 0,
             inode: 0,
             netns: None,
+            cgroup_id: None,
             cc: None,
             tcp_info: TcpInfo::default(),
             bbr: None,

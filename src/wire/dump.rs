@@ -9,6 +9,8 @@ pub struct Dump {
     /// from it shares it, so a poll allocates once, not once per socket.
     pub sockets: Vec<SocketRecord>,
     pub stats: DumpStats,
+    /// The inode of the network namespace dumped, when known: the dump speaks for its sockets only.
+    pub netns: Option<u64>,
 }
 
 /// What one netlink poll cost and noticed.

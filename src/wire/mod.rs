@@ -6,6 +6,7 @@ pub mod dump;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod request;
+pub mod walk;
 
 use crate::model::{BbrInfo, Cookie, DctcpInfo, InfoSize, MemInfo, RttWindow, SocketRecord, TcpState};
 pub use dump::{Dump, DumpStats};
@@ -177,7 +178,11 @@ impl DumpParser {
     pub fn finish(&mut self) -> Dump {
         self.seen.clear();
         self.handed = 0;
-        Dump { sockets: std::mem::take(&mut self.sockets), stats: std::mem::take(&mut self.stats) }
+        Dump {
+            sockets: std::mem::take(&mut self.sockets),
+            stats: std::mem::take(&mut self.stats),
+            netns: self.netns,
+        }
     }
 }
 

@@ -1,0 +1,50 @@
+/* Per-socket state in socket-local storage, written by the TCP hooks of bpf/bbrtop.bpf.c. */
+#ifndef BBRTOP_SOCK_STATE_H
+#define BBRTOP_SOCK_STATE_H
+
+#define BBR_MODES 4
+
+struct sock_state {
+	/* Touched on every ACK, kept together at the start (next to the storage's own header). */
+	struct bbrtop_rtt_window w; /* first: userspace reads it at this offset */
+	__u32 moved_epoch;         /* the read epoch of the latest change the hooks saw */
+	__u32 filled_epoch;        /* the read epoch of the socket's latest walk record */
+	__u64 filled_ns;           /* ... and when it was filled */
+	__u32 samples;             /* lifetime */
+	__u8 is_bbr, mode, seen_phase, _pad;
+	const void *ca_ops;        /* the ops is_bbr was computed for */
+	__u64 onset_ns;            /* 0: not inflated */
+	__u32 bbr_min_rtt_us;      /* struct bbr's, as of the last read of it */
+	/* Touched on transitions. */
+	__u64 first_ns;
+	__u64 phase_began_ns;
+	__u32 peak_ratio_milli;    /* this episode */
+	__u32 peak_ratio_all;      /* lifetime */
+	__u32 inflations;
+	__u32 entered[BBR_MODES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sock_state);
+} socks SEC(".maps");
+
+/* The read epoch: userspace bumps it after each read of the windows (an inet_diag dump, or a
+ * walk), and the hooks stamp the epoch of a socket's latest move. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} read_epoch SEC(".maps");
+
+/* The current read epoch (0 before the first bump): an array lookup the verifier inlines. */
+static __always_inline __u32 current_epoch(void)
+{
+	__u32 k = 0, *ep = bpf_map_lookup_elem(&read_epoch, &k);
+	return ep ? *ep : 0;
+}
+
+#endif
