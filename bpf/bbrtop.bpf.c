@@ -131,7 +131,11 @@ struct {
 	__type(value, __u64);
 } moved_full SEC(".maps");
 
-static __always_inline void note_move(struct sock *sk, struct sock_state *st, __u32 epoch)
+/* `acking`: called from tcp_probe, which fires before the ACK is processed: the socket's
+ * state is as of its previous segment, but the ACK is being received now. `state`: the TCP
+ * state being entered (inet_sock_set_state fires before it is stored), or -1. */
+static __always_inline void note_move(struct sock *sk, struct sock_state *st, __u32 epoch, bool acking,
+				      int state)
 {
 	__u64 now;
 	__u32 k = 0;
@@ -147,6 +151,12 @@ static __always_inline void note_move(struct sock *sk, struct sock_state *st, __
 	if (!tp || !r)
 		return;
 	fill_record(r, sk, tp, st, now);
+	if (acking)
+		((struct tcpi *)r->info)->last_ack_recv = 0;
+	if (state >= 0) {
+		r->state = state;
+		((struct tcpi *)r->info)->state = state;
+	}
 	if (bpf_map_update_elem(&moved, &r->cookie, r, 0)) {
 		__u64 *full = bpf_map_lookup_elem(&moved_full, &k);
 		if (full)
@@ -195,7 +205,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 		st->w.min_srtt_us = srtt;
 	if (srtt > st->w.max_srtt_us)
 		st->w.max_srtt_us = srtt;
-	note_move(sk, st, epoch);
+	note_move(sk, st, epoch, 1, -1);
 
 	/* BBR's state moves at round-trip pace, and tcp_probe fires before BBR updates it for this
 	 * ACK, so reading it costs a cache miss or two: read it at every 8th ACK, not each. */
@@ -301,7 +311,7 @@ int BPF_PROG(tcp_established, const struct sock *sk, const int oldstate, const i
 	if (newstate == TCP_ESTABLISHED && !st->first_ns)
 		st->first_ns = bpf_ktime_get_ns();
 	/* Leaving ESTABLISHED is a move too; the state a socket closes in comes with its close. */
-	note_move((struct sock *)sk, st, current_epoch());
+	note_move((struct sock *)sk, st, current_epoch(), 0, newstate);
 	return 0;
 }
 
@@ -314,7 +324,7 @@ int BPF_PROG(tcp_rcv_space_adjust, struct sock *sk)
 	struct sock_state *st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 
 	if (st)
-		note_move(sk, st, current_epoch());
+		note_move(sk, st, current_epoch(), 0, -1);
 	return 0;
 }
 

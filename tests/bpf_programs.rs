@@ -20,7 +20,8 @@ use support::guard;
 bbrtop::bpf_skeleton!(reject, "reject.skel.rs");
 
 fn load_with(btf: Option<std::path::PathBuf>) -> Loaded {
-    let l = loader::load(&LoadConfig { ratio_milli: 1500, floor_us: 1000, btf, walk: true }).expect("load");
+    let l = loader::load(&LoadConfig { btf, walk: true, ..LoadConfig::from_rule(&Default::default()) })
+        .expect("load");
     assert!(l.failed.is_empty(), "attach failures: {:?}", l.failed);
     assert_eq!(l.links.len(), bbrtop::bpf::PROGRAMS.len());
     l

@@ -29,7 +29,13 @@ pub struct LoadConfig {
     pub btf: Option<PathBuf>,
     /// Whether the hooks write the socket walk's records (`--collector walk`).
     pub walk: bool,
+    /// How often a moving socket's walk record is filled again within one poll: its values are
+    /// at most this much older than its latest move.
+    pub walk_refresh: std::time::Duration,
 }
+
+/// The default [`LoadConfig::walk_refresh`]: a busy socket costs a few fills a second.
+pub const WALK_REFRESH: std::time::Duration = std::time::Duration::from_millis(250);
 
 impl LoadConfig {
     pub fn from_rule(rule: &RuleConfig) -> LoadConfig {
@@ -38,6 +44,7 @@ impl LoadConfig {
             floor_us: rule.floor.as_micros().min(u32::MAX as u128) as u32,
             btf: None,
             walk: false,
+            walk_refresh: WALK_REFRESH,
         }
     }
 }
@@ -203,6 +210,7 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
         ro.ratio_milli = cfg.ratio_milli;
         ro.floor_us = cfg.floor_us;
         ro.walk_on = u8::from(cfg.walk);
+        ro.refresh_ns = cfg.walk_refresh.as_nanos().min(u64::MAX as u128) as u64;
     }
     let skel = logged_load(|| open.load())?;
 
@@ -353,6 +361,15 @@ mod tests {
     #[test]
     fn rule_to_rodata() {
         let c = LoadConfig::from_rule(&RuleConfig::default());
-        assert_eq!(c, LoadConfig { ratio_milli: 1500, floor_us: 1000, btf: None, walk: false });
+        assert_eq!(
+            c,
+            LoadConfig {
+                ratio_milli: 1500,
+                floor_us: 1000,
+                btf: None,
+                walk: false,
+                walk_refresh: WALK_REFRESH
+            }
+        );
     }
 }
