@@ -39,7 +39,7 @@ use crate::engine::status::{BpfPoll, Cause, Reason};
 use crate::rule::RuleConfig;
 use std::path::Path;
 
-pub const BTF_PATH: &str = "/sys/kernel/btf/vmlinux";
+pub use crate::collect::host::VMLINUX_BTF as BTF_PATH;
 
 /// The programs bbrtop attaches, by name (these are also their names in `bpftool prog show`).
 pub const PROGRAMS: [&str; 3] = ["tcp_probe", "tcp_established", "tcp_destroy_sock"];

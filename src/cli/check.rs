@@ -49,6 +49,9 @@ fn bpf() -> bool {
     for (name, e) in &l.failed {
         println!("bpf: NOT attached {name}: {e}");
     }
+    if let Some(s) = &l.struct_bbr {
+        println!("bpf: {s}: reads {}", s.fields.join(", "));
+    }
     for limit in l.status().limits {
         println!("bpf: {limit}");
     }

@@ -216,6 +216,70 @@ impl DctcpInfo {
     }
 }
 
+/// The `struct bbr` fields bbrtop's eBPF programs read, each behind a CO-RE field check
+/// (bpf/bbrtop.bpf.c): v1 has all but `bw_hi`; v3 has no `lt_use_bw` and no `bw` filter.
+pub const STRUCT_BBR_FIELDS: [&str; 7] =
+    ["min_rtt_us", "mode", "cycle_idx", "full_bw_reached", "lt_use_bw", "bw", "bw_hi"];
+
+/// Which `struct bbr` a kernel's BTF describes, told by its members.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BbrLayout {
+    /// Mainline's: the `bw` max filter and the long-term (`lt_*`) policer state.
+    V1,
+    /// google/bbr v3's: `bw_hi[2]` and `bw_lo` instead of the filter, no `lt_*`.
+    V3,
+    /// Neither: the programs read what of [`STRUCT_BBR_FIELDS`] it has.
+    Unknown,
+}
+
+/// `struct bbr` as a BTF describes it: its layout, and which of the fields the programs read
+/// it has.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StructBbr {
+    pub layout: BbrLayout,
+    /// Of [`STRUCT_BBR_FIELDS`], in that order.
+    pub fields: Vec<&'static str>,
+}
+
+impl StructBbr {
+    /// From the struct's member names.
+    pub fn from_members<'a>(members: impl IntoIterator<Item = &'a str>) -> StructBbr {
+        let names: Vec<&str> = members.into_iter().collect();
+        let has = |f: &str| names.contains(&f);
+        let layout = if has("bw") && has("lt_use_bw") {
+            BbrLayout::V1
+        } else if has("bw_hi") && !has("bw") {
+            BbrLayout::V3
+        } else {
+            BbrLayout::Unknown
+        };
+        StructBbr { layout, fields: STRUCT_BBR_FIELDS.into_iter().filter(|f| has(f)).collect() }
+    }
+
+    /// Whether the programs can tell BBR's phase from it (they need `mode` and `cycle_idx`).
+    pub fn has_phase(&self) -> bool {
+        self.fields.contains(&"mode") && self.fields.contains(&"cycle_idx")
+    }
+
+    /// The fields of [`STRUCT_BBR_FIELDS`] it lacks.
+    pub fn missing(&self) -> Vec<&'static str> {
+        STRUCT_BBR_FIELDS.into_iter().filter(|f| !self.fields.contains(f)).collect()
+    }
+}
+
+impl fmt::Display for StructBbr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.layout {
+            BbrLayout::V1 => f.write_str("struct bbr v1 layout"),
+            BbrLayout::V3 => f.write_str("struct bbr v3 layout"),
+            BbrLayout::Unknown => {
+                write!(f, "struct bbr of an unknown layout, without {}", self.missing().join(", "))
+            }
+        }
+    }
+}
+
 /// Layouts as the kernels send them, for this module's tests and the wire parser's.
 #[cfg(test)]
 pub(crate) mod fixtures {
@@ -344,6 +408,32 @@ mod tests {
         let want =
             DctcpInfo { enabled: true, ce_state: 3, alpha: 512, ab_ecn_bytes: 9_000, ab_tot_bytes: 64_000 };
         assert_eq!(DctcpInfo::parse(&b), Some(want));
+    }
+
+    #[test]
+    fn struct_bbr_layouts_from_member_names() {
+        let v1 = StructBbr::from_members([
+            "min_rtt_us",
+            "bw",
+            "mode",
+            "lt_use_bw",
+            "cycle_idx",
+            "full_bw_reached",
+        ]);
+        assert_eq!(v1.layout, BbrLayout::V1);
+        assert_eq!(v1.missing(), ["bw_hi"]);
+        assert!(v1.has_phase());
+        assert_eq!(v1.to_string(), "struct bbr v1 layout");
+        let v3 =
+            StructBbr::from_members(["min_rtt_us", "mode", "cycle_idx", "full_bw_reached", "bw_lo", "bw_hi"]);
+        assert_eq!((v3.layout, v3.missing()), (BbrLayout::V3, vec!["lt_use_bw", "bw"]));
+        let odd = StructBbr::from_members(["min_rtt_us", "mode"]);
+        assert_eq!(odd.layout, BbrLayout::Unknown);
+        assert!(!odd.has_phase());
+        assert_eq!(
+            odd.to_string(),
+            "struct bbr of an unknown layout, without cycle_idx, full_bw_reached, lt_use_bw, bw, bw_hi"
+        );
     }
 
     proptest::proptest! {
