@@ -1,15 +1,19 @@
-//! What the kernel's type information says about BBR: `struct bbr` in the kernel BTF, read at
-//! this edge and judged by [`StructBbr`]. The loader asks it which fields its programs read; the
-//! host's BBR version (check, doctor, the TUI header) builds on it.
+//! What the host says about its BBR, read at this edge and judged by pure functions: `struct bbr`
+//! in the kernel BTF ([`StructBbr`]), which the loader asks which fields its programs read, and
+//! the version behind the name "bbr" ([`HostBbr`]), which check, doctor and the TUI header show.
 
 use crate::btf::Btf;
-use crate::model::StructBbr;
+use crate::model::{HostBbr, StructBbr};
 use std::path::Path;
 
 /// The running kernel's BTF.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
 /// tcp_bbr's module BTF, split from vmlinux's, present while the module is loaded.
 pub const BBR_MODULE_BTF: &str = "/sys/kernel/btf/tcp_bbr";
+/// The version tcp_bbr declares (`MODULE_VERSION`): v3 says "3"; mainline declares none, and
+/// then sysfs has no such file, built in or not.
+pub const BBR_MODULE_VERSION: &str = "/sys/module/tcp_bbr/version";
+const AVAILABLE_CC: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
 
 /// `struct bbr` in a complete BTF file, if it is there.
 fn in_file(path: &Path) -> Option<StructBbr> {
@@ -36,6 +40,15 @@ pub fn struct_bbr(custom: Option<&Path>) -> Option<StructBbr> {
     }
 }
 
+/// Which BBR this host runs as "bbr": from the names it offers, the module's version and the
+/// kernel BTF.
+pub fn host_bbr() -> HostBbr {
+    let available = std::fs::read_to_string(AVAILABLE_CC).unwrap_or_default();
+    let names: Vec<String> = available.split_whitespace().map(str::to_string).collect();
+    let module_version = std::fs::read_to_string(BBR_MODULE_VERSION).ok();
+    HostBbr::detect(&names, module_version.as_deref(), struct_bbr(None))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +64,8 @@ mod tests {
             assert!(s.layout != crate::model::BbrLayout::Unknown && s.has_phase(), "{s:?}");
         }
         assert_eq!(struct_bbr(Some(Path::new("/nonexistent"))), None);
+        let h = host_bbr();
+        assert_eq!(h.names.iter().any(|c| c == "bbr"), bbr, "{h:?}");
+        assert_eq!(h.version.is_some(), bbr, "{h}");
     }
 }

@@ -280,6 +280,68 @@ impl fmt::Display for StructBbr {
     }
 }
 
+/// Which BBR a host runs under the name "bbr", and what told: the names it offers, the module's
+/// declared version, and the kernel BTF's `struct bbr`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HostBbr {
+    /// The version behind "bbr"; `None` when the host offers no "bbr", or nothing tells.
+    pub version: Option<BbrVersion>,
+    /// The BBR names in `tcp_available_congestion_control` ("bbr", "bbr1", "bbr2"...).
+    pub names: Vec<String>,
+    /// `/sys/module/tcp_bbr/version`: v3 declares "3"; mainline declares none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub module_version: Option<String>,
+    /// `struct bbr` in the kernel BTF; `None` when no BTF has it.
+    pub btf: Option<StructBbr>,
+}
+
+impl HostBbr {
+    /// Judges what was read. The module's version says most; then the BTF's layout; failing
+    /// both, "bbr" is mainline's v1 unless a "bbr1" beside it says v1 was renamed.
+    pub fn detect(available: &[String], module_version: Option<&str>, btf: Option<StructBbr>) -> HostBbr {
+        let names: Vec<String> = available.iter().filter(|c| is_bbr(c)).cloned().collect();
+        let has = |n: &str| names.iter().any(|c| c == n);
+        let declared = module_version.and_then(|v| v.trim().parse::<u8>().ok()).map(|v| match v {
+            1 => BbrVersion::V1,
+            2 => BbrVersion::V2Alpha,
+            3 => BbrVersion::V3,
+            v => BbrVersion::Unknown(v),
+        });
+        let from_btf = btf.as_ref().and_then(|b| match b.layout {
+            BbrLayout::V1 => Some(BbrVersion::V1),
+            BbrLayout::V3 => Some(BbrVersion::V3),
+            BbrLayout::Unknown => None,
+        });
+        let version =
+            declared.or(from_btf).or((!has("bbr1")).then_some(BbrVersion::V1)).filter(|_| has("bbr"));
+        HostBbr { version, names, module_version: module_version.map(|v| v.trim().to_string()), btf }
+    }
+}
+
+impl fmt::Display for HostBbr {
+    /// "bbr v1 (BTF: struct bbr v1 layout)", with the module's version and other names.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.names.iter().any(|c| c == "bbr"), self.version) {
+            (false, _) => f.write_str("no bbr available")?,
+            (true, Some(v)) => write!(f, "bbr {v}")?,
+            (true, None) => f.write_str("bbr of an unknown version")?,
+        }
+        f.write_str(" (")?;
+        if let Some(v) = &self.module_version {
+            write!(f, "module version {v}; ")?;
+        }
+        match &self.btf {
+            Some(b) => write!(f, "BTF: {b})")?,
+            None => f.write_str("BTF: no struct bbr)")?,
+        }
+        let others: Vec<&str> = self.names.iter().map(String::as_str).filter(|&c| c != "bbr").collect();
+        if !others.is_empty() {
+            write!(f, ", also {}", others.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
 /// Layouts as the kernels send them, for this module's tests and the wire parser's.
 #[cfg(test)]
 pub(crate) mod fixtures {
@@ -434,6 +496,46 @@ mod tests {
             odd.to_string(),
             "struct bbr of an unknown layout, without cycle_idx, full_bw_reached, lt_use_bw, bw, bw_hi"
         );
+    }
+
+    #[test]
+    fn host_version_from_module_btf_and_names() {
+        use BbrVersion::*;
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let v1 = || Some(StructBbr::from_members(["min_rtt_us", "bw", "lt_use_bw", "mode", "cycle_idx"]));
+        let v3 = || Some(StructBbr::from_members(["min_rtt_us", "bw_hi", "mode", "cycle_idx"]));
+        type Case = (Vec<String>, Option<&'static str>, Option<StructBbr>, Option<BbrVersion>, &'static str);
+        let cases: Vec<Case> = vec![
+            (names(&["reno", "bbr", "cubic"]), None, v1(), Some(V1), "bbr v1 (BTF: struct bbr v1 layout)"),
+            (
+                names(&["bbr"]),
+                Some("3\n"),
+                v3(),
+                Some(V3),
+                "bbr v3 (module version 3; BTF: struct bbr v3 layout)",
+            ),
+            (names(&["bbr", "bbr1"]), None, v3(), Some(V3), "bbr v3 (BTF: struct bbr v3 layout), also bbr1"),
+            (
+                names(&["bbr", "bbr1"]),
+                None,
+                None,
+                None,
+                "bbr of an unknown version (BTF: no struct bbr), also bbr1",
+            ),
+            (names(&["bbr"]), None, None, Some(V1), "bbr v1 (BTF: no struct bbr)"),
+            (names(&["bbr2", "cubic"]), None, None, None, "no bbr available (BTF: no struct bbr), also bbr2"),
+            (
+                names(&["bbr"]),
+                Some("9"),
+                None,
+                Some(Unknown(9)),
+                "bbr unknown(9) (module version 9; BTF: no struct bbr)",
+            ),
+        ];
+        for (avail, module, btf, want, text) in cases {
+            let h = HostBbr::detect(&avail, module, btf);
+            assert_eq!((h.version, h.to_string().as_str()), (want, text), "{avail:?} {module:?}");
+        }
     }
 
     proptest::proptest! {

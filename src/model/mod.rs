@@ -7,7 +7,7 @@ pub mod phase;
 pub mod state;
 pub mod tcp_info;
 
-pub use bbr::{BbrExt, BbrInfo, BbrLayout, BbrVersion, DctcpInfo, StructBbr};
+pub use bbr::{BbrExt, BbrInfo, BbrLayout, BbrVersion, DctcpInfo, HostBbr, StructBbr};
 pub use phase::{Phase, ProbeBwStep, Source};
 pub use state::{StateSet, TcpState};
 pub use tcp_info::{InfoSize, TcpInfo};

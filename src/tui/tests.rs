@@ -163,6 +163,7 @@ fn sys() -> SystemInfo {
         qdisc: "fq".into(),
         netns: None,
         netns_inode: Some(4026531840),
+        bbr: "bbr v1 (BTF: struct bbr v1 layout)".into(),
     }
 }
 
