@@ -3,11 +3,13 @@
 
 pub mod bbr;
 pub mod derive;
+pub mod ecn;
 pub mod phase;
 pub mod state;
 pub mod tcp_info;
 
 pub use bbr::{BbrExt, BbrInfo, BbrLayout, BbrVersion, DctcpInfo, HostBbr, StructBbr};
+pub use ecn::Ecn;
 pub use phase::{Phase, ProbeBwStep, Source};
 pub use state::{StateSet, TcpState};
 pub use tcp_info::{InfoSize, TcpInfo};
