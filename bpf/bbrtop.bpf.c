@@ -17,11 +17,19 @@
  * each load a PROBE_MEM load. tcp_probe only fires for full TCP sockets, so the cast holds. */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define TCP_SK(sk) ((struct tcp_sock *)bpf_rdonly_cast((sk), bpf_core_type_id_kernel(struct tcp_sock)))
-/* struct bbr is in the kernel's BTF when BBR is built in, or its module was loaded before us.
- * libbpf turns this into a constant at load time: without the type, the branches that read
- * struct bbr are dead code, everything else loads, and userspace reports BBR state off. The
- * test must sit in each branch itself, so that the verifier sees the constant. */
-#define HAVE_STRUCT_BBR bpf_core_type_exists(struct bbr)
+/* struct bbr is in the kernel's BTF when BBR is built in, or its module was loaded before us, and
+ * its members differ between BBR versions. Every read of it sits behind a CO-RE check of that
+ * very member, which libbpf turns into a constant at load time (0 when the type is absent): a
+ * read of a member this kernel lacks is then dead code, which the verifier skips, the rest
+ * loads, and userspace reports what was read (src/bpf/loader.rs). The check must sit in each
+ * branch itself, so that the verifier sees the constant. */
+#define BBR_HAS(f) bpf_core_field_exists(struct bbr, f)
+#define BBR_V3_HAS(f) bpf_core_field_exists(struct bbr___v3, f)
+/* BBR's phase needs both its mode and its place in the PROBE_BW cycle. */
+#define BBR_HAS_PHASE (BBR_HAS(mode) && BBR_HAS(cycle_idx))
+#define BBR_FLAG_FULL_BW 1
+#define BBR_FLAG_LT_BW 2
+#define BBR_FLAG_V3_CYCLE 4
 
 /* Set by userspace before load: the alert rule (ARCHITECTURE.md), same values as userspace. */
 const volatile __u32 ratio_milli = 1500; /* inflated while srtt*1000 >= ratio_milli*baseline */
@@ -70,6 +78,37 @@ static __always_inline bool is_bbr_ops(const struct tcp_congestion_ops *ops)
 	char n[4] = {};
 	bpf_probe_read_kernel(n, sizeof(n), ops->name);
 	return n[0] == 'b' && n[1] == 'b' && n[2] == 'r' && n[3] == 0;
+}
+
+static __always_inline __u32 bbr_min_rtt(const struct bbr *bbr)
+{
+	return BBR_HAS(min_rtt_us) ? bbr->min_rtt_us : 0;
+}
+
+/* The bandwidth estimate, pkts per usec << 24: v1's max filter, or the larger of v3's bw_hi
+ * slots (what v3's own bbr_max_bw() takes). */
+static __always_inline __u64 bbr_max_bw(const struct bbr *bbr)
+{
+	if (BBR_HAS(bw))
+		return bbr->bw.s[0].v;
+	if (BBR_V3_HAS(bw_hi)) {
+		const struct bbr___v3 *v3 = (const void *)bbr;
+		__u32 a = v3->bw_hi[0], b = v3->bw_hi[1];
+		return a > b ? a : b;
+	}
+	return 0;
+}
+
+static __always_inline __u8 bbr_flags(const struct bbr *bbr)
+{
+	__u8 f = 0;
+	if (BBR_HAS(full_bw_reached) && BPF_CORE_READ_BITFIELD(bbr, full_bw_reached))
+		f |= BBR_FLAG_FULL_BW;
+	if (BBR_HAS(lt_use_bw) && BPF_CORE_READ_BITFIELD(bbr, lt_use_bw))
+		f |= BBR_FLAG_LT_BW;
+	if (BBR_V3_HAS(bw_hi))
+		f |= BBR_FLAG_V3_CYCLE;
+	return f;
 }
 
 static __always_inline void emit_infl(struct sock *sk, __u32 kind, struct sock_state *st, __u32 srtt,
@@ -220,10 +259,10 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 
 	/* Baseline: the smaller of tcp's windowed min RTT and BBR's own (ARCHITECTURE.md). */
 	base = tp->rtt_min.s[0].v;
-	if (HAVE_STRUCT_BBR && st->is_bbr) {
+	if (BBR_HAS(min_rtt_us) && st->is_bbr) {
 		bbr = (struct bbr *)&tp->inet_conn.icsk_ca_priv;
 		if (fresh)
-			st->bbr_min_rtt_us = bbr->min_rtt_us;
+			st->bbr_min_rtt_us = bbr_min_rtt(bbr);
 		if (st->bbr_min_rtt_us && st->bbr_min_rtt_us < base)
 			base = st->bbr_min_rtt_us;
 	}
@@ -250,8 +289,9 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 		}
 	}
 
-	if (!bbr || !fresh)
+	if (!fresh || !st->is_bbr || !BBR_HAS_PHASE)
 		return 0;
+	bbr = (struct bbr *)&tp->inet_conn.icsk_ca_priv;
 	mode = BPF_CORE_READ_BITFIELD(bbr, mode);
 	cycle = BPF_CORE_READ_BITFIELD(bbr, cycle_idx);
 	/* The latest state rides in the window, which userspace reads at every poll: PROBE_BW
@@ -259,8 +299,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	st->w.bbr = 1;
 	st->w.bbr_mode = mode;
 	st->w.cycle_idx = cycle;
-	st->w.bbr_flags = BPF_CORE_READ_BITFIELD(bbr, full_bw_reached) |
-			  BPF_CORE_READ_BITFIELD(bbr, lt_use_bw) << 1;
+	st->w.bbr_flags = bbr_flags(bbr);
 	if (st->seen_phase && mode == st->mode)
 		return 0;
 
@@ -280,15 +319,15 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	fill_hdr(&e->h, BBRTOP_PHASE, sk, now);
 	e->mode = mode;
 	e->cycle_idx = cycle;
-	e->full_bw_reached = st->w.bbr_flags & 1;
-	e->lt_use_bw = st->w.bbr_flags >> 1;
+	e->full_bw_reached = !!(st->w.bbr_flags & BBR_FLAG_FULL_BW);
+	e->lt_use_bw = !!(st->w.bbr_flags & BBR_FLAG_LT_BW);
 	e->prev_mode = prev_mode;
-	e->prev_cycle_idx = 0;
+	e->cycle_v3 = !!(st->w.bbr_flags & BBR_FLAG_V3_CYCLE);
 	e->_pad = 0;
 	e->prev_began_ns = prev_began;
-	e->min_rtt_us = bbr->min_rtt_us;
+	e->min_rtt_us = bbr_min_rtt(bbr);
 	e->entered = st->entered[mode & (BBR_MODES - 1)];
-	e->bw = bbr->bw.s[0].v;
+	e->bw = bbr_max_bw(bbr);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
@@ -368,12 +407,12 @@ int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 	e->rate_delivered = tp->rate_delivered;
 	e->rate_interval_us = tp->rate_interval_us;
 	e->mss = tp->mss_cache;
-	if (HAVE_STRUCT_BBR && e->cc[0] == 'b' && e->cc[1] == 'b' && e->cc[2] == 'r' && e->cc[3] == 0) {
+	if (BBR_HAS(mode) && e->cc[0] == 'b' && e->cc[1] == 'b' && e->cc[2] == 'r' && e->cc[3] == 0) {
 		struct bbr *bbr = (struct bbr *)&tp->inet_conn.icsk_ca_priv;
 		e->is_bbr = 1;
 		e->bbr_mode = BPF_CORE_READ_BITFIELD(bbr, mode);
-		e->bbr_min_rtt_us = bbr->min_rtt_us;
-		e->bbr_bw = bbr->bw.s[0].v;
+		e->bbr_min_rtt_us = bbr_min_rtt(bbr);
+		e->bbr_bw = bbr_max_bw(bbr);
 	}
 	if (st) {
 		e->lifetime_ns = st->first_ns ? now - st->first_ns : 0;

@@ -37,12 +37,12 @@ struct bbrtop_phase {
 	__u8 full_bw_reached;
 	__u8 lt_use_bw;
 	__u8 prev_mode;
-	__u8 prev_cycle_idx;
+	__u8 cycle_v3;         /* 1: cycle_idx counts v3's steps (UP, DOWN, CRUISE, REFILL) */
 	__u16 _pad;
 	__u64 prev_began_ns;   /* when the previous phase began */
 	__u32 min_rtt_us;      /* bbr->min_rtt_us */
 	__u32 entered;         /* times this mode was entered (this one included) */
-	__u64 bw;              /* bbr bw max filter: delivered pkts per usec << 24 */
+	__u64 bw;              /* BBR's max bw (v1: the filter; v3: bw_hi): pkts per usec << 24 */
 };
 
 /* CLOSE: 152 bytes, one per destroyed TCP socket. */
@@ -87,7 +87,7 @@ struct bbrtop_rtt_window {
 	__u8 bbr;              /* 1: a BBR socket, and the next three bytes are its state */
 	__u8 bbr_mode;         /* struct bbr: mode */
 	__u8 cycle_idx;        /* struct bbr: cycle_idx */
-	__u8 bbr_flags;        /* bit 0: full_bw_reached, bit 1: lt_use_bw */
+	__u8 bbr_flags;        /* bit 0: full_bw_reached, bit 1: lt_use_bw, bit 2: v3's cycle_idx */
 };
 
 /* struct tcp_info (include/uapi/linux/tcp.h) through tcpi_total_rto_time: 248 bytes, filled by
@@ -108,7 +108,8 @@ struct bbrtop_sock {
 	__u8 bbr_len;          /* bytes of bbr[] filled (tcp_bbr_info v1), 0 if not BBR */
 	__u16 hz;              /* the kernel's HZ, which the jiffies fields were converted with */
 	__u16 info_len;        /* bytes of info[] filled */
-	__u32 _pad;
+	__u8 chrono;           /* the chrono running when filled: 1 busy, 2 rwnd-, 3 sndbuf-limited */
+	__u8 _pad[3];
 	__u64 filled_ns;       /* bpf_ktime_get_ns() when filled */
 	__u8 saddr[16];        /* v4: first 4 bytes */
 	__u8 daddr[16];

@@ -150,11 +150,13 @@ static __always_inline void fill_info(struct tcpi *i, struct sock *sk, struct tc
 		i->total_rto_time += (__u32)(bpf_ktime_get_ns() / 1000000) - tp->rto_stamp;
 }
 
-/* bbr_get_info: v1's tcp_bbr_info, when struct bbr has v1's fields. */
+/* bbr_get_info: v1's tcp_bbr_info, when struct bbr has every v1 field it reads (each checked, as
+ * in bpf/bbrtop.bpf.c). v3's info is longer and comes over netlink; the walk writes none for it. */
 static __always_inline __u8 fill_bbr(__u8 *out, struct tcp_sock *tp)
 {
-	if (!bpf_core_type_exists(struct bbr) || !bpf_core_field_exists(struct bbr, lt_use_bw) ||
-	    !bpf_core_field_exists(struct bbr, bw))
+	if (!bpf_core_field_exists(struct bbr, lt_use_bw) || !bpf_core_field_exists(struct bbr, lt_bw) ||
+	    !bpf_core_field_exists(struct bbr, bw) || !bpf_core_field_exists(struct bbr, min_rtt_us) ||
+	    !bpf_core_field_exists(struct bbr, pacing_gain) || !bpf_core_field_exists(struct bbr, cwnd_gain))
 		return 0;
 	struct bbr *bbr = (struct bbr *)&tp->inet_conn.icsk_ca_priv;
 	__u64 bw = BPF_CORE_READ_BITFIELD(bbr, lt_use_bw) ? bbr->lt_bw : bbr->bw.s[0].v;
@@ -210,6 +212,7 @@ static __always_inline void fill_record(struct bbrtop_sock *r, struct sock *sk, 
 	const struct tcp_congestion_ops *ops = tp->inet_conn.icsk_ca_ops;
 	if (ops)
 		bpf_probe_read_kernel_str(r->cc, sizeof(r->cc), ops->name);
+	r->chrono = tp->chrono_type;
 	if (hz) {
 		fill_info((struct tcpi *)r->info, sk, tp, hz);
 		r->info_len = sizeof(struct tcpi);

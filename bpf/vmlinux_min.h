@@ -219,7 +219,9 @@ struct tcp_sock {
 	struct tcp_options_received rx_opt;
 };
 
-/* net/ipv4/tcp_bbr.c; present in vmlinux BTF when BBR is built in (module BTF otherwise). */
+/* net/ipv4/tcp_bbr.c; present in vmlinux BTF when BBR is built in (module BTF otherwise). This is
+ * mainline's (v1) layout; every member is read behind a CO-RE field check, since other BBRs name
+ * the same struct differently (v3, at the end of this file). */
 struct bbr {
 	u32 min_rtt_us;
 	struct minmax bw;
@@ -231,6 +233,24 @@ struct bbr {
 	u32 lt_bw;
 	u32 pacing_gain: 10, cwnd_gain: 10, full_bw_reached: 1, full_bw_cnt: 2, cycle_idx: 3,
 	    has_seen_rtt: 1, unused_b: 5;
+};
+
+/* ------------------------------------------------------------------------------------------
+ * Other BBR versions' struct bbr, as libbpf "flavors": the suffix after ___ is ignored when
+ * relocating, so struct bbr___v3 matches the kernel's struct bbr, and each of its members
+ * resolves only where that struct has it. Only what v3 has and v1 lacks is here; the members
+ * both share (min_rtt_us, mode, cycle_idx, full_bw_reached) are read through struct bbr above,
+ * CO-RE taking their offsets and bitfield widths (v3's mode and cycle_idx are 2 bits) from the
+ * kernel. google/bbr v3, net/ipv4/tcp_bbr.c: bw_hi[2] replaces v1's bw max filter (the max of
+ * its two slots is the estimate); cycle_idx counts v3's PROBE_BW steps (UP, DOWN, CRUISE,
+ * REFILL). v2alpha registers as "bbr2", which the programs do not read (its phase comes with
+ * its netlink info).
+ * ------------------------------------------------------------------------------------------ */
+struct bbr___v3 {
+	u32 bw_lo;
+	u32 bw_hi[2];
+	u32 inflight_lo;
+	u32 inflight_hi;
 };
 
 #pragma clang attribute pop

@@ -7,6 +7,7 @@
 //! direction imports go.
 
 pub mod bpf;
+pub mod btf;
 pub mod caps;
 pub mod cli;
 pub mod collect;

@@ -63,6 +63,9 @@ impl RecordBuilder {
         last_ack_recv_ms => set_last_ack_recv_ms: u32,
         pacing_rate_bytes_per_sec => set_pacing_rate_bytes_per_sec: u64,
         delivery_rate_bytes_per_sec => set_delivery_rate_bytes_per_sec: u64,
+        options => set_options: u8,
+        delivered_segs => set_delivered_segs: u32,
+        delivered_ce_segs => set_delivered_ce_segs: u32,
     }
 
     /// `tcp_bbr_info`, which the kernel sends for BBR sockets only: a socket using another

@@ -29,51 +29,8 @@ fn load_with(btf: Option<std::path::PathBuf>) -> Loaded {
 
 fn load() -> Loaded {
     let l = load_with(None);
-    assert!(l.bbr_state, "BBR is built into this kernel: {:?}", l.status());
+    assert!(l.bbr_state(), "BBR is built into this kernel: {:?}", l.status());
     l
-}
-
-/// The running kernel's BTF with `struct <name>` renamed, so that CO-RE finds no such type, as
-/// on a kernel where BBR is a module that was not loaded. Type ids stay those of the kernel.
-fn kernel_btf_without_struct(name: &str) -> tempfile::NamedTempFile {
-    let mut b = std::fs::read(bbrtop::bpf::BTF_PATH).expect("kernel BTF");
-    let u32_at = |b: &[u8], i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
-    assert_eq!(&b[..2], &[0x9f, 0xeb], "little-endian raw BTF");
-    let hdr = u32_at(&b, 4) as usize;
-    let (types, types_len) = (hdr + u32_at(&b, 8) as usize, u32_at(&b, 12) as usize);
-    let (strs, strs_len) = (hdr + u32_at(&b, 16) as usize, u32_at(&b, 20) as usize);
-    let name_at = |b: &[u8], off: usize| {
-        let s = &b[strs + off..];
-        s[..s.iter().position(|&c| c == 0).unwrap()].to_vec()
-    };
-    let mut p = types;
-    let mut found = None;
-    while p < types + types_len {
-        let (name_off, info) = (u32_at(&b, p) as usize, u32_at(&b, p + 4));
-        let (kind, vlen) = ((info >> 24) & 0x1f, (info & 0xffff) as usize);
-        if kind == 4 && name_at(&b, name_off) == name.as_bytes() {
-            found = Some(p);
-        }
-        // Bytes after the 12-byte header, by kind (include/uapi/linux/btf.h).
-        p += 12
-            + match kind {
-                1 | 14 | 17 => 4,             // int, var, decl_tag
-                3 => 12,                      // array
-                4 | 5 | 15 | 19 => 12 * vlen, // struct, union, datasec, enum64
-                6 | 13 => 8 * vlen,           // enum, func_proto
-                _ => 0,
-            };
-    }
-    let at = found.unwrap_or_else(|| panic!("struct {name} in the kernel BTF"));
-    // The new name goes at the end of the string section, which ends the file.
-    assert_eq!(strs + strs_len, b.len());
-    b[at..at + 4].copy_from_slice(&(strs_len as u32).to_le_bytes());
-    b.extend_from_slice(format!("renamed_{name}\0").as_bytes());
-    let new_len = (b.len() - strs) as u32;
-    b[20..24].copy_from_slice(&new_len.to_le_bytes());
-    let mut f = tempfile::NamedTempFile::new().unwrap();
-    f.write_all(&b).unwrap();
-    f
 }
 
 /// Drains the ring buffer until `done` holds for the events so far (bounded in time).
@@ -205,9 +162,9 @@ fn root_without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
     if !guard::lab("a BBR lab flow") || !guard::bpf("loading BPF programs") {
         return;
     }
-    let btf = kernel_btf_without_struct("bbr");
+    let btf = support::btf::kernel_without_struct("bbr");
     let l = load_with(Some(btf.path().to_path_buf()));
-    assert!(!l.bbr_state);
+    assert!(!l.bbr_state());
     let limits: Vec<String> = l.status().limits.iter().map(|r| r.detail.clone()).collect();
     assert_eq!(limits, [loader::BBR_STATE_OFF]);
     let note = bbrtop::cli::startup::bpf_note(&l.status()).expect("a note for stderr");

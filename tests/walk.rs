@@ -40,8 +40,11 @@ fn between(ours: f64, a: Option<f64>, b: Option<f64>, abs: f64, rel: f64) -> Res
 /// How a tcp_info field of the walk may differ from netlink's, read just after it.
 enum Tol {
     Exact,
-    /// A counter: netlink's is at least the walk's, and at most this much more.
-    Grows(f64),
+    /// A counter: netlink's is at least the walk's (less the first slack), and at most the
+    /// second slack more. The chronos (busy, rwnd- and sndbuf-limited time) count in jiffies in
+    /// the kernel and are brought up to the read in microseconds by the walk: a jiffy or two of
+    /// slack (4 ms each at HZ 250).
+    Grows(f64, f64),
     /// Within this fraction of netlink's, plus an absolute slack.
     Near(f64, f64),
     /// A time since an event, which may read older than netlink's by up to this much: the record
@@ -64,16 +67,16 @@ const FIELDS: &[(&str, Tol)] = &[
     ("unacked_segs", Tol::Near(0.2, 4.0)),
     ("pacing_rate_bytes_per_sec", Tol::Near(0.1, 1000.0)),
     ("delivery_rate_bytes_per_sec", Tol::Near(0.25, 1000.0)),
-    ("bytes_acked", Tol::Grows(512.0 * 1024.0)),
-    ("bytes_sent", Tol::Grows(512.0 * 1024.0)),
+    ("bytes_acked", Tol::Grows(0.0, 512.0 * 1024.0)),
+    ("bytes_sent", Tol::Grows(0.0, 512.0 * 1024.0)),
     ("bytes_received", Tol::Exact),
-    ("segs_out", Tol::Grows(400.0)),
-    ("segs_in", Tol::Grows(400.0)),
-    ("delivered_segs", Tol::Grows(400.0)),
-    ("total_retrans_segs", Tol::Grows(20.0)),
-    ("busy_time_us", Tol::Grows(300_000.0)),
-    ("rwnd_limited_us", Tol::Grows(300_000.0)),
-    ("sndbuf_limited_us", Tol::Grows(300_000.0)),
+    ("segs_out", Tol::Grows(0.0, 400.0)),
+    ("segs_in", Tol::Grows(0.0, 400.0)),
+    ("delivered_segs", Tol::Grows(0.0, 400.0)),
+    ("total_retrans_segs", Tol::Grows(0.0, 20.0)),
+    ("busy_time_us", Tol::Grows(10_000.0, 300_000.0)),
+    ("rwnd_limited_us", Tol::Grows(10_000.0, 300_000.0)),
+    ("sndbuf_limited_us", Tol::Grows(10_000.0, 300_000.0)),
     ("last_data_sent_ms", Tol::Older(500.0)),
     ("last_ack_recv_ms", Tol::Near(0.0, 50.0)),
     ("snd_wnd_bytes", Tol::Near(0.5, 65536.0)),
@@ -95,7 +98,7 @@ fn disagreements(cc: &str, w: &SocketRecord, n: &SocketRecord) -> Vec<(&'static 
         let (a, b) = (a.unwrap_or_else(|| panic!("{cc}: walk lacks {field}")), b.expect(field));
         let ok = match tol {
             Tol::Exact => a == b,
-            Tol::Grows(max) => a <= b && b - a <= *max,
+            Tol::Grows(below, above) => a <= b + below && b - a <= *above,
             Tol::Near(rel, abs) => (a - b).abs() <= rel * b.abs() + abs,
             Tol::Older(max) => a + 50.0 >= b && a - b <= *max,
         };
@@ -131,8 +134,10 @@ fn root_walk_agrees_with_netlink_and_ss_field_by_field() {
     const READS: usize = 7;
     let mut misses: BTreeMap<(&str, &str), Vec<String>> = BTreeMap::new();
     for read in 0..READS {
+        // A round trip through the lab's queue is up to half a second, and ACKs come in bursts:
+        // a second holds some for each flow.
         walker.walk().unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(Duration::from_secs(1));
         let before = ss_established(&lab);
         let (walked, stats) = walker.walk().unwrap();
         let listed = diag.dump().unwrap().sockets;
@@ -149,7 +154,12 @@ fn root_walk_agrees_with_netlink_and_ss_field_by_field() {
         }
         let (w, n) =
             (find(&walked, &bbr).bbr.expect("walk bbr"), find(&listed, &bbr).bbr.expect("netlink bbr"));
-        assert_eq!(w.min_rtt_us, n.min_rtt_us, "BBR's min RTT");
+        // BBR's own min RTT is re-measured (PROBE_RTT, or its 10 s window expiring) between reads
+        // now and then; both are compared as the tcp_info fields are.
+        if w.min_rtt_us != n.min_rtt_us {
+            let why = format!("read {read}: walk {}, netlink {}", w.min_rtt_us, n.min_rtt_us);
+            misses.entry(("bbr", "bbr min_rtt")).or_default().push(why);
+        }
         let (wb, nb) = (w.bw_bytes_per_sec as f64, n.bw_bytes_per_sec as f64);
         if (wb - nb).abs() > 0.05 * nb + 1000.0 {
             misses

@@ -76,7 +76,7 @@ fn closed_flow(c: Close, ktime_now: u64, wall: SystemTime) -> ClosedFlow {
         closed_at: wall - Duration::from_nanos(ktime_now.saturating_sub(c.h.ts_ns)),
         lifetime_seconds: (c.lifetime_ns > 0).then(|| c.lifetime_ns as f64 / 1e9),
         bbr: c.bbr.map(|(mode, min_rtt_us, bw)| ClosedBbr {
-            mode: Phase::from_kernel(mode, 0).map_or("unknown", |p| p.mode_name()),
+            mode: Phase::from_kernel(mode, 0, false).map_or("unknown", |p| p.mode_name()),
             min_rtt_us,
             bw_bytes_per_sec: bw,
         }),

@@ -32,6 +32,7 @@ pub mod off {
         pub const FULL_BW_REACHED: usize = 26;
         pub const LT_USE_BW: usize = 27;
         pub const PREV_MODE: usize = 28;
+        pub const CYCLE_V3: usize = 29;
         pub const PREV_BEGAN_NS: usize = 32;
         pub const MIN_RTT_US: usize = 40;
         pub const ENTERED: usize = 44;
@@ -220,6 +221,7 @@ fn phase(b: &[u8], h: Header) -> Result<PhaseChange, DecodeError> {
         bbr: BbrState {
             mode: r.u8(ph::MODE),
             cycle_idx: r.u8(ph::CYCLE_IDX),
+            cycle_v3: r.u8(ph::CYCLE_V3) != 0,
             full_bw_reached: r.u8(ph::FULL_BW_REACHED) != 0,
             lt_use_bw: r.u8(ph::LT_USE_BW) != 0,
             min_rtt_us: Some(r.u32(ph::MIN_RTT_US)),
@@ -313,9 +315,16 @@ mod tests {
         let s = p.bbr;
         assert_eq!((s.mode, s.cycle_idx, s.full_bw_reached, s.lt_use_bw), (2, 5, true, false));
         assert_eq!((p.prev_mode, s.min_rtt_us, p.entered), (None, Some(150), 2));
+        assert_eq!(s.phase(), Some(crate::model::Phase::ProbeBw(crate::model::ProbeBwStep::Cruise)));
         b[28] = 0;
         let Event::Phase(p) = decode(&b).unwrap() else { panic!("kind") };
         assert_eq!(p.prev_mode, Some(0));
+        // A v3 layout's cycle_idx 3 is REFILL.
+        b[25] = 3;
+        b[29] = 1;
+        let Event::Phase(p) = decode(&b).unwrap() else { panic!("kind") };
+        assert!(p.bbr.cycle_v3);
+        assert_eq!(p.bbr.phase(), Some(crate::model::Phase::ProbeBw(crate::model::ProbeBwStep::Refill)));
     }
 
     #[test]

@@ -7,13 +7,14 @@ use super::event::{self, DecodeError, Event};
 use super::{BpfStatus, PROGRAMS};
 use crate::collect::inet_diag::WindowStorage;
 use crate::engine::status::{Cause, Reason};
+use crate::model::{BbrLayout, StructBbr};
 use crate::rule::RuleConfig;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{
     Link, MapCore, MapFlags, MapHandle, PrintLevel, ProgramHandle, RingBuffer, RingBufferBuilder,
 };
 use std::mem::MaybeUninit;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 crate::bpf_skeleton!(skel, "bbrtop.skel.rs");
@@ -49,24 +50,25 @@ impl LoadConfig {
     }
 }
 
-/// The module BBR's types come with when it is not built in.
-const BBR_MODULE_BTF: &str = "/sys/kernel/btf/tcp_bbr";
-
-/// Whether `struct bbr` is among the types the object is relocated against: the kernel's own
-/// (where it is when BBR is built in), or tcp_bbr's module BTF (present while it is loaded).
-/// libbpf consults modules only when no custom BTF is given.
-fn struct_bbr_known(custom: Option<&Path>) -> bool {
-    use libbpf_rs::btf::{Btf, types::Struct};
-    let in_file = |p: &Path| Btf::from_path(p).is_ok_and(|b| b.type_by_name::<Struct>("bbr").is_some());
-    match custom {
-        Some(p) => in_file(p),
-        None => Path::new(BBR_MODULE_BTF).exists() || in_file(Path::new(super::BTF_PATH)),
-    }
-}
-
 /// What the programs say when they cannot read BBR's own state.
 pub const BBR_STATE_OFF: &str = "BBR state off: struct bbr is in no kernel BTF (BBR is not built in \
     and tcp_bbr was not loaded when bbrtop started); BBR phases are inferred from netlink";
+
+/// What the programs cannot read of `struct bbr` as this kernel has it (`None` when they read
+/// all they need): each read sits behind a CO-RE check of its field (bpf/bbrtop.bpf.c).
+pub fn bbr_limit(s: Option<&StructBbr>) -> Option<Reason> {
+    match s {
+        None => Some(Reason::new(Cause::BbrStateOff, BBR_STATE_OFF)),
+        Some(s) if !s.has_phase() => Some(Reason::new(
+            Cause::BbrStateOff,
+            format!("BBR state off: {s}; BBR phases are inferred from netlink"),
+        )),
+        Some(s) if s.layout == BbrLayout::Unknown => {
+            Some(Reason::new(Cause::BbrStatePartial, format!("BBR state partial: {s}")))
+        }
+        Some(_) => None,
+    }
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -91,8 +93,9 @@ pub struct Loaded {
     handles: Vec<(&'static str, ProgramHandle)>,
     pub ringbuf: RingBuffer<'static>,
     pub inbox: Inbox,
-    /// Whether the programs read `struct bbr` (see [`BBR_STATE_OFF`]).
-    pub bbr_state: bool,
+    /// `struct bbr` as the programs were relocated against it: its layout and which of the
+    /// fields they read it has (`None`: no BTF has it, see [`BBR_STATE_OFF`]).
+    pub struct_bbr: Option<StructBbr>,
     lost: MapHandle,
     socks: MapHandle,
     read_epoch: MapHandle,
@@ -106,12 +109,13 @@ impl Loaded {
             attached: self.links.iter().map(|(n, _)| *n).collect(),
             failed: self.failed.clone(),
             reason: None,
-            limits: if self.bbr_state {
-                Vec::new()
-            } else {
-                vec![Reason::new(Cause::BbrStateOff, BBR_STATE_OFF)]
-            },
+            limits: bbr_limit(self.struct_bbr.as_ref()).into_iter().collect(),
         }
+    }
+
+    /// Whether the programs read BBR's phase from `struct bbr`.
+    pub fn bbr_state(&self) -> bool {
+        self.struct_bbr.as_ref().is_some_and(StructBbr::has_phase)
     }
 
     /// Ring-buffer reserve failures since load, summed over CPUs.
@@ -180,6 +184,11 @@ fn keep_log(_: PrintLevel, msg: String) {
     LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()).push_str(&msg);
 }
 
+/// libbpf's messages during the last load, such as where each CO-RE relocation landed.
+pub fn last_load_log() -> String {
+    LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
 pub fn verifier_log_path() -> PathBuf {
     std::env::temp_dir().join(format!("bbrtop-verifier-{}.log", std::process::id()))
 }
@@ -239,9 +248,21 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     let handle = |m| MapHandle::try_from(m).map_err(|e: libbpf_rs::Error| LoadError::RingBuf(e.to_string()));
     let (lost, socks, read_epoch) =
         (handle(&skel.maps.lost)?, handle(&skel.maps.socks)?, handle(&skel.maps.read_epoch)?);
-    let bbr_state = struct_bbr_known(cfg.btf.as_deref());
+    let struct_bbr = crate::collect::host::struct_bbr(cfg.btf.as_deref());
     let moved = if cfg.walk { Some(handle(&skel.maps.moved)?) } else { None };
-    Ok(Loaded { links, failed, prog_ids, handles, ringbuf, inbox, bbr_state, lost, socks, read_epoch, moved })
+    Ok(Loaded {
+        links,
+        failed,
+        prog_ids,
+        handles,
+        ringbuf,
+        inbox,
+        struct_bbr,
+        lost,
+        socks,
+        read_epoch,
+        moved,
+    })
 }
 
 #[cfg(test)]
@@ -285,6 +306,7 @@ mod tests {
         at!(bbrtop_phase, full_bw_reached, ph::FULL_BW_REACHED);
         at!(bbrtop_phase, lt_use_bw, ph::LT_USE_BW);
         at!(bbrtop_phase, prev_mode, ph::PREV_MODE);
+        at!(bbrtop_phase, cycle_v3, ph::CYCLE_V3);
         at!(bbrtop_phase, prev_began_ns, ph::PREV_BEGAN_NS);
         at!(bbrtop_phase, min_rtt_us, ph::MIN_RTT_US);
         at!(bbrtop_phase, entered, ph::ENTERED);
@@ -346,6 +368,7 @@ mod tests {
         at!(bbr_len, o::BBR_LEN);
         at!(hz, o::HZ);
         at!(info_len, o::INFO_LEN);
+        at!(chrono, o::CHRONO);
         at!(filled_ns, o::FILLED_NS);
         at!(saddr, o::SADDR);
         at!(daddr, o::DADDR);
@@ -356,6 +379,22 @@ mod tests {
         assert_eq!(size_of_val(&s::default().info), o::INFO_CAP);
         assert_eq!(size_of_val(&s::default().bbr), o::BBR_CAP);
         assert_eq!(size_of_val(&s::default().cc), o::CC_LEN);
+    }
+
+    #[test]
+    fn what_the_programs_cannot_read_is_a_limit() {
+        let of = |names: &[&str]| StructBbr::from_members(names.iter().copied());
+        assert_eq!(bbr_limit(None).map(|r| r.cause), Some(Cause::BbrStateOff));
+        assert_eq!(bbr_limit(Some(&of(&["min_rtt_us", "bw", "lt_use_bw", "mode", "cycle_idx"]))), None);
+        assert_eq!(bbr_limit(Some(&of(&["min_rtt_us", "bw_hi", "mode", "cycle_idx"]))), None);
+        let no_mode = bbr_limit(Some(&of(&["min_rtt_us", "cycle_idx"]))).unwrap();
+        assert_eq!(no_mode.cause, Cause::BbrStateOff);
+        assert!(no_mode.detail.contains("without mode"), "{no_mode}");
+        let odd = bbr_limit(Some(&of(&["mode", "cycle_idx"]))).unwrap();
+        assert_eq!(odd.cause, Cause::BbrStatePartial);
+        assert!(
+            odd.detail.starts_with("BBR state partial: struct bbr of an unknown layout, without min_rtt_us")
+        );
     }
 
     #[test]

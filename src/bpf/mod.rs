@@ -42,7 +42,7 @@ use crate::model::StateSet;
 use crate::rule::RuleConfig;
 use std::path::Path;
 
-pub const BTF_PATH: &str = "/sys/kernel/btf/vmlinux";
+pub use crate::collect::host::VMLINUX_BTF as BTF_PATH;
 
 /// Polls between netlink's reconciling dumps when the socket walk reads the sockets.
 pub const RECONCILE_EVERY: u64 = 60;

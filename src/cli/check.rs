@@ -1,5 +1,6 @@
-//! `bbrtop check`: load and attach the eBPF programs, make one netlink dump and one ring-buffer
-//! poll, print what attached and what did not. Exit 0 when everything attached, else 1.
+//! `bbrtop check`: say which BBR the host runs, load and attach the eBPF programs, make one
+//! netlink dump and one ring-buffer poll, print what attached and what did not. Exit 0 when
+//! everything attached, else 1.
 
 use super::Failure;
 use super::args::SourceArgs;
@@ -15,6 +16,7 @@ pub struct CheckArgs {
 
 pub fn run(a: CheckArgs) -> Result<u8, Failure> {
     let mut ok = true;
+    println!("host: {}", crate::collect::host::host_bbr());
     match InetDiag::open(a.source.netns.as_ref(), StateSet::default_filter()).and_then(|mut d| d.dump()) {
         Ok(d) => println!("netlink: ok, {} sockets", d.sockets.len()),
         Err(e) => {
@@ -48,6 +50,9 @@ fn bpf() -> bool {
     }
     for (name, e) in &l.failed {
         println!("bpf: NOT attached {name}: {e}");
+    }
+    if let Some(s) = &l.struct_bbr {
+        println!("bpf: {s}: reads {}", s.fields.join(", "));
     }
     for limit in l.status().limits {
         println!("bpf: {limit}");

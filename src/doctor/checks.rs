@@ -3,6 +3,7 @@
 
 use super::{BbrModule, Bdp, Check, Live, Readings, Status, kernel_version};
 use crate::caps::{Cap, CapSet};
+use crate::model::HostBbr;
 
 /// Every check, in the order the guides walk them.
 pub fn checks(r: &Readings, bdp: Bdp) -> Vec<Check> {
@@ -15,6 +16,7 @@ pub fn checks(r: &Readings, bdp: Bdp) -> Vec<Check> {
         tcp_bbr(r.bbr_module),
         btf(r.btf),
     ];
+    out.extend(r.bbr.as_ref().and_then(bbr_version));
     // Capabilities and live sockets are checked only where they were read.
     out.extend(r.caps.map(capabilities));
     out.extend(buffers(r, bdp));
@@ -180,6 +182,30 @@ fn btf(present: bool) -> Check {
             &["use a kernel built with CONFIG_DEBUG_INFO_BTF=y".into()],
         )
     }
+}
+
+/// Which BBR runs as "bbr"; nothing to say where the host offers none (tcp_bbr says that).
+fn bbr_version(h: &HostBbr) -> Option<Check> {
+    const NAME: &str = "bbr_version";
+    if !h.names.iter().any(|c| c == "bbr") {
+        return None;
+    }
+    Some(match h.version {
+        Some(_) => check(
+            NAME,
+            Status::Ok,
+            h.to_string(),
+            "Told by the module's declared version, else the kernel BTF's struct bbr, else the names offered.",
+            &[],
+        ),
+        None => check(
+            NAME,
+            Status::Info,
+            h.to_string(),
+            "Neither the module nor the kernel BTF says which BBR \"bbr\" is; bbrtop tells each socket's version from its BBR info.",
+            &[],
+        ),
+    })
 }
 
 fn capabilities(caps: CapSet) -> Check {

@@ -49,6 +49,7 @@ pub fn read_readings() -> Readings {
             module_files.as_deref(),
         )),
         available_cc,
+        bbr: Some(crate::collect::host::host_bbr()),
         cc: read("/proc/sys/net/ipv4/tcp_congestion_control"),
         default_qdisc: read("/proc/sys/net/core/default_qdisc"),
         btf: Path::new("/sys/kernel/btf/vmlinux").exists(),

@@ -69,6 +69,8 @@ pub struct Readings {
     pub cc: Option<String>,
     pub default_qdisc: Option<String>,
     pub bbr_module: Option<BbrModule>,
+    /// Which BBR runs as "bbr" (`None` where it was not read).
+    pub bbr: Option<crate::model::HostBbr>,
     pub btf: bool,
     #[serde(skip)]
     pub caps: Option<CapSet>,

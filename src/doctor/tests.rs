@@ -8,6 +8,7 @@ fn good() -> Readings {
         cc: Some("bbr".into()),
         default_qdisc: Some("fq".into()),
         bbr_module: Some(BbrModule::Builtin),
+        bbr: Some(crate::model::HostBbr::detect(&["bbr".into()], None, Some(v1_struct()))),
         btf: true,
         caps: Some(CapSet(u64::MAX)),
         rmem_max: Some(64 << 20),
@@ -21,6 +22,10 @@ fn good() -> Readings {
     }
 }
 
+fn v1_struct() -> crate::model::StructBbr {
+    crate::model::StructBbr::from_members(["min_rtt_us", "bw", "lt_use_bw", "mode", "cycle_idx"])
+}
+
 fn status_of(checks: &[Check], name: &str) -> Status {
     checks.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no check {name}")).status
 }
@@ -29,6 +34,8 @@ fn status_of(checks: &[Check], name: &str) -> Status {
 fn a_good_host_passes() {
     let c = checks(&good(), Bdp::default());
     assert_eq!(exit_code(&c), 0, "{c:#?}");
+    let v = c.iter().find(|c| c.name == "bbr_version").expect("which BBR");
+    assert_eq!(v.value, "bbr v1 (BTF: struct bbr v1 layout)");
 }
 
 #[test]
@@ -57,6 +64,12 @@ fn each_problem_is_flagged_with_a_fix() {
         ),
         ("module not loaded", |r| r.bbr_module = Some(BbrModule::Loadable), "tcp_bbr", Status::Warn),
         ("no btf", |r| r.btf = false, "btf", Status::Warn),
+        (
+            "bbr renamed, nothing tells",
+            |r| r.bbr = Some(crate::model::HostBbr::detect(&["bbr".into(), "bbr1".into()], None, None)),
+            "bbr_version",
+            Status::Info,
+        ),
         ("no caps", |r| r.caps = Some(CapSet(0)), "capabilities", Status::Info),
         ("small rmem_max", |r| r.rmem_max = Some(212992), "net.core.rmem_max", Status::Warn),
         ("small tcp_wmem", |r| r.tcp_wmem = Some([4096, 16384, 4194304]), "net.ipv4.tcp_wmem", Status::Warn),

@@ -30,6 +30,12 @@ pub struct CcAggregate {
     pub inflated: usize,
     /// Sockets whose alert is firing.
     pub firing: usize,
+    /// Sockets that negotiated ECN.
+    pub ecn_sockets: usize,
+    /// CE-marked fraction of the segments the open sockets delivered (delivered_ce / delivered,
+    /// each summed); absent while they delivered nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ce_marked_fraction: Option<f64>,
     /// Sockets per BBR mode (startup, drain, probe_bw, probe_rtt); empty for other algorithms.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub phases: BTreeMap<&'static str, usize>,
@@ -65,13 +71,17 @@ pub fn percentiles<T: Copy>(
         .collect()
 }
 
+/// One cc's aggregate while sockets are added: srtts, inflation ratios, and delivered CE-marked
+/// and all segments.
+type Group = (CcAggregate, Vec<u32>, Vec<f64>, [u64; 2]);
+
 /// Aggregates sockets by cc, sorted by cc name.
 pub fn by_cc<'a>(sockets: impl IntoIterator<Item = &'a SocketView>) -> Vec<CcAggregate> {
-    let mut groups: BTreeMap<&str, (CcAggregate, Vec<u32>, Vec<f64>)> = BTreeMap::new();
+    let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
     for s in sockets {
         let cc = s.record.cc_name();
-        let (agg, rtts, ratios) = groups.entry(cc).or_insert_with(|| {
-            (CcAggregate { cc: cc.to_string(), ..CcAggregate::default() }, Vec::new(), Vec::new())
+        let (agg, rtts, ratios, delivered) = groups.entry(cc).or_insert_with(|| {
+            (CcAggregate { cc: cc.to_string(), ..CcAggregate::default() }, Vec::new(), Vec::new(), [0; 2])
         });
         agg.sockets += 1;
         let info = &s.record.tcp_info;
@@ -86,13 +96,17 @@ pub fn by_cc<'a>(sockets: impl IntoIterator<Item = &'a SocketView>) -> Vec<CcAgg
         agg.retrans_segs_per_sec += s.derived.rates.retrans_segs_per_sec.unwrap_or(0.0);
         agg.inflated += usize::from(s.derived.inflated);
         agg.firing += usize::from(s.derived.alert_firing);
+        agg.ecn_sockets += usize::from(s.derived.ecn.is_some_and(|e| e.negotiated));
+        delivered[0] += u64::from(info.delivered_ce_segs().unwrap_or(0));
+        delivered[1] += u64::from(info.delivered_segs().unwrap_or(0));
         if let Some(p) = s.derived.phase {
             *agg.phases.entry(p.mode_name()).or_default() += 1;
         }
     }
     groups
         .into_values()
-        .map(|(mut agg, mut rtts, mut ratios)| {
+        .map(|(mut agg, mut rtts, mut ratios, [ce, all])| {
+            agg.ce_marked_fraction = crate::model::ecn::ce_fraction(ce, all);
             let r = percentiles(&mut rtts, &[50.0, 95.0, 99.0], u32::cmp);
             (agg.srtt_p50_us, agg.srtt_p95_us, agg.srtt_p99_us) = (r[0], r[1], r[2]);
             let r = percentiles(&mut ratios, &[50.0, 95.0], f64::total_cmp);
@@ -105,6 +119,32 @@ pub fn by_cc<'a>(sockets: impl IntoIterator<Item = &'a SocketView>) -> Vec<CcAgg
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ECN per cc: sockets that negotiated it, and the CE-marked fraction of all the cc's
+    /// delivered segments (a socket without ECN delivers unmarked ones).
+    #[test]
+    fn ecn_sockets_and_ce_fraction_per_cc() {
+        use crate::engine::snapshot::{Derived, RecordRef, SocketView};
+        use crate::testing::record;
+        let view = |cookie, cc: &str, options, delivered, ce| {
+            let r =
+                record(cookie, cc).options(options).delivered_segs(delivered).delivered_ce_segs(ce).build();
+            let derived = Derived { ecn: crate::model::Ecn::of(&r.tcp_info), ..Derived::default() };
+            SocketView {
+                record: RecordRef::single(r),
+                derived,
+                history: crate::engine::history::HistoryView::none(),
+            }
+        };
+        let socks = [view(1, "bbr", 8 | 16, 900, 90), view(2, "bbr", 0, 100, 0), view(3, "cubic", 8, 0, 0)];
+        let aggs = by_cc(&socks);
+        let bbr = &aggs[0];
+        assert_eq!((bbr.cc.as_str(), bbr.ecn_sockets, bbr.ce_marked_fraction), ("bbr", 1, Some(0.09)));
+        let cubic = &aggs[1];
+        assert_eq!((cubic.ecn_sockets, cubic.ce_marked_fraction), (1, None), "nothing delivered yet");
+        let json = serde_json::to_value(cubic).unwrap();
+        assert!(json.get("ce_marked_fraction").is_none() && json["ecn_sockets"] == 1);
+    }
 
     #[test]
     fn nearest_rank() {

@@ -472,6 +472,7 @@ fn derived(rule: &RuleConfig, t: &Tracked, r: &SocketRecord, now: Instant) -> De
         inflated_for_seconds: t.alert.onset.map(|o| now.saturating_duration_since(o).as_secs_f64()),
         alert_firing: t.alert.firing(),
         limited_by: t.limited_by,
+        ecn: crate::model::Ecn::of(&r.tcp_info),
         rates: t.rates,
         seen_for_seconds: now.saturating_duration_since(t.first_seen).as_secs_f64(),
         kernel: None,

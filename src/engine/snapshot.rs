@@ -37,6 +37,9 @@ pub struct Derived {
     pub alert_firing: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limited_by: Option<LimitedBy>,
+    /// ECN: negotiated, seen, CE marks (absent for a socket with neither ECN nor marks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecn: Option<crate::model::Ecn>,
     #[serde(flatten)]
     pub rates: Rates,
     /// Seconds since bbrtop first saw the socket.

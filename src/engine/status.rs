@@ -23,6 +23,8 @@ pub enum Cause {
     NotAttached,
     /// The programs cannot read `struct bbr` here (a limit: polls still succeed).
     BbrStateOff,
+    /// The programs read BBR's phase but not all of `struct bbr`'s fields (a limit too).
+    BbrStatePartial,
     /// Draining the ring buffer failed.
     RingBuffer,
     /// Ring-buffer records this build could not decode.
@@ -45,6 +47,7 @@ impl Cause {
             Cause::LoadFailed => "load_failed",
             Cause::NotAttached => "not_attached",
             Cause::BbrStateOff => "bbr_state_off",
+            Cause::BbrStatePartial => "bbr_state_partial",
             Cause::RingBuffer => "ring_buffer",
             Cause::UndecodableEvents => "undecodable_events",
             Cause::DumpFailed => "dump_failed",
@@ -55,7 +58,7 @@ impl Cause {
 
     /// A limit of what the collector can do here, rather than a failure of its polls.
     pub fn is_limit(self) -> bool {
-        matches!(self, Cause::BbrStateOff | Cause::WalkNoHz)
+        matches!(self, Cause::BbrStateOff | Cause::BbrStatePartial | Cause::WalkNoHz)
     }
 }
 

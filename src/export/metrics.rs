@@ -6,6 +6,7 @@
 //! format for scrapers (and `promtool check metrics`) that do not ask for OpenMetrics.
 
 use super::peer_groups::PeerGroups;
+use crate::engine::aggregate::CcAggregate;
 use crate::engine::kernel::ClosedAggregate;
 use crate::engine::snapshot::{CollectorStatus, Snapshot, SocketView};
 use crate::model::{Phase, TcpState};
@@ -261,6 +262,7 @@ impl Collector for Scrape {
         encode_histograms(&mut enc, &ccs, groups)?;
         encode_inflation(&mut enc, &ccs, snap)?;
         encode_closed(&mut enc, &snap.closed_by_cc)?;
+        encode_ecn(&mut enc, &snap.by_cc)?;
         if self.top_k > 0 {
             encode_top_k(&mut enc, &snap.sockets, groups, self.top_k.min(TOP_K_CAP))?;
         }
@@ -270,6 +272,23 @@ impl Collector for Scrape {
         encode_posts(&mut enc, &self.posts)?;
         encode_build_info(&mut enc)
     }
+}
+
+/// ECN per cc, from the snapshot's aggregates: sockets that negotiated it, and the CE-marked
+/// fraction of what the open sockets delivered (a ratio of two live sums, hence a gauge).
+fn encode_ecn(enc: &mut Enc, by_cc: &[CcAggregate]) -> std::fmt::Result {
+    gauges(
+        enc,
+        "bbrtop_ecn_sockets",
+        "Open sockets that negotiated ECN (tcpi_options ECN), by congestion control.",
+        by_cc.iter().map(|a| ([("cc", a.cc.as_str())], a.ecn_sockets as u64)),
+    )?;
+    gauges(
+        enc,
+        "bbrtop_ce_marked_ratio",
+        "CE-marked fraction of the segments the open sockets delivered (tcpi_delivered_ce / tcpi_delivered, each summed), by congestion control.",
+        by_cc.iter().filter_map(|a| Some(([("cc", a.cc.as_str())], a.ce_marked_fraction?))),
+    )
 }
 
 /// `bbrtop_sockets`: one series per (cc, state, phase) that has sockets.

@@ -216,6 +216,132 @@ impl DctcpInfo {
     }
 }
 
+/// The `struct bbr` fields bbrtop's eBPF programs read, each behind a CO-RE field check
+/// (bpf/bbrtop.bpf.c): v1 has all but `bw_hi`; v3 has no `lt_use_bw` and no `bw` filter.
+pub const STRUCT_BBR_FIELDS: [&str; 7] =
+    ["min_rtt_us", "mode", "cycle_idx", "full_bw_reached", "lt_use_bw", "bw", "bw_hi"];
+
+/// Which `struct bbr` a kernel's BTF describes, told by its members.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BbrLayout {
+    /// Mainline's: the `bw` max filter and the long-term (`lt_*`) policer state.
+    V1,
+    /// google/bbr v3's: `bw_hi[2]` and `bw_lo` instead of the filter, no `lt_*`.
+    V3,
+    /// Neither: the programs read what of [`STRUCT_BBR_FIELDS`] it has.
+    Unknown,
+}
+
+/// `struct bbr` as a BTF describes it: its layout, and which of the fields the programs read
+/// it has.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StructBbr {
+    pub layout: BbrLayout,
+    /// Of [`STRUCT_BBR_FIELDS`], in that order.
+    pub fields: Vec<&'static str>,
+}
+
+impl StructBbr {
+    /// From the struct's member names.
+    pub fn from_members<'a>(members: impl IntoIterator<Item = &'a str>) -> StructBbr {
+        let names: Vec<&str> = members.into_iter().collect();
+        let has = |f: &str| names.contains(&f);
+        let layout = if has("bw") && has("lt_use_bw") {
+            BbrLayout::V1
+        } else if has("bw_hi") && !has("bw") {
+            BbrLayout::V3
+        } else {
+            BbrLayout::Unknown
+        };
+        StructBbr { layout, fields: STRUCT_BBR_FIELDS.into_iter().filter(|f| has(f)).collect() }
+    }
+
+    /// Whether the programs can tell BBR's phase from it (they need `mode` and `cycle_idx`).
+    pub fn has_phase(&self) -> bool {
+        self.fields.contains(&"mode") && self.fields.contains(&"cycle_idx")
+    }
+
+    /// The fields of [`STRUCT_BBR_FIELDS`] it lacks.
+    pub fn missing(&self) -> Vec<&'static str> {
+        STRUCT_BBR_FIELDS.into_iter().filter(|f| !self.fields.contains(f)).collect()
+    }
+}
+
+impl fmt::Display for StructBbr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.layout {
+            BbrLayout::V1 => f.write_str("struct bbr v1 layout"),
+            BbrLayout::V3 => f.write_str("struct bbr v3 layout"),
+            BbrLayout::Unknown => {
+                write!(f, "struct bbr of an unknown layout, without {}", self.missing().join(", "))
+            }
+        }
+    }
+}
+
+/// Which BBR a host runs under the name "bbr", and what told: the names it offers, the module's
+/// declared version, and the kernel BTF's `struct bbr`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HostBbr {
+    /// The version behind "bbr"; `None` when the host offers no "bbr", or nothing tells.
+    pub version: Option<BbrVersion>,
+    /// The BBR names in `tcp_available_congestion_control` ("bbr", "bbr1", "bbr2"...).
+    pub names: Vec<String>,
+    /// `/sys/module/tcp_bbr/version`: v3 declares "3"; mainline declares none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub module_version: Option<String>,
+    /// `struct bbr` in the kernel BTF; `None` when no BTF has it.
+    pub btf: Option<StructBbr>,
+}
+
+impl HostBbr {
+    /// Judges what was read. The module's version says most; then the BTF's layout; failing
+    /// both, "bbr" is mainline's v1 unless a "bbr1" beside it says v1 was renamed.
+    pub fn detect(available: &[String], module_version: Option<&str>, btf: Option<StructBbr>) -> HostBbr {
+        let names: Vec<String> = available.iter().filter(|c| is_bbr(c)).cloned().collect();
+        let has = |n: &str| names.iter().any(|c| c == n);
+        let declared = module_version.and_then(|v| v.trim().parse::<u8>().ok()).map(|v| match v {
+            1 => BbrVersion::V1,
+            2 => BbrVersion::V2Alpha,
+            3 => BbrVersion::V3,
+            v => BbrVersion::Unknown(v),
+        });
+        let from_btf = btf.as_ref().and_then(|b| match b.layout {
+            BbrLayout::V1 => Some(BbrVersion::V1),
+            BbrLayout::V3 => Some(BbrVersion::V3),
+            BbrLayout::Unknown => None,
+        });
+        let version =
+            declared.or(from_btf).or((!has("bbr1")).then_some(BbrVersion::V1)).filter(|_| has("bbr"));
+        HostBbr { version, names, module_version: module_version.map(|v| v.trim().to_string()), btf }
+    }
+}
+
+impl fmt::Display for HostBbr {
+    /// "bbr v1 (BTF: struct bbr v1 layout)", with the module's version and other names.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.names.iter().any(|c| c == "bbr"), self.version) {
+            (false, _) => f.write_str("no bbr available")?,
+            (true, Some(v)) => write!(f, "bbr {v}")?,
+            (true, None) => f.write_str("bbr of an unknown version")?,
+        }
+        f.write_str(" (")?;
+        if let Some(v) = &self.module_version {
+            write!(f, "module version {v}; ")?;
+        }
+        match &self.btf {
+            Some(b) => write!(f, "BTF: {b})")?,
+            None => f.write_str("BTF: no struct bbr)")?,
+        }
+        let others: Vec<&str> = self.names.iter().map(String::as_str).filter(|&c| c != "bbr").collect();
+        if !others.is_empty() {
+            write!(f, ", also {}", others.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
 /// Layouts as the kernels send them, for this module's tests and the wire parser's.
 #[cfg(test)]
 pub(crate) mod fixtures {
@@ -344,6 +470,72 @@ mod tests {
         let want =
             DctcpInfo { enabled: true, ce_state: 3, alpha: 512, ab_ecn_bytes: 9_000, ab_tot_bytes: 64_000 };
         assert_eq!(DctcpInfo::parse(&b), Some(want));
+    }
+
+    #[test]
+    fn struct_bbr_layouts_from_member_names() {
+        let v1 = StructBbr::from_members([
+            "min_rtt_us",
+            "bw",
+            "mode",
+            "lt_use_bw",
+            "cycle_idx",
+            "full_bw_reached",
+        ]);
+        assert_eq!(v1.layout, BbrLayout::V1);
+        assert_eq!(v1.missing(), ["bw_hi"]);
+        assert!(v1.has_phase());
+        assert_eq!(v1.to_string(), "struct bbr v1 layout");
+        let v3 =
+            StructBbr::from_members(["min_rtt_us", "mode", "cycle_idx", "full_bw_reached", "bw_lo", "bw_hi"]);
+        assert_eq!((v3.layout, v3.missing()), (BbrLayout::V3, vec!["lt_use_bw", "bw"]));
+        let odd = StructBbr::from_members(["min_rtt_us", "mode"]);
+        assert_eq!(odd.layout, BbrLayout::Unknown);
+        assert!(!odd.has_phase());
+        assert_eq!(
+            odd.to_string(),
+            "struct bbr of an unknown layout, without cycle_idx, full_bw_reached, lt_use_bw, bw, bw_hi"
+        );
+    }
+
+    #[test]
+    fn host_version_from_module_btf_and_names() {
+        use BbrVersion::*;
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let v1 = || Some(StructBbr::from_members(["min_rtt_us", "bw", "lt_use_bw", "mode", "cycle_idx"]));
+        let v3 = || Some(StructBbr::from_members(["min_rtt_us", "bw_hi", "mode", "cycle_idx"]));
+        type Case = (Vec<String>, Option<&'static str>, Option<StructBbr>, Option<BbrVersion>, &'static str);
+        let cases: Vec<Case> = vec![
+            (names(&["reno", "bbr", "cubic"]), None, v1(), Some(V1), "bbr v1 (BTF: struct bbr v1 layout)"),
+            (
+                names(&["bbr"]),
+                Some("3\n"),
+                v3(),
+                Some(V3),
+                "bbr v3 (module version 3; BTF: struct bbr v3 layout)",
+            ),
+            (names(&["bbr", "bbr1"]), None, v3(), Some(V3), "bbr v3 (BTF: struct bbr v3 layout), also bbr1"),
+            (
+                names(&["bbr", "bbr1"]),
+                None,
+                None,
+                None,
+                "bbr of an unknown version (BTF: no struct bbr), also bbr1",
+            ),
+            (names(&["bbr"]), None, None, Some(V1), "bbr v1 (BTF: no struct bbr)"),
+            (names(&["bbr2", "cubic"]), None, None, None, "no bbr available (BTF: no struct bbr), also bbr2"),
+            (
+                names(&["bbr"]),
+                Some("9"),
+                None,
+                Some(Unknown(9)),
+                "bbr unknown(9) (module version 9; BTF: no struct bbr)",
+            ),
+        ];
+        for (avail, module, btf, want, text) in cases {
+            let h = HostBbr::detect(&avail, module, btf);
+            assert_eq!((h.version, h.to_string().as_str()), (want, text), "{avail:?} {module:?}");
+        }
     }
 
     proptest::proptest! {

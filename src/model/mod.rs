@@ -3,11 +3,13 @@
 
 pub mod bbr;
 pub mod derive;
+pub mod ecn;
 pub mod phase;
 pub mod state;
 pub mod tcp_info;
 
-pub use bbr::{BbrExt, BbrInfo, BbrVersion, DctcpInfo};
+pub use bbr::{BbrExt, BbrInfo, BbrLayout, BbrVersion, DctcpInfo, HostBbr, StructBbr};
+pub use ecn::Ecn;
 pub use phase::{Phase, ProbeBwStep, Source};
 pub use state::{StateSet, TcpState};
 pub use tcp_info::{InfoSize, TcpInfo};
@@ -85,10 +87,14 @@ pub struct RttWindow {
 pub struct BbrState {
     /// 0 STARTUP, 1 DRAIN, 2 PROBE_BW, 3 PROBE_RTT.
     pub mode: u8,
-    /// PROBE_BW's place in its gain cycle: 0 probing up, 1 draining, 2 to 7 cruising.
+    /// PROBE_BW's place in its gain cycle: 0 probing up, 1 draining, 2 to 7 cruising (v3: 2
+    /// cruising, 3 refilling).
     pub cycle_idx: u8,
+    /// `cycle_idx` counts v3's steps: the kernel's `struct bbr` has v3's layout.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cycle_v3: bool,
     pub full_bw_reached: bool,
-    /// The long-term (policer) bandwidth mode.
+    /// The long-term (policer) bandwidth mode (v1 only).
     pub lt_use_bw: bool,
     /// BBR's own min RTT, where the reading carries it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -97,7 +103,7 @@ pub struct BbrState {
 
 impl BbrState {
     pub fn phase(&self) -> Option<Phase> {
-        Phase::from_kernel(self.mode, self.cycle_idx)
+        Phase::from_kernel(self.mode, self.cycle_idx, self.cycle_v3)
     }
 }
 
@@ -137,6 +143,7 @@ impl RttWindow {
             Some(BbrState {
                 mode: byte(o::BBR_MODE)?,
                 cycle_idx: byte(o::CYCLE_IDX)?,
+                cycle_v3: flags & 4 != 0,
                 full_bw_reached: flags & 1 != 0,
                 lt_use_bw: flags & 2 != 0,
                 min_rtt_us: None,
@@ -241,6 +248,12 @@ mod tests {
         b[20..24].copy_from_slice(&[1, 2, 5, 0b01]);
         let bbr = RttWindow::parse(&b, 7).unwrap().bbr.unwrap();
         assert_eq!(bbr, BbrState { mode: 2, cycle_idx: 5, full_bw_reached: true, ..BbrState::default() });
+        b[20..24].copy_from_slice(&[1, 2, 3, 0b110]);
+        let bbr = RttWindow::parse(&b, 7).unwrap().bbr.unwrap();
+        let want = BbrState { mode: 2, cycle_idx: 3, cycle_v3: true, lt_use_bw: true, ..BbrState::default() };
+        assert_eq!(bbr, want);
+        assert_eq!(bbr.phase(), Some(Phase::ProbeBw(ProbeBwStep::Refill)));
+        b[20..24].copy_from_slice(&[1, 2, 5, 0b01]);
         // An older epoch: no ACK since the last read, but the last srtt stands.
         let w = RttWindow::parse(&b, 8).unwrap();
         assert_eq!((w.samples, w.last_srtt_us, w.min_srtt_us, w.max_srtt_us), (0, 1200, None, None));

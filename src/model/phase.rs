@@ -127,14 +127,17 @@ impl Phase {
         }
     }
 
-    /// From `struct bbr`'s `mode` (0..3) and `cycle_idx` (0..7), as read by eBPF.
-    pub fn from_kernel(mode: u8, cycle_idx: u8) -> Option<Phase> {
+    /// From `struct bbr`'s `mode` (0..3) and `cycle_idx`, as read by eBPF: v1's index into its
+    /// eight-step gain cycle (0 up, 1 down, the rest cruise), or with `v3`, v3's step (0 up,
+    /// 1 down, 2 cruise, 3 refill).
+    pub fn from_kernel(mode: u8, cycle_idx: u8, v3: bool) -> Option<Phase> {
         match mode {
             0 => Some(Phase::Startup),
             1 => Some(Phase::Drain),
             2 => Some(Phase::ProbeBw(match cycle_idx {
                 0 => ProbeBwStep::Up,
                 1 => ProbeBwStep::Down,
+                3 if v3 => ProbeBwStep::Refill,
                 _ => ProbeBwStep::Cruise,
             })),
             3 => Some(Phase::ProbeRtt),
@@ -204,12 +207,16 @@ mod tests {
 
     #[test]
     fn kernel_modes() {
-        assert_eq!(Phase::from_kernel(0, 0), Some(Phase::Startup));
-        assert_eq!(Phase::from_kernel(2, 0), Some(Phase::ProbeBw(ProbeBwStep::Up)));
-        assert_eq!(Phase::from_kernel(2, 1), Some(Phase::ProbeBw(ProbeBwStep::Down)));
-        assert_eq!(Phase::from_kernel(2, 5), Some(Phase::ProbeBw(ProbeBwStep::Cruise)));
-        assert_eq!(Phase::from_kernel(3, 0), Some(Phase::ProbeRtt));
-        assert_eq!(Phase::from_kernel(9, 0), None);
+        assert_eq!(Phase::from_kernel(0, 0, false), Some(Phase::Startup));
+        assert_eq!(Phase::from_kernel(2, 0, false), Some(Phase::ProbeBw(ProbeBwStep::Up)));
+        assert_eq!(Phase::from_kernel(2, 1, false), Some(Phase::ProbeBw(ProbeBwStep::Down)));
+        assert_eq!(Phase::from_kernel(2, 5, false), Some(Phase::ProbeBw(ProbeBwStep::Cruise)));
+        assert_eq!(Phase::from_kernel(3, 0, false), Some(Phase::ProbeRtt));
+        assert_eq!(Phase::from_kernel(9, 0, false), None);
+        // v3's cycle_idx: 3 is REFILL, which v1's index 3 (a cruise step) is not.
+        assert_eq!(Phase::from_kernel(2, 3, true), Some(Phase::ProbeBw(ProbeBwStep::Refill)));
+        assert_eq!(Phase::from_kernel(2, 3, false), Some(Phase::ProbeBw(ProbeBwStep::Cruise)));
+        assert_eq!(Phase::from_kernel(2, 2, true), Some(Phase::ProbeBw(ProbeBwStep::Cruise)));
     }
 
     #[test]

@@ -14,6 +14,8 @@ pub struct SystemInfo {
     pub netns: Option<String>,
     /// The watched namespace's inode number, as eBPF records carry it.
     pub netns_inode: Option<u32>,
+    /// Which BBR runs as "bbr", and what told (`HostBbr`'s line).
+    pub bbr: String,
 }
 
 fn read(path: &str) -> String {
@@ -40,6 +42,7 @@ impl SystemInfo {
             kernel: read("/proc/sys/kernel/osrelease"),
             default_cc,
             qdisc: read("/proc/sys/net/core/default_qdisc"),
+            bbr: crate::collect::host::host_bbr().to_string(),
             netns_inode,
             netns: netns.map(|ns| {
                 let p = &ns.0;

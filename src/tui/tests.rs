@@ -64,7 +64,12 @@ fn socket(
         .delivery_rate_bytes_per_sec(2_400_000)
         .total_retrans_segs(3)
         .bbr(2_450_000, 20_000, 1.25, 2.0)
+        // ECN negotiated and seen, 90 of 1000 delivered segments CE-marked.
+        .options(1 | 2 | 8 | 16)
+        .delivered_segs(1000)
+        .delivered_ce_segs(90)
         .build();
+    let ecn = crate::model::Ecn::of(&r.tcp_info);
     SocketView {
         record: RecordRef::single(r),
         derived: Derived {
@@ -79,6 +84,7 @@ fn socket(
             limited_by: Some(LimitedBy::Network),
             rates: Rates { goodput_bytes_per_sec: Some(2_300_000.0), ..Rates::default() },
             seen_for_seconds: 60.0,
+            ecn,
             ..Derived::default()
         },
         history: history(|i| srtt.min(20_000 + i as u32 * 3000), |i| phase.filter(|_| i > 5)),
@@ -163,6 +169,7 @@ fn sys() -> SystemInfo {
         qdisc: "fq".into(),
         netns: None,
         netns_inode: Some(4026531840),
+        bbr: "bbr v1 (BTF: struct bbr v1 layout)".into(),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod off {
     pub const BBR_LEN: usize = 35;
     pub const HZ: usize = 36;
     pub const INFO_LEN: usize = 38;
+    pub const CHRONO: usize = 40;
     pub const FILLED_NS: usize = 48;
     pub const SADDR: usize = 56;
     pub const DADDR: usize = 72;
@@ -82,10 +83,24 @@ fn window(b: &[u8], epoch: u32) -> Option<RttWindow> {
     RttWindow::parse(b, if recent { own } else { own.wrapping_add(2) })
 }
 
-/// The tcp_info fields that count time since an event: the record was filled `age_ms` before
-/// it was read, and they are brought up to the read.
-fn age(rec: &mut SocketRecord, age_ms: u32) {
+/// The tcp_info fields that count time: the record was filled `age_ns` before it was read, and
+/// they are brought up to the read as tcp_get_info would then compute them: the time since the
+/// last send and ACK grows, and so does the chrono that was running (`chrono`: 1 busy, 2
+/// rwnd-limited, 3 sndbuf-limited; busy time is their sum).
+fn age(rec: &mut SocketRecord, age_ns: u64, chrono: u8) {
+    let age_ms = (age_ns / 1_000_000).min(u64::from(u32::MAX)) as u32;
+    let age_us = age_ns / 1000;
     let i = &mut rec.tcp_info;
+    if (1..=3).contains(&chrono)
+        && let Some(v) = i.busy_time_us()
+    {
+        i.set_busy_time_us(v.saturating_add(age_us));
+        match (chrono, i.rwnd_limited_us(), i.sndbuf_limited_us()) {
+            (2, Some(v), _) => i.set_rwnd_limited_us(v.saturating_add(age_us)),
+            (3, _, Some(v)) => i.set_sndbuf_limited_us(v.saturating_add(age_us)),
+            _ => {}
+        }
+    }
     if let Some(v) = i.last_data_sent_ms() {
         i.set_last_data_sent_ms(v.saturating_add(age_ms));
     }
@@ -122,8 +137,7 @@ pub fn parse_record(b: &[u8; REC_LEN], epoch: u32, now_ns: u64, names: &mut CcNa
         rec.bbr = BbrInfo::parse(&b[o::BBR..o::BBR + bbr_len], rec.cc.as_deref());
     }
     rec.kernel_rtt = window(&b[o::W..o::W + RttWindow::LEN], epoch);
-    let age_ms = now_ns.saturating_sub(u64_at(b, o::FILLED_NS)) / 1_000_000;
-    age(&mut rec, age_ms.min(u64::from(u32::MAX)) as u32);
+    age(&mut rec, now_ns.saturating_sub(u64_at(b, o::FILLED_NS)), b[o::CHRONO]);
     Some(rec)
 }
 
@@ -203,7 +217,8 @@ mod tests {
         r.put(off::NETNS, &4026531840u32.to_ne_bytes()).put(off::CGROUP_ID, &777u64.to_ne_bytes());
         r.put(off::UID, &65534u32.to_ne_bytes()).put(off::INODE, &123u32.to_ne_bytes());
         r.info_u32(68, 1500).info_u32(80, 10).info_u32(56, 3); // srtt, cwnd, last_ack_recv_ms
-        r.put(off::FILLED_NS, &1_000_000_000u64.to_ne_bytes());
+        r.put(off::FILLED_NS, &1_000_000_000u64.to_ne_bytes()).put(off::CHRONO, &[2]);
+        r.put(off::INFO + 168, &5_000u64.to_ne_bytes()).put(off::INFO + 176, &1_000u64.to_ne_bytes());
         // tcp_bbr_info v1: bw 1e6 B/s, min RTT 1000 us, gains 1.25 and 2.
         let bbr: Vec<u8> = [1_000_000u32, 0, 1000, 320, 512].iter().flat_map(|v| v.to_ne_bytes()).collect();
         r.put(off::BBR, &bbr).put(off::BBR_LEN, &[20]);
@@ -219,6 +234,9 @@ mod tests {
         assert_eq!((s.tcp_info.srtt_us(), s.tcp_info.snd_cwnd_segs()), (Some(1500), Some(10)));
         // Filled 250 ms before the read: the time since the last ACK is brought up to the read.
         assert_eq!(s.tcp_info.last_ack_recv_ms(), Some(253));
+        // ... and so is the chrono that was running (rwnd-limited), and busy time, their sum.
+        assert_eq!((s.tcp_info.busy_time_us(), s.tcp_info.rwnd_limited_us()), (Some(255_000), Some(251_000)));
+        assert_eq!(s.tcp_info.sndbuf_limited_us(), Some(0));
         let b = s.bbr.unwrap();
         assert_eq!(
             (b.bw_bytes_per_sec, b.min_rtt_us, b.pacing_gain, b.cwnd_gain),

@@ -2,6 +2,7 @@
 //! it, hence the allow below.
 #![allow(dead_code)]
 
+pub mod btf;
 pub mod exporter;
 pub mod grafana;
 pub mod guard;

@@ -140,3 +140,19 @@ fn a_degraded_collector_exports_its_reason() {
     // A healthy collector has no series.
     assert!(!om.contains(r#"bbrtop_collector_degraded{collector="netlink""#), "{om}");
 }
+
+/// ECN per cc, through the engine: sockets that negotiated it, and the CE-marked fraction of
+/// what the cc's sockets delivered; a cc that delivered nothing has no ratio.
+#[test]
+fn ecn_sockets_and_ce_marked_ratio_per_cc() {
+    let ecn = |cookie, cc: &str, delivered, ce| {
+        record(cookie, cc).options(8 | 16).delivered_segs(delivered).delivered_ce_segs(ce).build()
+    };
+    let plain = record(3, "bbr").options(1 | 2).delivered_segs(200).build();
+    let snap = snapshot(vec![ecn(1, "bbr", 800, 50), plain, ecn(4, "dctcp", 0, 0)]);
+    let om = scrape(snap, 0, "");
+    assert_eq!(value(&om, r#"bbrtop_ecn_sockets{cc="bbr"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_ecn_sockets{cc="dctcp"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_ce_marked_ratio{cc="bbr"}"#), Some(0.05));
+    assert_eq!(value(&om, r#"bbrtop_ce_marked_ratio{cc="dctcp"}"#), None);
+}

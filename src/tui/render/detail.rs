@@ -89,8 +89,30 @@ fn summary_line(s: &SocketView, v: &Screen) -> String {
     if let Some(t) = d.inflated_for_seconds {
         parts.push(format!("inflated {}", super::ago(t)));
     }
+    parts.extend(ecn_part(s));
     parts.push(format!("seen {}", super::ago(d.seen_for_seconds)));
     parts.join("  ")
+}
+
+/// "ecn+seen ce 90 (9.0%)", with DCTCP's alpha for dctcp sockets; nothing without ECN.
+fn ecn_part(s: &SocketView) -> Option<String> {
+    let e = s.derived.ecn?;
+    let how = match (e.negotiated, e.seen) {
+        (true, true) => "ecn+seen",
+        (true, false) => "ecn",
+        (false, _) => "no ecn",
+    };
+    let mut out = format!("{how} ce {}", e.delivered_ce_segs);
+    if let Some(f) = e.ce_fraction {
+        out.push_str(&format!(" ({:.1}%)", f * 100.0));
+    }
+    if let Some(r) = e.received_ce_segs.filter(|&n| n > 0) {
+        out.push_str(&format!(" rcvd ce {r}"));
+    }
+    if let Some(d) = s.record.dctcp.filter(|d| d.enabled) {
+        out.push_str(&format!(" dctcp alpha {:.2}", f64::from(d.alpha) / 1024.0));
+    }
+    Some(out)
 }
 
 /// The pane's title: the socket's addresses, cc and cookie, and its phase with where it came from.

@@ -1,4 +1,4 @@
-//! The header: host, kernel, default cc and qdisc, sockets per cc, collectors, alerts.
+//! The header: host, kernel, default cc and qdisc, which BBR, sockets per cc, collectors, alerts.
 
 use super::Screen;
 use crate::engine::status::Health;
@@ -25,6 +25,7 @@ pub fn paragraph<'a>(v: &'a Screen) -> Paragraph<'a> {
         Span::raw("  qdisc "),
         Span::styled(&s.qdisc, bold),
         Span::raw(s.netns.as_ref().map_or(String::new(), |n| format!("  netns {n}"))),
+        Span::raw(if s.bbr.is_empty() { String::new() } else { format!("  {}", s.bbr) }),
     ]);
     let per_cc: Vec<String> = v.snap.by_cc.iter().map(|a| format!("{} {}", a.cc, a.sockets)).collect();
     let firing = v.snap.firing().count();
