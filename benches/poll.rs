@@ -9,14 +9,19 @@
 //!   ss        `ss -tin > /dev/null`
 //!   snapshot  `bbrtop snapshot --json > /dev/null`
 //! and the RSS of an engine holding 60 polls of history for every socket, measured in a child
-//! process of its own. It asserts nothing.
+//! process of its own. As root with eBPF it then times the socket walk (`--collector walk`)
+//! against the same raw dump, with 1% and with all of the connections moving between polls
+//! (each moving connection sends a byte each way):
+//!   walk      the walk's read of the sockets that moved, and the engine's update
+//!   tick      publishing the snapshot (every socket, moved or not)
+//! It asserts nothing.
 
 use bbrtop::collect::InetDiag;
-use bbrtop::engine::{Engine, EngineConfig, Now};
+use bbrtop::engine::{Engine, EngineConfig, Now, Update, Walk};
 use bbrtop::model::StateSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Connections per holder process: two sockets each, well under a 20,000-file limit.
@@ -45,7 +50,7 @@ fn main() {
         "sockets", "raw ms", "poll ms", "ss ms", "snap ms", "poll/raw", "ss/snap", "rss60 MB"
     );
     for n in sizes {
-        let holders = open_sockets(n);
+        let mut holders = open_sockets(n);
         let seen = count_sockets();
         // The steady state: one collector and one engine across polls, as the poller keeps them.
         let mut diag = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
@@ -90,8 +95,55 @@ fn main() {
             s * 1e3 / seen as f64,
             j * 1e3 / seen as f64
         );
+        walk_rows(&mut holders, seen, r);
         drop(holders);
     }
+}
+
+/// The socket walk against the raw dump of the same run (`raw_ms`), with 1% and all of the
+/// connections moving between polls.
+fn walk_rows(holders: &mut Holders, seen: usize, raw_ms: f64) {
+    use bbrtop::bpf::loader::{self, LoadConfig};
+    let cfg = LoadConfig { walk: true, ..LoadConfig::from_rule(&Default::default()) };
+    let Ok(loaded) = loader::load(&cfg) else {
+        println!("         walk: eBPF did not load here (root with CAP_BPF and CAP_PERFMON needed)");
+        return;
+    };
+    let mut walker =
+        loaded.walker(StateSet::default_filter(), bbrtop::attrib::Resolver::new(None)).expect("the walk");
+    let mut engine = Engine::new(EngineConfig::default());
+    let mut d = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
+    d.dump_into(&mut engine, Now::system()).expect("seed");
+    for permille in [10, 1000] {
+        let (mut walk, mut tick, mut moved) = (vec![], vec![], vec![]);
+        for _ in 0..ROUNDS {
+            let _ = walker.walk();
+            holders.touch(permille);
+            // The ACKs of the bytes just sent (delayed ACKs wait up to 40 ms).
+            std::thread::sleep(Duration::from_millis(60));
+            walk.push(time(|| {
+                let (sockets, stats) = walker.walk().expect("walk");
+                moved.push(sockets.len() as f64);
+                let now = Now::system();
+                engine.apply(Update::Walked(Box::new(Walk {
+                    sockets,
+                    stats,
+                    duration: Duration::ZERO,
+                    now,
+                })));
+            }));
+            tick.push(time(|| drop(std::hint::black_box(engine.tick(Now::system())))));
+        }
+        let (w, t) = (median(walk), median(tick));
+        println!(
+            "         walk, {:>5.1}% moving ({:.0} sockets): walk {w:.2} ms ({:.3}x raw), tick {t:.2} ms ({:.3}x raw)",
+            permille as f64 / 10.0,
+            median(moved),
+            w / raw_ms,
+            t / raw_ms
+        );
+    }
+    println!("         (of {seen} sockets; raw dump {raw_ms:.2} ms)");
 }
 
 /// The bbrtop binary built in the same profile as this bench.
@@ -181,15 +233,29 @@ fn vm_rss() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
-/// Child processes holding `n` sockets between them; they exit when dropped.
-struct Holders(Vec<Child>);
+/// Child processes holding `n` sockets between them, with their answers; they exit when dropped.
+struct Holders(Vec<(Child, BufReader<ChildStdout>)>);
+
+impl Holders {
+    /// Each holder moves `permille` of its connections (a byte each way); returns when all have.
+    fn touch(&mut self, permille: usize) {
+        for (c, _) in &mut self.0 {
+            writeln!(c.stdin.as_mut().expect("stdin"), "{permille}").expect("to the holder");
+        }
+        for (_, out) in &mut self.0 {
+            let mut line = String::new();
+            out.read_line(&mut line).expect("the holder's answer");
+            assert_eq!(line.trim(), "moved", "holder failed");
+        }
+    }
+}
 
 impl Drop for Holders {
     fn drop(&mut self) {
-        for c in &mut self.0 {
+        for (c, _) in &mut self.0 {
             drop(c.stdin.take());
         }
-        for c in &mut self.0 {
+        for (c, _) in &mut self.0 {
             let _ = c.wait();
         }
     }
@@ -207,10 +273,10 @@ fn open_sockets(n: usize) -> Holders {
             .stdout(Stdio::piped())
             .spawn()
             .expect("spawn holder");
-        let mut line = String::new();
-        BufReader::new(c.stdout.take().expect("stdout")).read_line(&mut line).expect("holder ready");
+        let (mut line, mut out) = (String::new(), BufReader::new(c.stdout.take().expect("stdout")));
+        out.read_line(&mut line).expect("holder ready");
         assert_eq!(line.trim(), "ready", "holder failed");
-        kids.0.push(c);
+        kids.0.push((c, out));
     }
     kids
 }
@@ -228,6 +294,21 @@ fn hold(conns: usize) {
     }
     println!("ready");
     std::io::stdout().flush().ok();
-    let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    // Each line asks to move that many per mille of the connections; stdin's end means exit.
+    let (mut byte, mut from) = ([0u8; 1], 0);
+    for line in std::io::stdin().lines() {
+        let Ok(permille) = line.unwrap_or_default().trim().parse::<usize>() else { break };
+        let n = (conns * permille).div_ceil(1000).min(conns);
+        for i in 0..n {
+            let k = (from + i) % conns;
+            keep[2 * k].write_all(b"x").expect("send");
+            keep[2 * k + 1].read_exact(&mut byte).expect("receive");
+            keep[2 * k + 1].write_all(b"y").expect("answer");
+            keep[2 * k].read_exact(&mut byte).expect("read the answer");
+        }
+        from = (from + n) % conns.max(1);
+        println!("moved");
+        std::io::stdout().flush().ok();
+    }
     drop(keep);
 }

@@ -15,6 +15,38 @@ pub struct Filter {
     pub peers: Vec<IpNet>,
     /// States to dump; `None` means every state but LISTEN and TIME-WAIT.
     pub states: Option<StateSet>,
+    /// Where sockets live (the TUI's `netns`, `pod` and `cgroup` words): see [`Place`].
+    pub places: Vec<Place>,
+}
+
+/// A word about where a socket lives, matched against its origin (the socket walk's
+/// attribution): a namespace by name or inode, a pod by `namespace/name` (or a part of it) or uid,
+/// a cgroup by a part of its path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    Netns(String),
+    Pod(String),
+    Cgroup(String),
+}
+
+impl Place {
+    fn matches(&self, r: &SocketRecord) -> bool {
+        let o = r.origin.as_deref();
+        match self {
+            Place::Netns(n) => {
+                r.netns.is_some_and(|i| i.to_string() == *n)
+                    || o.and_then(|o| o.netns_name.as_deref()).is_some_and(|name| name == n)
+            }
+            Place::Pod(p) => o.and_then(|o| o.pod.as_ref()).is_some_and(|pod| {
+                let named = pod.namespace.as_deref().zip(pod.name.as_deref());
+                named.is_some_and(|(ns, name)| format!("{ns}/{name}").contains(p.as_str()))
+                    || pod.uid.starts_with(p.as_str())
+            }),
+            Place::Cgroup(c) => {
+                o.and_then(|o| o.cgroup.as_deref()).is_some_and(|path| path.contains(c.as_str()))
+            }
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -55,7 +87,11 @@ impl Filter {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.cc.is_empty() && self.ports.is_empty() && self.peers.is_empty() && self.states.is_none()
+        self.cc.is_empty()
+            && self.ports.is_empty()
+            && self.peers.is_empty()
+            && self.states.is_none()
+            && self.places.is_empty()
     }
 
     pub fn matches(&self, r: &SocketRecord) -> bool {
@@ -65,10 +101,12 @@ impl Filter {
                 || self.ports.iter().any(|&p| p == r.local.port() || p == r.peer.port()))
             && (self.peers.is_empty() || self.peers.iter().any(|n| n.contains(&peer_ip)))
             && self.state_set().contains(r.state)
+            && (self.places.is_empty() || self.places.iter().any(|p| p.matches(r)))
     }
 
     /// Parses `ss`-like words: `cc bbr`, `port 5201`, `state established`, `peer 10.0.0.0/8`,
-    /// or a bare CIDR, address, port number, state or cc name. Words of one kind are OR-ed, kinds
+    /// `netns NAME|INODE`, `pod NS/NAME|UID`, `cgroup PART`, or a bare CIDR, address, port
+    /// number, state or cc name. Words of one kind are OR-ed, kinds
     /// are AND-ed. An empty string is the empty filter.
     pub fn parse_words(s: &str) -> Result<Filter, FilterError> {
         let mut f = Filter::default();
@@ -83,6 +121,9 @@ impl Filter {
                 "port" | "sport" | "dport" => f.ports.push(parse_port(&value(w)?)?),
                 "peer" | "dst" | "src" => f.peers.push(parse_cidr(&value(w)?)?),
                 "state" => states.push(parse_state(&value(w)?)?),
+                "netns" => f.places.push(Place::Netns(value(w)?)),
+                "pod" => f.places.push(Place::Pod(value(w)?)),
+                "cgroup" => f.places.push(Place::Cgroup(value(w)?)),
                 _ => {
                     if w.bytes().all(|b| b.is_ascii_digit()) {
                         f.ports.push(parse_port(w)?);
@@ -111,6 +152,35 @@ mod tests {
         let mut r = SocketRecord::new(1, local.parse().unwrap(), peer.parse().unwrap(), st);
         r.cc = Some(cc.into());
         r
+    }
+
+    #[test]
+    fn place_words_match_the_origin() {
+        use crate::model::{Origin, Pod};
+        let mut r = rec("10.0.0.1:1", "10.0.0.2:2", "bbr", TcpState::Established);
+        r.netns = Some(4026532000);
+        let pod = Pod {
+            uid: "0f5b1c2e-6a7d".into(),
+            namespace: Some("shop".into()),
+            name: Some("frontend-1".into()),
+            ..Pod::default()
+        };
+        let origin = Origin {
+            netns_name: Some("blue".into()),
+            cgroup: Some("/kubepods/pod0f5b/abc".into()),
+            pod: Some(pod),
+        };
+        r.origin = Some(std::sync::Arc::new(origin));
+        let m = |words: &str| Filter::parse_words(words).unwrap().matches(&r);
+        assert!(m("netns blue") && m("netns 4026532000") && !m("netns red"));
+        assert!(m("pod shop/frontend") && m("pod 0f5b1c2e") && !m("pod kube-system/"));
+        assert!(m("cgroup kubepods") && !m("cgroup system.slice"));
+        assert!(m("netns red netns blue"), "words of one kind are OR-ed");
+        assert!(!m("pod shop/ cc cubic"), "kinds are AND-ed");
+        assert_eq!(Filter::parse_words("pod"), Err(FilterError::MissingValue("pod".into())));
+        let mut bare = r.clone();
+        bare.origin = None;
+        assert!(!Filter::parse_words("cgroup kubepods").unwrap().matches(&bare), "no origin, no match");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! snapshots; [`cli`] alone wires them together. ARCHITECTURE.md lists the layers and the one
 //! direction imports go.
 
+pub mod attrib;
 pub mod bpf;
 pub mod btf;
 pub mod caps;

@@ -127,7 +127,7 @@ fn root_walk_agrees_with_netlink_and_ss_field_by_field() {
     let cfg =
         LoadConfig { walk: true, walk_refresh: Duration::ZERO, ..LoadConfig::from_rule(&Default::default()) };
     let loaded = loader::load(&cfg).expect("load");
-    let mut walker = loaded.walker(states).expect("the walk");
+    let mut walker = loaded.walker(states, bbrtop::attrib::Resolver::new(None)).expect("the walk");
     let mut diag = InetDiag::open(Some(&NetnsSpec(lab.sender_netns().to_path_buf())), states).unwrap();
     let ns_inode = std::fs::metadata(lab.sender_netns()).unwrap().ino();
     std::thread::sleep(Duration::from_secs(6));
@@ -257,12 +257,6 @@ impl Drop for Cgroup {
     }
 }
 
-/// The cgroup v2 hierarchy: /sys/fs/cgroup on a unified host, /sys/fs/cgroup/unified on a hybrid one.
-fn cgroup2_root() -> std::path::PathBuf {
-    let unified = std::path::Path::new("/sys/fs/cgroup/unified");
-    if unified.join("cgroup.procs").exists() { unified.into() } else { "/sys/fs/cgroup".into() }
-}
-
 #[test]
 fn root_as_the_daemonset_it_sees_flows_in_every_namespace_with_their_cgroup() {
     if !guard::root("the DaemonSet-like walk test") || !guard::bpf("the socket walk") {
@@ -272,7 +266,11 @@ fn root_as_the_daemonset_it_sees_flows_in_every_namespace_with_their_cgroup() {
     let mut pods = Vec::new();
     for (i, cc) in ["bbr", "cubic"].into_iter().enumerate() {
         let ns = Netns::new(format!("bbrtop-walk-{tag}-{i}"));
-        let cg = Cgroup(cgroup2_root().join(format!("bbrtop-walk-{tag}-{i}")));
+        let cg = Cgroup(
+            bbrtop::attrib::cgroup2_root()
+                .expect("a cgroup2 hierarchy")
+                .join(format!("bbrtop-walk-{tag}-{i}")),
+        );
         std::fs::create_dir(&cg.0).unwrap();
         let flow = PodFlow::start(&ns, &cg.0, cc);
         let (ns_ino, cg_ino) =
@@ -290,13 +288,17 @@ fn root_as_the_daemonset_it_sees_flows_in_every_namespace_with_their_cgroup() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     let lines: Vec<Value> =
         String::from_utf8_lossy(&o.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    for (flow, ns_ino, cg_ino, ..) in &pods {
+    for (flow, ns_ino, cg_ino, ns, cg) in &pods {
         let seen =
             lines.iter().find(|s| s["local"] == flow.local.as_str() && s["peer"] == flow.peer.as_str());
         let s =
             seen.unwrap_or_else(|| panic!("flow {} -> {} not seen; stderr: {err}", flow.local, flow.peer));
         assert_eq!(s["netns"], *ns_ino, "{s}");
         assert_eq!(s["cgroup_id"], *cg_ino, "{s}");
+        // ... and their names, as uid 65534 can read them.
+        assert_eq!(s["origin"]["netns_name"], ns.0.as_str(), "{s}");
+        let cg_name = cg.0.file_name().unwrap().to_str().unwrap();
+        assert_eq!(s["origin"]["cgroup"], format!("/{cg_name}").as_str(), "{s}");
         assert!(s["tcp_info"]["bytes_acked"].as_u64() > Some(0), "{s}");
     }
     drop(pods);

@@ -148,10 +148,14 @@ impl Loaded {
     }
 
     /// The socket walk, of sockets in `states`, if the object was loaded with it on.
-    pub fn walker(&self, states: crate::model::StateSet) -> Result<super::walk::Walker, String> {
+    pub fn walker(
+        &self,
+        states: crate::model::StateSet,
+        resolver: crate::attrib::Resolver,
+    ) -> Result<super::walk::Walker, String> {
         let moved = self.moved.as_ref().ok_or("socket walk off: not asked for at load")?;
         let dup = |m: &MapHandle| MapHandle::try_from(m).map_err(|e| format!("socket walk off: {e}"));
-        Ok(super::walk::Walker::new(dup(moved)?, dup(&self.read_epoch)?, states))
+        Ok(super::walk::Walker::new(dup(moved)?, dup(&self.read_epoch)?, states, resolver))
     }
 
     /// Drains the ring buffer without blocking, into the inbox.

@@ -121,9 +121,15 @@ impl Loading {
     }
 }
 
-/// Loads and attaches the programs, if this host and process can; with the kernel walk of
-/// sockets in `walk` states when asked for.
-pub fn load(rule: &RuleConfig, walk: Option<StateSet>) -> Loading {
+/// What the socket walk is asked for: the states it hands over, and where pod names come from.
+pub struct WalkAsk {
+    pub states: StateSet,
+    pub pods: Option<crate::attrib::PodSource>,
+}
+
+/// Loads and attaches the programs, if this host and process can; with the socket walk when
+/// asked for.
+pub fn load(rule: &RuleConfig, walk: Option<WalkAsk>) -> Loading {
     if let Some(reason) = unavailable(CapSet::effective(), Path::new(BTF_PATH)) {
         return Loading::off(reason);
     }
@@ -131,7 +137,7 @@ pub fn load(rule: &RuleConfig, walk: Option<StateSet>) -> Loading {
 }
 
 #[cfg(feature = "bpf")]
-fn load_source(rule: &RuleConfig, walk: Option<StateSet>) -> Loading {
+fn load_source(rule: &RuleConfig, walk: Option<WalkAsk>) -> Loading {
     let cfg = loader::LoadConfig { walk: walk.is_some(), ..loader::LoadConfig::from_rule(rule) };
     match loader::load(&cfg) {
         Ok(l) => {
@@ -146,7 +152,10 @@ fn load_source(rule: &RuleConfig, walk: Option<StateSet>) -> Loading {
             }
             let windows = l.window_storage().ok();
             let walker = match walk {
-                Some(states) => l.walker(states).map(|w| Box::new(w) as Box<dyn Source>),
+                Some(ask) => {
+                    let resolver = crate::attrib::Resolver::new(ask.pods);
+                    l.walker(ask.states, resolver).map(|w| Box::new(w) as Box<dyn Source>)
+                }
                 None => Err("not asked for".into()),
             };
             Loading { sources: vec![Box::new(collector::Collector::new(l))], status, windows, walker }
@@ -156,7 +165,7 @@ fn load_source(rule: &RuleConfig, walk: Option<StateSet>) -> Loading {
 }
 
 #[cfg(not(feature = "bpf"))]
-fn load_source(_: &RuleConfig, _: Option<StateSet>) -> Loading {
+fn load_source(_: &RuleConfig, _: Option<WalkAsk>) -> Loading {
     unreachable!("unavailable() is Some without the bpf feature")
 }
 

@@ -4,6 +4,7 @@
 //! hands the engine the sockets that moved. A socket that did not move costs nothing here.
 
 use super::collector::ktime_now_ns;
+use crate::attrib::Resolver;
 use crate::engine::sink::{Feed, Source};
 use crate::engine::{Now, Update, Walk};
 use crate::model::StateSet;
@@ -17,6 +18,8 @@ const BATCH: u32 = 1024;
 
 pub struct Walker {
     moved: MapHandle,
+    /// Names for the namespaces and cgroups the records carry.
+    resolver: Resolver,
     epoch_map: MapHandle,
     epoch: u32,
     names: CcNames,
@@ -24,9 +27,9 @@ pub struct Walker {
 }
 
 impl Walker {
-    pub fn new(moved: MapHandle, epoch_map: MapHandle, states: StateSet) -> Walker {
+    pub fn new(moved: MapHandle, epoch_map: MapHandle, states: StateSet, resolver: Resolver) -> Walker {
         let epoch = read_u32(&epoch_map).unwrap_or(0);
-        Walker { moved, epoch_map, epoch, names: CcNames::default(), states }
+        Walker { moved, resolver, epoch_map, epoch, names: CcNames::default(), states }
     }
 
     /// One read: the sockets that moved since the last, in the states asked for.
@@ -43,6 +46,9 @@ impl Walker {
         let (mut sockets, stats) =
             walk::parse(values.iter().map(Vec::as_slice), self.epoch, ktime_now_ns(), &mut self.names);
         sockets.retain(|r| self.states.contains(r.state));
+        for r in &mut sockets {
+            r.origin = self.resolver.origin(r.netns, r.cgroup_id);
+        }
         Ok((sockets, stats))
     }
 }

@@ -52,6 +52,7 @@ impl FilterArgs {
             ports: self.port.clone(),
             peers: self.peer.clone(),
             states: (!self.state.is_empty()).then(|| StateSet::from_states(&self.state)),
+            places: Vec::new(),
         }
     }
 }
@@ -72,6 +73,25 @@ pub struct SourceArgs {
     /// nor --lab narrows the view to one namespace, else netlink.
     #[arg(long, value_name = "KIND", default_value = "auto")]
     pub collector: CollectorChoice,
+    /// With the socket walk, where to read pod names from: a pod list (the kubelet's /pods, or
+    /// the API server's pods of this node) as an http:// URL or a file. Without it, pods are
+    /// named by uid and container id, from their cgroup.
+    #[arg(long = "kubernetes.pods", value_name = "URL|PATH", value_parser = parse_pod_source)]
+    pub kubernetes_pods: Option<crate::attrib::PodSource>,
+}
+
+fn parse_pod_source(s: &str) -> Result<crate::attrib::PodSource, String> {
+    use crate::attrib::PodSource;
+    if s.starts_with("https://") {
+        return Err("https is not supported yet: use an http:// URL (a local proxy) or a file".into());
+    }
+    if s.starts_with("http://") {
+        return Ok(PodSource::Url(s.into()));
+    }
+    if s.is_empty() {
+        return Err("empty".into());
+    }
+    Ok(PodSource::File(s.into()))
 }
 
 /// `--collector`.

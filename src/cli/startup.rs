@@ -48,7 +48,8 @@ pub fn start(
     let states = cfg.filter.state_set();
     let mut diag = InetDiag::open(netns.as_ref(), states).map_err(Failure::from_collect)?;
     let want_walk = wants_walk(poll.source.collector, netns.is_some())?;
-    let mut bpf = crate::bpf::load(&cfg.rule, want_walk.then_some(states));
+    let ask = want_walk.then(|| crate::bpf::WalkAsk { states, pods: poll.source.kubernetes_pods.clone() });
+    let mut bpf = crate::bpf::load(&cfg.rule, ask);
     let walker = take_walker(&mut bpf, poll.source.collector, want_walk)?;
     drop_privileges(&bpf, note);
     if let Some(line) = bpf_note(&bpf.status) {

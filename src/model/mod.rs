@@ -4,12 +4,14 @@
 pub mod bbr;
 pub mod derive;
 pub mod ecn;
+pub mod origin;
 pub mod phase;
 pub mod state;
 pub mod tcp_info;
 
 pub use bbr::{BbrExt, BbrInfo, BbrLayout, BbrVersion, DctcpInfo, HostBbr, StructBbr};
 pub use ecn::Ecn;
+pub use origin::{Origin, Pod};
 pub use phase::{Phase, ProbeBwStep, Source};
 pub use state::{StateSet, TcpState};
 pub use tcp_info::{InfoSize, TcpInfo};
@@ -175,6 +177,9 @@ pub struct SocketRecord {
     /// (the kernel walk does; netlink does not say).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cgroup_id: Option<u64>,
+    /// Where it lives (namespace name, cgroup path, pod), when the collector could say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Arc<Origin>>,
     /// Congestion-control algorithm (`INET_DIAG_CONG`), e.g. "bbr" or "cubic". Shared: a host
     /// has a handful of names and 100k sockets.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -204,6 +209,7 @@ impl SocketRecord {
             inode: 0,
             netns: None,
             cgroup_id: None,
+            origin: None,
             cc: None,
             tcp_info: TcpInfo::default(),
             bbr: None,

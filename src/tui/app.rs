@@ -40,6 +40,8 @@ pub enum Column {
     Local,
     Peer,
     Process,
+    /// Where the socket lives: pod, namespace name or cgroup (the socket walk's attribution).
+    Where,
     Cc,
     Phase,
     BbrBw,
@@ -55,10 +57,11 @@ pub enum Column {
 }
 
 impl Column {
-    pub const ALL: [Column; 15] = [
+    pub const ALL: [Column; 16] = [
         Column::Local,
         Column::Peer,
         Column::Process,
+        Column::Where,
         Column::Cc,
         Column::Phase,
         Column::BbrBw,
@@ -78,6 +81,7 @@ impl Column {
             Column::Local => "LOCAL",
             Column::Peer => "PEER",
             Column::Process => "PROCESS",
+            Column::Where => "WHERE",
             Column::Cc => "CC",
             Column::Phase => "PHASE",
             Column::BbrBw => "BBR BW",
@@ -118,6 +122,10 @@ impl Column {
             Column::Local => ra.local.cmp(&rb.local),
             Column::Peer => ra.peer.cmp(&rb.peer),
             Column::Process => ra.inode.cmp(&rb.inode),
+            Column::Where => {
+                let label = |r: &crate::model::SocketRecord| r.origin.as_deref().and_then(|o| o.label());
+                opt(label(ra), label(rb))
+            }
             Column::Cc => ra.cc_name().cmp(rb.cc_name()),
             Column::Phase => opt(a.derived.phase.map(|p| p.label()), b.derived.phase.map(|p| p.label())),
             Column::BbrBw => opt(ra.bbr.map(|x| x.bw_bytes_per_sec), rb.bbr.map(|x| x.bw_bytes_per_sec)),

@@ -31,7 +31,7 @@ pub const BINDINGS: &[Binding] = &[
         KeyCode::Char('/'),
         NONE,
         Action::StartFilter,
-        "filter: cc bbr, port 443, 10.0.0.0/8, state established",
+        "filter: cc bbr, port 443, 10.0.0.0/8, pod shop/, netns NAME",
     ),
     (KeyCode::Char('c'), NONE, Action::ClearFilter, "clear the filter"),
     (KeyCode::Char('f'), NONE, Action::ToggleFreeze, "freeze / unfreeze the display"),

@@ -236,10 +236,18 @@ fn small_terminal_and_empty_states() {
         assert!(t.contains(&format!("{}↓", col.header())), "{col:?}:\n{t}");
     }
     // Scrolled right, the columns that did not fit at 80: LOCAL stays, the rest follow in order.
-    let t = text(&render(&app_with(|a| a.col_offset = 10), &snap, 80, 24));
+    let t = text(&render(&app_with(|a| a.col_offset = 11), &snap, 80, 24));
     let head = t.lines().find(|l| l.starts_with("LOCAL")).unwrap();
     let cols: Vec<&str> = head.split_whitespace().collect();
     assert_eq!(cols, ["LOCAL", "CWND", "GAINS", "RETR", "LIMIT"], "{t}");
+    // Sorted by WHERE, the column shows each socket's pod, namespace name or cgroup ("-": none).
+    let mut placed = fixture();
+    let mut rec = (*placed.sockets[0].record).clone();
+    let origin = crate::model::Origin { netns_name: Some("blue".into()), ..Default::default() };
+    rec.origin = Some(std::sync::Arc::new(origin));
+    placed.sockets[0].record = crate::engine::snapshot::RecordRef::single(rec);
+    let t = text(&render(&app_with(|a| a.sort = Column::Where), &placed, 100, 30));
+    assert!(t.lines().any(|l| l.contains("WHERE↓")) && t.contains(" blue ") && t.contains(" - "), "{t}");
     // Without the eBPF collector the closed-flows view says so instead of showing stale rows.
     let mut no_bpf = fixture();
     no_bpf.collectors.retain(|c| c.name != "bpf");

@@ -14,6 +14,7 @@ fn width(c: Column) -> u16 {
     match c {
         Column::Local | Column::Peer => 21,
         Column::Process => 14,
+        Column::Where => 24,
         Column::Cc => 6,
         Column::Phase => 9,
         Column::BbrBw | Column::Pacing | Column::Delivery => 11,
@@ -37,6 +38,7 @@ pub fn cell(c: Column, s: &SocketView, v: &Screen) -> String {
         Column::Process => {
             v.owners.get(&r.inode).map_or_else(|| "-".into(), |(pid, comm)| format!("{pid}/{comm}"))
         }
+        Column::Where => r.origin.as_deref().and_then(|o| o.label()).unwrap_or_else(|| "-".into()),
         Column::Cc => r.cc_name().to_string(),
         Column::Phase => opt(d.phase, |p| p.label().to_string()),
         Column::BbrBw => opt(r.bbr, |b| bitrate(b.bw_bytes_per_sec as f64)),
@@ -64,7 +66,7 @@ pub fn row_style(s: &SocketView) -> Style {
 }
 
 /// Which columns to keep when not all fit, most wanted first.
-const PRIORITY: [Column; 15] = [
+const PRIORITY: [Column; 16] = [
     Column::Local,
     Column::Cc,
     Column::Srtt,
@@ -80,6 +82,7 @@ const PRIORITY: [Column; 15] = [
     Column::Retrans,
     Column::Gains,
     Column::Limited,
+    Column::Where,
 ];
 
 /// The columns that fit in `w` cells, by priority, shown in their usual order. The sort column
