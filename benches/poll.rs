@@ -122,11 +122,12 @@ fn walk_rows(holders: &mut Holders, seen: usize, raw_ms: f64) {
             // The ACKs of the bytes just sent (delayed ACKs wait up to 40 ms).
             std::thread::sleep(Duration::from_millis(60));
             walk.push(time(|| {
-                let (sockets, stats) = walker.walk().expect("walk");
+                let bbrtop::bpf::walk::Read { sockets, gone, stats } = walker.walk().expect("walk");
                 moved.push(sockets.len() as f64);
                 let now = Now::system();
                 engine.apply(Update::Walked(Box::new(Walk {
                     sockets,
+                    gone,
                     stats,
                     duration: Duration::ZERO,
                     now,

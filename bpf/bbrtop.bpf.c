@@ -414,6 +414,9 @@ int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 		e->bbr_min_rtt_us = bbr_min_rtt(bbr);
 		e->bbr_bw = bbr_max_bw(bbr);
 	}
+	/* Its last move's record, if not yet read, would only bring it back. */
+	if (walk_on)
+		bpf_map_delete_elem(&moved, &e->h.cookie);
 	if (st) {
 		e->lifetime_ns = st->first_ns ? now - st->first_ns : 0;
 		e->peak_ratio_milli = st->peak_ratio_all;

@@ -139,7 +139,7 @@ fn root_walk_agrees_with_netlink_and_ss_field_by_field() {
         walker.walk().unwrap();
         std::thread::sleep(Duration::from_secs(1));
         let before = ss_established(&lab);
-        let (walked, stats) = walker.walk().unwrap();
+        let bbrtop::bpf::walk::Read { sockets: walked, stats, .. } = walker.walk().unwrap();
         let listed = diag.dump().unwrap().sockets;
         let after = ss_established(&lab);
         assert!(stats.hz > 0 && stats.skipped == 0, "read {read}: {stats:?}");

@@ -7,7 +7,7 @@ use super::collector::ktime_now_ns;
 use crate::attrib::Resolver;
 use crate::engine::sink::{Feed, Source};
 use crate::engine::{Now, Update, Walk};
-use crate::model::StateSet;
+use crate::model::{SocketRecord, StateSet, TcpState};
 use crate::wire::CcNames;
 use crate::wire::walk::{self, WalkStats};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
@@ -32,8 +32,9 @@ impl Walker {
         Walker { moved, resolver, epoch_map, epoch, names: CcNames::default(), states }
     }
 
-    /// One read: the sockets that moved since the last, in the states asked for.
-    pub fn walk(&mut self) -> Result<(Vec<crate::model::SocketRecord>, WalkStats), String> {
+    /// One read: the sockets that moved since the last, in the states asked for, and those that
+    /// entered CLOSE.
+    pub fn walk(&mut self) -> Result<Read, String> {
         // A hook that sees the new epoch fills the socket's record afresh at its next move.
         self.epoch = self.epoch.wrapping_add(1);
         let e = self.epoch.to_ne_bytes();
@@ -45,12 +46,20 @@ impl Walker {
         let values: Vec<Vec<u8>> = batches.map(|(_, v)| v).collect();
         let (mut sockets, stats) =
             walk::parse(values.iter().map(Vec::as_slice), self.epoch, ktime_now_ns(), &mut self.names);
+        let gone = sockets.iter().filter(|r| r.state == TcpState::Close).map(|r| r.cookie).collect();
         sockets.retain(|r| self.states.contains(r.state));
         for r in &mut sockets {
             r.origin = self.resolver.origin(r.netns, r.cgroup_id);
         }
-        Ok((sockets, stats))
+        Ok(Read { sockets, gone, stats })
     }
+}
+
+/// What one walk read.
+pub struct Read {
+    pub sockets: Vec<SocketRecord>,
+    pub gone: Vec<crate::model::Cookie>,
+    pub stats: WalkStats,
 }
 
 fn read_u32(m: &MapHandle) -> Option<u32> {
@@ -62,9 +71,9 @@ impl Source for Walker {
     fn poll(&mut self, feed: &mut dyn Feed) {
         let started = Instant::now();
         let update = match self.walk() {
-            Ok((sockets, stats)) => {
+            Ok(Read { sockets, gone, stats }) => {
                 let now = Now::system();
-                Update::Walked(Box::new(Walk { sockets, stats, duration: started.elapsed(), now }))
+                Update::Walked(Box::new(Walk { sockets, gone, stats, duration: started.elapsed(), now }))
             }
             Err(error) => Update::WalkFailed { error, duration: started.elapsed() },
         };

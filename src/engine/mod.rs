@@ -170,6 +170,9 @@ pub struct Engine {
     netlink: CollectorStatus,
     /// The kernel walk's status, once it has walked.
     walk: CollectorStatus,
+    /// Sockets whose close record came before any walk or dump listed them: the next walk may
+    /// still hold the record of their last move, which must not bring them back.
+    closed_untracked: rustc_hash::FxHashSet<Cookie>,
     alerts: Alerts,
     kernel: kernel::KernelState,
     /// When the dump being read was read.
@@ -186,6 +189,7 @@ impl Engine {
             seq: 0,
             netlink: CollectorStatus::netlink(),
             walk: CollectorStatus::walk(),
+            closed_untracked: Default::default(),
             alerts: Alerts { keep: cfg.recent_alerts, ..Alerts::default() },
             cfg,
             kernel: kernel::KernelState::default(),
@@ -202,8 +206,11 @@ impl Engine {
         match update {
             Update::Kernel(k) => self.kernel.apply(k),
             Update::Closed(c) => {
-                if let Some(&slot) = self.index.get(&c.cookie) {
-                    self.tracked[slot as usize].closed = true;
+                match self.index.get(&c.cookie) {
+                    Some(&slot) => self.tracked[slot as usize].closed = true,
+                    None => {
+                        self.closed_untracked.insert(c.cookie);
+                    }
                 }
                 self.kernel.close(*c)
             }
@@ -257,6 +264,8 @@ impl Engine {
     /// closed (sockets of other namespaces, which a kernel walk reported, are not its to end).
     fn end_dump(&mut self, dump: Dump, now: Now) {
         self.netlink.saw_dump(&dump.stats, now.wall);
+        // A dump lists only sockets still open: a close seen before it needs no remembering.
+        self.closed_untracked.clear();
         let (generation, records) = (self.generation, Arc::new(dump.sockets));
         // A restarted family was observed twice: a socket seen only the first time may point at
         // another socket's place now. It is gone; the check costs a pass only after a restart.
@@ -279,18 +288,28 @@ impl Engine {
     }
 
     /// Sockets the walk found moving; the others are as they were. A socket eBPF saw close goes
-    /// now (its record stays in the closed flows).
+    /// now (its record stays in the closed flows), and so does one the walk saw enter CLOSE (a
+    /// second sign, for a close record the kernel did not trace). Each walked record gets an
+    /// allocation of its own: a socket that stays quiet for hours must not keep a whole
+    /// walk's batch alive.
     fn walked(&mut self, w: Walk) {
         self.generation += 1;
         // The walk hands over only the states asked for, as the kernel does for a dump.
         self.unfiltered = Filter { states: None, ..self.cfg.filter.clone() }.is_empty();
         let (now, generation) = (w.now, self.generation);
         self.walk.saw_walk(&w.stats, w.duration, now.wall);
-        let batch = Arc::new(w.sockets);
-        for (i, rec) in batch.iter().enumerate() {
-            if let Some(slot) = self.observe(i as u32, rec, now) {
+        for cookie in &w.gone {
+            if let Some(&slot) = self.index.get(cookie) {
+                self.tracked[slot as usize].closed = true;
+            }
+        }
+        for rec in w.sockets {
+            if self.closed_untracked.contains(&rec.cookie) {
+                continue;
+            }
+            if let Some(slot) = self.observe(0, &rec, now) {
                 let t = &mut self.tracked[slot as usize];
-                t.rec = Some(RecordRef::new(Arc::clone(&batch), i as u32));
+                t.rec = Some(RecordRef::single(rec));
                 t.missed = 0;
             }
         }
@@ -306,6 +325,7 @@ impl Engine {
             }
             slot += 1;
         }
+        self.closed_untracked.clear();
         self.kernel.prune(generation, |c| self.index.contains_key(&c));
     }
 

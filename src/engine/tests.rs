@@ -410,7 +410,13 @@ fn a_bpf_limit_is_a_reason_not_a_failure() {
 
 fn walk(e: &mut Engine, sockets: Vec<SocketRecord>, now: Now) {
     let stats = crate::wire::walk::WalkStats { records: sockets.len() as u64, hz: 250, ..Default::default() };
-    e.apply(Update::Walked(Box::new(Walk { sockets, stats, duration: Duration::ZERO, now })));
+    e.apply(Update::Walked(Box::new(Walk {
+        sockets,
+        gone: Vec::new(),
+        stats,
+        duration: Duration::ZERO,
+        now,
+    })));
 }
 
 /// The socket walk hands over only the sockets that moved: the others stay, quiet (no rate), an
@@ -446,4 +452,14 @@ fn walked_sockets_stay_until_they_close() {
     walk(&mut e, vec![], at(4));
     let s = e.tick(at(4));
     assert_eq!(s.sockets.iter().map(|v| v.record.cookie).collect::<Vec<_>>(), [2], "closed at once");
+
+    // A socket that opened, moved and closed between two walks: its close record comes first,
+    // and the walk's record of its last move must not bring it back (it would stay for ever).
+    let mut brief = kernel::ClosedFlow::example("cubic", 1000, None);
+    brief.cookie = 3;
+    e.apply(Update::Closed(Box::new(brief)));
+    walk(&mut e, vec![record(3, "cubic").netns(20).build()], at(5));
+    assert_eq!(e.tick(at(5)).sockets.len(), 1, "only socket 2");
+    walk(&mut e, vec![record(3, "cubic").netns(20).build()], at(6));
+    assert_eq!(e.tick(at(6)).sockets.len(), 2, "remembered for one walk only (cookies are not reused)");
 }

@@ -18,6 +18,8 @@ pub enum Update {
 /// namespace.
 pub struct Walk {
     pub sockets: Vec<crate::model::SocketRecord>,
+    /// Sockets the walk saw enter CLOSE: gone, whether or not their close record comes.
+    pub gone: Vec<crate::model::Cookie>,
     pub stats: crate::wire::walk::WalkStats,
     pub duration: std::time::Duration,
     /// When it was read.
