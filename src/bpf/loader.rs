@@ -99,8 +99,9 @@ pub struct Loaded {
     lost: MapHandle,
     socks: MapHandle,
     read_epoch: MapHandle,
-    /// The socket walk's records, when loaded with it on.
-    moved: Option<MapHandle>,
+    /// The socket walk's records and its per-CPU count of records not written, when loaded
+    /// with it on.
+    moved: Option<(MapHandle, MapHandle)>,
 }
 
 impl Loaded {
@@ -153,9 +154,14 @@ impl Loaded {
         states: crate::model::StateSet,
         resolver: crate::attrib::Resolver,
     ) -> Result<super::walk::Walker, String> {
-        let moved = self.moved.as_ref().ok_or("socket walk off: not asked for at load")?;
+        let (moved, moved_full) = self.moved.as_ref().ok_or("socket walk off: not asked for at load")?;
         let dup = |m: &MapHandle| MapHandle::try_from(m).map_err(|e| format!("socket walk off: {e}"));
-        Ok(super::walk::Walker::new(dup(moved)?, dup(&self.read_epoch)?, states, resolver))
+        let maps = super::walk::WalkMaps {
+            moved: dup(moved)?,
+            moved_full: dup(moved_full)?,
+            epoch: dup(&self.read_epoch)?,
+        };
+        Ok(super::walk::Walker::new(maps, states, resolver))
     }
 
     /// Drains the ring buffer without blocking, into the inbox.
@@ -253,7 +259,8 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     let (lost, socks, read_epoch) =
         (handle(&skel.maps.lost)?, handle(&skel.maps.socks)?, handle(&skel.maps.read_epoch)?);
     let struct_bbr = crate::collect::host::struct_bbr(cfg.btf.as_deref());
-    let moved = if cfg.walk { Some(handle(&skel.maps.moved)?) } else { None };
+    let moved =
+        if cfg.walk { Some((handle(&skel.maps.moved)?, handle(&skel.maps.moved_full)?)) } else { None };
     Ok(Loaded {
         links,
         failed,

@@ -18,6 +18,8 @@ const BATCH: u32 = 1024;
 
 pub struct Walker {
     moved: MapHandle,
+    /// Per CPU, the records the hooks could not write.
+    moved_full: MapHandle,
     /// Names for the namespaces and cgroups the records carry.
     resolver: Resolver,
     epoch_map: MapHandle,
@@ -27,9 +29,10 @@ pub struct Walker {
 }
 
 impl Walker {
-    pub fn new(moved: MapHandle, epoch_map: MapHandle, states: StateSet, resolver: Resolver) -> Walker {
+    pub fn new(maps: WalkMaps, states: StateSet, resolver: Resolver) -> Walker {
+        let WalkMaps { moved, moved_full, epoch: epoch_map } = maps;
         let epoch = read_u32(&epoch_map).unwrap_or(0);
-        Walker { moved, resolver, epoch_map, epoch, names: CcNames::default(), states }
+        Walker { moved, moved_full, resolver, epoch_map, epoch, names: CcNames::default(), states }
     }
 
     /// One read: the sockets that moved since the last, in the states asked for, and those that
@@ -44,8 +47,9 @@ impl Walker {
             .lookup_and_delete_batch(BATCH, MapFlags::ANY, MapFlags::ANY)
             .map_err(|e| format!("reading the moved sockets: {e}"))?;
         let values: Vec<Vec<u8>> = batches.map(|(_, v)| v).collect();
-        let (mut sockets, stats) =
+        let (mut sockets, mut stats) =
             walk::parse(values.iter().map(Vec::as_slice), self.epoch, ktime_now_ns(), &mut self.names);
+        stats.dropped_total = percpu_sum(&self.moved_full);
         let gone = sockets.iter().filter(|r| r.state == TcpState::Close).map(|r| r.cookie).collect();
         sockets.retain(|r| self.states.contains(r.state));
         for r in &mut sockets {
@@ -53,6 +57,18 @@ impl Walker {
         }
         Ok(Read { sockets, gone, stats })
     }
+}
+
+/// The first object's maps the walk reads.
+pub struct WalkMaps {
+    pub moved: MapHandle,
+    pub moved_full: MapHandle,
+    pub epoch: MapHandle,
+}
+
+fn percpu_sum(m: &MapHandle) -> u64 {
+    let Ok(Some(per_cpu)) = m.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) else { return 0 };
+    per_cpu.iter().filter_map(|v| Some(u64::from_ne_bytes(v.get(..8)?.try_into().ok()?))).sum()
 }
 
 /// What one walk read.

@@ -159,6 +159,9 @@ pub struct CollectorStatus {
     /// eBPF only: ring-buffer records this build could not decode, since start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undecodable_events_total: Option<u64>,
+    /// The socket walk only: records the kernel could not write, since start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub walk_records_dropped_total: Option<u64>,
     /// eBPF only: runs of each program the kernel skipped because one was already running on
     /// that CPU; for tcp_destroy_sock, close records that never were.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -195,6 +198,7 @@ impl CollectorStatus {
     /// tcp_info, which is a degraded walk.
     pub fn saw_walk(&mut self, w: &crate::wire::walk::WalkStats, duration: Duration, at: SystemTime) {
         self.polls_total += 1;
+        self.walk_records_dropped_total = Some(w.dropped_total);
         self.last_duration_seconds = duration.as_secs_f64();
         self.last_success_at = Some(at);
         self.health = if w.records > 0 && w.hz == 0 {

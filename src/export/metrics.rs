@@ -533,6 +533,12 @@ fn encode_collector_totals(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::R
     )?;
     counters(
         enc,
+        "bbrtop_walk_records_dropped",
+        "Socket walk records the kernel could not write (map full or out of memory in a burst); those sockets are seen at their next move.",
+        [(NO_LABELS, sum(|c| c.walk_records_dropped_total.unwrap_or(0)))],
+    )?;
+    counters(
+        enc,
         "bbrtop_bpf_undecodable_events",
         "eBPF ring-buffer records this build could not decode.",
         [(NO_LABELS, sum(|c| c.undecodable_events_total.unwrap_or(0)))],

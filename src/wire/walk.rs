@@ -49,6 +49,9 @@ pub struct WalkStats {
     pub skipped: u64,
     /// Bytes of values that were not a whole record, ignored.
     pub trailing: u64,
+    /// Records the kernel could not write since start (the map full, or its allocator out of
+    /// memory in a burst): those sockets are seen at their next move.
+    pub dropped_total: u64,
     /// The kernel's HZ the records carry; 0 when the kernel's config was not readable, and then
     /// the records carry no tcp_info.
     pub hz: u16,
