@@ -15,6 +15,8 @@ use std::time::Instant;
 
 /// Records per batch syscall.
 const BATCH: u32 = 1024;
+/// The `moved` map's size (bpf/bbrtop.bpf.c).
+const MAX_ENTRIES: usize = 1 << 18;
 
 pub struct Walker {
     moved: MapHandle,
@@ -24,6 +26,8 @@ pub struct Walker {
     resolver: Resolver,
     epoch_map: MapHandle,
     epoch: u32,
+    /// The records of the last read, back to back (kept: a poll allocates nothing here).
+    buf: Vec<u8>,
     names: CcNames,
     states: StateSet,
 }
@@ -32,7 +36,16 @@ impl Walker {
     pub fn new(maps: WalkMaps, states: StateSet, resolver: Resolver) -> Walker {
         let WalkMaps { moved, moved_full, epoch: epoch_map } = maps;
         let epoch = read_u32(&epoch_map).unwrap_or(0);
-        Walker { moved, moved_full, resolver, epoch_map, epoch, names: CcNames::default(), states }
+        Walker {
+            moved,
+            moved_full,
+            resolver,
+            epoch_map,
+            epoch,
+            buf: Vec::new(),
+            names: CcNames::default(),
+            states,
+        }
     }
 
     /// One read: the sockets that moved since the last, in the states asked for, and those that
@@ -42,13 +55,9 @@ impl Walker {
         self.epoch = self.epoch.wrapping_add(1);
         let e = self.epoch.to_ne_bytes();
         self.epoch_map.update(&0u32.to_ne_bytes(), &e, MapFlags::ANY).map_err(|e| e.to_string())?;
-        let batches = self
-            .moved
-            .lookup_and_delete_batch(BATCH, MapFlags::ANY, MapFlags::ANY)
-            .map_err(|e| format!("reading the moved sockets: {e}"))?;
-        let values: Vec<Vec<u8>> = batches.map(|(_, v)| v).collect();
-        let (mut sockets, mut stats) =
-            walk::parse(values.iter().map(Vec::as_slice), self.epoch, ktime_now_ns(), &mut self.names);
+        self.take_all()?;
+        let values = self.buf.chunks_exact(walk::REC_LEN);
+        let (mut sockets, mut stats) = walk::parse(values, self.epoch, ktime_now_ns(), &mut self.names);
         stats.dropped_total = percpu_sum(&self.moved_full);
         let gone = sockets.iter().filter(|r| r.state == TcpState::Close).map(|r| r.cookie).collect();
         sockets.retain(|r| self.states.contains(r.state));
@@ -76,6 +85,58 @@ pub struct Read {
     pub sockets: Vec<SocketRecord>,
     pub gone: Vec<crate::model::Cookie>,
     pub stats: WalkStats,
+}
+
+impl Walker {
+    /// Every record in the map, deleted as read, one after another in `self.buf`: one pass of
+    /// `BPF_MAP_LOOKUP_AND_DELETE_BATCH` calls over the hash table, each filling up to `BATCH`
+    /// records straight into the buffer. (libbpf-rs's batch iterator allocates twice per record
+    /// and ends at the first batch shorter than asked for, which the kernel returns whenever
+    /// the next bucket does not fit; the end is the kernel's ENOENT.)
+    #[allow(unsafe_code)]
+    fn take_all(&mut self) -> Result<(), String> {
+        use libbpf_rs::libbpf_sys;
+        use std::os::fd::{AsFd, AsRawFd};
+        let fd = self.moved.as_fd().as_raw_fd();
+        let opts = libbpf_sys::bpf_map_batch_opts {
+            sz: size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
+            ..Default::default()
+        };
+        let (mut token_in, mut token_out, mut first) = (0u64, 0u64, true);
+        let mut keys = vec![0u64; BATCH as usize];
+        self.buf.clear();
+        for _ in 0..=MAX_ENTRIES / BATCH as usize + 1 {
+            let len = self.buf.len();
+            self.buf.reserve(BATCH as usize * walk::REC_LEN);
+            let mut count = BATCH;
+            let token: *mut u64 = if first { std::ptr::null_mut() } else { &mut token_in };
+            // SAFETY: `keys` holds BATCH u64 keys and `buf` has room for BATCH values past its
+            // length (reserved above); the kernel writes at most `count` (≤ BATCH) of each and
+            // an 8-byte token (the hash map's is a u32 bucket index), and says how many in `count`.
+            let ret = unsafe {
+                libbpf_sys::bpf_map_lookup_and_delete_batch(
+                    fd,
+                    token.cast(),
+                    (&mut token_out as *mut u64).cast(),
+                    keys.as_mut_ptr().cast(),
+                    self.buf.as_mut_ptr().add(len).cast(),
+                    &mut count,
+                    &opts,
+                )
+            };
+            let err = (ret < 0).then(std::io::Error::last_os_error);
+            if let Some(e) = err.as_ref().filter(|e| e.raw_os_error() != Some(libc::ENOENT)) {
+                return Err(format!("reading the moved sockets: {e}"));
+            }
+            // SAFETY: the kernel initialised `count` values of REC_LEN bytes from `len` on.
+            unsafe { self.buf.set_len(len + count as usize * walk::REC_LEN) };
+            if err.is_some() {
+                break;
+            }
+            (token_in, first) = (token_out, false);
+        }
+        Ok(())
+    }
 }
 
 fn read_u32(m: &MapHandle) -> Option<u32> {
