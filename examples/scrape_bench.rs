@@ -76,7 +76,13 @@ fn main() {
         });
         for top_k in [0, 100, 1000] {
             let (t, b) = time(runs, || {
-                let s = Scrape { snap: Arc::clone(&snap), groups: Arc::clone(&groups), top_k, posts: vec![] };
+                let s = Scrape {
+                    snap: Arc::clone(&snap),
+                    groups: Arc::clone(&groups),
+                    top_k,
+                    by_pod_namespace: false,
+                    posts: vec![],
+                };
                 to_text_004(&render_openmetrics(s)).len()
             });
             println!(

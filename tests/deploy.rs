@@ -270,7 +270,16 @@ fn daemonset_is_least_privilege_with_probes_and_resources() {
         .find(|v| text(v, "name") == text(mount, "name"))
         .expect("volume of the BTF mount");
     assert_eq!(text(volume, "hostPath.path"), "/sys/kernel/btf");
-    assert_eq!(list(c, "volumeMounts").len(), 1, "nothing else from the host is mounted");
+    // Besides BTF, only what attribution reads (the cgroup tree and named namespaces), each
+    // read-only and at the node's own path.
+    let mounts = list(c, "volumeMounts");
+    let paths: Vec<&str> = mounts.iter().map(|m| text(m, "mountPath")).collect();
+    assert_eq!(paths, ["/sys/kernel/btf", "/sys/fs/cgroup", "/run/netns"], "nothing else from the host");
+    for m in mounts {
+        assert_eq!(get(m, "readOnly").as_bool(), Some(true), "{} must be read-only", text(m, "mountPath"));
+        let v = list(pod, "volumes").iter().find(|v| text(v, "name") == text(m, "name")).expect("its volume");
+        assert_eq!(text(v, "hostPath.path"), text(m, "mountPath"), "the node's own path");
+    }
 }
 
 /// Kubernetes CPU quantity in millicores ("50m", "0.5", "2").

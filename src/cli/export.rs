@@ -49,6 +49,10 @@ pub struct ExportArgs {
     /// Export per-socket gauges for the N most inflated sockets (0: none; at most 1000).
     #[arg(long = "metrics.per-socket.top-k", value_name = "N", default_value = "0", value_parser = parse_top_k)]
     pub top_k: usize,
+    /// Add aggregates of pods' sockets by the pod's namespace (and cc): 4 gauge series per
+    /// (namespace, cc) with sockets. Needs the socket walk, and --kubernetes.pods for names.
+    #[arg(long = "metrics.by-pod-namespace")]
+    pub by_pod_namespace: bool,
     /// CIDR groups (YAML) that become the peer_group label.
     #[arg(long = "peer-groups", value_name = "FILE")]
     pub peer_groups: Option<PathBuf>,
@@ -115,6 +119,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         push_stats: pusher.as_ref().map(Pusher::stats),
         poll_interval: a.poll.source.interval,
         api: a.enable_api,
+        by_pod_namespace: a.by_pod_namespace,
     };
     let app = Arc::new(App::new(started.runtime.published(), groups, security, options));
     let limits = Limits { max_connections: a.max_connections as usize, ..Limits::default() };

@@ -31,6 +31,8 @@ pub struct Scrape {
     pub snap: Arc<Snapshot>,
     pub groups: Arc<PeerGroups>,
     pub top_k: usize,
+    /// The opt-in aggregates by pod namespace.
+    pub by_pod_namespace: bool,
     pub posts: PostCounts,
 }
 
@@ -265,6 +267,9 @@ impl Collector for Scrape {
         encode_ecn(&mut enc, &snap.by_cc)?;
         if self.top_k > 0 {
             encode_top_k(&mut enc, &snap.sockets, groups, self.top_k.min(TOP_K_CAP))?;
+        }
+        if self.by_pod_namespace {
+            pods::encode(&mut enc, &snap.sockets)?;
         }
         // Self-metrics: collector health, netlink and eBPF counters, pushes, build info.
         encode_collectors(&mut enc, &snap.collectors)?;
@@ -582,5 +587,6 @@ fn encode_build_info(enc: &mut Enc) -> std::fmt::Result {
     )
 }
 
+mod pods;
 #[cfg(test)]
 mod tests;

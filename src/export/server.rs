@@ -55,6 +55,8 @@ pub struct Options {
     pub poll_interval: Duration,
     /// Serve the JSON API (`/api/sockets`, `/api/alerts`): off unless asked for.
     pub api: bool,
+    /// Add the aggregates by pod namespace to /metrics.
+    pub by_pod_namespace: bool,
 }
 
 /// What every request reads.
@@ -62,6 +64,7 @@ pub struct App {
     published: Arc<Published>,
     groups: Arc<PeerGroups>,
     top_k: usize,
+    by_pod_namespace: bool,
     push_stats: Option<Arc<PushStats>>,
     tls: Option<Arc<rustls::ServerConfig>>,
     auth: Auth,
@@ -76,6 +79,7 @@ impl App {
             published,
             groups,
             top_k: o.top_k,
+            by_pod_namespace: o.by_pod_namespace,
             push_stats: o.push_stats,
             tls: security.tls,
             auth: Auth::new(security.users),
@@ -294,7 +298,13 @@ async fn metrics_response(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|a| a.contains("application/openmetrics-text"));
     let posts = app.push_stats.as_ref().map(|s| s.snapshot()).unwrap_or_default();
-    let scrape = Scrape { snap, groups: Arc::clone(&app.groups), top_k: app.top_k, posts };
+    let scrape = Scrape {
+        snap,
+        groups: Arc::clone(&app.groups),
+        top_k: app.top_k,
+        by_pod_namespace: app.by_pod_namespace,
+        posts,
+    };
     // Rendering 100k sockets takes milliseconds: off the event loop, so other connections keep
     // being served meanwhile.
     blocking(move || {

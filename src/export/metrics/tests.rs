@@ -27,7 +27,13 @@ fn snapshot(recs: Vec<SocketRecord>) -> Arc<Snapshot> {
 fn scrape(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> String {
     let groups =
         Arc::new(if groups.is_empty() { PeerGroups::default() } else { PeerGroups::parse(groups).unwrap() });
-    render_openmetrics(Scrape { snap, groups, top_k, posts: vec![(("http://am:9093".into(), "success"), 3)] })
+    render_openmetrics(Scrape {
+        snap,
+        groups,
+        top_k,
+        by_pod_namespace: false,
+        posts: vec![(("http://am:9093".into(), "success"), 3)],
+    })
 }
 
 /// The value of the one sample whose line starts with `prefix` (name and labels).
@@ -155,4 +161,49 @@ fn ecn_sockets_and_ce_marked_ratio_per_cc() {
     assert_eq!(value(&om, r#"bbrtop_ecn_sockets{cc="dctcp"}"#), Some(1.0));
     assert_eq!(value(&om, r#"bbrtop_ce_marked_ratio{cc="bbr"}"#), Some(0.05));
     assert_eq!(value(&om, r#"bbrtop_ce_marked_ratio{cc="dctcp"}"#), None);
+}
+
+/// `--metrics.by-pod-namespace`: pods' sockets by namespace and cc; the node's own are left out.
+#[test]
+fn aggregates_by_pod_namespace_are_opt_in() {
+    use crate::model::{Origin, Pod};
+    let in_pod = |cookie, cc: &str, ns: &str, srtt| {
+        let mut r = rec(cookie, cc, "10.0.0.2:443", srtt, 10_000);
+        let pod = Pod {
+            uid: format!("uid-{cookie}"),
+            namespace: Some(ns.into()),
+            name: Some("p".into()),
+            ..Pod::default()
+        };
+        r.origin = Some(Arc::new(Origin { pod: Some(pod), ..Origin::default() }));
+        r
+    };
+    let snap = snapshot(vec![
+        in_pod(1, "bbr", "shop", 12_000),
+        in_pod(2, "bbr", "shop", 30_000),
+        in_pod(3, "cubic", "kube-system", 11_000),
+        rec(4, "bbr", "10.0.0.2:443", 50_000, 10_000),
+    ]);
+    assert!(!scrape(Arc::clone(&snap), 0, "").contains("bbrtop_pod_namespace"), "off by default");
+    let text = render_openmetrics(Scrape {
+        snap,
+        groups: Arc::default(),
+        top_k: 0,
+        by_pod_namespace: true,
+        posts: vec![],
+    });
+    let v = |p: &str| value(&text, p);
+    assert_eq!(v(r#"bbrtop_pod_namespace_sockets{pod_namespace="shop",cc="bbr"}"#), Some(2.0));
+    assert_eq!(v(r#"bbrtop_pod_namespace_sockets{pod_namespace="kube-system",cc="cubic"}"#), Some(1.0));
+    assert_eq!(v(r#"bbrtop_pod_namespace_srtt_p95_seconds{pod_namespace="shop",cc="bbr"}"#), Some(0.03));
+    assert_eq!(
+        v(r#"bbrtop_pod_namespace_delivery_rate_bytes_per_second{pod_namespace="shop",cc="bbr"}"#),
+        Some(4e6)
+    );
+    assert_eq!(v(r#"bbrtop_pod_namespace_sockets_inflated{pod_namespace="shop",cc="bbr"}"#), Some(1.0));
+    assert_eq!(
+        text.matches("bbrtop_pod_namespace_sockets{").count(),
+        2,
+        "no series for the node's own socket"
+    );
 }

@@ -1,0 +1,97 @@
+//! Opt-in aggregates by pod namespace (`--metrics.by-pod-namespace`): the sockets of pods only,
+//! grouped by the pod's Kubernetes namespace and cc. Four gauge families, one series each per
+//! (namespace, cc) with sockets; the node's own sockets stay in the default families only.
+
+use super::{Enc, gauges};
+use crate::engine::snapshot::SocketView;
+use std::collections::BTreeMap;
+
+#[derive(Default)]
+struct Group {
+    sockets: u64,
+    inflated: u64,
+    delivery: f64,
+    srtt_us: Vec<u32>,
+}
+
+/// The pod namespace of a socket, when its pod is named.
+fn pod_namespace(s: &SocketView) -> Option<&str> {
+    s.record.origin.as_deref()?.pod.as_ref()?.namespace.as_deref()
+}
+
+fn groups(sockets: &[SocketView]) -> BTreeMap<(&str, &str), Group> {
+    let mut out: BTreeMap<(&str, &str), Group> = BTreeMap::new();
+    for s in sockets {
+        let Some(ns) = pod_namespace(s) else { continue };
+        let g = out.entry((ns, s.record.cc_name())).or_default();
+        g.sockets += 1;
+        g.inflated += u64::from(s.derived.inflated);
+        g.delivery += s.record.tcp_info.delivery_rate_bytes_per_sec().unwrap_or(0) as f64;
+        g.srtt_us.extend(s.record.tcp_info.srtt_us());
+    }
+    out
+}
+
+/// The nearest-rank `q` quantile of `v`, sorted in place.
+fn quantile(v: &mut [u32], q: f64) -> Option<u32> {
+    v.sort_unstable();
+    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len().max(1));
+    v.get(rank - 1).copied()
+}
+
+/// One family's series: (namespace, cc) labels and a value.
+type Series<'a> = Vec<([(&'static str, &'a str); 2], f64)>;
+
+fn series<'a>(gs: &BTreeMap<(&'a str, &'a str), Group>, f: fn(&Group) -> f64) -> Series<'a> {
+    gs.iter().map(|(k, g)| ([("pod_namespace", k.0), ("cc", k.1)], f(g))).collect()
+}
+
+pub fn encode(enc: &mut Enc, sockets: &[SocketView]) -> std::fmt::Result {
+    let mut gs = groups(sockets);
+    let help = "by the pod's namespace and congestion control";
+    gauges(
+        enc,
+        "bbrtop_pod_namespace_sockets",
+        &format!("Open sockets of pods, {help}."),
+        series(&gs, |g| g.sockets as f64),
+    )?;
+    let inflated = series(&gs, |g| g.inflated as f64);
+    gauges(
+        enc,
+        "bbrtop_pod_namespace_sockets_inflated",
+        &format!("Pods' sockets the alert rule has inflated now, {help}."),
+        inflated,
+    )?;
+    let delivery = series(&gs, |g| g.delivery);
+    gauges(
+        enc,
+        "bbrtop_pod_namespace_delivery_rate_bytes_per_second",
+        &format!("Sum of the pods' sockets' delivery rates, {help}."),
+        delivery,
+    )?;
+    let p95: Series = gs
+        .iter_mut()
+        .filter_map(|(k, g)| {
+            Some(([("pod_namespace", k.0), ("cc", k.1)], f64::from(quantile(&mut g.srtt_us, 0.95)?) / 1e6))
+        })
+        .collect();
+    gauges(
+        enc,
+        "bbrtop_pod_namespace_srtt_p95_seconds",
+        &format!("95th percentile (nearest rank) of the pods' sockets' smoothed RTT, {help}."),
+        p95,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank() {
+        assert_eq!(quantile(&mut [], 0.95), None);
+        assert_eq!(quantile(&mut [7], 0.95), Some(7));
+        let mut v: Vec<u32> = (1..=100).rev().collect();
+        assert_eq!((quantile(&mut v, 0.95), quantile(&mut v, 0.5)), (Some(95), Some(50)));
+    }
+}
