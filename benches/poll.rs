@@ -14,6 +14,8 @@
 //! (each moving connection sends a byte each way):
 //!   walk      the walk's read of the sockets that moved, and the engine's update
 //!   tick      publishing the snapshot (every socket, moved or not)
+//! With `--time-wait=N` it then makes N TIME_WAIT sockets (loopback connections the client
+//! closes first; they stay 60 s) and times the raw dump and the walk again beside them.
 //! It asserts nothing.
 
 use bbrtop::collect::InetDiag;
@@ -44,6 +46,9 @@ fn main() {
     let sizes: Vec<usize> =
         std::env::args().skip(1).filter(|a| !a.starts_with('-')).filter_map(|a| a.parse().ok()).collect();
     let sizes = if sizes.is_empty() { vec![1_000, 10_000, 100_000] } else { sizes };
+    let time_wait: usize = std::env::args()
+        .find_map(|a| a.strip_prefix("--time-wait=").and_then(|n| n.parse().ok()))
+        .unwrap_or(0);
     let bin = bbrtop_binary();
     println!(
         "{:>8} {:>10} {:>10} {:>10} {:>10} {:>8} {:>8} {:>9}",
@@ -96,6 +101,12 @@ fn main() {
             j * 1e3 / seen as f64
         );
         walk_rows(&mut holders, seen, r);
+        if time_wait > 0 {
+            let made = make_time_wait(time_wait);
+            let raw_tw = median((0..ROUNDS).map(|_| time(raw_dump)).collect());
+            println!("         with {made} TIME_WAIT sockets beside them: raw dump {raw_tw:.2} ms");
+            walk_rows(&mut holders, seen, raw_tw);
+        }
         if n == 10_000 {
             for collector in ["netlink", "walk"] {
                 let share = export_cpu_share(&bin, collector);
@@ -158,6 +169,26 @@ fn walk_rows(holders: &mut Holders, seen: usize, raw_ms: f64) {
         );
     }
     println!("         (of {seen} sockets; raw dump {raw_ms:.2} ms)");
+}
+
+/// `n` loopback connections closed by their client first, whose sockets then stay in
+/// TIME_WAIT for 60 s; a listener per 10,000, so each 4-tuple is new. Returns how many were made
+/// (it stops after 40 s, before the first ones expire).
+fn make_time_wait(n: usize) -> usize {
+    let listeners: Vec<TcpListener> = (0..n.div_ceil(10_000))
+        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("listen"))
+        .collect();
+    let start = Instant::now();
+    let mut made = 0;
+    while made < n && start.elapsed() < Duration::from_secs(40) {
+        let l = &listeners[made % listeners.len()];
+        let Ok(c) = TcpStream::connect(l.local_addr().expect("addr")) else { break };
+        let (s, _) = l.accept().expect("accept");
+        drop(c);
+        drop(s);
+        made += 1;
+    }
+    made
 }
 
 /// `bbrtop export`'s CPU over 20 s (after 5 s to settle), in percent of one core.

@@ -13,10 +13,11 @@ pub enum View {
     Compare,
     Alerts,
     Closed,
+    Places,
 }
 
 impl View {
-    pub const ALL: [View; 4] = [View::Sockets, View::Compare, View::Alerts, View::Closed];
+    pub const ALL: [View; 5] = [View::Sockets, View::Compare, View::Alerts, View::Closed, View::Places];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -24,6 +25,7 @@ impl View {
             View::Compare => "2 BBR vs CUBIC",
             View::Alerts => "3 Alerts",
             View::Closed => "4 Closed flows",
+            View::Places => "5 Where",
         }
     }
 

@@ -40,6 +40,7 @@ pub const BINDINGS: &[Binding] = &[
     (KeyCode::Char('2'), NONE, Action::Show(View::Compare), "BBR vs CUBIC, per cc"),
     (KeyCode::Char('3'), NONE, Action::Show(View::Alerts), "alerts"),
     (KeyCode::Char('4'), NONE, Action::Show(View::Closed), "closed flows (eBPF)"),
+    (KeyCode::Char('5'), NONE, Action::Show(View::Places), "where: per pod, namespace or cgroup"),
     (KeyCode::Tab, NONE, Action::NextView, "next view"),
     (KeyCode::Char('?'), NONE, Action::ToggleHelp, "this help"),
     (KeyCode::Char('h'), NONE, Action::ToggleHelp, "this help"),

@@ -334,7 +334,8 @@ fn update_table() {
         (vec![Action::ToggleFreeze], |a| a.frozen.is_some()),
         (vec![Action::ToggleFreeze, Action::ToggleFreeze], |a| a.frozen.is_none()),
         (vec![Action::NextView, Action::NextView], |a| a.view == View::Alerts),
-        (vec![Action::Show(View::Closed), Action::NextView], |a| a.view == View::Sockets),
+        (vec![Action::Show(View::Closed), Action::NextView], |a| a.view == View::Places),
+        (vec![Action::Show(View::Places), Action::NextView], |a| a.view == View::Sockets),
         (vec![Action::ToggleHelp], |a| a.help),
         (vec![Action::ScrollRight; 40], |a| a.col_offset == Column::ALL.len() - 2),
         (vec![Action::ScrollRight, Action::ScrollLeft, Action::ScrollLeft], |a| a.col_offset == 0),
@@ -463,4 +464,23 @@ fn detail_shows_the_per_ack_srtt_spread() {
     });
     let screen = text(&render(&app, &snap, 200, 50));
     assert!(screen.contains("acks 412 srtt 21.5ms..38.2ms"), "{screen}");
+}
+
+/// The Where view: one row per place and cc; sockets with no origin count under "node".
+#[test]
+fn where_view_groups_sockets_by_place_and_cc() {
+    let mut snap = fixture();
+    let mut rec = (*snap.sockets[0].record).clone();
+    let origin = crate::model::Origin { netns_name: Some("blue".into()), ..Default::default() };
+    rec.origin = Some(std::sync::Arc::new(origin));
+    let cc = rec.cc_name().to_string();
+    snap.sockets[0].record = crate::engine::snapshot::RecordRef::single(rec);
+    let t = text(&render(&app_with(|a| a.view = View::Places), &snap, 100, 30));
+    let row = |place: &str| t.lines().filter(|l| l.split_whitespace().next() == Some(place)).count();
+    assert_eq!(row("blue"), 1, "{t}");
+    let node_ccs: std::collections::BTreeSet<&str> =
+        snap.sockets[1..].iter().map(|s| s.record.cc_name()).collect();
+    assert_eq!(row("node"), node_ccs.len(), "one node row per cc:\n{t}");
+    assert!(t.lines().any(|l| l.starts_with("blue") && l.contains(&cc)), "{t}");
+    insta::assert_snapshot!("where_100x30", t);
 }

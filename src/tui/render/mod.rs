@@ -7,6 +7,7 @@ pub mod compare;
 pub mod detail;
 pub mod header;
 pub mod help;
+pub mod places;
 pub mod table;
 
 use super::app::{App, View};
@@ -64,6 +65,7 @@ pub fn draw(f: &mut Frame, v: &Screen) {
         View::Compare => compare::draw(f, body, v.snap),
         View::Alerts => alerts::draw(f, body, v.snap),
         View::Closed => closed::draw(f, body, v),
+        View::Places => places::draw(f, body, v.snap),
     }
     draw_footer(f, foot, v.app);
     if v.app.help {

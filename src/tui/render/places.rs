@@ -1,0 +1,50 @@
+//! Where the sockets live: one row per place (pod, namespace name or cgroup; "node" for sockets
+//! with no origin) and congestion control, with the per-cc figures of the BBR-vs-CUBIC view.
+
+use crate::engine::aggregate;
+use crate::engine::snapshot::{Snapshot, SocketView};
+use crate::units::{bitrate, micros, opt};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::widgets::{Block, Borders, Paragraph};
+use std::collections::BTreeMap;
+
+/// The place a socket is counted under.
+fn place(s: &SocketView) -> String {
+    s.record.origin.as_deref().and_then(|o| o.label()).unwrap_or_else(|| "node".into())
+}
+
+pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
+    let block = Block::default().borders(Borders::TOP).title(" per place and congestion control ");
+    if snap.sockets.is_empty() {
+        f.render_widget(Paragraph::new("No sockets yet.").block(block), area);
+        return;
+    }
+    let mut places: BTreeMap<String, Vec<&SocketView>> = BTreeMap::new();
+    for s in &snap.sockets {
+        places.entry(place(s)).or_default().push(s);
+    }
+    let headers = ["WHERE", "CC", "SOCKETS", "SRTT p50", "p95", "INFLATED", "FIRING", "DELIVERY", "RETR/s"];
+    let widths = [28, 6, 7, 8, 8, 8, 6, 11, 7];
+    let priority = [0, 1, 2, 3, 4, 5, 7, 8, 6];
+    let rows = places.iter().flat_map(|(name, socks)| {
+        aggregate::by_cc(socks.iter().copied()).into_iter().map(move |a| {
+            let cells = vec![
+                name.clone(),
+                a.cc.clone(),
+                a.sockets.to_string(),
+                opt(a.srtt_p50_us, micros),
+                opt(a.srtt_p95_us, micros),
+                a.inflated.to_string(),
+                a.firing.to_string(),
+                bitrate(a.delivery_rate_bytes_per_sec),
+                format!("{:.1}", a.retrans_segs_per_sec),
+            ];
+            (cells, Style::new())
+        })
+    });
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    f.render_widget(super::fitted_table(inner, &headers, &widths, &priority, rows), inner);
+}
