@@ -67,26 +67,18 @@ pub fn ui_loop(
     }));
     let procs = procs::ProcTable::start(Duration::from_secs(5));
     let mut app = App::default();
+    // A frame is drawn for a new snapshot or after input (keys, a resize), not on every wake:
+    // an idle screen costs one frame per poll.
+    let (mut drawn, mut dirty, mut rows) = (None, true, 0);
     while !app.quit && !stop.load(Ordering::Relaxed) {
         if PANICKED.load(Ordering::SeqCst) {
             anyhow::bail!("a bbrtop thread panicked (message above)");
         }
         let latest = published.latest();
-        let snap = app.shown(&latest);
-        let owners = procs.owners();
-        let table = app.rows(&snap);
-        let rows = table.len();
-        app.follow(&table);
-        let mut page = app.page;
-        terminal
-            .draw(|f| {
-                page = f.area().height.saturating_sub(8) as usize;
-                let screen =
-                    render::Screen { app: &app, snap: &snap, rows: &table, sys: &sys, owners: &owners };
-                render::draw(f, &screen);
-            })
-            .context("drawing")?;
-        app.page = page;
+        if dirty || drawn != Some(latest.seq) {
+            rows = draw(&mut terminal, &mut app, &latest, &sys, &procs)?;
+            drawn = Some(latest.seq);
+        }
         // Wake at least 4 times a second: new snapshots and SIGTERM are noticed promptly.
         match tty.wait(Duration::from_millis(250)).context("reading the terminal")? {
             tty::Ready::Gone => {
@@ -95,15 +87,42 @@ pub fn ui_loop(
                 break;
             }
             // A resize comes as a signal crossterm turns into an event: look even when quiet.
-            tty::Ready::Input | tty::Ready::Quiet => handle_events(&mut app, rows, &latest, log)?,
+            tty::Ready::Input | tty::Ready::Quiet => dirty = handle_events(&mut app, rows, &latest, log)?,
         }
     }
     Ok(())
 }
 
-/// Hands every event crossterm has ready to the app, without waiting.
-fn handle_events(app: &mut App, rows: usize, latest: &Arc<Snapshot>, log: &mut Log) -> anyhow::Result<()> {
+/// Draws one frame of `latest` (or the frozen snapshot); returns the table's row count.
+fn draw(
+    terminal: &mut ratatui::DefaultTerminal,
+    app: &mut App,
+    latest: &Arc<Snapshot>,
+    sys: &system::SystemInfo,
+    procs: &procs::ProcTable,
+) -> anyhow::Result<usize> {
+    let snap = app.shown(latest);
+    let owners = procs.owners();
+    let table = app.rows(&snap);
+    app.follow(&table);
+    let mut page = app.page;
+    terminal
+        .draw(|f| {
+            page = f.area().height.saturating_sub(8) as usize;
+            let screen = render::Screen { app, snap: &snap, rows: &table, sys, owners: &owners };
+            render::draw(f, &screen);
+        })
+        .context("drawing")?;
+    app.page = page;
+    Ok(table.len())
+}
+
+/// Hands every event crossterm has ready to the app, without waiting; whether any came (a key,
+/// a resize: the screen is to be drawn again).
+fn handle_events(app: &mut App, rows: usize, latest: &Arc<Snapshot>, log: &mut Log) -> anyhow::Result<bool> {
+    let mut any = false;
     while event::poll(Duration::ZERO).context("reading the terminal")? {
+        any = true;
         if let Event::Key(k) = event::read().context("reading the terminal")?
             && k.kind != KeyEventKind::Release
             && let Some(action) = keymap::action(app.mode(), k)
@@ -112,7 +131,7 @@ fn handle_events(app: &mut App, rows: usize, latest: &Arc<Snapshot>, log: &mut L
             app.update(action, rows, latest);
         }
     }
-    Ok(())
+    Ok(any)
 }
 
 #[cfg(test)]
