@@ -113,6 +113,12 @@ fn main() {
                 println!(
                     "         `bbrtop export --collector {collector}`, 1 s polls, idle sockets: {share:.2}% of a core"
                 );
+                match tui_cpu_share(&bin, collector) {
+                    Some(s) => println!(
+                        "         `bbrtop --collector {collector}` (TUI, 200x50, tmux), idle: {s:.2}% of a core"
+                    ),
+                    None => println!("         the TUI: tmux is needed to time it"),
+                }
             }
         }
         drop(holders);
@@ -191,7 +197,7 @@ fn make_time_wait(n: usize) -> usize {
     made
 }
 
-/// `bbrtop export`'s CPU over 20 s (after 5 s to settle), in percent of one core.
+/// `bbrtop export`'s CPU share with idle sockets.
 fn export_cpu_share(bin: &std::path::Path, collector: &str) -> f64 {
     let mut child = Command::new(bin)
         .args(["export", "--collector", collector, "--web.listen-address", "127.0.0.1:0"])
@@ -199,7 +205,28 @@ fn export_cpu_share(bin: &std::path::Path, collector: &str) -> f64 {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn export");
-    let ticks = |pid: u32| -> f64 {
+    let share = cpu_share(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+    share
+}
+
+/// The TUI's CPU share on an idle screen, run in a tmux session of its own (None without tmux).
+fn tui_cpu_share(bin: &std::path::Path, collector: &str) -> Option<f64> {
+    let session = format!("bbrtop-bench-{}", std::process::id());
+    let cmd = format!("exec {} --collector {collector}", bin.display());
+    let tmux = |args: &[&str]| Command::new("tmux").args(args).output().ok().filter(|o| o.status.success());
+    tmux(&["new-session", "-d", "-s", &session, "-x", "200", "-y", "50", &cmd])?;
+    let pid = tmux(&["display", "-p", "-t", &session, "#{pane_pid}"])
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok());
+    let share = pid.map(cpu_share);
+    tmux(&["kill-session", "-t", &session]);
+    share
+}
+
+/// A process's CPU over 20 s (after 5 s to settle), in percent of one core.
+fn cpu_share(pid: u32) -> f64 {
+    let ticks = || -> f64 {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
         let f: Vec<f64> = after.split_whitespace().filter_map(|v| v.parse().ok()).collect();
@@ -208,11 +235,9 @@ fn export_cpu_share(bin: &std::path::Path, collector: &str) -> f64 {
         f.get(10).copied().unwrap_or(0.0) + f.get(11).copied().unwrap_or(0.0)
     };
     std::thread::sleep(Duration::from_secs(5));
-    let (t0, c0) = (Instant::now(), ticks(child.id()));
+    let (t0, c0) = (Instant::now(), ticks());
     std::thread::sleep(Duration::from_secs(20));
-    let (t1, c1) = (Instant::now(), ticks(child.id()));
-    let _ = child.kill();
-    let _ = child.wait();
+    let (t1, c1) = (Instant::now(), ticks());
     // Clock ticks are 100 per second on Linux (USER_HZ).
     (c1 - c0) / 100.0 / (t1 - t0).as_secs_f64() * 100.0
 }
