@@ -7,11 +7,13 @@
 #  3. short loopback connections at the top churn rate: closes captured vs sockets closed.
 # Needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN for bpf_stats), iperf3, python3, bpftool, clang,
 # and `cargo build --release --example bpf_floor`.
-# Usage: bench/bpf.sh [ROUNDS] [SECONDS] [CONNECTIONS]
+# Usage: [BBRTOP_COLLECTOR=walk|netlink] bench/bpf.sh [ROUNDS] [SECONDS] [CONNECTIONS]
 set -euo pipefail
 ROUNDS=${1:-3} SECS=${2:-5} CONNS=${3:-20000}
 cd "$(dirname "$0")/.."
 BIN=${BBRTOP:-target/release/bbrtop}
+# Which collector the traced bbrtop runs: the socket walk's records are filled by tcp_probe too.
+COLLECTOR=${BBRTOP_COLLECTOR:-auto}
 [ -x "$BIN" ] || BIN=target/debug/bbrtop
 [ -x "$BIN" ] || { echo "build bbrtop first (cargo build --release)" >&2; exit 1; }
 FLOOR_LOADER=target/release/examples/bpf_floor
@@ -58,7 +60,7 @@ bt_stop() { kill -INT "$bt"; wait "$bt" 2>/dev/null || true; gone tcp_probe trac
 without=() with=() ns=() floor=() bpftrace_ns=()
 traced() { # one round's runs with bbrtop: throughput (stats off), then ns per run (stats on)
   gone tcp_probe
-  "$BIN" watch --ndjson --port 1 --interval 1s >/dev/null 2>&1 & w=$!; pids+=($w)
+  "$BIN" watch --collector "$COLLECTOR" --ndjson --port 1 --interval 1s >/dev/null 2>&1 & w=$!; pids+=($w)
   for _ in $(seq 100); do [ -n "$(prog_ids tcp_probe)" ] && break; sleep 0.05; done
   with+=("$(gbps)")
   sysctl -qw kernel.bpf_stats_enabled=1

@@ -176,20 +176,23 @@ struct {
 static __always_inline void note_move(struct sock *sk, struct sock_state *st, __u32 epoch, bool acking,
 				      int state)
 {
-	__u64 now;
 	__u32 k = 0;
 
 	st->moved_epoch = epoch;
 	if (!walk_on)
 		return;
-	now = bpf_ktime_get_ns();
+	struct tcp_sock *tp = TCP_SK(sk);
+	if (!tp)
+		return;
+	/* TCP's own clock (µs of CLOCK_MONOTONIC, taken for this packet): a load, where
+	 * bpf_ktime_get_ns() would be a helper call on every ACK. */
+	__u64 now = tp->tcp_mstamp * 1000;
 	if (st->filled_epoch == epoch && now - st->filled_ns < refresh_ns)
 		return;
-	struct tcp_sock *tp = TCP_SK(sk);
 	struct bbrtop_sock *r = bpf_map_lookup_elem(&scratch, &k);
-	if (!tp || !r)
+	if (!r)
 		return;
-	fill_record(r, sk, tp, st, now);
+	fill_record(r, sk, tp, st, bpf_ktime_get_ns());
 	if (acking)
 		((struct tcpi *)r->info)->last_ack_recv = 0;
 	if (state >= 0) {

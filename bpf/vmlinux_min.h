@@ -217,6 +217,7 @@ struct tcp_sock {
 	u32 plb_rehash;
 	u8 ecn_flags;
 	struct tcp_options_received rx_opt;
+	u64 tcp_mstamp;
 };
 
 /* net/ipv4/tcp_bbr.c; present in vmlinux BTF when BBR is built in (module BTF otherwise). This is
