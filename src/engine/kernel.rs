@@ -30,6 +30,14 @@ pub enum KernelUpdate {
     },
 }
 
+impl KernelUpdate {
+    pub fn cookie(&self) -> Cookie {
+        match self {
+            KernelUpdate::Phase { cookie, .. } | KernelUpdate::Inflation { cookie, .. } => *cookie,
+        }
+    }
+}
+
 /// What the kernel's per-ACK timing says of one socket's inflation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum KernelOnset {

@@ -95,6 +95,10 @@ struct Tracked {
     missed: u8,
     /// eBPF sent its close record: the next dump that does not list it ends it, without grace.
     closed: bool,
+    /// Its view's place in the last snapshot, which a quiet socket's next view is copied from.
+    view: u32,
+    /// Something besides a new record changed its view (its alert aged, a kernel event).
+    stale_view: bool,
 }
 
 /// Complete dumps a tracked socket may be missing from before it counts as closed. A dump is not
@@ -121,6 +125,8 @@ impl Tracked {
             generation,
             missed: 0,
             closed: false,
+            view: u32::MAX,
+            stale_view: true,
         }
     }
 }
@@ -170,6 +176,9 @@ pub struct Engine {
     netlink: CollectorStatus,
     /// The kernel walk's status, once it has walked.
     walk: CollectorStatus,
+    /// The last snapshot published: a socket that did not move keeps its view, with its clocks
+    /// brought forward, instead of having it derived again (most sockets, with the walk).
+    last: Option<Arc<Snapshot>>,
     /// Sockets whose close record came before any walk or dump listed them: the next walk may
     /// still hold the record of their last move, which must not bring them back.
     closed_untracked: rustc_hash::FxHashSet<Cookie>,
@@ -190,6 +199,7 @@ impl Engine {
             netlink: CollectorStatus::netlink(),
             walk: CollectorStatus::walk(),
             closed_untracked: Default::default(),
+            last: None,
             alerts: Alerts { keep: cfg.recent_alerts, ..Alerts::default() },
             cfg,
             kernel: kernel::KernelState::default(),
@@ -204,7 +214,12 @@ impl Engine {
     /// Applies what a collector learned besides sockets (those come through [`sink::DumpSink`]).
     pub fn apply(&mut self, update: Update) {
         match update {
-            Update::Kernel(k) => self.kernel.apply(k),
+            Update::Kernel(k) => {
+                if let Some(&slot) = self.index.get(&k.cookie()) {
+                    self.tracked[slot as usize].stale_view = true;
+                }
+                self.kernel.apply(k)
+            }
             Update::Closed(c) => {
                 match self.index.get(&c.cookie) {
                     Some(&slot) => self.tracked[slot as usize].closed = true,
@@ -356,6 +371,7 @@ impl Engine {
             .zip(r.tcp_info.srtt_us())
             .map(|(baseline_us, srtt_us)| RuleSample { srtt_us, baseline_us, active: false });
         let tr = t.alert.eval(&rule, now.mono, sample);
+        t.stale_view = true;
         self.alerts.record(&r, &t.alert, sample, tr, now);
     }
 
@@ -401,22 +417,32 @@ impl Engine {
         let (rule, cap, poll) = (self.cfg.rule, self.cfg.history, self.generation);
         // Sized up front: 100k views are 30 MB, and growing by doubling would copy them again.
         let mut sockets: Vec<SocketView> = Vec::with_capacity(self.tracked.len());
-        sockets.extend(self.tracked.iter().filter(|t| t.missed == 0).filter_map(|t| {
-            let r = t.rec.as_ref()?;
-            let mut d = derived(&rule, t, r, now.mono);
-            if t.generation != poll {
-                // Quiet since the last poll: nothing moved, so no rate.
-                d.rates = Rates::default();
-            }
-            Some(SocketView {
-                record: r.clone(),
-                derived: overlay(d, self.kernel.socket(r.cookie), r),
-                history: HistoryView::new(Arc::clone(&t.history), t.first_poll, poll, cap),
-            })
-        }));
+        let last = self.last.take();
+        for t in self.tracked.iter_mut().filter(|t| t.missed == 0) {
+            let Some(r) = t.rec.as_ref() else { continue };
+            let history = HistoryView::new(Arc::clone(&t.history), t.first_poll, poll, cap);
+            let kept = last
+                .as_ref()
+                .and_then(|l| l.sockets.get(t.view as usize))
+                .filter(|v| t.generation != poll && !t.stale_view && v.record.cookie == t.cookie);
+            let view = match kept {
+                Some(v) => quiet_view(v, t, history, now.mono),
+                None => {
+                    let mut d = derived(&rule, t, r, now.mono);
+                    if t.generation != poll {
+                        // Quiet since the last poll: nothing moved, so no rate.
+                        d.rates = Rates::default();
+                    }
+                    let derived = overlay(d, self.kernel.socket(r.cookie), r);
+                    SocketView { record: r.clone(), derived, history }
+                }
+            };
+            (t.view, t.stale_view) = (sockets.len() as u32, false);
+            sockets.push(view);
+        }
         let by_cc = aggregate::by_cc(&sockets);
         let alerts = self.alerts.firing.values().rev().chain(self.alerts.recent.iter()).cloned().collect();
-        Arc::new(Snapshot {
+        let snap = Arc::new(Snapshot {
             seq: self.seq,
             taken_at: now.wall,
             sockets,
@@ -427,7 +453,9 @@ impl Engine {
             closed_by_cc: self.kernel.closed_by_cc(),
             inflation_onsets_total: self.alerts.onsets.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             rule,
-        })
+        });
+        self.last = Some(Arc::clone(&snap));
+        snap
     }
 }
 
@@ -473,6 +501,16 @@ fn sample_of(r: &SocketRecord) -> Sample {
         pacing_rate_bytes_per_sec: i.pacing_rate_bytes_per_sec().unwrap_or(0) as f32,
         phase: derive::netlink_phase(r).map(|(p, _)| p),
     }
+}
+
+/// The view of a socket that did not move since `v` was made: the same, with no rate, and its
+/// clocks (how long seen, how long inflated) and history window brought to `now`.
+fn quiet_view(v: &SocketView, t: &Tracked, history: HistoryView, now: Instant) -> SocketView {
+    let mut d = v.derived.clone();
+    d.rates = Rates::default();
+    d.seen_for_seconds = now.saturating_duration_since(t.first_seen).as_secs_f64();
+    d.inflated_for_seconds = t.alert.onset.map(|o| now.saturating_duration_since(o).as_secs_f64());
+    SocketView { record: v.record.clone(), derived: d, history }
 }
 
 fn derived(rule: &RuleConfig, t: &Tracked, r: &SocketRecord, now: Instant) -> Derived {

@@ -443,6 +443,21 @@ fn walked_sockets_stay_until_they_close() {
     assert_eq!(quiet.derived.rates, Rates::default(), "nothing moved, no rate");
     assert!(!quiet.derived.inflated, "no ACK since: no longer inflated");
 
+    // Quiet again: its view is the last one's, with its clocks brought forward; a kernel event
+    // (an eBPF inflation record) makes it derived afresh.
+    walk(&mut e, vec![a(2_000_000)], at(2));
+    let q = e.tick(at(2));
+    assert_eq!(q.socket(2).unwrap().derived.seen_for_seconds, 2.0);
+    assert_eq!(q.socket(2).unwrap().derived.kernel, None);
+    e.apply(Update::Kernel(kernel::KernelUpdate::Inflation {
+        cookie: 2,
+        netns: 20,
+        onset: None,
+        peak_ratio: 4.5,
+    }));
+    let k = e.tick(at(2));
+    assert!(k.socket(2).unwrap().derived.kernel.is_some(), "the kernel's state is shown at once");
+
     // Netlink reconciles namespace 10, which lists only socket 1: socket 2 is not its to end.
     sink::feed_dump(&mut e, Dump { sockets: vec![a(2_000_000)], netns: Some(10), ..Dump::default() }, at(2));
     sink::feed_dump(&mut e, Dump { sockets: vec![a(2_000_000)], netns: Some(10), ..Dump::default() }, at(3));
