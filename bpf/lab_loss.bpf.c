@@ -1,17 +1,52 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Random packet loss for the lab's bottleneck, on a tc hook: this kernel has no netem (and no
- * gact action for a classic-BPF filter), so a direct-action eBPF program drops the packets. */
+/* The lab's bottleneck effects on a tc hook: this kernel has no netem (and no gact action for a
+ * classic-BPF filter) and no marking AQM (no red, codel, fq_codel or pie), so a direct-action
+ * eBPF program drops packets at random, and marks ECN-capable ones CE at random. */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 
 /* Drop when a random u32 falls below this: fraction x 2^32, set by userspace before load. */
 const volatile __u32 threshold = 0;
+/* Mark an ECT IPv4 packet CE when a random u32 falls below this (fraction x 2^32). */
+const volatile __u32 ce_threshold = 0;
+
+#define IP_ECN_MASK 3
+#define IP_ECN_CE 3
+
+/* Sets CE in an ECT(0) or ECT(1) IPv4 packet on an Ethernet link (the lab's veths), and fixes
+ * the header checksum for the changed 16-bit word. */
+static __always_inline void mark_ce(struct __sk_buff *skb)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *ip = (void *)(eth + 1);
+
+	if ((void *)(ip + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+		return;
+	__u8 ecn = ip->tos & IP_ECN_MASK;
+	if (ecn == 0 || ecn == IP_ECN_CE)
+		return;
+	__u16 old = *(__u16 *)ip; /* version and ihl, then tos */
+	__u8 tos = ip->tos | IP_ECN_CE;
+	__u8 word[2] = {((__u8 *)ip)[0], tos};
+	__u16 new = *(__u16 *)word;
+	if (bpf_skb_store_bytes(skb, ETH_HLEN + 1, &tos, 1, 0))
+		return;
+	bpf_l3_csum_replace(skb, ETH_HLEN + __builtin_offsetof(struct iphdr, check), old, new, 2);
+}
 
 SEC("tc")
 int lab_loss(struct __sk_buff *skb)
 {
-	return bpf_get_prandom_u32() < threshold ? TC_ACT_SHOT : TC_ACT_OK;
+	if (threshold && bpf_get_prandom_u32() < threshold)
+		return TC_ACT_SHOT;
+	if (ce_threshold && bpf_get_prandom_u32() < ce_threshold)
+		mark_ce(skb);
+	return TC_ACT_OK;
 }
 
 char LICENSE[] SEC("license") = "GPL";

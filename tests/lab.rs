@@ -204,3 +204,43 @@ fn root_without_net_admin_the_lab_names_the_capability() {
     assert!(!out.status.success(), "{text}");
     assert!(text.contains("the child needs CAP_NET_ADMIN"), "{text}");
 }
+
+/// ECN through the lab: with `tcp_ecn=1` in its namespaces and 5% of ECN-capable packets marked
+/// CE at the bottleneck, a flow negotiates ECN and its sender counts CE-echoed deliveries; bbrtop
+/// reads both as `ss -tieo` prints them (which only -e or -o makes print `ecn`).
+#[test]
+fn root_an_ecn_flow_through_ce_marks_counts_them_as_ss_does() {
+    if !guard::lab("the ECN lab flow") {
+        return;
+    }
+    let mut lab = Lab::new(LabConfig { ecn: true, ce_mark: 0.05, ..LabConfig::default() }).unwrap();
+    assert!(
+        lab.path_description().contains("5.0% of ECN-capable packets marked CE"),
+        "{}",
+        lab.path_description()
+    );
+    let f = lab.start_flow("cubic").unwrap();
+    let mut diag =
+        InetDiag::open(Some(&NetnsSpec(lab.sender_netns().to_path_buf())), StateSet::default_filter())
+            .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let ss_ecn = || {
+        let o = Command::new("ip")
+            .args(["netns", "exec", lab.sender_name(), "ss", "-tieoH", "state", "established"])
+            .output()
+            .unwrap();
+        let socks = bbrtop::lab::ss::parse_ss_tin(&String::from_utf8_lossy(&o.stdout));
+        socks.into_iter().find(|s| s.local == Some(f.local) && s.peer == Some(f.peer)).expect("flow in ss")
+    };
+    let before = ss_ecn();
+    let dump = diag.dump().unwrap();
+    let after = ss_ecn();
+    let r = dump.sockets.iter().find(|r| r.local == f.local && r.peer == f.peer).expect("flow in bbrtop");
+    let ecn = bbrtop::model::Ecn::of(&r.tcp_info).expect("bbrtop sees ECN");
+    assert!(ecn.negotiated && before.ecn && after.ecn, "both see ECN negotiated: {ecn:?}, ss {before:?}");
+    let ours = r.tcp_info.delivered_ce_segs().expect("delivered_ce");
+    let (lo, hi) =
+        (before.delivered_ce.expect("ss delivered_ce"), after.delivered_ce.expect("ss delivered_ce"));
+    assert!(ours > 0, "CE marks were echoed");
+    assert!(lo <= u64::from(ours) && u64::from(ours) <= hi, "delivered_ce: bbrtop {ours}, ss [{lo}, {hi}]");
+}

@@ -1,5 +1,5 @@
-//! Random loss on a lab link: a tc eBPF program (bpf/lab_loss.bpf.c) on an interface's egress.
-//! Netem would do this elsewhere; this kernel has none.
+//! Random loss and CE marks on a lab link: a tc eBPF program (bpf/lab_loss.bpf.c) on an
+//! interface's egress. Netem and a marking AQM would do this elsewhere; this kernel has neither.
 
 use super::LabError;
 use crate::netns::NetnsSpec;
@@ -9,21 +9,22 @@ pub fn threshold(fraction: f64) -> u32 {
     (fraction.clamp(0.0, 1.0) * u32::MAX as f64).round() as u32
 }
 
-/// Drops `fraction` of the packets leaving `dev` in namespace `ns`. The filter lives as long as
-/// the interface (the lab's namespace), so nothing here needs to be kept.
+/// Drops `loss` of the packets leaving `dev` in namespace `ns`, and marks `ce` of the ECN-capable
+/// ones CE. The filter lives as long as the interface (the lab's namespace), so nothing here
+/// needs to be kept.
 #[cfg(feature = "bpf")]
-pub fn attach(ns: &NetnsSpec, dev: &str, fraction: f64) -> Result<(), LabError> {
+pub fn attach(ns: &NetnsSpec, dev: &str, loss: f64, ce: f64) -> Result<(), LabError> {
     let dev = dev.to_string();
-    let t = threshold(fraction);
-    crate::netns::run_in(ns, move || imp::attach(&dev, t)).map_err(|e| LabError::Collect(e.to_string()))?
+    let (t, c) = (threshold(loss), threshold(ce));
+    crate::netns::run_in(ns, move || imp::attach(&dev, t, c)).map_err(|e| LabError::Collect(e.to_string()))?
 }
 
 #[cfg(not(feature = "bpf"))]
-pub fn attach(_ns: &NetnsSpec, _dev: &str, fraction: f64) -> Result<(), LabError> {
-    Err(LabError::Unsupported(format!(
-        "{:.1}% loss needs the tc eBPF loss program: this bbrtop was built without the bpf feature",
-        fraction * 100.0
-    )))
+pub fn attach(_ns: &NetnsSpec, _dev: &str, _loss: f64, _ce: f64) -> Result<(), LabError> {
+    Err(LabError::Unsupported(
+        "loss and CE marks need the lab's tc eBPF program: this bbrtop was built without the bpf feature"
+            .into(),
+    ))
 }
 
 #[cfg(feature = "bpf")]
@@ -41,11 +42,12 @@ mod imp {
     }
 
     /// On a thread inside the namespace: load, and attach to `dev`'s egress (creating clsact).
-    pub fn attach(dev: &str, threshold: u32) -> Result<(), LabError> {
+    pub fn attach(dev: &str, threshold: u32, ce_threshold: u32) -> Result<(), LabError> {
         let ifindex = nix_ifindex(dev)?;
         let mut obj = MaybeUninit::uninit();
         let mut open = skel::LabLossSkelBuilder::default().open(&mut obj).map_err(|e| err("open", e))?;
-        open.maps.rodata_data.as_deref_mut().ok_or_else(|| err("rodata", "missing"))?.threshold = threshold;
+        let ro = open.maps.rodata_data.as_deref_mut().ok_or_else(|| err("rodata", "missing"))?;
+        (ro.threshold, ro.ce_threshold) = (threshold, ce_threshold);
         let loaded = open.load().map_err(|e| err("load", e))?;
         let fd = loaded.progs.lab_loss.as_fd();
         let mut hook =

@@ -45,6 +45,10 @@ pub struct LabConfig {
     pub delay: Option<Duration>,
     /// Random loss on the sender's egress (0..1), by a tc BPF program.
     pub loss: f64,
+    /// ECN on in the sender's and receiver's namespaces (net.ipv4.tcp_ecn=1).
+    pub ecn: bool,
+    /// The fraction of ECN-capable packets the bottleneck marks CE (0..1), by the same program.
+    pub ce_mark: f64,
 }
 
 impl Default for LabConfig {
@@ -56,6 +60,8 @@ impl Default for LabConfig {
             burst_bytes: 64 * 1024,
             delay: None,
             loss: 0.0,
+            ecn: false,
+            ce_mark: 0.0,
         }
     }
 }
@@ -143,6 +149,11 @@ impl Lab {
             run("ip", &["-n", ns, "link", "set", "lo", "up"])?;
         }
         run("ip", &["netns", "exec", &m, "sysctl", "-qw", "net.ipv4.ip_forward=1"])?;
+        if cfg.ecn {
+            for ns in [&s, &r] {
+                run("ip", &["netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_ecn=1"])?;
+            }
+        }
         lab.veth(&s, &m, "wan0", SENDER_ADDR, ROUTER_UP)?;
         if let Some(d) = cfg.delay
             && !lab.netem(&m, d * 2)?
@@ -233,9 +244,17 @@ impl Lab {
             cfg.rate_bit_per_sec as f64 / 1e6,
             cfg.queue_bytes / 1000
         ));
+        if cfg.loss > 0.0 || cfg.ce_mark > 0.0 {
+            loss::attach(&NetnsSpec(Path::new("/run/netns").join(router)), dev, cfg.loss, cfg.ce_mark)?;
+        }
         if cfg.loss > 0.0 {
-            loss::attach(&NetnsSpec(Path::new("/run/netns").join(router)), dev, cfg.loss)?;
             self.path.push_str(&format!(", {:.1}% loss (tc eBPF)", cfg.loss * 100.0));
+        }
+        if cfg.ce_mark > 0.0 {
+            self.path.push_str(&format!(
+                ", {:.1}% of ECN-capable packets marked CE (tc eBPF)",
+                cfg.ce_mark * 100.0
+            ));
         }
         Ok(())
     }

@@ -20,6 +20,10 @@ pub struct SsSocket {
     pub bbr_mrtt_ms: Option<f64>,
     pub bbr_pacing_gain: Option<f64>,
     pub bbr_cwnd_gain: Option<f64>,
+    /// ECN negotiated (`ecn`, which ss prints with -e or -o).
+    pub ecn: bool,
+    /// Delivered segments the peer echoed a CE mark for (`delivered_ce:`, absent when 0).
+    pub delivered_ce: Option<u64>,
 }
 
 /// "19.6Mbps", "1911880bps", "2.1Gbps", "950Kbps" in bits per second.
@@ -61,6 +65,10 @@ fn parse_details(line: &str, s: &mut SsSocket) {
             s.cwnd = v.parse().ok();
         } else if let Some(v) = w.strip_prefix("bytes_acked:") {
             s.bytes_acked = v.parse().ok();
+        } else if let Some(v) = w.strip_prefix("delivered_ce:") {
+            s.delivered_ce = v.parse().ok();
+        } else if w == "ecn" {
+            s.ecn = true;
         } else if let Some(v) = w.strip_prefix("bbr:(") {
             for kv in v.trim_end_matches(')').split(',') {
                 let Some((k, v)) = kv.split_once(':') else { continue };
@@ -100,9 +108,11 @@ pub fn parse_ss_tin(out: &str) -> Vec<SsSocket> {
                 parse_details(line, s);
             }
         } else if !line.starts_with("State") && !line.starts_with("Recv-Q") {
+            // [State] Recv-Q Send-Q Local Peer, then with -e or -o more fields (uid:, timer:).
             let f: Vec<&str> = line.split_whitespace().collect();
-            let (local, peer) = match f.as_slice() {
-                [.., l, p] => (parse_addr(l), parse_addr(p)),
+            let at = f.iter().position(|w| w.parse::<u64>().is_ok()).unwrap_or(0);
+            let (local, peer) = match (f.get(at + 2), f.get(at + 3)) {
+                (Some(l), Some(p)) => (parse_addr(l), parse_addr(p)),
                 _ => (None, None),
             };
             socks.push(SsSocket { local, peer, ..SsSocket::default() });
@@ -191,6 +201,17 @@ ESTAB 0 0 [::1]:443 [::ffff:10.0.0.9]:80
         assert_eq!(s[0].cc.as_deref(), Some("bbr"));
         assert_eq!((s[0].rtt_ms, s[0].rttvar_ms), (Some(0.05), Some(0.025)));
         assert_eq!((s[0].pacing_rate_bps, s[0].delivery_rate_bps), (Some(20.1e6), Some(19.8e6)));
+    }
+
+    /// With -e and -o, ss adds fields after the addresses, and prints `ecn` and `delivered_ce`.
+    #[test]
+    fn extended_output() {
+        let text = "0 0 10.77.1.1:38718 10.77.2.2:36741 timer:(on,208ms,0) ino:123 sk:1 cgroup:/ <->\n\t \
+                    ts sack ecn ecnseen cubic wscale:7,7 rtt:20.5/1.2 cwnd:40 delivered:900 delivered_ce:12\n";
+        let s = &parse_ss_tin(text)[0];
+        assert_eq!(s.local, "10.77.1.1:38718".parse().ok());
+        assert_eq!(s.peer, "10.77.2.2:36741".parse().ok());
+        assert_eq!((s.ecn, s.delivered_ce, s.cc.as_deref()), (true, Some(12), Some("cubic")));
     }
 
     #[test]
