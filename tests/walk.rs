@@ -336,3 +336,49 @@ fn flow_child() {
     drop(c);
     let _ = sink.join();
 }
+
+/// No loss of coverage: with the walk, every socket netlink reports in bbrtop's namespace is in
+/// its view, the idle ones that predate it (which only netlink's seed can show) as well as those
+/// that move.
+#[test]
+fn root_the_walk_loses_no_socket_netlink_sees() {
+    if !guard::bpf("the socket walk") {
+        return;
+    }
+    use std::net::{TcpListener, TcpStream};
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let idle: Vec<(TcpStream, TcpStream)> = (0..20)
+        .map(|_| (TcpStream::connect(l.local_addr().unwrap()).unwrap(), l.accept().unwrap().0))
+        .collect();
+    let child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .args(["watch", "--collector", "walk", "--count", "3", "--interval", "300ms"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // One connection that moves while bbrtop runs (a byte each way).
+    let (mut c, mut s) = (TcpStream::connect(l.local_addr().unwrap()).unwrap(), l.accept().unwrap().0);
+    for _ in 0..10 {
+        c.write_all(b"x").unwrap();
+        std::io::Read::read_exact(&mut s, &mut [0u8; 1]).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let seen: std::collections::HashSet<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| Some(format!("{} {}", v["local"].as_str()?, v["peer"].as_str()?)))
+        .collect();
+    let netlink = InetDiag::open(None, StateSet::default_filter()).unwrap().dump().unwrap();
+    let ours = |a: &std::net::SocketAddr| a.port() == l.local_addr().unwrap().port();
+    let wanted: Vec<String> = netlink
+        .sockets
+        .iter()
+        .filter(|r| ours(&r.local) || ours(&r.peer))
+        .map(|r| format!("{} {}", r.local, r.peer))
+        .collect();
+    assert_eq!(wanted.len(), 42, "netlink sees the 21 connections' 42 sockets");
+    let missing: Vec<&String> = wanted.iter().filter(|w| !seen.contains(*w)).collect();
+    assert!(missing.is_empty(), "netlink's sockets the walk's view lacks: {missing:?}");
+    drop(idle);
+}
