@@ -57,50 +57,8 @@ fn main() {
     for n in sizes {
         let mut holders = open_sockets(n);
         let seen = count_sockets();
-        // The steady state: one collector and one engine across polls, as the poller keeps them.
-        let mut diag = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
-        let mut engine = Engine::new(EngineConfig::default());
-        let _ = full_poll(&mut diag, &mut engine);
-        let (mut raw, mut parse, mut poll, mut ss, mut snap, mut table) =
-            (vec![], vec![], vec![], vec![], vec![], vec![]);
-        let mut stages: Vec<[f64; 2]> = vec![];
-        for _ in 0..ROUNDS {
-            raw.push(time(raw_dump));
-            parse.push(time(parsed_dump));
-            let mut parts = [0.0; 2];
-            poll.push(time(|| parts = full_poll(&mut diag, &mut engine)));
-            stages.push(parts);
-            ss.push(time(|| run_quiet(Command::new("ss").arg("-tin"))));
-            snap.push(time(|| run_quiet(Command::new(&bin).args(["snapshot", "--json"]))));
-            table.push(time(|| run_quiet(Command::new(&bin).arg("snapshot"))));
-        }
-        let rss = rss_in_child(60);
-        let (r, p, s, j) = (median(raw), median(poll), median(ss), median(snap));
-        let stage = |i: usize| median(stages.iter().map(|s| s[i]).collect());
-        println!(
-            "         dump + parse alone: {:.2} ms; `bbrtop snapshot` (table): {:.2} ms",
-            median(parse),
-            median(table)
-        );
-        println!(
-            "         poll stages: dump + parse + engine update {:.2} ms, tick {:.2} ms",
-            stage(0),
-            stage(1)
-        );
-        println!(
-            "{seen:>8} {r:>10.2} {p:>10.2} {s:>10.2} {j:>10.2} {:>8.2} {:>8.2} {:>9.1}",
-            p / r,
-            s / j,
-            rss as f64 / 1e6
-        );
-        println!(
-            "         per socket: raw {:.3} µs, poll {:.3} µs, ss {:.3} µs, snapshot {:.3} µs",
-            r * 1e3 / seen as f64,
-            p * 1e3 / seen as f64,
-            s * 1e3 / seen as f64,
-            j * 1e3 / seen as f64
-        );
-        walk_rows(&mut holders, seen, r);
+        let raw = netlink_rows(&bin, seen);
+        walk_rows(&mut holders, seen, raw);
         if time_wait > 0 {
             let made = make_time_wait(time_wait);
             let raw_tw = median((0..ROUNDS).map(|_| time(raw_dump)).collect());
@@ -108,20 +66,75 @@ fn main() {
             walk_rows(&mut holders, seen, raw_tw);
         }
         if n == 10_000 {
-            for collector in ["netlink", "walk"] {
-                let share = export_cpu_share(&bin, collector);
-                println!(
-                    "         `bbrtop export --collector {collector}`, 1 s polls, idle sockets: {share:.2}% of a core"
-                );
-                match tui_cpu_share(&bin, collector) {
-                    Some(s) => println!(
-                        "         `bbrtop --collector {collector}` (TUI, 200x50, tmux), idle: {s:.2}% of a core"
-                    ),
-                    None => println!("         the TUI: tmux is needed to time it"),
-                }
-            }
+            footprints(&bin);
         }
         drop(holders);
+    }
+}
+
+/// The netlink rows for `seen` sockets: the raw dump, a full poll, ss and snapshot, alternating;
+/// returns the raw dump's median in ms.
+fn netlink_rows(bin: &std::path::Path, seen: usize) -> f64 {
+    // The steady state: one collector and one engine across polls, as the poller keeps them.
+    let mut diag = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
+    let mut engine = Engine::new(EngineConfig::default());
+    let _ = full_poll(&mut diag, &mut engine);
+    let (mut raw, mut parse, mut poll, mut ss, mut snap, mut table) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    let mut stages: Vec<[f64; 2]> = vec![];
+    for _ in 0..ROUNDS {
+        raw.push(time(raw_dump));
+        parse.push(time(parsed_dump));
+        let mut parts = [0.0; 2];
+        poll.push(time(|| parts = full_poll(&mut diag, &mut engine)));
+        stages.push(parts);
+        ss.push(time(|| run_quiet(Command::new("ss").arg("-tin"))));
+        snap.push(time(|| run_quiet(Command::new(bin).args(["snapshot", "--json"]))));
+        table.push(time(|| run_quiet(Command::new(bin).arg("snapshot"))));
+    }
+    let rss = rss_in_child(60);
+    let (r, p, s, j) = (median(raw), median(poll), median(ss), median(snap));
+    let stage = |i: usize| median(stages.iter().map(|s| s[i]).collect());
+    println!(
+        "         dump + parse alone: {:.2} ms; `bbrtop snapshot` (table): {:.2} ms",
+        median(parse),
+        median(table)
+    );
+    println!(
+        "         poll stages: dump + parse + engine update {:.2} ms, tick {:.2} ms",
+        stage(0),
+        stage(1)
+    );
+    println!(
+        "{seen:>8} {r:>10.2} {p:>10.2} {s:>10.2} {j:>10.2} {:>8.2} {:>8.2} {:>9.1}",
+        p / r,
+        s / j,
+        rss as f64 / 1e6
+    );
+    let per = |ms: f64| ms * 1e3 / seen as f64;
+    println!(
+        "         per socket: raw {:.3} µs, poll {:.3} µs, ss {:.3} µs, snapshot {:.3} µs",
+        per(r),
+        per(p),
+        per(s),
+        per(j)
+    );
+    r
+}
+
+/// `bbrtop export`'s and the TUI's CPU share beside the sockets, with each collector.
+fn footprints(bin: &std::path::Path) {
+    for collector in ["netlink", "walk"] {
+        let share = export_cpu_share(bin, collector);
+        println!(
+            "         `bbrtop export --collector {collector}`, 1 s polls, idle sockets: {share:.2}% of a core"
+        );
+        match tui_cpu_share(bin, collector) {
+            Some(s) => println!(
+                "         `bbrtop --collector {collector}` (TUI, 200x50, tmux), idle: {s:.2}% of a core"
+            ),
+            None => println!("         the TUI: tmux is needed to time it"),
+        }
     }
 }
 

@@ -270,8 +270,12 @@ fn daemonset_is_least_privilege_with_probes_and_resources() {
         .find(|v| text(v, "name") == text(mount, "name"))
         .expect("volume of the BTF mount");
     assert_eq!(text(volume, "hostPath.path"), "/sys/kernel/btf");
-    // Besides BTF, only what attribution reads (the cgroup tree and named namespaces), each
-    // read-only and at the node's own path.
+    only_read_only_host_mounts(pod, c);
+}
+
+/// Besides BTF, only what attribution reads (the cgroup tree and named namespaces) is mounted
+/// from the node, each read-only and at the node's own path.
+fn only_read_only_host_mounts(pod: &Value, c: &Value) {
     let mounts = list(c, "volumeMounts");
     let paths: Vec<&str> = mounts.iter().map(|m| text(m, "mountPath")).collect();
     assert_eq!(paths, ["/sys/kernel/btf", "/sys/fs/cgroup", "/run/netns"], "nothing else from the host");
