@@ -273,12 +273,16 @@ fn daemonset_is_least_privilege_with_probes_and_resources() {
     only_read_only_host_mounts(pod, c);
 }
 
-/// Besides BTF, only what attribution reads (the cgroup tree and named namespaces) is mounted
-/// from the node, each read-only and at the node's own path.
+/// Besides BTF, only what attribution reads (the cgroup tree and named namespaces) and the kernel's
+/// config (for the walk's HZ) are mounted from the node, each read-only and at the node's own path.
 fn only_read_only_host_mounts(pod: &Value, c: &Value) {
     let mounts = list(c, "volumeMounts");
     let paths: Vec<&str> = mounts.iter().map(|m| text(m, "mountPath")).collect();
-    assert_eq!(paths, ["/sys/kernel/btf", "/sys/fs/cgroup", "/run/netns"], "nothing else from the host");
+    assert_eq!(
+        paths,
+        ["/sys/kernel/btf", "/sys/fs/cgroup", "/run/netns", "/boot"],
+        "nothing else from the host"
+    );
     for m in mounts {
         assert_eq!(get(m, "readOnly").as_bool(), Some(true), "{} must be read-only", text(m, "mountPath"));
         let v = list(pod, "volumes").iter().find(|v| text(v, "name") == text(m, "name")).expect("its volume");

@@ -152,6 +152,9 @@ fn load_source(rule: &RuleConfig, walk: Option<WalkAsk>) -> Loading {
             }
             let windows = l.window_storage().ok();
             let walker = match walk {
+                Some(_) if walk::kernel_config().is_none() => Err("socket walk off: the kernel's config \
+                    (/proc/config.gz or /boot/config-RELEASE) is not readable, and the walk needs its HZ"
+                    .to_string()),
                 Some(ask) => {
                     let resolver = crate::attrib::Resolver::new(ask.pods);
                     l.walker(ask.states, resolver).map(|w| Box::new(w) as Box<dyn Source>)

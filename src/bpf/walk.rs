@@ -68,6 +68,16 @@ impl Walker {
     }
 }
 
+/// Where libbpf will find the kernel's config, whose `CONFIG_HZ` the walk's tcp_info needs (its
+/// jiffies fields): /proc/config.gz, or /boot/config-RELEASE. `None` on a host (or in a
+/// container) with neither; the walk's records would then carry no tcp_info.
+pub fn kernel_config() -> Option<std::path::PathBuf> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let candidates =
+        [std::path::PathBuf::from("/proc/config.gz"), format!("/boot/config-{}", release.trim()).into()];
+    candidates.into_iter().find(|p| std::fs::File::open(p).is_ok())
+}
+
 /// The first object's maps the walk reads.
 pub struct WalkMaps {
     pub moved: MapHandle,

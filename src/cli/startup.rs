@@ -55,7 +55,8 @@ pub fn start(
     if let Some(line) = bpf_note(&bpf.status) {
         note(&line);
     }
-    let Loading { sources: bpf_sources, status, windows, .. } = bpf;
+    let Loading { sources: bpf_sources, status, windows, walker: walk_off } = bpf;
+    let walk_off = walk_off.err().filter(|w| !w.is_empty());
     let mut engine = Engine::new(cfg);
     let mut sources: Vec<Box<dyn Source>> = Vec::new();
     match walker {
@@ -71,7 +72,8 @@ pub fn start(
             }
             sources.push(Box::new(diag));
             sources.extend(bpf_sources);
-            engine.set_roles(netlink_reads(poll.source.collector, netns.is_some(), &status), None);
+            let why = walk_off.as_deref();
+            engine.set_roles(netlink_reads(poll.source.collector, netns.is_some(), &status, why), None);
         }
     }
     let runtime = Runtime::start(engine, sources, poll.source.interval).context("starting the poller")?;
@@ -123,12 +125,19 @@ fn take_walker(
     }
 }
 
-/// Netlink's role when it reads every socket, and why the walk does not.
-fn netlink_reads(choice: CollectorChoice, one_netns: bool, bpf: &BpfStatus) -> String {
-    let why = match (choice, one_netns, &bpf.reason) {
-        (CollectorChoice::Netlink, _, _) => "--collector netlink".to_string(),
-        (_, true, _) => "one namespace asked for".to_string(),
-        (_, _, Some(r)) => r.detail.clone(),
+/// Netlink's role when it reads every socket, and why the walk does not (`walk_off`: the
+/// walk's own reason, when it was asked for and could not run).
+fn netlink_reads(
+    choice: CollectorChoice,
+    one_netns: bool,
+    bpf: &BpfStatus,
+    walk_off: Option<&str>,
+) -> String {
+    let why = match (choice, one_netns, &bpf.reason, walk_off) {
+        (CollectorChoice::Netlink, ..) => "--collector netlink".to_string(),
+        (_, true, ..) => "one namespace asked for".to_string(),
+        (_, _, Some(r), _) => r.detail.clone(),
+        (.., Some(w)) => w.to_string(),
         _ => "the kernel walk did not load".to_string(),
     };
     format!("reads every socket of its namespace each poll (no kernel walk: {why})")
@@ -189,6 +198,20 @@ pub fn bpf_note(status: &BpfStatus) -> Option<String> {
 mod tests {
     use super::*;
     use crate::engine::status::{Cause, Reason};
+
+    #[test]
+    fn netlinks_role_says_why_the_walk_is_not_used() {
+        let ok = BpfStatus::default();
+        let role = |c, one, w| netlink_reads(c, one, &ok, w);
+        assert!(
+            role(CollectorChoice::Netlink, false, None).ends_with("(no kernel walk: --collector netlink)")
+        );
+        assert!(role(CollectorChoice::Auto, true, None).contains("one namespace asked for"));
+        let no_hz = "socket walk off: the kernel's config is not readable";
+        assert!(role(CollectorChoice::Auto, false, Some(no_hz)).contains(no_hz));
+        let off = BpfStatus { reason: Some(Reason::new(Cause::NoBtf, "eBPF off: no BTF")), ..ok.clone() };
+        assert!(netlink_reads(CollectorChoice::Auto, false, &off, Some(no_hz)).contains("eBPF off: no BTF"));
+    }
 
     #[test]
     fn the_note_is_one_line_with_what_is_off_or_missing() {
