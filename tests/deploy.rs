@@ -113,6 +113,10 @@ fn systemd_unit_holds_only_the_bpf_capabilities() {
     }
     let exec: Vec<&str> = one("ExecStart").split_whitespace().collect();
     assert_eq!(exec[..2], [INSTALLED_BINARY, "export"]);
+    // The listen address comes from the environment (the environment file overrides the default),
+    // so setting it there does not add a second address to a hard-coded one.
+    assert!(exec.contains(&"--web.listen-address=${BBRTOP_LISTEN}"), "{exec:?}");
+    assert_eq!(one("Environment"), "BBRTOP_LISTEN=:10027");
     // Options that would break the exporter: it must see the host's sockets, and capabilities in a
     // user namespace do not reach bpf().
     for k in ["PrivateNetwork", "PrivateUsers", "User"] {
