@@ -178,7 +178,6 @@ static __always_inline void note_move(struct sock *sk, struct sock_state *st, __
 {
 	__u32 k = 0;
 
-	st->moved_epoch = epoch;
 	if (!walk_on)
 		return;
 	struct tcp_sock *tp = TCP_SK(sk);

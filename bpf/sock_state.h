@@ -7,7 +7,6 @@
 struct sock_state {
 	/* Touched on every ACK, kept together at the start (next to the storage's own header). */
 	struct bbrtop_rtt_window w; /* first: userspace reads it at this offset */
-	__u32 moved_epoch;         /* the read epoch of the latest change the hooks saw */
 	__u32 filled_epoch;        /* the read epoch of the socket's latest walk record */
 	__u64 filled_ns;           /* ... and when it was filled */
 	__u32 samples;             /* lifetime */
@@ -32,7 +31,7 @@ struct {
 } socks SEC(".maps");
 
 /* The read epoch: userspace bumps it after each read of the windows (an inet_diag dump, or a
- * walk), and the hooks stamp the epoch of a socket's latest move. */
+ * walk); a socket's first move in a new epoch refills its walk record. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

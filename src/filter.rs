@@ -29,6 +29,15 @@ pub enum Place {
     Cgroup(String),
 }
 
+/// Whether `part` is in `ns/name`, without building it per socket: Kubernetes names have no
+/// '/', so a part with one spans it.
+fn within_ns_name(part: &str, ns: &str, name: &str) -> bool {
+    match part.split_once('/') {
+        Some((a, b)) => ns.ends_with(a) && name.starts_with(b),
+        None => ns.contains(part) || name.contains(part),
+    }
+}
+
 impl Place {
     fn matches(&self, r: &SocketRecord) -> bool {
         let o = r.origin.as_deref();
@@ -39,8 +48,7 @@ impl Place {
             }
             Place::Pod(p) => o.and_then(|o| o.pod.as_ref()).is_some_and(|pod| {
                 let named = pod.namespace.as_deref().zip(pod.name.as_deref());
-                named.is_some_and(|(ns, name)| format!("{ns}/{name}").contains(p.as_str()))
-                    || pod.uid.starts_with(p.as_str())
+                named.is_some_and(|(ns, name)| within_ns_name(p, ns, name)) || pod.uid.starts_with(p.as_str())
             }),
             Place::Cgroup(c) => {
                 o.and_then(|o| o.cgroup.as_deref()).is_some_and(|path| path.contains(c.as_str()))

@@ -7,7 +7,7 @@ pub mod kube;
 
 use crate::model::{Origin, Pod};
 use kube::PodIndex;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,12 +39,12 @@ pub struct Resolver {
 impl Resolver {
     pub fn new(pods: Option<PodSource>) -> Resolver {
         Resolver {
-            netns: HashMap::new(),
-            cgroups: HashMap::new(),
+            netns: HashMap::default(),
+            cgroups: HashMap::default(),
             cgroup_root: cgroup2_root(),
             pods,
             index: PodIndex::default(),
-            origins: HashMap::new(),
+            origins: HashMap::default(),
             scanned: None,
         }
     }
@@ -115,7 +115,7 @@ pub fn cgroup2_root() -> Option<PathBuf> {
 
 /// `ip netns` names by the inode of the namespace they name.
 fn netns_names(dir: &Path) -> HashMap<u64, String> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return HashMap::new() };
+    let Ok(entries) = std::fs::read_dir(dir) else { return HashMap::default() };
     entries
         .flatten()
         .filter_map(|e| Some((std::fs::metadata(e.path()).ok()?.ino(), e.file_name().to_str()?.to_string())))
@@ -158,7 +158,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(d.path().join("kubepods/burstable/pod0f5b1c2e-6a7d-4e8f-9a0b-1c2d3e4f5a6b"))
             .unwrap();
-        let mut out = HashMap::new();
+        let mut out = HashMap::default();
         cgroup_paths(d.path(), d.path(), &mut out, 0);
         let leaf = d.path().join("kubepods/burstable/pod0f5b1c2e-6a7d-4e8f-9a0b-1c2d3e4f5a6b");
         let ino = std::fs::metadata(&leaf).unwrap().ino();

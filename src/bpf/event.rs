@@ -1,7 +1,8 @@
 //! Ring-buffer events (layouts in bpf/bbrtop.h), decoded by a pure function that never panics.
 
 use crate::model::BbrState;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use crate::wire::record::Reader;
+use std::net::SocketAddr;
 
 pub const HDR_LEN: usize = 24;
 pub const INFL_LEN: usize = 48;
@@ -159,30 +160,8 @@ pub fn bbr_bw_bytes_per_sec(raw: u64, mss: u32) -> u64 {
     ((raw as u128 * mss as u128 * 1_000_000) >> 24).min(u64::MAX as u128) as u64
 }
 
-struct Rd<'a>(&'a [u8]);
-
-impl Rd<'_> {
-    fn arr<const N: usize>(&self, off: usize) -> [u8; N] {
-        let mut a = [0u8; N];
-        a.copy_from_slice(&self.0[off..off + N]);
-        a
-    }
-    fn u8(&self, off: usize) -> u8 {
-        self.0[off]
-    }
-    fn u16(&self, off: usize) -> u16 {
-        u16::from_ne_bytes(self.arr(off))
-    }
-    fn u32(&self, off: usize) -> u32 {
-        u32::from_ne_bytes(self.arr(off))
-    }
-    fn u64(&self, off: usize) -> u64 {
-        u64::from_ne_bytes(self.arr(off))
-    }
-}
-
-fn need(b: &[u8], n: usize) -> Result<Rd<'_>, DecodeError> {
-    if b.len() < n { Err(DecodeError::Short { len: b.len(), need: n }) } else { Ok(Rd(b)) }
+fn need(b: &[u8], n: usize) -> Result<Reader<'_>, DecodeError> {
+    if b.len() < n { Err(DecodeError::Short { len: b.len(), need: n }) } else { Ok(Reader(b)) }
 }
 
 /// Decodes one ring-buffer record. Longer records than this build knows are accepted (a newer
@@ -237,15 +216,8 @@ fn close(b: &[u8], h: Header) -> Result<Close, DecodeError> {
     use off::close as c;
     let r = need(b, CLOSE_LEN)?;
     let family = r.u16(c::FAMILY);
-    let addr = |off: usize| -> Result<IpAddr, DecodeError> {
-        match family {
-            2 => Ok(IpAddr::V4(Ipv4Addr::from(r.arr::<4>(off)))),
-            10 => Ok(IpAddr::V6(Ipv6Addr::from(r.arr::<16>(off)))),
-            f => Err(DecodeError::Family(f)),
-        }
-    };
-    let cc_bytes = &b[c::CC..c::CC + c::CC_LEN];
-    let cc_len = cc_bytes.iter().position(|&c| c == 0).unwrap_or(cc_bytes.len());
+    let addr = |off: usize| r.addr(family, off).ok_or(DecodeError::Family(family));
+    let cc = r.name(c::CC, c::CC_LEN);
     let mss = r.u32(c::MSS);
     let (delivered, interval) = (r.u32(c::RATE_DELIVERED), r.u32(c::RATE_INTERVAL_US));
     let bbr = (r.u8(c::IS_BBR) != 0)
@@ -254,7 +226,7 @@ fn close(b: &[u8], h: Header) -> Result<Close, DecodeError> {
         h,
         local: SocketAddr::new(addr(c::SADDR)?, r.u16(c::LPORT)),
         peer: SocketAddr::new(addr(c::DADDR)?, r.u16(c::RPORT)),
-        cc: String::from_utf8_lossy(&cc_bytes[..cc_len]).into_owned(),
+        cc: String::from_utf8_lossy(cc).into_owned(),
         lifetime_ns: r.u64(c::LIFETIME_NS),
         bytes_acked: r.u64(c::BYTES_ACKED),
         bytes_received: r.u64(c::BYTES_RECEIVED),
@@ -278,6 +250,7 @@ fn close(b: &[u8], h: Header) -> Result<Close, DecodeError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::net::Ipv6Addr;
 
     fn hdr(kind: u32, len: usize) -> Vec<u8> {
         let mut b = vec![0u8; len];

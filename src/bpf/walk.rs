@@ -26,8 +26,10 @@ pub struct Walker {
     resolver: Resolver,
     epoch_map: MapHandle,
     epoch: u32,
-    /// The records of the last read, back to back (kept: a poll allocates nothing here).
+    /// The records of the last read, back to back, and the keys a batch reads beside them
+    /// (kept: a poll allocates nothing here).
     buf: Vec<u8>,
+    keys: Vec<u64>,
     names: CcNames,
     states: StateSet,
 }
@@ -43,6 +45,7 @@ impl Walker {
             epoch_map,
             epoch,
             buf: Vec::new(),
+            keys: vec![0; BATCH as usize],
             names: CcNames::default(),
             states,
         }
@@ -113,14 +116,13 @@ impl Walker {
             ..Default::default()
         };
         let (mut token_in, mut token_out, mut first) = (0u64, 0u64, true);
-        let mut keys = vec![0u64; BATCH as usize];
         self.buf.clear();
         for _ in 0..=MAX_ENTRIES / BATCH as usize + 1 {
             let len = self.buf.len();
             self.buf.reserve(BATCH as usize * walk::REC_LEN);
             let mut count = BATCH;
             let token: *mut u64 = if first { std::ptr::null_mut() } else { &mut token_in };
-            // SAFETY: `keys` holds BATCH u64 keys and `buf` has room for BATCH values past its
+            // SAFETY: `self.keys` holds BATCH u64 keys and `buf` has room for BATCH values past its
             // length (reserved above); the kernel writes at most `count` (≤ BATCH) of each and
             // an 8-byte token (the hash map's is a u32 bucket index), and says how many in `count`.
             let ret = unsafe {
@@ -128,7 +130,7 @@ impl Walker {
                     fd,
                     token.cast(),
                     (&mut token_out as *mut u64).cast(),
-                    keys.as_mut_ptr().cast(),
+                    self.keys.as_mut_ptr().cast(),
                     self.buf.as_mut_ptr().add(len).cast(),
                     &mut count,
                     &opts,

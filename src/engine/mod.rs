@@ -77,8 +77,6 @@ struct Tracked {
     rec: Option<RecordRef>,
     /// Its place in the dump being read.
     next_idx: u32,
-    /// Its network namespace: a dump of one namespace ends only that namespace's sockets.
-    netns: Option<u64>,
     first_seen: Instant,
     counters: Counters,
     counters_at: Instant,
@@ -112,7 +110,6 @@ impl Tracked {
             cookie: rec.cookie,
             rec: None,
             next_idx: 0,
-            netns: rec.netns,
             first_seen: now,
             counters,
             counters_at: now,
@@ -263,7 +260,6 @@ impl Engine {
         }
         t.next_idx = idx;
         t.generation = generation;
-        t.netns = rec.netns;
 
         let (sample, tr) = evaluate(&rule, t, rec, self.kernel.onset(cookie), now.mono);
         self.alerts.record(rec, &t.alert, sample, tr, now);
@@ -285,7 +281,11 @@ impl Engine {
         // A restarted family was observed twice: a socket seen only the first time may point at
         // another socket's place now. It is gone; the check costs a pass only after a restart.
         let recheck = dump.stats.intr_retries > 0;
-        let ours = |t: &Tracked| dump.netns.is_none() || t.netns.is_none() || t.netns == dump.netns;
+        // A dump of one namespace speaks for that namespace's sockets only.
+        let ours = |t: &Tracked| {
+            let netns = t.rec.as_ref().and_then(|r| r.netns);
+            dump.netns.is_none() || netns.is_none() || netns == dump.netns
+        };
         let mut slot = 0;
         while slot < self.tracked.len() {
             let t = &mut self.tracked[slot];

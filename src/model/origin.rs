@@ -3,6 +3,7 @@
 //! same namespace and cgroup.
 
 use serde::Serialize;
+use std::borrow::Cow;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Origin {
@@ -33,12 +34,11 @@ pub struct Pod {
 
 impl Origin {
     /// One short word for a table column: the pod's namespace/name, else the namespace's name,
-    /// else the cgroup's last part.
-    pub fn label(&self) -> Option<String> {
+    /// else the cgroup's last part. Borrowed but for a pod's.
+    pub fn label(&self) -> Option<Cow<'_, str>> {
         let pod =
             self.pod.as_ref().and_then(|p| Some(format!("{}/{}", p.namespace.as_ref()?, p.name.as_ref()?)));
-        pod.or_else(|| self.netns_name.clone()).or_else(|| {
-            self.cgroup.as_deref().and_then(|c| c.rsplit('/').find(|p| !p.is_empty())).map(str::to_string)
-        })
+        let cgroup = || self.cgroup.as_deref().and_then(|c| c.rsplit('/').find(|p| !p.is_empty()));
+        pod.map(Cow::Owned).or_else(|| self.netns_name.as_deref().or_else(cgroup).map(Cow::Borrowed))
     }
 }

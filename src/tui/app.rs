@@ -125,7 +125,9 @@ impl Column {
             Column::Peer => ra.peer.cmp(&rb.peer),
             Column::Process => ra.inode.cmp(&rb.inode),
             Column::Where => {
-                let label = |r: &crate::model::SocketRecord| r.origin.as_deref().and_then(|o| o.label());
+                fn label(r: &crate::model::SocketRecord) -> Option<std::borrow::Cow<'_, str>> {
+                    r.origin.as_deref()?.label()
+                }
                 opt(label(ra), label(rb))
             }
             Column::Cc => ra.cc_name().cmp(rb.cc_name()),

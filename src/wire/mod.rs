@@ -5,6 +5,7 @@
 pub mod dump;
 #[cfg(test)]
 pub(crate) mod fixtures;
+pub mod record;
 pub mod request;
 pub mod walk;
 

@@ -4,8 +4,9 @@
 //! records out.
 
 use super::CcNames;
+use super::record::Reader;
 use crate::model::{BbrInfo, RttWindow, SocketRecord, TcpState};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 
 /// Byte offsets of `struct bbrtop_sock`; a test checks each against the eBPF skeleton's types.
 pub mod off {
@@ -37,9 +38,6 @@ pub mod off {
 /// Size of `struct bbrtop_sock`.
 pub const REC_LEN: usize = 400;
 
-const AF_INET: u16 = 2;
-const AF_INET6: u16 = 10;
-
 /// What one walk read and could not use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WalkStats {
@@ -57,31 +55,11 @@ pub struct WalkStats {
     pub hz: u16,
 }
 
-fn u16_at(b: &[u8], o: usize) -> u16 {
-    u16::from_ne_bytes([b[o], b[o + 1]])
-}
-
-fn u32_at(b: &[u8], o: usize) -> u32 {
-    u32::from_ne_bytes(b[o..o + 4].try_into().unwrap_or_default())
-}
-
-fn u64_at(b: &[u8], o: usize) -> u64 {
-    u64::from_ne_bytes(b[o..o + 8].try_into().unwrap_or_default())
-}
-
-fn addr(family: u16, b: &[u8]) -> Option<IpAddr> {
-    match family {
-        AF_INET => Some(IpAddr::V4(Ipv4Addr::new(b[0], b[1], b[2], b[3]))),
-        AF_INET6 => Some(IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(&b[..16]).ok()?))),
-        _ => None,
-    }
-}
-
 /// The window's own epoch decides whether it is this read's: the epoch was bumped just before
 /// the read, so a window of the previous epoch, or of this one (an ACK during the read), holds
 /// the samples since the last read.
 fn window(b: &[u8], epoch: u32) -> Option<RttWindow> {
-    let own = u32_at(b, crate::model::window_off::EPOCH);
+    let own = Reader(b).u32(crate::model::window_off::EPOCH);
     let recent = epoch.wrapping_sub(own) <= 1;
     RttWindow::parse(b, if recent { own } else { own.wrapping_add(2) })
 }
@@ -119,28 +97,28 @@ fn age(rec: &mut SocketRecord, age_ns: u64, chrono: u8) {
 /// state this build does not know.
 pub fn parse_record(b: &[u8; REC_LEN], epoch: u32, now_ns: u64, names: &mut CcNames) -> Option<SocketRecord> {
     use off as o;
-    let family = u16_at(b, o::FAMILY);
-    let local = SocketAddr::new(addr(family, &b[o::SADDR..o::SADDR + 16])?, u16_at(b, o::LPORT));
-    let peer = SocketAddr::new(addr(family, &b[o::DADDR..o::DADDR + 16])?, u16_at(b, o::RPORT));
-    let state = TcpState::from_kernel(b[o::STATE])?;
-    let mut rec = SocketRecord::new(u64_at(b, o::COOKIE), local, peer, state);
-    rec.uid = u32_at(b, o::UID);
-    rec.inode = u32_at(b, o::INODE);
-    rec.netns = Some(u64::from(u32_at(b, o::NETNS)));
-    rec.cgroup_id = Some(u64_at(b, o::CGROUP_ID)).filter(|&id| id != 0);
-    let cc = &b[o::CC..o::CC + o::CC_LEN];
-    let cc = cc.split(|&c| c == 0).next().unwrap_or_default();
+    let r = Reader(b);
+    let family = r.u16(o::FAMILY);
+    let local = SocketAddr::new(r.addr(family, o::SADDR)?, r.u16(o::LPORT));
+    let peer = SocketAddr::new(r.addr(family, o::DADDR)?, r.u16(o::RPORT));
+    let state = TcpState::from_kernel(r.u8(o::STATE))?;
+    let mut rec = SocketRecord::new(r.u64(o::COOKIE), local, peer, state);
+    rec.uid = r.u32(o::UID);
+    rec.inode = r.u32(o::INODE);
+    rec.netns = Some(u64::from(r.u32(o::NETNS)));
+    rec.cgroup_id = Some(r.u64(o::CGROUP_ID)).filter(|&id| id != 0);
+    let cc = r.name(o::CC, o::CC_LEN);
     if !cc.is_empty() {
         rec.cc = Some(names.intern(cc));
     }
-    let info_len = usize::from(u16_at(b, o::INFO_LEN)).min(o::INFO_CAP);
+    let info_len = usize::from(r.u16(o::INFO_LEN)).min(o::INFO_CAP);
     rec.tcp_info.fill(&b[o::INFO..o::INFO + info_len]);
-    let bbr_len = usize::from(b[o::BBR_LEN]).min(o::BBR_CAP);
+    let bbr_len = usize::from(r.u8(o::BBR_LEN)).min(o::BBR_CAP);
     if bbr_len > 0 {
         rec.bbr = BbrInfo::parse(&b[o::BBR..o::BBR + bbr_len], rec.cc.as_deref());
     }
     rec.kernel_rtt = window(&b[o::W..o::W + RttWindow::LEN], epoch);
-    age(&mut rec, now_ns.saturating_sub(u64_at(b, o::FILLED_NS)), b[o::CHRONO]);
+    age(&mut rec, now_ns.saturating_sub(r.u64(o::FILLED_NS)), r.u8(o::CHRONO));
     Some(rec)
 }
 
@@ -160,7 +138,7 @@ pub fn parse<'a>(
             continue;
         };
         stats.records += 1;
-        stats.hz = u16_at(b, off::HZ);
+        stats.hz = Reader(b).u16(off::HZ);
         match parse_record(b, epoch, now_ns, names) {
             Some(r) => out.push(r),
             None => stats.skipped += 1,

@@ -3,6 +3,7 @@
 //! (namespace, cc) with sockets; the node's own sockets stay in the default families only.
 
 use super::{Enc, gauges};
+use crate::engine::aggregate::percentiles;
 use crate::engine::snapshot::SocketView;
 use std::collections::BTreeMap;
 
@@ -30,13 +31,6 @@ fn groups(sockets: &[SocketView]) -> BTreeMap<(&str, &str), Group> {
         g.srtt_us.extend(s.record.tcp_info.srtt_us());
     }
     out
-}
-
-/// The nearest-rank `q` quantile of `v`, sorted in place.
-fn quantile(v: &mut [u32], q: f64) -> Option<u32> {
-    v.sort_unstable();
-    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len().max(1));
-    v.get(rank - 1).copied()
 }
 
 /// One family's series: (namespace, cc) labels and a value.
@@ -72,7 +66,8 @@ pub fn encode(enc: &mut Enc, sockets: &[SocketView]) -> std::fmt::Result {
     let p95: Series = gs
         .iter_mut()
         .filter_map(|(k, g)| {
-            Some(([("pod_namespace", k.0), ("cc", k.1)], f64::from(quantile(&mut g.srtt_us, 0.95)?) / 1e6))
+            let p95 = percentiles(&mut g.srtt_us, &[95.0], u32::cmp)[0]?;
+            Some(([("pod_namespace", k.0), ("cc", k.1)], f64::from(p95) / 1e6))
         })
         .collect();
     gauges(
@@ -81,17 +76,4 @@ pub fn encode(enc: &mut Enc, sockets: &[SocketView]) -> std::fmt::Result {
         &format!("95th percentile (nearest rank) of the pods' sockets' smoothed RTT, {help}."),
         p95,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank() {
-        assert_eq!(quantile(&mut [], 0.95), None);
-        assert_eq!(quantile(&mut [7], 0.95), Some(7));
-        let mut v: Vec<u32> = (1..=100).rev().collect();
-        assert_eq!((quantile(&mut v, 0.95), quantile(&mut v, 0.5)), (Some(95), Some(50)));
-    }
 }

@@ -8,11 +8,12 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::widgets::{Block, Borders, Paragraph};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// The place a socket is counted under.
-fn place(s: &SocketView) -> String {
-    s.record.origin.as_deref().and_then(|o| o.label()).unwrap_or_else(|| "node".into())
+fn place(s: &SocketView) -> Cow<'_, str> {
+    s.record.origin.as_deref().and_then(|o| o.label()).unwrap_or(Cow::Borrowed("node"))
 }
 
 pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
@@ -21,7 +22,7 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
         f.render_widget(Paragraph::new("No sockets yet.").block(block), area);
         return;
     }
-    let mut places: BTreeMap<String, Vec<&SocketView>> = BTreeMap::new();
+    let mut places: BTreeMap<Cow<str>, Vec<&SocketView>> = BTreeMap::new();
     for s in &snap.sockets {
         places.entry(place(s)).or_default().push(s);
     }
@@ -31,7 +32,7 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
     let rows = places.iter().flat_map(|(name, socks)| {
         aggregate::by_cc(socks.iter().copied()).into_iter().map(move |a| {
             let cells = vec![
-                name.clone(),
+                name.to_string(),
                 a.cc.clone(),
                 a.sockets.to_string(),
                 opt(a.srtt_p50_us, micros),

@@ -38,7 +38,9 @@ pub fn cell(c: Column, s: &SocketView, v: &Screen) -> String {
         Column::Process => {
             v.owners.get(&r.inode).map_or_else(|| "-".into(), |(pid, comm)| format!("{pid}/{comm}"))
         }
-        Column::Where => r.origin.as_deref().and_then(|o| o.label()).unwrap_or_else(|| "-".into()),
+        Column::Where => {
+            r.origin.as_deref().and_then(|o| o.label()).map_or_else(|| "-".into(), |l| l.into_owned())
+        }
         Column::Cc => r.cc_name().to_string(),
         Column::Phase => opt(d.phase, |p| p.label().to_string()),
         Column::BbrBw => opt(r.bbr, |b| bitrate(b.bw_bytes_per_sec as f64)),
