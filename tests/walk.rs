@@ -147,6 +147,7 @@ fn root_walk_agrees_with_netlink_and_ss_field_by_field() {
             let (w, n) = (find(&walked, f), find(&listed, f));
             assert_eq!(w.netns, Some(ns_inode), "{cc}: the sender namespace");
             let mut off = disagreements(cc, w, n);
+            off.retain(|(field, _)| !(*field == "pacing_rate_bytes_per_sec" && paced_one_ack_before(w, n)));
             off.extend(against_ss(w, of(&before, f), of(&after, f)));
             for (field, why) in off {
                 misses.entry((cc, field)).or_default().push(format!("read {read}: {why}"));
@@ -171,6 +172,19 @@ fn root_walk_agrees_with_netlink_and_ss_field_by_field() {
     }
     let persistent: Vec<_> = misses.iter().filter(|(_, v)| v.len() > READS / 2).collect();
     assert!(persistent.is_empty(), "fields that disagree in most reads: {persistent:#?}");
+}
+
+/// Whether BBR's pacing rate in the walk is the one its own record implies, while netlink's
+/// reflects a later model. The record is taken as an ACK arrives, before BBR processes it, and
+/// that ACK may move the gain cycle (1.25 to 0.75, say) or the bandwidth estimate: the walk is then
+/// one ACK behind, which a deep queue's bursty ACKs can leave in place for a whole second. The
+/// kernel paces at gain x bw less a 1% margin (tcp_bbr.c), so a wrong offset or unit cannot pass.
+fn paced_one_ack_before(w: &SocketRecord, n: &SocketRecord) -> bool {
+    let (Some(wb), Some(nb)) = (w.bbr, n.bbr) else { return false };
+    let moved = wb.pacing_gain != nb.pacing_gain || wb.bw_bytes_per_sec != nb.bw_bytes_per_sec;
+    let implied = wb.pacing_gain * wb.bw_bytes_per_sec as f64 * 0.99;
+    let paced = w.tcp_info.pacing_rate_bytes_per_sec().unwrap_or(0) as f64;
+    moved && (paced - implied).abs() <= 0.01 * implied + 100.0
 }
 
 /// The fields `ss -tin` prints, against its readings just before and after the walk.
