@@ -5,11 +5,12 @@
 //! prometheus-client encodes OpenMetrics text; [`to_text_004`] turns it into the classic text
 //! format for scrapers (and `promtool check metrics`) that do not ask for OpenMetrics.
 
-use super::peer_groups::PeerGroups;
 use crate::engine::aggregate::CcAggregate;
 use crate::engine::kernel::ClosedAggregate;
 use crate::engine::snapshot::{CollectorStatus, Snapshot, SocketView};
-use crate::model::{Phase, TcpState};
+use crate::engine::totals::CcTotals;
+use crate::model::{Count, Phase, TcpState};
+use crate::peer_groups::PeerGroups;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -194,6 +195,7 @@ struct Values {
     ratio: Option<f64>,
     bbr_bw: Option<f64>,
     delivery: Option<f64>,
+    retrans_ratio: Option<f64>,
 }
 
 fn values(s: &SocketView) -> Values {
@@ -204,6 +206,7 @@ fn values(s: &SocketView) -> Values {
         ratio: s.derived.inflation_ratio,
         bbr_bw: s.record.bbr.map(|b| b.bw_bytes_per_sec as f64),
         delivery: i.delivery_rate_bytes_per_sec().map(|v| v as f64),
+        retrans_ratio: s.derived.retrans_ratio,
     }
 }
 
@@ -264,6 +267,7 @@ impl Collector for Scrape {
         encode_histograms(&mut enc, &ccs, groups)?;
         encode_inflation(&mut enc, &ccs, snap)?;
         encode_closed(&mut enc, &snap.closed_by_cc)?;
+        encode_totals(&mut enc, &snap.totals)?;
         encode_ecn(&mut enc, &snap.by_cc)?;
         if self.top_k > 0 {
             encode_top_k(&mut enc, &snap.sockets, groups, self.top_k.min(TOP_K_CAP))?;
@@ -277,6 +281,49 @@ impl Collector for Scrape {
         encode_posts(&mut enc, &self.posts)?;
         encode_build_info(&mut enc)
     }
+}
+
+/// The counter of each [`Count`], without `_total` (the encoder appends it), and its help.
+fn count_metric(c: Count) -> (&'static str, &'static str) {
+    match c {
+        Count::SegsOut => {
+            ("bbrtop_sent_segments", "Segments sent, retransmissions included (tcpi_segs_out).")
+        }
+        Count::BytesSent => ("bbrtop_sent_bytes", "Bytes sent, retransmissions included (tcpi_bytes_sent)."),
+        Count::RetransSegs => {
+            ("bbrtop_retransmitted_segments", "Segments retransmitted (tcpi_total_retrans).")
+        }
+        Count::BytesRetrans => ("bbrtop_retransmitted_bytes", "Bytes retransmitted (tcpi_bytes_retrans)."),
+        Count::BytesAcked => {
+            ("bbrtop_acked_bytes", "Bytes the peers acknowledged: goodput (tcpi_bytes_acked).")
+        }
+        Count::BytesReceived => ("bbrtop_received_bytes", "Bytes received (tcpi_bytes_received)."),
+        Count::Rto => {
+            ("bbrtop_rto_timeouts", "Retransmission timeouts (tcpi_total_rto; Linux 6.7 and later).")
+        }
+        Count::DsackDups => (
+            "bbrtop_spurious_retransmitted_segments",
+            "Retransmissions the peer reported as duplicates with DSACK: spurious (tcpi_dsack_dups).",
+        ),
+        Count::DeliveredSegs => ("bbrtop_delivered_segments", "Segments delivered (tcpi_delivered)."),
+        Count::DeliveredCeSegs => {
+            ("bbrtop_delivered_ce_segments", "Segments delivered with a CE mark (tcpi_delivered_ce).")
+        }
+    }
+}
+
+/// The counters per (cc, peer group): each live socket's growth at every poll and a closed
+/// socket's last, so they never fall when sockets close (the engine's `totals`).
+fn encode_totals(enc: &mut Enc, totals: &[CcTotals]) -> std::fmt::Result {
+    for c in Count::ALL {
+        let (name, help) = count_metric(c);
+        let help = format!("{help} Since start, closed sockets included, by cc and peer group.");
+        let rows = totals
+            .iter()
+            .map(|t| ([("cc", t.cc.as_str()), ("peer_group", t.peer_group.as_str())], t.counts[c]));
+        counters(enc, name, &help, rows)?;
+    }
+    Ok(())
 }
 
 /// ECN per cc, from the snapshot's aggregates: sockets that negotiated it, and the CE-marked
@@ -418,7 +465,7 @@ fn most_inflated(sockets: &[SocketView], k: usize) -> Vec<&SocketView> {
 fn encode_top_k(enc: &mut Enc, sockets: &[SocketView], groups: &PeerGroups, k: usize) -> std::fmt::Result {
     let rows: Vec<([(&str, String); 5], Values)> =
         most_inflated(sockets, k).into_iter().map(|s| (socket_labels(s, groups), values(s))).collect();
-    let fams: [Family<ValuePick>; 5] = [
+    let fams: [Family<ValuePick>; 6] = [
         ("bbrtop_socket_srtt_seconds", "Smoothed RTT of one of the top-K inflated sockets.", |v| v.srtt),
         ("bbrtop_socket_min_rtt_seconds", "tcp_info min RTT of one of the top-K sockets.", |v| v.min_rtt),
         ("bbrtop_socket_rtt_inflation_ratio", "srtt / baseline of one of the top-K sockets.", |v| v.ratio),
@@ -431,6 +478,11 @@ fn encode_top_k(enc: &mut Enc, sockets: &[SocketView], groups: &PeerGroups, k: u
             "bbrtop_socket_delivery_rate_bytes_per_second",
             "tcp_info delivery rate of one of the top-K sockets.",
             |v| v.delivery,
+        ),
+        (
+            "bbrtop_socket_retransmit_ratio",
+            "Bytes retransmitted over bytes sent, over the life of one of the top-K sockets.",
+            |v| v.retrans_ratio,
         ),
     ];
     for (name, help, pick) in fams {

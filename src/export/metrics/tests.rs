@@ -207,3 +207,42 @@ fn aggregates_by_pod_namespace_are_opt_in() {
         "no series for the node's own socket"
     );
 }
+
+/// The counters come from the engine's totals, per cc and the engine's peer groups, and keep a
+/// closed socket's counts.
+#[test]
+fn counters_per_cc_and_peer_group_outlive_their_sockets() {
+    let groups = "groups: {edge: [10.1.0.0/16]}";
+    let cfg =
+        EngineConfig { groups: Arc::new(PeerGroups::parse(groups).unwrap()), ..EngineConfig::default() };
+    let mut e = Engine::new(cfg);
+    let sent = |cookie: u64, cc: &str, peer: &str, bytes: u64, retrans: u64| {
+        record(cookie, cc).peer(peer).bytes_sent(bytes).bytes_retrans(retrans).total_retrans_segs(1).build()
+    };
+    let t0 = Now::system();
+    let first = vec![sent(1, "bbr", "10.1.0.2:1", 10_000, 100), sent(2, "cubic", "192.0.2.1:1", 5000, 0)];
+    feed_dump(&mut e, Dump { sockets: first, ..Dump::default() }, t0);
+    e.tick(t0);
+    let t1 = t0.after(std::time::Duration::from_secs(1));
+    // 1 grew and 2 closed.
+    feed_dump(
+        &mut e,
+        Dump { sockets: vec![sent(1, "bbr", "10.1.0.2:1", 15_000, 300)], ..Dump::default() },
+        t1,
+    );
+    let om = scrape(e.tick(t1), 0, groups);
+    assert_eq!(value(&om, r#"bbrtop_sent_bytes_total{cc="bbr",peer_group="edge"}"#), Some(15_000.0));
+    assert_eq!(value(&om, r#"bbrtop_retransmitted_bytes_total{cc="bbr",peer_group="edge"}"#), Some(300.0));
+    assert_eq!(
+        value(&om, r#"bbrtop_sent_bytes_total{cc="cubic",peer_group="other"}"#),
+        Some(5000.0),
+        "closed"
+    );
+    assert_eq!(
+        value(&om, r#"bbrtop_retransmitted_segments_total{cc="cubic",peer_group="other"}"#),
+        Some(1.0)
+    );
+    assert!(om.contains("# TYPE bbrtop_rto_timeouts counter"), "{om}");
+    let text = to_text_004(&om);
+    assert!(text.contains("# TYPE bbrtop_sent_bytes_total counter"), "{text}");
+}
