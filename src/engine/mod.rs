@@ -200,6 +200,10 @@ pub struct Engine {
     /// Whether a close record of a socket never tracked counts: only with no filter but states
     /// (the close record cannot be filtered as a socket is).
     count_untracked: bool,
+    /// The namespace whose sockets the engine sees, while only netlink reads them; None once the
+    /// walk reads every namespace's. Close records of other namespaces are not counted.
+    scope: Option<u64>,
+    walking: bool,
     /// When the dump being read was read.
     reading: Now,
 }
@@ -219,6 +223,8 @@ impl Engine {
             alerts: Alerts { keep: cfg.recent_alerts, ..Alerts::default() },
             totals: totals::Totals::new(Arc::clone(&cfg.groups)),
             count_untracked: Filter { states: None, ..cfg.filter.clone() }.is_empty(),
+            scope: None,
+            walking: false,
             cfg,
             kernel: kernel::KernelState::default(),
             reading: Now::system(),
@@ -247,7 +253,8 @@ impl Engine {
                     }
                     None => {
                         self.closed_untracked.insert(c.cookie);
-                        if self.count_untracked {
+                        let ours = self.scope.is_none_or(|ns| ns == u64::from(c.netns));
+                        if self.count_untracked && ours {
                             self.totals.closed_untracked(&c);
                         }
                     }
@@ -305,6 +312,9 @@ impl Engine {
     /// closed (sockets of other namespaces, which a kernel walk reported, are not its to end).
     fn end_dump(&mut self, dump: Dump, now: Now) {
         self.netlink.saw_dump(&dump.stats, now.wall);
+        if !self.walking {
+            self.scope = dump.netns;
+        }
         // A dump lists only sockets still open: a close seen before it needs no remembering.
         self.closed_untracked.clear();
         let (generation, records) = (self.generation, Arc::new(dump.sockets));
@@ -342,6 +352,7 @@ impl Engine {
         // The walk hands over only the states asked for, as the kernel does for a dump.
         self.unfiltered = Filter { states: None, ..self.cfg.filter.clone() }.is_empty();
         let (now, generation) = (w.now, self.generation);
+        (self.walking, self.scope) = (true, None);
         self.walk.saw_walk(&w.stats, w.duration, now.wall);
         for cookie in &w.gone {
             if let Some(&slot) = self.index.get(cookie) {

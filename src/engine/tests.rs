@@ -519,4 +519,13 @@ fn counters_never_fall_as_sockets_close() {
     assert!(e.tick(at(5)).socket(2).is_none());
     e.apply(close(2, "cubic", 650));
     assert_eq!(acked(&e.tick(at(6)), "cubic"), 950, "only the 50 it acked since");
+
+    // Netlink reads one namespace: a close in another is not this host's view to count.
+    sink::feed_dump(&mut e, Dump { netns: Some(1), ..Dump::default() }, at(7));
+    let mut elsewhere = super::kernel::ClosedFlow::example("cubic", 1000, None);
+    (elsewhere.cookie, elsewhere.netns) = (20, 2);
+    elsewhere.counts = Tally::from_counts([(Count::BytesAcked, 10_000)]);
+    e.apply(Update::Closed(Box::new(elsewhere)));
+    e.apply(close(21, "cubic", 50));
+    assert_eq!(acked(&e.tick(at(7)), "cubic"), 1000, "namespace 1's close only");
 }
