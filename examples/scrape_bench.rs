@@ -86,6 +86,8 @@ fn main() {
                     top_k,
                     by_pod_namespace: false,
                     posts: vec![],
+                    // As the server does: /proc is read at every scrape.
+                    process: bbrtop::export::process::read(),
                 };
                 to_text_004(&render_openmetrics(s)).len()
             });

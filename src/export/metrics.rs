@@ -35,6 +35,8 @@ pub struct Scrape {
     /// The opt-in aggregates by pod namespace.
     pub by_pod_namespace: bool,
     pub posts: PostCounts,
+    /// The exporter's own process (`process_*`), read at the edge; None leaves them out.
+    pub process: Option<super::process::Process>,
 }
 
 /// Encodes one scrape as OpenMetrics text (ending in `# EOF`).
@@ -279,6 +281,9 @@ impl Collector for Scrape {
         encode_collectors(&mut enc, &snap.collectors)?;
         encode_collector_totals(&mut enc, &snap.collectors)?;
         encode_posts(&mut enc, &self.posts)?;
+        if let Some(p) = &self.process {
+            encode_process(&mut enc, p)?;
+        }
         encode_build_info(&mut enc)
     }
 }
@@ -505,11 +510,21 @@ fn socket_labels(s: &SocketView, groups: &PeerGroups) -> [(&'static str, String)
 
 /// Each collector's health and polls, one series per collector.
 fn encode_collectors(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::Result {
+    // Enabled and healthy apart: a collector that is off by design (eBPF not built, or not
+    // allowed here) is not a failing one, and an alert on `up == 0` must not page for it.
+    gauges(
+        enc,
+        "bbrtop_collector_enabled",
+        "1 if the collector runs on this host (0: off, and bbrtop_collector_degraded says why).",
+        by_collector(cs, |c| u64::from(c.health.enabled())),
+    )?;
     gauges(
         enc,
         "bbrtop_collector_up",
-        "1 if the collector is enabled and its last poll succeeded.",
-        by_collector(cs, |c| f64::from(u8::from(c.health.enabled() && c.health.last_success()))),
+        "1 if the collector's last poll succeeded; enabled collectors only.",
+        cs.iter()
+            .filter(|c| c.health.enabled())
+            .map(|c| ([("collector", c.name)], u64::from(c.health.last_success()))),
     )?;
     // One series per collector that is off or degraded; the reason label comes from a fixed
     // set (the human line is in the snapshot and the TUI), so it stays one series per collector.
@@ -547,6 +562,40 @@ fn encode_collectors(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::Result 
             let at = c.last_success_at?.duration_since(std::time::UNIX_EPOCH).ok()?;
             Some(([("collector", c.name)], at.as_secs_f64()))
         }),
+    )
+}
+
+/// `process_*`, as the Prometheus client libraries name them.
+fn encode_process(enc: &mut Enc, p: &super::process::Process) -> std::fmt::Result {
+    let one = |v| [(NO_LABELS, v)];
+    let mut m = enc.encode_descriptor(
+        "process_cpu_seconds",
+        "Total user and system CPU time spent in seconds.",
+        None,
+        MetricType::Counter,
+    )?;
+    m.encode_family(&NO_LABELS)?.encode_counter::<NoLabelSet, _, f64>(&p.cpu_seconds, None)?;
+    gauges(
+        enc,
+        "process_resident_memory_bytes",
+        "Resident memory size in bytes.",
+        one(p.resident_memory_bytes),
+    )?;
+    gauges(
+        enc,
+        "process_virtual_memory_bytes",
+        "Virtual memory size in bytes.",
+        one(p.virtual_memory_bytes),
+    )?;
+    gauges(enc, "process_open_fds", "Number of open file descriptors.", one(p.open_fds))?;
+    if let Some(max) = p.max_fds {
+        gauges(enc, "process_max_fds", "Maximum number of open file descriptors.", one(max))?;
+    }
+    gauges(
+        enc,
+        "process_start_time_seconds",
+        "Start time of the process since unix epoch in seconds.",
+        [(NO_LABELS, p.start_time_seconds)],
     )
 }
 

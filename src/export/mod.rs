@@ -6,5 +6,6 @@ pub mod api;
 pub mod auth;
 pub mod metrics;
 pub mod probes;
+pub mod process;
 pub mod server;
 pub mod web_config;

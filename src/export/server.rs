@@ -315,6 +315,7 @@ async fn metrics_response(
         top_k: app.top_k,
         by_pod_namespace: app.by_pod_namespace,
         posts,
+        process: super::process::read(),
     };
     // Rendering 100k sockets takes milliseconds: off the event loop, so other connections keep
     // being served meanwhile.

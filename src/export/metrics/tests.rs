@@ -33,6 +33,14 @@ fn scrape(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> String {
         top_k,
         by_pod_namespace: false,
         posts: vec![(("http://am:9093".into(), "success"), 3)],
+        process: Some(crate::export::process::Process {
+            cpu_seconds: 1.5,
+            resident_memory_bytes: 15_000_000,
+            virtual_memory_bytes: 900_000_000,
+            open_fds: 12,
+            max_fds: Some(1024),
+            start_time_seconds: 1_763_900_000.0,
+        }),
     })
 }
 
@@ -72,6 +80,11 @@ fn aggregates_by_cc_state_phase_and_peer_group() {
     assert_eq!(value(&om, r#"bbrtop_alerts_firing{cc="bbr"}"#), Some(0.0));
     assert_eq!(value(&om, r#"bbrtop_inflation_onsets_total{cc="cubic"}"#), Some(1.0));
     assert_eq!(value(&om, r#"bbrtop_collector_up{collector="netlink"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_collector_enabled{collector="netlink"}"#), Some(1.0));
+    assert_eq!(value(&om, "process_cpu_seconds_total{"), Some(1.5));
+    assert_eq!(value(&om, "process_resident_memory_bytes{"), Some(15e6));
+    assert_eq!(value(&om, "process_max_fds{"), Some(1024.0));
+    assert_eq!(value(&om, "process_start_time_seconds{"), Some(1_763_900_000.0));
     assert_eq!(value(&om, r#"bbrtop_collector_polls_total{collector="netlink"}"#), Some(1.0));
     assert_eq!(value(&om, r#"bbrtop_netlink_tcp_info_size_mismatch_total{kind="short"}"#), Some(0.0));
     assert_eq!(
@@ -191,6 +204,7 @@ fn aggregates_by_pod_namespace_are_opt_in() {
         top_k: 0,
         by_pod_namespace: true,
         posts: vec![],
+        process: None,
     });
     let v = |p: &str| value(&text, p);
     assert_eq!(v(r#"bbrtop_pod_namespace_sockets{pod_namespace="shop",cc="bbr"}"#), Some(2.0));
