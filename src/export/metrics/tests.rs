@@ -158,6 +158,23 @@ fn a_degraded_collector_exports_its_reason() {
     assert_eq!(value(&om, r#"bbrtop_collector_up{collector="bpf"}"#), Some(1.0));
     // A healthy collector has no series.
     assert!(!om.contains(r#"bbrtop_collector_degraded{collector="netlink""#), "{om}");
+
+    // Off by design (not allowed here): not enabled, so no `up` to page on, and the reason.
+    let mut snap = (*snapshot(vec![])).clone();
+    let off = Reason::new(Cause::MissingCapabilities, "eBPF off: CAP_BPF missing");
+    snap.collectors.retain(|c| c.name != "bpf");
+    snap.collectors.push(CollectorStatus {
+        name: "bpf",
+        health: Health::Off(Some(off)),
+        ..Default::default()
+    });
+    let om = scrape(Arc::new(snap), 0, "");
+    assert_eq!(value(&om, r#"bbrtop_collector_enabled{collector="bpf"}"#), Some(0.0));
+    assert_eq!(value(&om, r#"bbrtop_collector_up{collector="bpf"}"#), None, "{om}");
+    assert_eq!(
+        value(&om, r#"bbrtop_collector_degraded{collector="bpf",reason="missing_capabilities"}"#),
+        Some(1.0)
+    );
 }
 
 /// ECN per cc, through the engine: sockets that negotiated it, and the CE-marked fraction of
