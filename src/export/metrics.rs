@@ -39,6 +39,17 @@ pub struct Scrape {
     pub process: Option<super::process::Process>,
 }
 
+/// The histograms of the sockets open now: their counts fall when sockets close, which
+/// OpenMetrics types `gaugehistogram` (samples `_bucket`, `_gcount`, `_gsum`). prometheus-client
+/// has no such type yet, so they are encoded as histograms and retyped by [`as_gauge_histograms`].
+const LIVE_HISTOGRAMS: [&str; 5] = [
+    "bbrtop_srtt_seconds",
+    "bbrtop_min_rtt_seconds",
+    "bbrtop_rtt_inflation_ratio",
+    "bbrtop_bbr_bandwidth_bytes_per_second",
+    "bbrtop_delivery_rate_bytes_per_second",
+];
+
 /// Encodes one scrape as OpenMetrics text (ending in `# EOF`).
 pub fn render_openmetrics(s: Scrape) -> String {
     let mut reg = Registry::default();
@@ -46,16 +57,57 @@ pub fn render_openmetrics(s: Scrape) -> String {
     let mut out = String::with_capacity(64 * 1024);
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
+    as_gauge_histograms(&out)
+}
+
+/// The live histogram family `text` starts with, and the rest of it.
+fn live(text: &str) -> Option<(&'static str, &str)> {
+    LIVE_HISTOGRAMS.iter().find_map(|f| text.strip_prefix(f).map(|tail| (*f, tail)))
+}
+
+/// The [`LIVE_HISTOGRAMS`] retyped as OpenMetrics gaugehistograms: the TYPE line, and `_count`
+/// and `_sum` renamed `_gcount` and `_gsum`. Every other line is copied as it is.
+fn as_gauge_histograms(om: &str) -> String {
+    let mut out = String::with_capacity(om.len() + 1024);
+    for line in om.lines() {
+        match line.strip_prefix("# TYPE ").and_then(live) {
+            Some((family, " histogram")) => {
+                out.push_str("# TYPE ");
+                out.push_str(family);
+                out.push_str(" gaugehistogram");
+            }
+            _ => match live(line) {
+                Some((family, tail)) if tail.starts_with("_count") || tail.starts_with("_sum") => {
+                    out.push_str(family);
+                    out.push_str("_g");
+                    out.push_str(&tail[1..]);
+                }
+                _ => out.push_str(line),
+            },
+        }
+        out.push('\n');
+    }
     out
 }
 
 /// Rewrites OpenMetrics text as Prometheus text 0.0.4: counters are named with `_total` in
-/// HELP/TYPE, and `# UNIT`/`# EOF` lines go (0.0.4 has neither).
+/// HELP/TYPE, and `# UNIT`/`# EOF` lines go (0.0.4 has neither). 0.0.4 has no gaugehistogram
+/// either: those go back to `histogram` with `_count` and `_sum`, the documented fallback (their
+/// counts still fall when sockets close: read them as gauges, never with rate()).
 pub fn to_text_004(om: &str) -> String {
     let mut out = String::with_capacity(om.len());
     let mut lines = om.lines().peekable();
     while let Some(line) = lines.next() {
         if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        if let Some(family) = line.strip_prefix("# TYPE ").and_then(|r| r.strip_suffix(" gaugehistogram")) {
+            out.push_str(&format!("# TYPE {family} histogram\n"));
+            continue;
+        }
+        let gauge_sample = live(line).filter(|(_, t)| t.starts_with("_gcount") || t.starts_with("_gsum"));
+        if let Some((family, tail)) = gauge_sample {
+            out.push_str(&format!("{family}_{}\n", &tail[2..]));
             continue;
         }
         let counter_help = line.starts_with("# HELP ")

@@ -63,18 +63,26 @@ fn aggregates_by_cc_state_phase_and_peer_group() {
     assert!(om.ends_with("# EOF\n"));
     assert_eq!(value(&om, r#"bbrtop_sockets{cc="bbr",state="ESTAB",phase="startup"}"#), Some(2.0));
     assert_eq!(value(&om, r#"bbrtop_sockets{cc="cubic",state="ESTAB",phase="none"}"#), Some(1.0));
-    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_count{cc="bbr",peer_group="edge"}"#), Some(1.0));
-    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_count{cc="bbr",peer_group="other"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_gcount{cc="bbr",peer_group="edge"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_gcount{cc="bbr",peer_group="other"}"#), Some(1.0));
     // 30 ms: not in the 25 ms bucket, in the 50 ms one.
     assert_eq!(value(&om, r#"bbrtop_srtt_seconds_bucket{le="0.025",cc="bbr",peer_group="edge"}"#), Some(0.0));
     assert_eq!(value(&om, r#"bbrtop_srtt_seconds_bucket{le="0.05",cc="bbr",peer_group="edge"}"#), Some(1.0));
-    assert_eq!(value(&om, r#"bbrtop_rtt_inflation_ratio_sum{cc="cubic",peer_group="edge"}"#), Some(8.0));
+    assert_eq!(value(&om, r#"bbrtop_rtt_inflation_ratio_gsum{cc="cubic",peer_group="edge"}"#), Some(8.0));
     // Only BBR sockets have a BBR bandwidth.
-    assert!(value(&om, r#"bbrtop_bbr_bandwidth_bytes_per_second_count{cc="cubic""#).is_none());
+    assert!(value(&om, r#"bbrtop_bbr_bandwidth_bytes_per_second_gcount{cc="cubic""#).is_none());
     assert_eq!(
-        value(&om, r#"bbrtop_bbr_bandwidth_bytes_per_second_sum{cc="bbr",peer_group="edge"}"#),
+        value(&om, r#"bbrtop_bbr_bandwidth_bytes_per_second_gsum{cc="bbr",peer_group="edge"}"#),
         Some(5e6)
     );
+    // The sockets open now: a gaugehistogram in OpenMetrics, a histogram in text 0.0.4.
+    assert!(om.contains("# TYPE bbrtop_srtt_seconds gaugehistogram\n"), "{om}");
+    assert!(!om.contains("bbrtop_srtt_seconds_count"), "{om}");
+    let text = to_text_004(&om);
+    assert!(text.contains("# TYPE bbrtop_srtt_seconds histogram\n"), "{text}");
+    assert_eq!(value(&text, r#"bbrtop_srtt_seconds_count{cc="bbr",peer_group="edge"}"#), Some(1.0));
+    assert_eq!(value(&text, r#"bbrtop_rtt_inflation_ratio_sum{cc="cubic",peer_group="edge"}"#), Some(8.0));
+    assert!(!text.contains("gaugehistogram") && !text.contains("_gcount"), "{text}");
     assert_eq!(value(&om, r#"bbrtop_sockets_inflated{cc="bbr"}"#), Some(1.0));
     assert_eq!(value(&om, r#"bbrtop_sockets_inflated{cc="cubic"}"#), Some(1.0));
     assert_eq!(value(&om, r#"bbrtop_alerts_firing{cc="bbr"}"#), Some(0.0));
