@@ -293,7 +293,7 @@ fn grafana_dashboard_has_variables_and_panels() {
         .collect();
     let ds = vars.get("datasource").expect("datasource variable");
     assert_eq!((ds["type"].as_str(), ds["query"].as_str()), (Some("datasource"), Some("prometheus")));
-    for name in ["instance", "cc"] {
+    for name in ["job", "cluster", "instance", "cc"] {
         let v = vars.get(name).unwrap_or_else(|| panic!("{name} variable"));
         assert_eq!(v["type"], "query", "{name}");
         assert_eq!(v["datasource"]["uid"], "${datasource}", "{name}");
