@@ -7,9 +7,7 @@ mod support;
 
 use bbrtop::lab::{Lab, LabConfig};
 use std::collections::BTreeMap;
-use std::process::{Command, Stdio};
 use std::time::Duration;
-use support::http::{free_port, get};
 use support::servers::Prometheus;
 use support::tools::have;
 use support::{Proc, grafana, guard, poll_until};
@@ -24,19 +22,7 @@ struct Host {
 fn edge(name: &'static str, cc: &str) -> Host {
     let mut lab = Lab::new(LabConfig::default()).unwrap();
     lab.start_flow(cc).unwrap();
-    let port = free_port();
-    let export = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
-        .arg("export")
-        .arg(format!("--netns={}", lab.sender_netns().display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let export = Proc(export);
-    let ready =
-        poll_until(Duration::from_secs(20), || get(port, "/-/ready", None).ok().filter(|r| r.0 == 200));
-    assert!(ready.is_some(), "{name}: exporter not ready");
+    let (export, port) = support::lab::exporter(&lab);
     Host { name, port, _export: export, _lab: lab }
 }
 

@@ -7,51 +7,18 @@ mod support;
 
 use bbrtop::collect::InetDiag;
 use bbrtop::engine::{Engine, EngineConfig, Now};
+use bbrtop::export::metrics::count_metric;
 use bbrtop::lab::run::lab_config;
 use bbrtop::lab::scenario::Scenario;
 use bbrtop::lab::ss::SsSocket;
 use bbrtop::lab::{Flow, Lab, LabConfig};
-use bbrtop::model::StateSet;
+use bbrtop::model::{Count, StateSet};
 use bbrtop::netns::NetnsSpec;
-use std::process::{Command, Stdio};
 use std::time::Duration;
-use support::http::{free_port, get};
 use support::lab::ss_established;
 use support::servers::Prometheus;
 use support::tools::have;
-use support::{Proc, guard, poll_until};
-
-/// Every counter `/metrics` serves per cc and peer group.
-const COUNTERS: [&str; 10] = [
-    "bbrtop_sent_segments_total",
-    "bbrtop_sent_bytes_total",
-    "bbrtop_retransmitted_segments_total",
-    "bbrtop_retransmitted_bytes_total",
-    "bbrtop_acked_bytes_total",
-    "bbrtop_received_bytes_total",
-    "bbrtop_rto_timeouts_total",
-    "bbrtop_spurious_retransmitted_segments_total",
-    "bbrtop_delivered_segments_total",
-    "bbrtop_delivered_ce_segments_total",
-];
-
-/// `bbrtop export` watching the lab's sender namespace, ready.
-fn exporter(lab: &Lab) -> (Proc, u16) {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
-        .arg("export")
-        .arg(format!("--netns={}", lab.sender_netns().display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let export = Proc(child);
-    let ready =
-        poll_until(Duration::from_secs(20), || get(port, "/-/ready", None).ok().filter(|r| r.0 == 200));
-    assert!(ready.is_some(), "exporter not ready");
-    (export, port)
-}
+use support::{guard, poll_until};
 
 /// A Prometheus scraping these exporters every second, with the shipped rules.
 fn prometheus(ports: &[u16]) -> Prometheus {
@@ -81,7 +48,7 @@ fn root_counters_never_fall_while_short_connections_close() {
     // No delay line: 2,000 connections one after another take seconds, not minutes.
     let mut lab = Lab::new(LabConfig { delay: None, ..LabConfig::default() }).unwrap();
     lab.start_flow("bbr").unwrap();
-    let (_export, port) = exporter(&lab);
+    let (_export, port) = support::lab::exporter(&lab);
     let prom = prometheus(&[port]);
     let scraped = poll_until(Duration::from_secs(20), || {
         Some(()).filter(|_| !prom.query("bbrtop_sent_bytes_total{cc=\"bbr\"}").is_empty())
@@ -97,7 +64,9 @@ fn root_counters_never_fall_while_short_connections_close() {
     // Two more scrapes after the last close.
     std::thread::sleep(Duration::from_secs(3));
 
-    for name in COUNTERS {
+    // Every counter `/metrics` serves per cc and peer group.
+    for c in Count::ALL {
+        let name = format!("{}_total", count_metric(c).0);
         let series = prom.query(&format!("resets({name}[10m])"));
         assert!(!series.is_empty(), "{name}: no series");
         for s in &series {
@@ -135,8 +104,8 @@ fn root_shallow_buffer_raises_the_retransmit_alert_and_ab_does_not() {
     for cc in ["bbr", "cubic"] {
         ab.start_flow(cc).unwrap();
     }
-    let (_e1, shallow_port) = exporter(&shallow);
-    let (_e2, ab_port) = exporter(&ab);
+    let (_e1, shallow_port) = support::lab::exporter(&shallow);
+    let (_e2, ab_port) = support::lab::exporter(&ab);
     let prom = prometheus(&[shallow_port, ab_port]);
 
     // Against ss while the alert's rates gather: in 8 reads some retransmits have happened.

@@ -341,7 +341,7 @@ impl Collector for Scrape {
 }
 
 /// The counter of each [`Count`], without `_total` (the encoder appends it), and its help.
-fn count_metric(c: Count) -> (&'static str, &'static str) {
+pub fn count_metric(c: Count) -> (&'static str, &'static str) {
     match c {
         Count::SegsOut => {
             ("bbrtop_sent_segments", "Segments sent, retransmissions included (tcpi_segs_out).")

@@ -49,3 +49,23 @@ pub fn ss_established(lab: &Lab) -> Vec<SsSocket> {
     assert!(o.status.success(), "ss: {}", String::from_utf8_lossy(&o.stderr));
     parse_ss_tin(&String::from_utf8_lossy(&o.stdout))
 }
+
+/// `bbrtop export` watching the lab's sender namespace on a free loopback port, once ready; the
+/// process ends (by its PID) when the returned handle drops.
+pub fn exporter(lab: &Lab) -> (super::Proc, u16) {
+    let port = super::http::free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .arg("export")
+        .arg(format!("--netns={}", lab.sender_netns().display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let export = super::Proc(child);
+    let ready = super::poll_until(std::time::Duration::from_secs(20), || {
+        super::http::get(port, "/-/ready", None).ok().filter(|r| r.0 == 200)
+    });
+    assert!(ready.is_some(), "exporter for {} not ready", lab.name());
+    (export, port)
+}
