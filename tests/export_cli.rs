@@ -208,10 +208,12 @@ fn systemd_socket_activation_with_a_telemetry_path() {
     let metrics = poll_until(Duration::from_secs(20), || {
         get(port, "/node/bbrtop", None)
             .ok()
-            .filter(|(code, body)| *code == 200 && body.contains("bbrtop_sockets"))
+            .filter(|(code, body)| *code == 200 && body.contains("bbrtop_collector_degraded{"))
     });
     let (_, body) = metrics.expect("no metrics at /node/bbrtop on the passed socket");
     assert!(body.contains("bbrtop_build_info"), "{body}");
+    // --no-collector.bpf: eBPF is off, and the exporter says it was asked to be.
+    assert!(body.contains(r#"bbrtop_collector_degraded{collector="bpf",reason="disabled"} 1"#), "{body}");
     assert_eq!(get(port, "/metrics", None).unwrap().0, 404, "/metrics is not the telemetry path any more");
     let (code, landing) = get(port, "/", None).unwrap();
     assert_eq!(code, 200);

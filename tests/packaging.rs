@@ -198,7 +198,9 @@ fn root_container_image_runs_check_with_bpf_and_perfmon_and_snapshot_with_nothin
     assert_eq!(config["Entrypoint"], serde_json::json!(["/usr/bin/bbrtop"]), "{config}");
     assert_eq!(config["Cmd"], serde_json::json!(["export"]), "{config}");
 
-    // uid 0 with CAP_BPF and CAP_PERFMON only (bits 39 and 38), as the DaemonSet runs it.
+    // uid 0 with CAP_BPF and CAP_PERFMON only (bits 39 and 38), as the DaemonSet runs it. The
+    // kernel's BTF comes from the fresh sysfs, as in a pod with no volume for it.
+    assert!(!image.rootfs.join("sys/kernel/btf").exists(), "the image carries no BTF of its own");
     let bpf_only = ["--bounding-set=-all,+bpf,+perfmon", "--inh-caps=-all,+bpf,+perfmon"];
     let check = image.run(&bpf_only, &["check"]);
     let out = text(&check);
