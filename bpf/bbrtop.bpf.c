@@ -404,6 +404,14 @@ int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 	e->bytes_acked = tp->bytes_acked;
 	e->bytes_received = tp->bytes_received;
 	e->total_retrans = tp->total_retrans;
+	e->bytes_sent = tp->bytes_sent;
+	e->bytes_retrans = tp->bytes_retrans;
+	e->segs_out = tp->segs_out;
+	e->delivered = tp->delivered;
+	e->delivered_ce = tp->delivered_ce;
+	e->dsack_dups = tp->dsack_dups;
+	if (bpf_core_field_exists(tp->total_rto))
+		e->total_rto = tp->total_rto;
 	e->srtt_us = tp->srtt_us >> 3;
 	e->min_rtt_us = tp->rtt_min.s[0].v;
 	e->rate_delivered = tp->rate_delivered;

@@ -45,7 +45,8 @@ struct bbrtop_phase {
 	__u64 bw;              /* BBR's max bw (v1: the filter; v3: bw_hi): pkts per usec << 24 */
 };
 
-/* CLOSE: 152 bytes, one per destroyed TCP socket. */
+/* CLOSE: 192 bytes, one per destroyed TCP socket. Its counters are the socket's last, so the
+ * per-cc counters userspace keeps count what it sent between its last poll and its close. */
 struct bbrtop_close {
 	struct bbrtop_hdr h;
 	__u16 family;          /* AF_INET 2 or AF_INET6 10 */
@@ -70,6 +71,14 @@ struct bbrtop_close {
 	__u64 bbr_bw;
 	__u32 rtt_samples;
 	__u32 inflations;      /* inflation onsets seen */
+	__u64 bytes_sent;
+	__u64 bytes_retrans;
+	__u32 segs_out;
+	__u32 delivered;
+	__u32 delivered_ce;
+	__u32 dsack_dups;
+	__u32 total_rto;       /* 0 where the kernel has no total_rto (before 6.7) */
+	__u32 _pad;
 };
 
 /* The RTT window of one socket, first in its socket-local storage, which userspace reads with

@@ -8,9 +8,9 @@
 use bbrtop::engine::sink::feed_dump;
 use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::export::metrics::{Scrape, render_openmetrics, to_text_004};
-use bbrtop::export::peer_groups::PeerGroups;
 use bbrtop::model::SocketRecord;
 use bbrtop::output::json::SnapshotDoc;
+use bbrtop::peer_groups::PeerGroups;
 use bbrtop::testing::record;
 use bbrtop::wire::Dump;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -86,6 +86,8 @@ fn main() {
                     top_k,
                     by_pod_namespace: false,
                     posts: vec![],
+                    // As the server does: /proc is read at every scrape.
+                    process: bbrtop::export::process::read(),
                 };
                 to_text_004(&render_openmetrics(s)).len()
             });

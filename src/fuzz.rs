@@ -108,8 +108,8 @@ fn fuzz_bpf_records() {
 #[test]
 #[ignore = "fuzzing: scripts/test.sh runs it, see the module's comment"]
 fn fuzz_configuration() {
-    use crate::export::peer_groups::PeerGroups;
     use crate::export::web_config::WebConfig;
+    use crate::peer_groups::PeerGroups;
     let corpus: Vec<Vec<u8>> = [
         "groups:\n  edge-as1: [10.0.0.0/8, \"2001:db8::/32\"]\n  transit: [192.0.2.0/24]\n",
         "basic_auth_users:\n  prom: '$2b$04$abcdefghijklmnopqrstuuJZbTvV2pDT5yQMbyGgDy4XdNVcsvTg2'\n",

@@ -23,6 +23,7 @@ pub mod mem;
 pub mod model;
 pub mod netns;
 pub mod output;
+pub mod peer_groups;
 pub mod rule;
 pub mod runtime;
 #[cfg(any(test, feature = "test-support"))]

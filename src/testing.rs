@@ -60,6 +60,8 @@ impl RecordBuilder {
         snd_cwnd_segs => set_snd_cwnd_segs: u32,
         bytes_acked => set_bytes_acked: u64,
         total_retrans_segs => set_total_retrans_segs: u32,
+        bytes_sent => set_bytes_sent: u64,
+        bytes_retrans => set_bytes_retrans: u64,
         last_ack_recv_ms => set_last_ack_recv_ms: u32,
         pacing_rate_bytes_per_sec => set_pacing_rate_bytes_per_sec: u64,
         delivery_rate_bytes_per_sec => set_delivery_rate_bytes_per_sec: u64,

@@ -28,6 +28,19 @@ pub fn micros(us: u32) -> String {
     }
 }
 
+/// A fraction as a percentage: "0.42%", "3.1%", "27%" (two significant digits below 10%, where
+/// retransmit ratios live).
+pub fn percent(fraction: f64) -> String {
+    let p = fraction * 100.0;
+    if p < 1.0 {
+        format!("{p:.2}%")
+    } else if p < 10.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.0}%")
+    }
+}
+
 /// An optional value, or "-".
 pub fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
     v.map_or_else(|| "-".to_string(), f)

@@ -8,7 +8,7 @@ use bbrtop::bpf::loader::{self, LoadConfig, Loaded};
 use bbrtop::caps::{Cap, CapSet};
 use bbrtop::collect::InetDiag;
 use bbrtop::lab::{Lab, LabConfig};
-use bbrtop::model::StateSet;
+use bbrtop::model::{Count, StateSet};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::MetadataExt;
@@ -49,7 +49,7 @@ fn collect_until(l: &Loaded, limit: Duration, mut done: impl FnMut(&[Event]) -> 
 }
 
 fn closes(events: &[Event]) -> impl Iterator<Item = &Close> {
-    events.iter().filter_map(|e| if let Event::Close(c) = e { Some(c) } else { None })
+    events.iter().filter_map(|e| if let Event::Close(c) = e { Some(&**c) } else { None })
 }
 
 fn netns_inode(path: &std::path::Path) -> u32 {
@@ -90,7 +90,13 @@ fn closes_of_one_connection(l: &Loaded, ip: &str) {
     assert!(mine.len() >= 2, "close records for port {port}: {mine:?}");
     let client = mine.iter().find(|c| c.peer.port() == port).expect("the client's close");
     assert_eq!((client.local.ip().to_string(), client.peer.ip().to_string()), (ip.into(), ip.into()));
-    assert!(client.bytes_acked >= 256 * 1024, "{client:?}");
+    // The counters the per-cc totals take from a close: the client sent it all, once.
+    let n = |c: &Close, k: Count| c.counts[k];
+    assert!(n(client, Count::BytesAcked) >= 256 * 1024, "{client:?}");
+    // (bytes_acked counts the FIN's sequence number too, bytes_sent only data.)
+    assert!(n(client, Count::BytesSent) >= 256 * 1024, "{client:?}");
+    assert!(n(client, Count::SegsOut) > 0 && n(client, Count::DeliveredSegs) > 0, "{client:?}");
+    assert_eq!((n(client, Count::BytesRetrans), n(client, Count::Rto)), (0, 0), "loopback: {client:?}");
     assert!(!client.cc.is_empty() && client.rtt_samples > 0, "{client:?}");
     if client.cc == "bbr" {
         let (mode, min_rtt_us, bw) = client.bbr.expect("a BBR socket's close carries struct bbr");
@@ -99,7 +105,7 @@ fn closes_of_one_connection(l: &Loaded, ip: &str) {
         assert_eq!(client.bbr, None, "{client:?}");
     }
     let server = mine.iter().find(|c| c.local.port() == port).expect("the server's close");
-    assert!(server.bytes_received >= 256 * 1024, "{server:?}");
+    assert!(n(server, Count::BytesReceived) >= 256 * 1024, "{server:?}");
     assert_eq!(server.peer.port(), client.local.port(), "{server:?}");
     // A pure receiver never has data in flight, so tcp_probe skips it: its lifetime is dated
     // from the connection's establishment. Both lie within the time this function took.

@@ -45,6 +45,16 @@ const EXPORTED: &[&str] = &[
     "bbrtop_bpf_recursion_misses_total",
     "bbrtop_alertmanager_posts_total",
     "bbrtop_build_info",
+    "bbrtop_sent_segments_total",
+    "bbrtop_sent_bytes_total",
+    "bbrtop_retransmitted_segments_total",
+    "bbrtop_retransmitted_bytes_total",
+    "bbrtop_acked_bytes_total",
+    "bbrtop_received_bytes_total",
+    "bbrtop_rto_timeouts_total",
+    "bbrtop_spurious_retransmitted_segments_total",
+    "bbrtop_delivered_segments_total",
+    "bbrtop_delivered_ce_segments_total",
 ];
 
 fn path(rel: &str) -> PathBuf {
@@ -215,7 +225,15 @@ fn recording_rules_follow_the_naming_convention() {
         let parts: Vec<&str> = record.split(':').collect();
         assert_eq!(parts.len(), 3, "{record}: not level:metric:operation");
         let (level, metric) = (parts[0], parts[1]);
-        assert!(expr.contains(metric), "{record}: {metric} not in {expr}");
+        // A ratio is named X_per_Y (both read), anything else after the metric it reads.
+        let ratio = parts[2].starts_with("ratio");
+        let read = match metric.split_once("_per_").filter(|_| ratio) {
+            Some((x, y)) => vec![x.to_string(), format!("bbrtop_{y}")],
+            None => vec![metric.to_string()],
+        };
+        for m in read {
+            assert!(expr.contains(&m), "{record}: {m} not in {expr}");
+        }
         let by = expr.split("by (").nth(1).and_then(|s| s.split(')').next()).unwrap_or("");
         let kept: Vec<&str> = by.split(',').map(str::trim).filter(|l| !l.is_empty() && *l != "le").collect();
         if kept.is_empty() {
@@ -235,9 +253,24 @@ fn alerting_rules_carry_severity_and_runbook() {
         let name = str_of(rule, "alert").expect("alert");
         let severity = rule.get("labels").and_then(|l| str_of(l, "severity"));
         assert!(matches!(severity, Some("info" | "warning" | "critical")), "{name}: severity {severity:?}");
-        for key in ["summary", "description", "runbook"] {
+        for key in ["summary", "description"] {
             let text = rule.get("annotations").and_then(|a| str_of(a, key)).unwrap_or("");
             assert!(!text.trim().is_empty(), "{name}: annotation {key} missing");
+        }
+        let annotation = |key| rule.get("annotations").and_then(|a| str_of(a, key));
+        match annotation("runbook_url") {
+            // The anchor is a heading of the README's runbook section, which /runbook serves.
+            Some(url) => {
+                let anchor = url.rsplit_once('#').map(|(_, a)| a).unwrap_or_default();
+                assert_eq!(anchor, name.to_lowercase(), "{name}: runbook_url {url}");
+                assert!(url.contains("/runbook#"), "{name}: runbook_url {url}");
+                let readme = fs::read_to_string(path("README.md")).expect("README.md");
+                let runbook = bbrtop::export::server::section(&readme, "## Runbook");
+                assert!(runbook.contains(&format!("\n### {name}\n")), "{name}: no runbook section");
+            }
+            None => {
+                assert!(annotation("runbook").is_some_and(|t| !t.trim().is_empty()), "{name}: no runbook")
+            }
         }
         assert!(str_of(rule, "for").is_some(), "{name}: no `for`, a single bad scrape would page");
         assert_known_metrics(name, str_of(rule, "expr").expect("expr"));
@@ -260,7 +293,7 @@ fn grafana_dashboard_has_variables_and_panels() {
         .collect();
     let ds = vars.get("datasource").expect("datasource variable");
     assert_eq!((ds["type"].as_str(), ds["query"].as_str()), (Some("datasource"), Some("prometheus")));
-    for name in ["instance", "cc"] {
+    for name in ["job", "cluster", "instance", "cc"] {
         let v = vars.get(name).unwrap_or_else(|| panic!("{name} variable"));
         assert_eq!(v["type"], "query", "{name}");
         assert_eq!(v["datasource"]["uid"], "${datasource}", "{name}");

@@ -4,7 +4,7 @@ mod support;
 
 use bbrtop::engine::snapshot::{AlertStatus, AlertView, Snapshot};
 use bbrtop::export::alertmanager::{PushConfig, Pusher};
-use bbrtop::export::peer_groups::PeerGroups;
+use bbrtop::peer_groups::PeerGroups;
 use bbrtop::rule::RuleConfig;
 use bbrtop::runtime::Published;
 use std::sync::Arc;

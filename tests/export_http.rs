@@ -182,7 +182,7 @@ fn root_a_real_prometheus_scrapes_it() {
         assert!(got.is_some(), "{expr}: no data in Prometheus");
     }
     let groups: std::collections::BTreeSet<String> = prom
-        .query("bbrtop_srtt_seconds_count")
+        .query(r#"bbrtop_srtt_seconds_bucket{le="+Inf"}"#)
         .iter()
         .filter_map(|s| s["metric"]["peer_group"].as_str().map(String::from))
         .collect();

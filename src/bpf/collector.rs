@@ -64,7 +64,7 @@ pub fn update_of(e: Event, ktime_now: u64, now: Instant, wall: SystemTime) -> Up
             bbr: p.bbr,
             entered: p.entered,
         }),
-        Event::Close(c) => Update::Closed(Box::new(closed_flow(c, ktime_now, wall))),
+        Event::Close(c) => Update::Closed(Box::new(closed_flow(*c, ktime_now, wall))),
     }
 }
 
@@ -83,9 +83,7 @@ fn closed_flow(c: Close, ktime_now: u64, wall: SystemTime) -> ClosedFlow {
         cc: c.cc,
         local: c.local,
         peer: c.peer,
-        bytes_acked: c.bytes_acked,
-        bytes_received: c.bytes_received,
-        total_retrans: c.total_retrans,
+        counts: c.counts,
         srtt_us: c.srtt_us,
         min_rtt_us: c.min_rtt_us,
         delivery_rate_bytes_per_sec: c.delivery_rate,

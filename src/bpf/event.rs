@@ -1,13 +1,13 @@
 //! Ring-buffer events (layouts in bpf/bbrtop.h), decoded by a pure function that never panics.
 
-use crate::model::BbrState;
+use crate::model::{BbrState, Count, Tally};
 use crate::wire::record::Reader;
 use std::net::SocketAddr;
 
 pub const HDR_LEN: usize = 24;
 pub const INFL_LEN: usize = 48;
 pub const PHASE_LEN: usize = 56;
-pub const CLOSE_LEN: usize = 152;
+pub const CLOSE_LEN: usize = 192;
 
 /// Byte offsets of every field the decoder reads, one module per struct of bpf/bbrtop.h; a test
 /// checks each against the skeleton's types, which come from the object's BTF.
@@ -64,6 +64,13 @@ pub mod off {
         pub const BBR_BW: usize = 136;
         pub const RTT_SAMPLES: usize = 144;
         pub const INFLATIONS: usize = 148;
+        pub const BYTES_SENT: usize = 152;
+        pub const BYTES_RETRANS: usize = 160;
+        pub const SEGS_OUT: usize = 168;
+        pub const DELIVERED: usize = 172;
+        pub const DELIVERED_CE: usize = 176;
+        pub const DSACK_DUPS: usize = 180;
+        pub const TOTAL_RTO: usize = 184;
     }
 }
 
@@ -86,7 +93,7 @@ pub enum Event {
     InflationStarted(Inflation),
     InflationEnded(Inflation),
     Phase(PhaseChange),
-    Close(Close),
+    Close(Box<Close>),
 }
 
 impl Event {
@@ -130,9 +137,8 @@ pub struct Close {
     pub peer: SocketAddr,
     pub cc: String,
     pub lifetime_ns: u64,
-    pub bytes_acked: u64,
-    pub bytes_received: u64,
-    pub total_retrans: u32,
+    /// The socket's counters at its close.
+    pub counts: Tally,
     pub srtt_us: u32,
     pub min_rtt_us: u32,
     /// Bytes per second, from rate_delivered × mss / rate_interval; None when no interval.
@@ -174,7 +180,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
         KIND_INFL_START => Ok(Event::InflationStarted(inflation(b, h)?)),
         KIND_INFL_END => Ok(Event::InflationEnded(inflation(b, h)?)),
         KIND_PHASE => phase(b, h).map(Event::Phase),
-        KIND_CLOSE => close(b, h).map(Event::Close),
+        KIND_CLOSE => close(b, h).map(|c| Event::Close(Box::new(c))),
         k => Err(DecodeError::Kind(k)),
     }
 }
@@ -228,9 +234,7 @@ fn close(b: &[u8], h: Header) -> Result<Close, DecodeError> {
         peer: SocketAddr::new(addr(c::DADDR)?, r.u16(c::RPORT)),
         cc: String::from_utf8_lossy(cc).into_owned(),
         lifetime_ns: r.u64(c::LIFETIME_NS),
-        bytes_acked: r.u64(c::BYTES_ACKED),
-        bytes_received: r.u64(c::BYTES_RECEIVED),
-        total_retrans: r.u32(c::TOTAL_RETRANS),
+        counts: close_counts(&r),
         srtt_us: r.u32(c::SRTT_US),
         min_rtt_us: r.u32(c::MIN_RTT_US),
         // u128: packets x mss x 10^6 overflows u64 for values a record can carry.
@@ -244,6 +248,22 @@ fn close(b: &[u8], h: Header) -> Result<Close, DecodeError> {
         rtt_samples: r.u32(c::RTT_SAMPLES),
         inflations: r.u32(c::INFLATIONS),
     })
+}
+
+fn close_counts(r: &Reader) -> Tally {
+    use off::close as c;
+    Tally::from_counts([
+        (Count::SegsOut, u64::from(r.u32(c::SEGS_OUT))),
+        (Count::BytesSent, r.u64(c::BYTES_SENT)),
+        (Count::RetransSegs, u64::from(r.u32(c::TOTAL_RETRANS))),
+        (Count::BytesRetrans, r.u64(c::BYTES_RETRANS)),
+        (Count::BytesAcked, r.u64(c::BYTES_ACKED)),
+        (Count::BytesReceived, r.u64(c::BYTES_RECEIVED)),
+        (Count::Rto, u64::from(r.u32(c::TOTAL_RTO))),
+        (Count::DsackDups, u64::from(r.u32(c::DSACK_DUPS))),
+        (Count::DeliveredSegs, u64::from(r.u32(c::DELIVERED))),
+        (Count::DeliveredCeSegs, u64::from(r.u32(c::DELIVERED_CE))),
+    ])
 }
 
 #[cfg(test)]

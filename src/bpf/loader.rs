@@ -28,7 +28,7 @@ pub struct LoadConfig {
     pub floor_us: u32,
     /// A BTF file to use instead of the running kernel's (libbpf's `btf_custom_path`).
     pub btf: Option<PathBuf>,
-    /// Whether the hooks write the socket walk's records (`--collector walk`).
+    /// Whether the hooks write the socket walk's records (`--collector.walk`).
     pub walk: bool,
     /// How often a moving socket's walk record is filled again within one poll: its values are
     /// at most this much older than its latest move.
@@ -337,6 +337,13 @@ mod tests {
         at!(bbrtop_close, srtt_us, c::SRTT_US);
         at!(bbrtop_close, min_rtt_us, c::MIN_RTT_US);
         at!(bbrtop_close, rate_delivered, c::RATE_DELIVERED);
+        at!(bbrtop_close, bytes_sent, c::BYTES_SENT);
+        at!(bbrtop_close, bytes_retrans, c::BYTES_RETRANS);
+        at!(bbrtop_close, segs_out, c::SEGS_OUT);
+        at!(bbrtop_close, delivered, c::DELIVERED);
+        at!(bbrtop_close, delivered_ce, c::DELIVERED_CE);
+        at!(bbrtop_close, dsack_dups, c::DSACK_DUPS);
+        at!(bbrtop_close, total_rto, c::TOTAL_RTO);
         at!(bbrtop_close, rate_interval_us, c::RATE_INTERVAL_US);
         at!(bbrtop_close, mss, c::MSS);
         at!(bbrtop_close, bbr_min_rtt_us, c::BBR_MIN_RTT_US);

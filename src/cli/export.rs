@@ -4,9 +4,9 @@ use super::Failure;
 use super::args::PollArgs;
 use crate::export::alertmanager::{PushConfig, Pusher};
 use crate::export::metrics::TOP_K_CAP;
-use crate::export::peer_groups::PeerGroups;
 use crate::export::server::{self, App, Limits, Options};
 use crate::export::web_config::{Security, WebConfig};
+use crate::peer_groups::PeerGroups;
 use anyhow::{Context, anyhow};
 use clap::Args;
 use std::net::TcpListener;
@@ -126,7 +126,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     let port = listeners[0].local_addr().context("listener address")?.port();
     let bound: Vec<String> =
         listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
-    let started = super::startup::start(&a.poll, None, &mut |line| eprintln!("{line}"))?;
+    let started = super::startup::start(&a.poll, Arc::clone(&groups), None, &mut |line| eprintln!("{line}"))?;
     let me = Me { host: hostname(), port, scheme: if security.tls.is_some() { "https" } else { "http" } };
     let pusher = match push_config(&a, &me, &groups) {
         Some(cfg) => Some(

@@ -17,8 +17,9 @@ use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct LabArgs {
-    /// bufferbloat (10 Mbit/s, 40 ms, 1000-packet buffer), lossy (100 Mbit/s, 100 ms, 1% loss)
-    /// or ab (one BBR and one CUBIC flow sharing a path).
+    /// bufferbloat (10 Mbit/s, 40 ms, 1000-packet buffer), lossy (100 Mbit/s, 100 ms, 1% loss),
+    /// ab (one BBR and one CUBIC flow sharing a path) or shallow (the two sharing 20 Mbit/s,
+    /// 40 ms, a 7-packet buffer: BBR's retransmits and CUBIC's share).
     #[arg(value_parser = |s: &str| s.parse::<Scenario>(), required_unless_present = "cleanup")]
     pub scenario: Option<Scenario>,
     /// Remove the namespaces of labs whose process is gone (killed, or cut short), and run no

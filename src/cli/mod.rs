@@ -50,7 +50,7 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Load and attach the eBPF programs, poll once, report what attached: exit 0 or 1.
     Check(check::CheckArgs),
-    /// Run a BBR guide's scenario (bufferbloat, lossy, ab) in network namespaces and report.
+    /// Run a BBR guide's scenario (bufferbloat, lossy, ab, shallow) in network namespaces and report.
     Lab(lab::LabArgs),
     /// Serve Prometheus metrics and the JSON API, and push alerts to Alertmanager.
     Export(export::ExportArgs),

@@ -7,10 +7,11 @@ use super::Failure;
 use super::args::{PollArgs, Want};
 use crate::bpf::{BpfStatus, Loading};
 use crate::collect::{Every, InetDiag};
-use crate::engine::Engine;
 use crate::engine::sink::Source;
+use crate::engine::{Engine, EngineConfig};
 use crate::lab::{Lab, LabConfig};
 use crate::netns::NetnsSpec;
+use crate::peer_groups::PeerGroups;
 use crate::runtime::Runtime;
 use anyhow::Context;
 use std::sync::Arc;
@@ -28,10 +29,12 @@ pub struct Started {
     pub lab: Option<Lab>,
 }
 
-/// Runs the sequence. `lab` builds the built-in lab first and watches its sender; `note` gets
-/// one line when eBPF is off, partly attached or limited.
+/// Runs the sequence. `groups` are the peer groups the counters are kept per; `lab` builds the
+/// built-in lab first and watches its sender; `note` gets one line when eBPF is off, partly
+/// attached or limited.
 pub fn start(
     poll: &PollArgs,
+    groups: Arc<PeerGroups>,
     lab: Option<LabConfig>,
     note: &mut dyn FnMut(&str),
 ) -> Result<Started, Failure> {
@@ -44,7 +47,7 @@ pub fn start(
         None => poll.source.netns.clone(),
     };
     // 3. Netlink, opened inside the watched namespace (CAP_SYS_ADMIN for another one).
-    let cfg = poll.engine_config();
+    let cfg = EngineConfig { groups, ..poll.engine_config() };
     let states = cfg.filter.state_set();
     let mut diag = InetDiag::open(netns.as_ref(), states).map_err(Failure::from_collect)?;
     let (bpf_want, walk_want) = (poll.source.bpf(), poll.source.walk());

@@ -40,7 +40,7 @@ pub fn run(a: TuiArgs) -> Result<(), Failure> {
         None => None,
     });
     let lab = a.lab.then(startup::live_lab);
-    let mut started = startup::start(&a.poll, lab, &mut |line| log.line(line))?;
+    let mut started = startup::start(&a.poll, Default::default(), lab, &mut |line| log.line(line))?;
     if let Some(l) = &started.lab {
         log.line(&format!("lab {}: {}", l.name(), l.path_description()));
     }

@@ -26,7 +26,7 @@ pub struct WatchArgs {
 }
 
 pub fn run(a: WatchArgs) -> Result<(), Failure> {
-    let started = super::startup::start(&a.poll, None, &mut |line| eprintln!("{line}"))?;
+    let started = super::startup::start(&a.poll, Default::default(), None, &mut |line| eprintln!("{line}"))?;
     if a.closed && started.bpf.attached.is_empty() {
         return Err(Failure::Runtime(anyhow::anyhow!("--closed needs eBPF, which is off")));
     }

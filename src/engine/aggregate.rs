@@ -1,6 +1,8 @@
 //! Per-cc aggregates: the BBR-vs-CUBIC table of the BBR guides, computed from one snapshot.
 
 use super::snapshot::SocketView;
+use super::totals::Growth;
+use crate::model::{Count, Tally};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -39,6 +41,60 @@ pub struct CcAggregate {
     /// Sockets per BBR mode (startup, drain, probe_bw, probe_rtt); empty for other algorithms.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub phases: BTreeMap<&'static str, usize>,
+    /// Counts since bbrtop started, closed sockets included (see `engine::totals`).
+    pub counts: Tally,
+    /// The same counts over the last minute, as ratios and rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recent: Option<Recent>,
+}
+
+/// One cc's last minute (less, just after start), from the counts' growth.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Recent {
+    pub seconds: f64,
+    /// Bytes retransmitted over bytes sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retrans_ratio: Option<f64>,
+    /// Retransmitted segments the peer reported as duplicates (DSACK), over all retransmitted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spurious_share: Option<f64>,
+    pub rto_per_sec: f64,
+    pub goodput_bytes_per_sec: f64,
+    /// This cc's share of every cc's goodput.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub goodput_share: Option<f64>,
+}
+
+/// Adds the counts since start and their recent growth to the aggregates; a cc whose sockets all
+/// closed gets an aggregate of no sockets, so its counts stay visible.
+pub fn add_totals(by_cc: &mut Vec<CcAggregate>, sums: BTreeMap<String, Tally>, growth: Option<Growth>) {
+    let acked_all: u64 = growth.iter().flat_map(|(_, g)| g.values()).map(|t| t[Count::BytesAcked]).sum();
+    for (cc, counts) in sums {
+        let i = match by_cc.iter().position(|a| a.cc == cc) {
+            Some(i) => i,
+            None if counts == Tally::default() => continue,
+            None => {
+                by_cc.push(CcAggregate { cc: cc.clone(), ..CcAggregate::default() });
+                by_cc.len() - 1
+            }
+        };
+        by_cc[i].counts = counts;
+        by_cc[i].recent =
+            growth.as_ref().and_then(|(secs, g)| g.get(&cc).map(|t| recent(*secs, t, acked_all)));
+    }
+    by_cc.sort_by(|a, b| a.cc.cmp(&b.cc));
+}
+
+fn recent(seconds: f64, t: &Tally, acked_all: u64) -> Recent {
+    let acked = t[Count::BytesAcked];
+    Recent {
+        seconds,
+        retrans_ratio: t.retrans_ratio(),
+        spurious_share: t.spurious_share(),
+        rto_per_sec: t[Count::Rto] as f64 / seconds,
+        goodput_bytes_per_sec: acked as f64 / seconds,
+        goodput_share: (acked_all > 0).then(|| acked as f64 / acked_all as f64),
+    }
 }
 
 /// The nearest-rank percentile (0 < p <= 100) of sorted values.

@@ -3,7 +3,7 @@
 
 use super::hist::{Hist, RATE_BOUNDS, RTT_BOUNDS};
 use super::status::CollectorStatus;
-use crate::model::{BbrState, Cookie};
+use crate::model::{BbrState, Cookie, Count, Tally};
 use crate::units::serde_time;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -87,9 +87,9 @@ pub struct ClosedFlow {
     pub closed_at: SystemTime,
     /// None when tcp_probe never saw the socket (no RTT sample).
     pub lifetime_seconds: Option<f64>,
-    pub bytes_acked: u64,
-    pub bytes_received: u64,
-    pub total_retrans: u32,
+    /// Its counters at the close (bytes sent, retransmitted, acked, ...).
+    #[serde(flatten)]
+    pub counts: Tally,
     pub srtt_us: u32,
     pub min_rtt_us: u32,
     pub delivery_rate_bytes_per_sec: Option<u64>,
@@ -129,10 +129,11 @@ impl ClosedAggregate {
 
     fn add(&mut self, c: &ClosedFlow) {
         self.count += 1;
-        self.bytes_acked_total += c.bytes_acked;
+        let acked = c.counts[Count::BytesAcked];
+        self.bytes_acked_total += acked;
         self.srtt_seconds.observe(f64::from(c.srtt_us) / 1e6);
         if let Some(life) = c.lifetime_seconds.filter(|l| *l > 0.0) {
-            self.throughput_bytes_per_second.observe(c.bytes_acked as f64 / life);
+            self.throughput_bytes_per_second.observe(acked as f64 / life);
         }
     }
 }
@@ -247,9 +248,7 @@ impl ClosedFlow {
             peer: "10.0.0.2:2".parse().unwrap(),
             closed_at: SystemTime::UNIX_EPOCH,
             lifetime_seconds: Some(2.0),
-            bytes_acked: 10,
-            bytes_received: 0,
-            total_retrans: 0,
+            counts: Tally::from_counts([(Count::BytesAcked, 10)]),
             srtt_us,
             min_rtt_us: 0,
             delivery_rate_bytes_per_sec: rate,

@@ -9,11 +9,14 @@ pub mod kernel;
 pub mod sink;
 pub mod snapshot;
 pub mod status;
+pub mod totals;
 pub mod update;
+pub mod verdict;
 
 use crate::filter::Filter;
 use crate::model::derive::{self, Counters, LimitedBy, Rates};
-use crate::model::{Cookie, SocketRecord, Source};
+use crate::model::{Cookie, SocketRecord, Source, Tally};
+use crate::peer_groups::PeerGroups;
 use crate::rule::{AlertTracker, RuleConfig, Sample as RuleSample, Transition};
 use crate::wire::Dump;
 use history::{History, HistoryView, Sample};
@@ -56,6 +59,8 @@ pub struct EngineConfig {
     pub filter: Filter,
     /// Resolved alerts kept for display.
     pub recent_alerts: usize,
+    /// The peer groups the counters are kept per (`--peer-groups.file`).
+    pub groups: Arc<PeerGroups>,
 }
 
 impl Default for EngineConfig {
@@ -65,6 +70,7 @@ impl Default for EngineConfig {
             history: history::DEFAULT_HISTORY,
             filter: Filter::default(),
             recent_alerts: 50,
+            groups: Arc::default(),
         }
     }
 }
@@ -97,6 +103,8 @@ struct Tracked {
     view: u32,
     /// Something besides a new record changed its view (its alert aged, a kernel event).
     stale_view: bool,
+    /// What of its counts went into the counters.
+    account: totals::Account,
 }
 
 /// Complete dumps a tracked socket may be missing from before it counts as closed. A dump is not
@@ -105,7 +113,13 @@ struct Tracked {
 const GRACE: u8 = 1;
 
 impl Tracked {
-    fn new(rec: &SocketRecord, counters: Counters, now: Instant, generation: u64) -> Tracked {
+    fn new(
+        rec: &SocketRecord,
+        counters: Counters,
+        now: Instant,
+        generation: u64,
+        account: totals::Account,
+    ) -> Tracked {
         Tracked {
             cookie: rec.cookie,
             rec: None,
@@ -124,6 +138,7 @@ impl Tracked {
             closed: false,
             view: u32::MAX,
             stale_view: true,
+            account,
         }
     }
 }
@@ -156,7 +171,7 @@ fn evaluate(
 /// The view the engine would publish of a socket it sees for the first time, without tracking
 /// it: for one-shot reads that stream sockets while the kernel is still dumping them.
 fn first_sight(rule: &RuleConfig, record: RecordRef, now: Instant) -> SocketView {
-    let mut t = Tracked::new(&record, Counters::of(&record.tcp_info), now, 0);
+    let mut t = Tracked::new(&record, Counters::of(&record.tcp_info), now, 0, Default::default());
     evaluate(rule, &mut t, &record, KernelOnset::Untimed, now);
     SocketView { derived: derived(rule, &t, &record, now), history: HistoryView::none(), record }
 }
@@ -181,6 +196,14 @@ pub struct Engine {
     closed_untracked: rustc_hash::FxHashSet<Cookie>,
     alerts: Alerts,
     kernel: kernel::KernelState,
+    totals: totals::Totals,
+    /// Whether a close record of a socket never tracked counts: only with no filter but states
+    /// (the close record cannot be filtered as a socket is).
+    count_untracked: bool,
+    /// The namespace whose sockets the engine sees, while only netlink reads them; None once the
+    /// walk reads every namespace's. Close records of other namespaces are not counted.
+    scope: Option<u64>,
+    walking: bool,
     /// When the dump being read was read.
     reading: Now,
 }
@@ -198,6 +221,10 @@ impl Engine {
             closed_untracked: Default::default(),
             last: None,
             alerts: Alerts { keep: cfg.recent_alerts, ..Alerts::default() },
+            totals: totals::Totals::new(Arc::clone(&cfg.groups)),
+            count_untracked: Filter { states: None, ..cfg.filter.clone() }.is_empty(),
+            scope: None,
+            walking: false,
             cfg,
             kernel: kernel::KernelState::default(),
             reading: Now::system(),
@@ -219,9 +246,17 @@ impl Engine {
             }
             Update::Closed(c) => {
                 match self.index.get(&c.cookie) {
-                    Some(&slot) => self.tracked[slot as usize].closed = true,
+                    Some(&slot) => {
+                        let t = &mut self.tracked[slot as usize];
+                        t.closed = true;
+                        self.totals.count(&mut t.account, &c.cc, c.peer.ip(), &c.counts);
+                    }
                     None => {
                         self.closed_untracked.insert(c.cookie);
+                        let ours = self.scope.is_none_or(|ns| ns == u64::from(c.netns));
+                        if self.count_untracked && ours {
+                            self.totals.closed_untracked(&c);
+                        }
                     }
                 }
                 self.kernel.close(*c)
@@ -242,10 +277,12 @@ impl Engine {
         let cookie = rec.cookie;
         let counters = Counters::of(&rec.tcp_info);
         let slot = *self.index.entry(cookie).or_insert_with(|| {
-            self.tracked.push(Tracked::new(rec, counters, now.mono, generation));
+            let account = self.totals.open(cookie, rec.cc_name(), rec.peer.ip());
+            self.tracked.push(Tracked::new(rec, counters, now.mono, generation, account));
             (self.tracked.len() - 1) as u32
         });
         let t = &mut self.tracked[slot as usize];
+        self.totals.count(&mut t.account, rec.cc_name(), rec.peer.ip(), &Tally::of(&rec.tcp_info));
         let dt = now.mono.saturating_duration_since(t.counters_at);
         if dt > Duration::ZERO {
             t.rates = derive::rates(&t.counters, &counters, dt);
@@ -275,6 +312,9 @@ impl Engine {
     /// closed (sockets of other namespaces, which a kernel walk reported, are not its to end).
     fn end_dump(&mut self, dump: Dump, now: Now) {
         self.netlink.saw_dump(&dump.stats, now.wall);
+        if !self.walking {
+            self.scope = dump.netns;
+        }
         // A dump lists only sockets still open: a close seen before it needs no remembering.
         self.closed_untracked.clear();
         let (generation, records) = (self.generation, Arc::new(dump.sockets));
@@ -312,6 +352,7 @@ impl Engine {
         // The walk hands over only the states asked for, as the kernel does for a dump.
         self.unfiltered = Filter { states: None, ..self.cfg.filter.clone() }.is_empty();
         let (now, generation) = (w.now, self.generation);
+        (self.walking, self.scope) = (true, None);
         self.walk.saw_walk(&w.stats, w.duration, now.wall);
         for cookie in &w.gone {
             if let Some(&slot) = self.index.get(cookie) {
@@ -389,6 +430,11 @@ impl Engine {
     }
 
     fn remove(&mut self, slot: usize) {
+        let t = &self.tracked[slot];
+        if !t.closed {
+            // Its close record may still come, and must add only what it sent since.
+            self.totals.retire(t.cookie, t.account);
+        }
         self.index.remove(&self.tracked[slot].cookie);
         self.tracked.swap_remove(slot);
         if let Some(moved) = self.tracked.get(slot) {
@@ -440,7 +486,9 @@ impl Engine {
             (t.view, t.stale_view) = (sockets.len() as u32, false);
             sockets.push(view);
         }
-        let by_cc = aggregate::by_cc(&sockets);
+        let mut by_cc = aggregate::by_cc(&sockets);
+        let (sums, growth) = self.totals.tick(now.mono);
+        aggregate::add_totals(&mut by_cc, sums, growth);
         let alerts = self.alerts.firing.values().rev().chain(self.alerts.recent.iter()).cloned().collect();
         let snap = Arc::new(Snapshot {
             seq: self.seq,
@@ -452,6 +500,7 @@ impl Engine {
             closed: self.kernel.closed(),
             closed_by_cc: self.kernel.closed_by_cc(),
             inflation_onsets_total: self.alerts.onsets.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+            totals: self.totals.snapshot(),
             rule,
         });
         self.last = Some(Arc::clone(&snap));
@@ -528,6 +577,7 @@ fn derived(rule: &RuleConfig, t: &Tracked, r: &SocketRecord, now: Instant) -> De
         alert_firing: t.alert.firing(),
         limited_by: t.limited_by,
         ecn: crate::model::Ecn::of(&r.tcp_info),
+        retrans_ratio: r.tcp_info.retrans_ratio(),
         rates: t.rates,
         seen_for_seconds: now.saturating_duration_since(t.first_seen).as_secs_f64(),
         kernel: None,

@@ -40,6 +40,9 @@ pub struct Derived {
     /// ECN: negotiated, seen, CE marks (absent for a socket with neither ECN nor marks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ecn: Option<crate::model::Ecn>,
+    /// Bytes retransmitted over bytes sent, over the socket's life.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retrans_ratio: Option<f64>,
     #[serde(flatten)]
     pub rates: Rates,
     /// Seconds since bbrtop first saw the socket.
@@ -147,6 +150,8 @@ pub struct Snapshot {
     pub closed: Vec<super::kernel::ClosedFlow>,
     /// Closed flows since start, per cc.
     pub closed_by_cc: Vec<super::kernel::ClosedAggregate>,
+    /// Counts since start per cc and peer group, closed sockets included; never falling.
+    pub totals: Vec<super::totals::CcTotals>,
 }
 
 impl Snapshot {
@@ -162,6 +167,7 @@ impl Snapshot {
             rule,
             closed: Vec::new(),
             closed_by_cc: Vec::new(),
+            totals: Vec::new(),
         }
     }
 

@@ -153,9 +153,7 @@ fn a_socket_missing_from_one_dump_keeps_its_alert_and_history() {
         peer: "10.0.0.2:5201".parse().unwrap(),
         closed_at: at(8).wall,
         lifetime_seconds: Some(8.0),
-        bytes_acked: 0,
-        bytes_received: 0,
-        total_retrans: 0,
+        counts: Default::default(),
         srtt_us: 90_000,
         min_rtt_us: 20_000,
         delivery_rate_bytes_per_sec: None,
@@ -248,9 +246,7 @@ fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
         peer: "10.0.0.2:5201".parse().unwrap(),
         closed_at: t1.wall,
         lifetime_seconds: Some(7.0),
-        bytes_acked: 1000,
-        bytes_received: 0,
-        total_retrans: 0,
+        counts: crate::model::Tally::from_counts([(crate::model::Count::BytesAcked, 1000)]),
         srtt_us: 20_000,
         min_rtt_us: 20_000,
         delivery_rate_bytes_per_sec: None,
@@ -477,4 +473,59 @@ fn walked_sockets_stay_until_they_close() {
     assert_eq!(e.tick(at(5)).sockets.len(), 1, "only socket 2");
     walk(&mut e, vec![record(3, "cubic").netns(20).build()], at(6));
     assert_eq!(e.tick(at(6)).sockets.len(), 2, "remembered for one walk only (cookies are not reused)");
+}
+
+/// The counters per cc only grow: a socket adds what it sent since its last record, its close
+/// record the rest, a socket that lived and died between polls its whole life, and a socket
+/// seen again (a dump that failed midway, a state that left the filter) nothing twice.
+#[test]
+fn counters_never_fall_as_sockets_close() {
+    use crate::model::{Count, Tally};
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let at = |s: u64| t0.after(Duration::from_secs(s));
+    let acked = |s: &Snapshot, cc: &str| -> u64 {
+        s.totals.iter().filter(|t| t.cc == cc).map(|t| t.counts[Count::BytesAcked]).sum()
+    };
+    let close = |cookie: u64, cc: &str, acked: u64| {
+        let mut c = super::kernel::ClosedFlow::example(cc, 1000, None);
+        (c.cookie, c.counts) = (cookie, Tally::from_counts([(Count::BytesAcked, acked)]));
+        Update::Closed(Box::new(c))
+    };
+    dump(&mut e, vec![sock(1, "bbr", 1000, 1000, 1000), sock(2, "cubic", 1000, 1000, 500)], at(0));
+    let s = e.tick(at(0));
+    assert_eq!((acked(&s, "bbr"), acked(&s, "cubic")), (1000, 500), "their lives so far");
+    dump(&mut e, vec![sock(1, "bbr", 1000, 1000, 1500), sock(2, "cubic", 1000, 1000, 500)], at(1));
+    assert_eq!(acked(&e.tick(at(1)), "bbr"), 1500);
+
+    // 1 closes having acked 300 more since the last poll; 9 opened and closed between polls.
+    e.apply(close(1, "bbr", 1800));
+    e.apply(close(9, "cubic", 300));
+    // An aborted dump sees 2 grow; the next complete one does not count that growth again.
+    e.begin(at(2));
+    e.record(0, &sock(2, "cubic", 1000, 1000, 600));
+    e.abort(sink::Aborted::Dropped);
+    dump(&mut e, vec![sock(2, "cubic", 1000, 1000, 600)], at(3));
+    let s = e.tick(at(3));
+    assert_eq!((acked(&s, "bbr"), acked(&s, "cubic")), (1800, 500 + 300 + 100));
+    assert!(s.socket(1).is_none(), "1 is gone, its counts stay");
+    let bbr = s.by_cc.iter().find(|a| a.cc == "bbr").unwrap();
+    assert_eq!((bbr.sockets, bbr.counts[Count::BytesAcked]), (0, 1800), "a cc of closed sockets stays");
+    assert_eq!(bbr.recent.unwrap().goodput_bytes_per_sec, 800.0 / 3.0, "grown by 800 in 3 s");
+
+    // 2 leaves the dumps without a close record (its state left the filter), then closes.
+    dump(&mut e, vec![], at(4));
+    dump(&mut e, vec![], at(5));
+    assert!(e.tick(at(5)).socket(2).is_none());
+    e.apply(close(2, "cubic", 650));
+    assert_eq!(acked(&e.tick(at(6)), "cubic"), 950, "only the 50 it acked since");
+
+    // Netlink reads one namespace: a close in another is not this host's view to count.
+    sink::feed_dump(&mut e, Dump { netns: Some(1), ..Dump::default() }, at(7));
+    let mut elsewhere = super::kernel::ClosedFlow::example("cubic", 1000, None);
+    (elsewhere.cookie, elsewhere.netns) = (20, 2);
+    elsewhere.counts = Tally::from_counts([(Count::BytesAcked, 10_000)]);
+    e.apply(Update::Closed(Box::new(elsewhere)));
+    e.apply(close(21, "cubic", 50));
+    assert_eq!(acked(&e.tick(at(7)), "cubic"), 1000, "namespace 1's close only");
 }

@@ -9,8 +9,8 @@
 //!
 //! [`Tracker`] decides what is due (pure, clock passed in); the workers do the I/O.
 
-use super::peer_groups::PeerGroups;
 use crate::engine::snapshot::{AlertView, Snapshot};
+use crate::peer_groups::PeerGroups;
 use crate::runtime::Published;
 use crate::units::micros;
 use serde::Serialize;

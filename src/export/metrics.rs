@@ -5,11 +5,12 @@
 //! prometheus-client encodes OpenMetrics text; [`to_text_004`] turns it into the classic text
 //! format for scrapers (and `promtool check metrics`) that do not ask for OpenMetrics.
 
-use super::peer_groups::PeerGroups;
 use crate::engine::aggregate::CcAggregate;
 use crate::engine::kernel::ClosedAggregate;
 use crate::engine::snapshot::{CollectorStatus, Snapshot, SocketView};
-use crate::model::{Phase, TcpState};
+use crate::engine::totals::CcTotals;
+use crate::model::{Count, Phase, TcpState};
+use crate::peer_groups::PeerGroups;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -34,7 +35,20 @@ pub struct Scrape {
     /// The opt-in aggregates by pod namespace.
     pub by_pod_namespace: bool,
     pub posts: PostCounts,
+    /// The exporter's own process (`process_*`), read at the edge; None leaves them out.
+    pub process: Option<super::process::Process>,
 }
+
+/// The histograms of the sockets open now: their counts fall when sockets close, which
+/// OpenMetrics types `gaugehistogram` (samples `_bucket`, `_gcount`, `_gsum`). prometheus-client
+/// has no such type yet, so they are encoded as histograms and retyped by [`as_gauge_histograms`].
+const LIVE_HISTOGRAMS: [&str; 5] = [
+    "bbrtop_srtt_seconds",
+    "bbrtop_min_rtt_seconds",
+    "bbrtop_rtt_inflation_ratio",
+    "bbrtop_bbr_bandwidth_bytes_per_second",
+    "bbrtop_delivery_rate_bytes_per_second",
+];
 
 /// Encodes one scrape as OpenMetrics text (ending in `# EOF`).
 pub fn render_openmetrics(s: Scrape) -> String {
@@ -43,16 +57,57 @@ pub fn render_openmetrics(s: Scrape) -> String {
     let mut out = String::with_capacity(64 * 1024);
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
+    as_gauge_histograms(&out)
+}
+
+/// The live histogram family `text` starts with, and the rest of it.
+fn live(text: &str) -> Option<(&'static str, &str)> {
+    LIVE_HISTOGRAMS.iter().find_map(|f| text.strip_prefix(f).map(|tail| (*f, tail)))
+}
+
+/// The [`LIVE_HISTOGRAMS`] retyped as OpenMetrics gaugehistograms: the TYPE line, and `_count`
+/// and `_sum` renamed `_gcount` and `_gsum`. Every other line is copied as it is.
+fn as_gauge_histograms(om: &str) -> String {
+    let mut out = String::with_capacity(om.len() + 1024);
+    for line in om.lines() {
+        match line.strip_prefix("# TYPE ").and_then(live) {
+            Some((family, " histogram")) => {
+                out.push_str("# TYPE ");
+                out.push_str(family);
+                out.push_str(" gaugehistogram");
+            }
+            _ => match live(line) {
+                Some((family, tail)) if tail.starts_with("_count") || tail.starts_with("_sum") => {
+                    out.push_str(family);
+                    out.push_str("_g");
+                    out.push_str(&tail[1..]);
+                }
+                _ => out.push_str(line),
+            },
+        }
+        out.push('\n');
+    }
     out
 }
 
 /// Rewrites OpenMetrics text as Prometheus text 0.0.4: counters are named with `_total` in
-/// HELP/TYPE, and `# UNIT`/`# EOF` lines go (0.0.4 has neither).
+/// HELP/TYPE, and `# UNIT`/`# EOF` lines go (0.0.4 has neither). 0.0.4 has no gaugehistogram
+/// either: those go back to `histogram` with `_count` and `_sum`, the documented fallback (their
+/// counts still fall when sockets close: read them as gauges, never with rate()).
 pub fn to_text_004(om: &str) -> String {
     let mut out = String::with_capacity(om.len());
     let mut lines = om.lines().peekable();
     while let Some(line) = lines.next() {
         if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        if let Some(family) = line.strip_prefix("# TYPE ").and_then(|r| r.strip_suffix(" gaugehistogram")) {
+            out.push_str(&format!("# TYPE {family} histogram\n"));
+            continue;
+        }
+        let gauge_sample = live(line).filter(|(_, t)| t.starts_with("_gcount") || t.starts_with("_gsum"));
+        if let Some((family, tail)) = gauge_sample {
+            out.push_str(&format!("{family}_{}\n", &tail[2..]));
             continue;
         }
         let counter_help = line.starts_with("# HELP ")
@@ -194,6 +249,7 @@ struct Values {
     ratio: Option<f64>,
     bbr_bw: Option<f64>,
     delivery: Option<f64>,
+    retrans_ratio: Option<f64>,
 }
 
 fn values(s: &SocketView) -> Values {
@@ -204,6 +260,7 @@ fn values(s: &SocketView) -> Values {
         ratio: s.derived.inflation_ratio,
         bbr_bw: s.record.bbr.map(|b| b.bw_bytes_per_sec as f64),
         delivery: i.delivery_rate_bytes_per_sec().map(|v| v as f64),
+        retrans_ratio: s.derived.retrans_ratio,
     }
 }
 
@@ -264,6 +321,7 @@ impl Collector for Scrape {
         encode_histograms(&mut enc, &ccs, groups)?;
         encode_inflation(&mut enc, &ccs, snap)?;
         encode_closed(&mut enc, &snap.closed_by_cc)?;
+        encode_totals(&mut enc, &snap.totals)?;
         encode_ecn(&mut enc, &snap.by_cc)?;
         if self.top_k > 0 {
             encode_top_k(&mut enc, &snap.sockets, groups, self.top_k.min(TOP_K_CAP))?;
@@ -275,8 +333,54 @@ impl Collector for Scrape {
         encode_collectors(&mut enc, &snap.collectors)?;
         encode_collector_totals(&mut enc, &snap.collectors)?;
         encode_posts(&mut enc, &self.posts)?;
+        if let Some(p) = &self.process {
+            encode_process(&mut enc, p)?;
+        }
         encode_build_info(&mut enc)
     }
+}
+
+/// The counter of each [`Count`], without `_total` (the encoder appends it), and its help.
+fn count_metric(c: Count) -> (&'static str, &'static str) {
+    match c {
+        Count::SegsOut => {
+            ("bbrtop_sent_segments", "Segments sent, retransmissions included (tcpi_segs_out).")
+        }
+        Count::BytesSent => ("bbrtop_sent_bytes", "Bytes sent, retransmissions included (tcpi_bytes_sent)."),
+        Count::RetransSegs => {
+            ("bbrtop_retransmitted_segments", "Segments retransmitted (tcpi_total_retrans).")
+        }
+        Count::BytesRetrans => ("bbrtop_retransmitted_bytes", "Bytes retransmitted (tcpi_bytes_retrans)."),
+        Count::BytesAcked => {
+            ("bbrtop_acked_bytes", "Bytes the peers acknowledged: goodput (tcpi_bytes_acked).")
+        }
+        Count::BytesReceived => ("bbrtop_received_bytes", "Bytes received (tcpi_bytes_received)."),
+        Count::Rto => {
+            ("bbrtop_rto_timeouts", "Retransmission timeouts (tcpi_total_rto; Linux 6.7 and later).")
+        }
+        Count::DsackDups => (
+            "bbrtop_spurious_retransmitted_segments",
+            "Retransmissions the peer reported as duplicates with DSACK: spurious (tcpi_dsack_dups).",
+        ),
+        Count::DeliveredSegs => ("bbrtop_delivered_segments", "Segments delivered (tcpi_delivered)."),
+        Count::DeliveredCeSegs => {
+            ("bbrtop_delivered_ce_segments", "Segments delivered with a CE mark (tcpi_delivered_ce).")
+        }
+    }
+}
+
+/// The counters per (cc, peer group): each live socket's growth at every poll and a closed
+/// socket's last, so they never fall when sockets close (the engine's `totals`).
+fn encode_totals(enc: &mut Enc, totals: &[CcTotals]) -> std::fmt::Result {
+    for c in Count::ALL {
+        let (name, help) = count_metric(c);
+        let help = format!("{help} Since start, closed sockets included, by cc and peer group.");
+        let rows = totals
+            .iter()
+            .map(|t| ([("cc", t.cc.as_str()), ("peer_group", t.peer_group.as_str())], t.counts[c]));
+        counters(enc, name, &help, rows)?;
+    }
+    Ok(())
 }
 
 /// ECN per cc, from the snapshot's aggregates: sockets that negotiated it, and the CE-marked
@@ -418,7 +522,7 @@ fn most_inflated(sockets: &[SocketView], k: usize) -> Vec<&SocketView> {
 fn encode_top_k(enc: &mut Enc, sockets: &[SocketView], groups: &PeerGroups, k: usize) -> std::fmt::Result {
     let rows: Vec<([(&str, String); 5], Values)> =
         most_inflated(sockets, k).into_iter().map(|s| (socket_labels(s, groups), values(s))).collect();
-    let fams: [Family<ValuePick>; 5] = [
+    let fams: [Family<ValuePick>; 6] = [
         ("bbrtop_socket_srtt_seconds", "Smoothed RTT of one of the top-K inflated sockets.", |v| v.srtt),
         ("bbrtop_socket_min_rtt_seconds", "tcp_info min RTT of one of the top-K sockets.", |v| v.min_rtt),
         ("bbrtop_socket_rtt_inflation_ratio", "srtt / baseline of one of the top-K sockets.", |v| v.ratio),
@@ -431,6 +535,11 @@ fn encode_top_k(enc: &mut Enc, sockets: &[SocketView], groups: &PeerGroups, k: u
             "bbrtop_socket_delivery_rate_bytes_per_second",
             "tcp_info delivery rate of one of the top-K sockets.",
             |v| v.delivery,
+        ),
+        (
+            "bbrtop_socket_retransmit_ratio",
+            "Bytes retransmitted over bytes sent, over the life of one of the top-K sockets.",
+            |v| v.retrans_ratio,
         ),
     ];
     for (name, help, pick) in fams {
@@ -453,11 +562,21 @@ fn socket_labels(s: &SocketView, groups: &PeerGroups) -> [(&'static str, String)
 
 /// Each collector's health and polls, one series per collector.
 fn encode_collectors(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::Result {
+    // Enabled and healthy apart: a collector that is off by design (eBPF not built, or not
+    // allowed here) is not a failing one, and an alert on `up == 0` must not page for it.
+    gauges(
+        enc,
+        "bbrtop_collector_enabled",
+        "1 if the collector runs on this host (0: off, and bbrtop_collector_degraded says why).",
+        by_collector(cs, |c| u64::from(c.health.enabled())),
+    )?;
     gauges(
         enc,
         "bbrtop_collector_up",
-        "1 if the collector is enabled and its last poll succeeded.",
-        by_collector(cs, |c| f64::from(u8::from(c.health.enabled() && c.health.last_success()))),
+        "1 if the collector's last poll succeeded; enabled collectors only.",
+        cs.iter()
+            .filter(|c| c.health.enabled())
+            .map(|c| ([("collector", c.name)], u64::from(c.health.last_success()))),
     )?;
     // One series per collector that is off or degraded; the reason label comes from a fixed
     // set (the human line is in the snapshot and the TUI), so it stays one series per collector.
@@ -495,6 +614,40 @@ fn encode_collectors(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::Result 
             let at = c.last_success_at?.duration_since(std::time::UNIX_EPOCH).ok()?;
             Some(([("collector", c.name)], at.as_secs_f64()))
         }),
+    )
+}
+
+/// `process_*`, as the Prometheus client libraries name them.
+fn encode_process(enc: &mut Enc, p: &super::process::Process) -> std::fmt::Result {
+    let one = |v| [(NO_LABELS, v)];
+    let mut m = enc.encode_descriptor(
+        "process_cpu_seconds",
+        "Total user and system CPU time spent in seconds.",
+        None,
+        MetricType::Counter,
+    )?;
+    m.encode_family(&NO_LABELS)?.encode_counter::<NoLabelSet, _, f64>(&p.cpu_seconds, None)?;
+    gauges(
+        enc,
+        "process_resident_memory_bytes",
+        "Resident memory size in bytes.",
+        one(p.resident_memory_bytes),
+    )?;
+    gauges(
+        enc,
+        "process_virtual_memory_bytes",
+        "Virtual memory size in bytes.",
+        one(p.virtual_memory_bytes),
+    )?;
+    gauges(enc, "process_open_fds", "Number of open file descriptors.", one(p.open_fds))?;
+    if let Some(max) = p.max_fds {
+        gauges(enc, "process_max_fds", "Maximum number of open file descriptors.", one(max))?;
+    }
+    gauges(
+        enc,
+        "process_start_time_seconds",
+        "Start time of the process since unix epoch in seconds.",
+        [(NO_LABELS, p.start_time_seconds)],
     )
 }
 

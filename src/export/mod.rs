@@ -5,7 +5,7 @@ pub mod alertmanager;
 pub mod api;
 pub mod auth;
 pub mod metrics;
-pub mod peer_groups;
 pub mod probes;
+pub mod process;
 pub mod server;
 pub mod web_config;

@@ -9,9 +9,9 @@ use super::alertmanager::PushStats;
 use super::api::{self, API_RESPONSES};
 use super::auth::Auth;
 use super::metrics::{self, Scrape};
-use super::peer_groups::PeerGroups;
 use super::probes::Probes;
 use super::web_config::Security;
+use crate::peer_groups::PeerGroups;
 use crate::runtime::Published;
 use bytes::Bytes;
 use http_body_util::Full;
@@ -254,8 +254,19 @@ fn landing(telemetry_path: &str) -> String {
 pub const RESERVED_PATHS: [&str; 6] =
     ["/", "/-/healthy", "/-/ready", "/api/sockets", "/api/alerts", "/runbook"];
 
-/// What each alert means and what to do, served with the binary so it matches the version.
-const RUNBOOK: &str = include_str!("../../docs/runbook.md");
+/// What each alert means and what to do: the README's runbook section, served with the binary so
+/// it matches the version that fired.
+static RUNBOOK: std::sync::LazyLock<&'static str> =
+    std::sync::LazyLock::new(|| section(include_str!("../../README.md"), "## Runbook"));
+
+/// The part of a markdown document from the line `heading` to the next heading of the same level
+/// (empty when the document has no such line).
+pub fn section<'a>(doc: &'a str, heading: &str) -> &'a str {
+    let Some(start) = doc.find(&format!("\n{heading}\n")).map(|i| i + 1) else { return "" };
+    let level = format!("\n{} ", heading.split(' ').next().unwrap_or("#"));
+    let end = doc[start + heading.len()..].find(&level).map_or(doc.len(), |i| start + heading.len() + i + 1);
+    &doc[start..end]
+}
 
 async fn handle(app: &App, req: Request<Incoming>) -> Resp {
     if req.method() != Method::GET && req.method() != Method::HEAD {
@@ -291,7 +302,7 @@ async fn handle(app: &App, req: Request<Incoming>) -> Resp {
     match req.uri().path() {
         p if p == app.telemetry_path => metrics_response(app, snap, &req).await,
         path @ ("/api/sockets" | "/api/alerts") => api_response(app, snap, path),
-        "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", RUNBOOK),
+        "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", *RUNBOOK),
         "/" => respond(StatusCode::OK, "text/html; charset=utf-8", app.landing.clone()),
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "Not Found\n"),
     }
@@ -333,6 +344,7 @@ async fn metrics_response(
         top_k: app.top_k,
         by_pod_namespace: app.by_pod_namespace,
         posts,
+        process: super::process::read(),
     };
     // Rendering 100k sockets takes milliseconds: off the event loop, so other connections keep
     // being served meanwhile.
@@ -374,5 +386,15 @@ mod tests {
         assert!(bind(":notaport").unwrap_err().contains("bad port"));
         // ":port" listens on every address.
         assert!(bind(":0").unwrap().local_addr().unwrap().ip().is_unspecified());
+    }
+
+    #[test]
+    fn the_runbook_is_the_readmes_section() {
+        let doc = "# T\n## A\na\n### A1\nx\n## Runbook\nr\n### X\nx\n## After\nz\n";
+        assert_eq!(section(doc, "## Runbook"), "## Runbook\nr\n### X\nx\n");
+        assert_eq!(section(doc, "## After"), "## After\nz\n");
+        assert_eq!(section(doc, "## None"), "");
+        assert!(RUNBOOK.starts_with("## Runbook\n") && RUNBOOK.contains("\n### TcpRttInflation\n"));
+        assert!(!RUNBOOK.contains("\n## Performance"), "the section ends at the next one");
     }
 }

@@ -1,12 +1,12 @@
 //! Running a scenario: build the path, run its flows, sample them with bbrtop's own pipeline, and
 //! report. Everything is torn down when the lab drops, on error and on interrupt too.
 
-use super::scenario::{FlowResult, Plan, Report, Scenario};
+use super::scenario::{self, FlowResult, Plan, Report, Scenario};
 use super::{Lab, LabConfig, LabError};
 use crate::collect::InetDiag;
 use crate::engine::snapshot::Snapshot;
 use crate::engine::{Engine, EngineConfig, Now};
-use crate::model::StateSet;
+use crate::model::{StateSet, Tally};
 use crate::netns::NetnsSpec;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -71,6 +71,8 @@ fn run_group(
     let mut samples: Vec<Vec<u32>> = vec![Vec::new(); flows.len()];
     let mut first: Vec<Option<(Instant, u64)>> = vec![None; flows.len()];
     let mut last: Vec<Option<(Instant, u64, u64)>> = vec![None; flows.len()];
+    // Bytes sent and retransmitted, at the first and the latest sample.
+    let mut counts: Vec<Option<(Tally, Tally)>> = vec![None; flows.len()];
     let start = Instant::now();
     while start.elapsed() < duration && !stop.load(Ordering::Relaxed) {
         std::thread::sleep(SAMPLE_EVERY);
@@ -87,6 +89,8 @@ fn run_group(
             let acked = info.bytes_acked().unwrap_or(0);
             first[i].get_or_insert((now.mono, acked));
             last[i] = Some((now.mono, acked, info.total_retrans_segs().unwrap_or(0).into()));
+            let t = Tally::of(info);
+            counts[i] = Some((counts[i].map_or(t, |(first, _)| first), t));
             if let Some(v) = info.srtt_us() {
                 samples[i].push(v);
             }
@@ -96,7 +100,7 @@ fn run_group(
     for f in &flows {
         lab.stop_flow(f);
     }
-    Ok(flows
+    let mut results: Vec<FlowResult> = flows
         .iter()
         .enumerate()
         .map(|(i, f)| {
@@ -106,7 +110,11 @@ fn run_group(
                 }
                 _ => (Duration::ZERO, 0, 0),
             };
-            FlowResult::from_samples(&f.cc, std::mem::take(&mut samples[i]), bytes, elapsed, retrans)
+            let retrans_ratio = counts[i].and_then(|(a, b)| b.since(&a).retrans_ratio());
+            let r = FlowResult::from_samples(&f.cc, std::mem::take(&mut samples[i]), bytes, elapsed, retrans);
+            FlowResult { retrans_ratio, ..r }
         })
-        .collect())
+        .collect();
+    scenario::set_shares(&mut results);
+    Ok(results)
 }

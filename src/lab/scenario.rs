@@ -2,6 +2,7 @@
 //! with the figures the guides published. Pure: the runner lives in [`super::run`].
 
 use crate::engine::aggregate::percentile;
+use crate::units::{opt, percent};
 use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;
@@ -16,6 +17,9 @@ pub enum Scenario {
     Lossy,
     /// One BBR and one CUBIC flow sharing one path.
     Ab,
+    /// One BBR and one CUBIC flow sharing a path whose buffer is a tenth of its bandwidth-delay
+    /// product: where BBR v1 retransmits far more than CUBIC and takes most of the link.
+    Shallow,
 }
 
 impl FromStr for Scenario {
@@ -25,7 +29,8 @@ impl FromStr for Scenario {
             "bufferbloat" => Ok(Scenario::Bufferbloat),
             "lossy" => Ok(Scenario::Lossy),
             "ab" => Ok(Scenario::Ab),
-            _ => Err(format!("unknown scenario {s:?} (expected bufferbloat, lossy or ab)")),
+            "shallow" => Ok(Scenario::Shallow),
+            _ => Err(format!("unknown scenario {s:?} (expected bufferbloat, lossy, ab or shallow)")),
         }
     }
 }
@@ -36,6 +41,7 @@ impl fmt::Display for Scenario {
             Scenario::Bufferbloat => "bufferbloat",
             Scenario::Lossy => "lossy",
             Scenario::Ab => "ab",
+            Scenario::Shallow => "shallow",
         })
     }
 }
@@ -91,6 +97,15 @@ impl Scenario {
                 flows: vec!["bbr", "cubic"],
                 sequential: false,
             },
+            // 20 Mbit/s x 40 ms is 100 kB, 66 full packets: a buffer of a tenth of that.
+            Scenario::Shallow => Plan {
+                rate_bits_per_sec: 20_000_000,
+                rtt: Duration::from_millis(40),
+                buffer_packets: 7,
+                loss: 0.0,
+                flows: vec!["bbr", "cubic"],
+                sequential: false,
+            },
         }
     }
 
@@ -114,6 +129,14 @@ impl Scenario {
                 median_rtt_ms: vec![],
                 throughput_mbit: vec![("cubic", 8200.0), ("bbr", 9600.0)],
             },
+            Scenario::Shallow => Published {
+                source: "a BBR rollout guide's caveats, and rollbacks made public",
+                text: "BBRv1 can be unfair to CUBIC flows on the same bottleneck and may take more than \
+                       its share; on shallow buffers it retransmits far more than CUBIC, and tuning \
+                       tools switch BBR off above about 1% retransmits.",
+                median_rtt_ms: vec![],
+                throughput_mbit: vec![],
+            },
         }
     }
 }
@@ -128,6 +151,10 @@ pub struct FlowResult {
     pub rtt_p99_ms: Option<f64>,
     pub samples: usize,
     pub retrans_segs: u64,
+    /// Bytes retransmitted over bytes sent during the run.
+    pub retrans_ratio: Option<f64>,
+    /// Its share of the throughput of the flows that ran with it (1 for a flow alone).
+    pub throughput_share: Option<f64>,
 }
 
 impl FlowResult {
@@ -149,7 +176,17 @@ impl FlowResult {
             rtt_p99_ms: ms(99.0),
             samples: srtt_us.len(),
             retrans_segs: retrans,
+            retrans_ratio: None,
+            throughput_share: None,
         }
+    }
+}
+
+/// Each flow's share of the throughput of its group (flows run together, or one alone).
+pub fn set_shares(group: &mut [FlowResult]) {
+    let total: f64 = group.iter().map(|f| f.throughput_bits_per_sec).sum();
+    for f in group {
+        f.throughput_share = (total > 0.0).then(|| f.throughput_bits_per_sec / total);
     }
 }
 
@@ -216,20 +253,22 @@ impl Report {
         let _ = writeln!(s, "path: {}", self.path);
         let _ = writeln!(
             s,
-            "{:<6} {:>14} {:>10} {:>10} {:>10} {:>8} {:>8}",
-            "CC", "THROUGHPUT", "RTT p50", "RTT p95", "RTT p99", "RETRANS", "SAMPLES"
+            "{:<6} {:>14} {:>6} {:>10} {:>10} {:>10} {:>8} {:>6} {:>8}",
+            "CC", "THROUGHPUT", "SHARE", "RTT p50", "RTT p95", "RTT p99", "RETRANS", "RETX%", "SAMPLES"
         );
         let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}ms"));
         for f in &self.flows {
             let _ = writeln!(
                 s,
-                "{:<6} {:>14} {:>10} {:>10} {:>10} {:>8} {:>8}",
+                "{:<6} {:>14} {:>6} {:>10} {:>10} {:>10} {:>8} {:>6} {:>8}",
                 f.cc,
                 format!("{:.2}Mbit/s", f.throughput_bits_per_sec / 1e6),
+                opt(f.throughput_share, percent),
                 ms(f.rtt_p50_ms),
                 ms(f.rtt_p95_ms),
                 ms(f.rtt_p99_ms),
                 f.retrans_segs,
+                opt(f.retrans_ratio, percent),
                 f.samples
             );
         }

@@ -24,6 +24,12 @@ pub struct SsSocket {
     pub ecn: bool,
     /// Delivered segments the peer echoed a CE mark for (`delivered_ce:`, absent when 0).
     pub delivered_ce: Option<u64>,
+    /// `retrans:IN_FLIGHT/TOTAL`'s total (tcpi_total_retrans; absent while 0).
+    pub retrans_total: Option<u32>,
+    /// `bytes_retrans:` (absent while 0).
+    pub bytes_retrans: Option<u64>,
+    /// `dsack_dups:` (absent while 0).
+    pub dsack_dups: Option<u32>,
 }
 
 /// "19.6Mbps", "1911880bps", "2.1Gbps", "950Kbps" in bits per second.
@@ -67,6 +73,12 @@ fn parse_details(line: &str, s: &mut SsSocket) {
             s.bytes_acked = v.parse().ok();
         } else if let Some(v) = w.strip_prefix("delivered_ce:") {
             s.delivered_ce = v.parse().ok();
+        } else if let Some(v) = w.strip_prefix("retrans:") {
+            s.retrans_total = v.split_once('/').and_then(|(_, total)| total.parse().ok());
+        } else if let Some(v) = w.strip_prefix("bytes_retrans:") {
+            s.bytes_retrans = v.parse().ok();
+        } else if let Some(v) = w.strip_prefix("dsack_dups:") {
+            s.dsack_dups = v.parse().ok();
         } else if w == "ecn" {
             s.ecn = true;
         } else if let Some(v) = w.strip_prefix("bbr:(") {
@@ -189,6 +201,19 @@ ESTAB 0 0 [::1]:443 [::ffff:10.0.0.9]:80
         assert!(group.contains(&format!("mrtt:{},", b.bbr_mrtt_ms.unwrap())), "{group}");
         assert!(b.bbr_pacing_gain.is_some() && b.bbr_cwnd_gain.is_some());
         assert!((10e6..=21e6).contains(&b.bbr_bw_bps.unwrap()), "bw near the 20 Mbit/s bottleneck");
+    }
+
+    /// Retransmit counts, as iproute2 6.1 prints them for a socket that lost packets.
+    #[test]
+    fn retransmit_counts() {
+        let text = "0 0 10.77.0.1:40000 10.77.0.2:5201\n\t bbr wscale:10,10 rtt:41.2/2.1 cwnd:30 \
+                    bytes_sent:9876543 bytes_retrans:434400 bytes_acked:9400000 retrans:3/300 \
+                    dsack_dups:12 minrtt:40.1\n";
+        let s = &parse_ss_tin(text)[0];
+        assert_eq!((s.retrans_total, s.bytes_retrans, s.dsack_dups), (Some(300), Some(434_400), Some(12)));
+        assert_eq!(s.cc.as_deref(), Some("bbr"));
+        let quiet = &parse_ss_tin("0 0 10.77.0.1:40000 10.77.0.2:5201\n\t cubic rtt:1/1\n")[0];
+        assert_eq!((quiet.retrans_total, quiet.bytes_retrans, quiet.dsack_dups), (None, None, None));
     }
 
     #[test]

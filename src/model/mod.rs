@@ -7,6 +7,7 @@ pub mod ecn;
 pub mod origin;
 pub mod phase;
 pub mod state;
+pub mod tally;
 pub mod tcp_info;
 
 pub use bbr::{BbrExt, BbrInfo, BbrLayout, BbrVersion, DctcpInfo, HostBbr, StructBbr};
@@ -14,6 +15,7 @@ pub use ecn::Ecn;
 pub use origin::{Origin, Pod};
 pub use phase::{Phase, ProbeBwStep, Source};
 pub use state::{StateSet, TcpState};
+pub use tally::{Count, Tally};
 pub use tcp_info::{InfoSize, TcpInfo};
 
 use serde::Serialize;

@@ -166,15 +166,15 @@ tcp_info! {
     json delivered_ce_segs, set_delivered_ce_segs: u32 @ 196,
     json bytes_sent, set_bytes_sent: u64 @ 200,
     json bytes_retrans, set_bytes_retrans: u64 @ 208,
-    raw dsack_dups, set_dsack_dups: u32 @ 216,
+    json dsack_dups, set_dsack_dups: u32 @ 216,
     raw reord_seen, set_reord_seen: u32 @ 220,
     raw rcv_ooopack, set_rcv_ooopack: u32 @ 224,
     json snd_wnd_bytes, set_snd_wnd_bytes: u32 @ 228,
     json rcv_wnd_bytes, set_rcv_wnd_bytes: u32 @ 232,
     raw rehash, set_rehash: u32 @ 236,
-    raw total_rto, set_total_rto: u16 @ 240,
-    raw total_rto_recoveries, set_total_rto_recoveries: u16 @ 242,
-    raw total_rto_time_ms, set_total_rto_time_ms: u32 @ 244,
+    json total_rto, set_total_rto: u16 @ 240,
+    json total_rto_recoveries, set_total_rto_recoveries: u16 @ 242,
+    json total_rto_time_ms, set_total_rto_time_ms: u32 @ 244,
     raw received_ce_segs, set_received_ce_segs: u32 @ 248,
     raw delivered_e1_bytes, set_delivered_e1_bytes: u32 @ 252,
     raw delivered_e0_bytes, set_delivered_e0_bytes: u32 @ 256,
@@ -185,6 +185,12 @@ tcp_info! {
 }
 
 impl TcpInfo {
+    /// Bytes retransmitted over bytes sent (retransmissions included), over the socket's life.
+    pub fn retrans_ratio(&self) -> Option<f64> {
+        let sent = self.bytes_sent().filter(|&s| s > 0)?;
+        Some(self.bytes_retrans()? as f64 / sent as f64)
+    }
+
     /// Whether the most recent delivery-rate sample was limited by the application.
     pub fn app_limited(&self) -> Option<bool> {
         self.app_limited_flags().map(|f| f & 1 == 1)
@@ -242,7 +248,7 @@ mod tests {
         assert_eq!(v.as_object().unwrap().len(), 4, "{v}");
         let (full, _) = TcpInfo::parse(&[0u8; TCP_INFO_KNOWN_LEN]);
         let v = serde_json::to_value(full).unwrap();
-        assert_eq!(v.as_object().unwrap().len(), 35, "{v}");
+        assert_eq!(v.as_object().unwrap().len(), 39, "{v}");
         let mut i = TcpInfo::default();
         i.set_srtt_us(1500);
         assert_eq!(i.srtt_us(), Some(1500));

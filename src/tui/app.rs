@@ -55,11 +55,13 @@ pub enum Column {
     Cwnd,
     Gains,
     Retrans,
+    /// Bytes retransmitted over bytes sent, over the socket's life.
+    RetransRatio,
     Limited,
 }
 
 impl Column {
-    pub const ALL: [Column; 16] = [
+    pub const ALL: [Column; 17] = [
         Column::Local,
         Column::Peer,
         Column::Process,
@@ -75,6 +77,7 @@ impl Column {
         Column::Cwnd,
         Column::Gains,
         Column::Retrans,
+        Column::RetransRatio,
         Column::Limited,
     ];
 
@@ -95,6 +98,7 @@ impl Column {
             Column::Cwnd => "CWND",
             Column::Gains => "GAINS",
             Column::Retrans => "RETR",
+            Column::RetransRatio => "RETX%",
             Column::Limited => "LIMIT",
         }
     }
@@ -141,6 +145,7 @@ impl Column {
             Column::Cwnd => opt(ia.snd_cwnd_segs(), ib.snd_cwnd_segs()),
             Column::Gains => opt(ra.bbr.map(|x| x.pacing_gain), rb.bbr.map(|x| x.pacing_gain)),
             Column::Retrans => opt(ia.total_retrans_segs(), ib.total_retrans_segs()),
+            Column::RetransRatio => opt(a.derived.retrans_ratio, b.derived.retrans_ratio),
             Column::Limited => {
                 opt(a.derived.limited_by.map(|l| l.label()), b.derived.limited_by.map(|l| l.label()))
             }

@@ -63,13 +63,15 @@ fn socket(
         .pacing_rate_bytes_per_sec(2_500_000)
         .delivery_rate_bytes_per_sec(2_400_000)
         .total_retrans_segs(3)
+        .bytes_sent(1_000_000)
+        .bytes_retrans(cookie * 1448 * 3)
         .bbr(2_450_000, 20_000, 1.25, 2.0)
         // ECN negotiated and seen, 90 of 1000 delivered segments CE-marked.
         .options(1 | 2 | 8 | 16)
         .delivered_segs(1000)
         .delivered_ce_segs(90)
         .build();
-    let ecn = crate::model::Ecn::of(&r.tcp_info);
+    let (ecn, retrans_ratio) = (crate::model::Ecn::of(&r.tcp_info), r.tcp_info.retrans_ratio());
     SocketView {
         record: RecordRef::single(r),
         derived: Derived {
@@ -85,6 +87,7 @@ fn socket(
             rates: Rates { goodput_bytes_per_sec: Some(2_300_000.0), ..Rates::default() },
             seen_for_seconds: 60.0,
             ecn,
+            retrans_ratio,
             ..Derived::default()
         },
         history: history(|i| srtt.min(20_000 + i as u32 * 3000), |i| phase.filter(|_| i > 5)),
@@ -112,10 +115,13 @@ fn fixture() -> Snapshot {
         fired_at: at(45),
         resolved_at: resolved,
     };
+    let mut by_cc = crate::engine::aggregate::by_cc(&sockets);
+    let sums = counted(&[("bbr", 40_000_000, 1_200_000, 30, 2), ("cubic", 40_000_000, 400_000, 5, 0)]);
+    crate::engine::aggregate::add_totals(&mut by_cc, sums.clone(), Some((60.0, sums)));
     Snapshot {
         seq: 60,
         taken_at: at(60),
-        by_cc: crate::engine::aggregate::by_cc(&sockets),
+        by_cc,
         sockets,
         alerts: vec![alert(2, AlertStatus::Firing, None), alert(4, AlertStatus::Resolved, Some(at(52)))],
         collectors: vec![
@@ -137,7 +143,26 @@ fn fixture() -> Snapshot {
             closed(5, "cubic", at(49), 2.0),
         ],
         closed_by_cc: Vec::new(),
+        totals: Vec::new(),
     }
+}
+
+/// Per-cc counts: (cc, bytes sent and acked, bytes retransmitted, of them spurious, RTOs).
+fn counted(ccs: &[(&str, u64, u64, u64, u64)]) -> std::collections::BTreeMap<String, crate::model::Tally> {
+    use crate::model::{Count, Tally};
+    ccs.iter()
+        .map(|&(cc, sent, retrans, dsack, rto)| {
+            let t = Tally::from_counts([
+                (Count::BytesSent, sent),
+                (Count::BytesAcked, sent - retrans),
+                (Count::BytesRetrans, retrans),
+                (Count::RetransSegs, retrans / 1448),
+                (Count::DsackDups, dsack),
+                (Count::Rto, rto),
+            ]);
+            (cc.to_string(), t)
+        })
+        .collect()
 }
 
 fn closed(cookie: u64, cc: &str, closed_at: SystemTime, peak: f64) -> ClosedFlow {
@@ -150,9 +175,12 @@ fn closed(cookie: u64, cc: &str, closed_at: SystemTime, peak: f64) -> ClosedFlow
         peer: "10.77.2.2:5201".parse().unwrap(),
         closed_at,
         lifetime_seconds: Some(12.5),
-        bytes_acked: 31_250_000,
-        bytes_received: 0,
-        total_retrans: 4,
+        counts: crate::model::Tally::from_counts([
+            (crate::model::Count::BytesAcked, 31_250_000),
+            (crate::model::Count::BytesSent, 31_400_000),
+            (crate::model::Count::BytesRetrans, 5_792),
+            (crate::model::Count::RetransSegs, 4),
+        ]),
         srtt_us: 26_000,
         min_rtt_us: 20_000,
         delivery_rate_bytes_per_sec: Some(2_400_000),
@@ -239,7 +267,7 @@ fn small_terminal_and_empty_states() {
     let t = text(&render(&app_with(|a| a.col_offset = 11), &snap, 80, 24));
     let head = t.lines().find(|l| l.starts_with("LOCAL")).unwrap();
     let cols: Vec<&str> = head.split_whitespace().collect();
-    assert_eq!(cols, ["LOCAL", "CWND", "GAINS", "RETR", "LIMIT"], "{t}");
+    assert_eq!(cols, ["LOCAL", "CWND", "GAINS", "RETR", "RETX%", "LIMIT"], "{t}");
     // Sorted by WHERE, the column shows each socket's pod, namespace name or cgroup ("-": none).
     let mut placed = fixture();
     let mut rec = (*placed.sockets[0].record).clone();

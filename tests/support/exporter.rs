@@ -4,10 +4,10 @@
 use bbrtop::engine::sink::feed_dump;
 use bbrtop::engine::snapshot::Snapshot;
 use bbrtop::engine::{Engine, EngineConfig, Now};
-use bbrtop::export::peer_groups::PeerGroups;
 use bbrtop::export::server::{self, App, Limits, Options};
 use bbrtop::export::web_config::Security;
 use bbrtop::model::SocketRecord;
+use bbrtop::peer_groups::PeerGroups;
 use bbrtop::runtime::Published;
 use bbrtop::testing::record;
 use bbrtop::wire::Dump;

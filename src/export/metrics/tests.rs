@@ -33,6 +33,14 @@ fn scrape(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> String {
         top_k,
         by_pod_namespace: false,
         posts: vec![(("http://am:9093".into(), "success"), 3)],
+        process: Some(crate::export::process::Process {
+            cpu_seconds: 1.5,
+            resident_memory_bytes: 15_000_000,
+            virtual_memory_bytes: 900_000_000,
+            open_fds: 12,
+            max_fds: Some(1024),
+            start_time_seconds: 1_763_900_000.0,
+        }),
     })
 }
 
@@ -55,23 +63,36 @@ fn aggregates_by_cc_state_phase_and_peer_group() {
     assert!(om.ends_with("# EOF\n"));
     assert_eq!(value(&om, r#"bbrtop_sockets{cc="bbr",state="ESTAB",phase="startup"}"#), Some(2.0));
     assert_eq!(value(&om, r#"bbrtop_sockets{cc="cubic",state="ESTAB",phase="none"}"#), Some(1.0));
-    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_count{cc="bbr",peer_group="edge"}"#), Some(1.0));
-    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_count{cc="bbr",peer_group="other"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_gcount{cc="bbr",peer_group="edge"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_gcount{cc="bbr",peer_group="other"}"#), Some(1.0));
     // 30 ms: not in the 25 ms bucket, in the 50 ms one.
     assert_eq!(value(&om, r#"bbrtop_srtt_seconds_bucket{le="0.025",cc="bbr",peer_group="edge"}"#), Some(0.0));
     assert_eq!(value(&om, r#"bbrtop_srtt_seconds_bucket{le="0.05",cc="bbr",peer_group="edge"}"#), Some(1.0));
-    assert_eq!(value(&om, r#"bbrtop_rtt_inflation_ratio_sum{cc="cubic",peer_group="edge"}"#), Some(8.0));
+    assert_eq!(value(&om, r#"bbrtop_rtt_inflation_ratio_gsum{cc="cubic",peer_group="edge"}"#), Some(8.0));
     // Only BBR sockets have a BBR bandwidth.
-    assert!(value(&om, r#"bbrtop_bbr_bandwidth_bytes_per_second_count{cc="cubic""#).is_none());
+    assert!(value(&om, r#"bbrtop_bbr_bandwidth_bytes_per_second_gcount{cc="cubic""#).is_none());
     assert_eq!(
-        value(&om, r#"bbrtop_bbr_bandwidth_bytes_per_second_sum{cc="bbr",peer_group="edge"}"#),
+        value(&om, r#"bbrtop_bbr_bandwidth_bytes_per_second_gsum{cc="bbr",peer_group="edge"}"#),
         Some(5e6)
     );
+    // The sockets open now: a gaugehistogram in OpenMetrics, a histogram in text 0.0.4.
+    assert!(om.contains("# TYPE bbrtop_srtt_seconds gaugehistogram\n"), "{om}");
+    assert!(!om.contains("bbrtop_srtt_seconds_count"), "{om}");
+    let text = to_text_004(&om);
+    assert!(text.contains("# TYPE bbrtop_srtt_seconds histogram\n"), "{text}");
+    assert_eq!(value(&text, r#"bbrtop_srtt_seconds_count{cc="bbr",peer_group="edge"}"#), Some(1.0));
+    assert_eq!(value(&text, r#"bbrtop_rtt_inflation_ratio_sum{cc="cubic",peer_group="edge"}"#), Some(8.0));
+    assert!(!text.contains("gaugehistogram") && !text.contains("_gcount"), "{text}");
     assert_eq!(value(&om, r#"bbrtop_sockets_inflated{cc="bbr"}"#), Some(1.0));
     assert_eq!(value(&om, r#"bbrtop_sockets_inflated{cc="cubic"}"#), Some(1.0));
     assert_eq!(value(&om, r#"bbrtop_alerts_firing{cc="bbr"}"#), Some(0.0));
     assert_eq!(value(&om, r#"bbrtop_inflation_onsets_total{cc="cubic"}"#), Some(1.0));
     assert_eq!(value(&om, r#"bbrtop_collector_up{collector="netlink"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_collector_enabled{collector="netlink"}"#), Some(1.0));
+    assert_eq!(value(&om, "process_cpu_seconds_total{"), Some(1.5));
+    assert_eq!(value(&om, "process_resident_memory_bytes{"), Some(15e6));
+    assert_eq!(value(&om, "process_max_fds{"), Some(1024.0));
+    assert_eq!(value(&om, "process_start_time_seconds{"), Some(1_763_900_000.0));
     assert_eq!(value(&om, r#"bbrtop_collector_polls_total{collector="netlink"}"#), Some(1.0));
     assert_eq!(value(&om, r#"bbrtop_netlink_tcp_info_size_mismatch_total{kind="short"}"#), Some(0.0));
     assert_eq!(
@@ -145,6 +166,23 @@ fn a_degraded_collector_exports_its_reason() {
     assert_eq!(value(&om, r#"bbrtop_collector_up{collector="bpf"}"#), Some(1.0));
     // A healthy collector has no series.
     assert!(!om.contains(r#"bbrtop_collector_degraded{collector="netlink""#), "{om}");
+
+    // Off by design (not allowed here): not enabled, so no `up` to page on, and the reason.
+    let mut snap = (*snapshot(vec![])).clone();
+    let off = Reason::new(Cause::MissingCapabilities, "eBPF off: CAP_BPF missing");
+    snap.collectors.retain(|c| c.name != "bpf");
+    snap.collectors.push(CollectorStatus {
+        name: "bpf",
+        health: Health::Off(Some(off)),
+        ..Default::default()
+    });
+    let om = scrape(Arc::new(snap), 0, "");
+    assert_eq!(value(&om, r#"bbrtop_collector_enabled{collector="bpf"}"#), Some(0.0));
+    assert_eq!(value(&om, r#"bbrtop_collector_up{collector="bpf"}"#), None, "{om}");
+    assert_eq!(
+        value(&om, r#"bbrtop_collector_degraded{collector="bpf",reason="missing_capabilities"}"#),
+        Some(1.0)
+    );
 }
 
 /// ECN per cc, through the engine: sockets that negotiated it, and the CE-marked fraction of
@@ -191,6 +229,7 @@ fn aggregates_by_pod_namespace_are_opt_in() {
         top_k: 0,
         by_pod_namespace: true,
         posts: vec![],
+        process: None,
     });
     let v = |p: &str| value(&text, p);
     assert_eq!(v(r#"bbrtop_pod_namespace_sockets{pod_namespace="shop",cc="bbr"}"#), Some(2.0));
@@ -206,4 +245,43 @@ fn aggregates_by_pod_namespace_are_opt_in() {
         2,
         "no series for the node's own socket"
     );
+}
+
+/// The counters come from the engine's totals, per cc and the engine's peer groups, and keep a
+/// closed socket's counts.
+#[test]
+fn counters_per_cc_and_peer_group_outlive_their_sockets() {
+    let groups = "groups: {edge: [10.1.0.0/16]}";
+    let cfg =
+        EngineConfig { groups: Arc::new(PeerGroups::parse(groups).unwrap()), ..EngineConfig::default() };
+    let mut e = Engine::new(cfg);
+    let sent = |cookie: u64, cc: &str, peer: &str, bytes: u64, retrans: u64| {
+        record(cookie, cc).peer(peer).bytes_sent(bytes).bytes_retrans(retrans).total_retrans_segs(1).build()
+    };
+    let t0 = Now::system();
+    let first = vec![sent(1, "bbr", "10.1.0.2:1", 10_000, 100), sent(2, "cubic", "192.0.2.1:1", 5000, 0)];
+    feed_dump(&mut e, Dump { sockets: first, ..Dump::default() }, t0);
+    e.tick(t0);
+    let t1 = t0.after(std::time::Duration::from_secs(1));
+    // 1 grew and 2 closed.
+    feed_dump(
+        &mut e,
+        Dump { sockets: vec![sent(1, "bbr", "10.1.0.2:1", 15_000, 300)], ..Dump::default() },
+        t1,
+    );
+    let om = scrape(e.tick(t1), 0, groups);
+    assert_eq!(value(&om, r#"bbrtop_sent_bytes_total{cc="bbr",peer_group="edge"}"#), Some(15_000.0));
+    assert_eq!(value(&om, r#"bbrtop_retransmitted_bytes_total{cc="bbr",peer_group="edge"}"#), Some(300.0));
+    assert_eq!(
+        value(&om, r#"bbrtop_sent_bytes_total{cc="cubic",peer_group="other"}"#),
+        Some(5000.0),
+        "closed"
+    );
+    assert_eq!(
+        value(&om, r#"bbrtop_retransmitted_segments_total{cc="cubic",peer_group="other"}"#),
+        Some(1.0)
+    );
+    assert!(om.contains("# TYPE bbrtop_rto_timeouts counter"), "{om}");
+    let text = to_text_004(&om);
+    assert!(text.contains("# TYPE bbrtop_sent_bytes_total counter"), "{text}");
 }

@@ -1,6 +1,7 @@
 //! Closed flows, from eBPF close records: the last ones, newest first, and per-cc totals.
 
-use crate::units::{bitrate, micros, opt};
+use crate::model::Count;
+use crate::units::{bitrate, micros, opt, percent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
@@ -40,10 +41,21 @@ pub fn draw(f: &mut Frame, area: Rect, v: &super::Screen) {
         f.render_widget(Paragraph::new("No flow has closed since bbrtop started.").block(block), area);
         return;
     }
-    let headers =
-        ["CC", "LOCAL", "PEER", "LIFETIME", "ACKED", "RETR", "SRTT", "MIN RTT", "DELIVERY", "PEAK INFL"];
-    let widths = [6, 21, 21, 9, 11, 5, 9, 9, 11, 9];
-    let priority = [0, 1, 3, 6, 9, 8, 5, 7, 4, 2];
+    let headers = [
+        "CC",
+        "LOCAL",
+        "PEER",
+        "LIFETIME",
+        "ACKED",
+        "RETR",
+        "RETX%",
+        "SRTT",
+        "MIN RTT",
+        "DELIVERY",
+        "PEAK INFL",
+    ];
+    let widths = [6, 21, 21, 9, 11, 5, 6, 9, 9, 11, 9];
+    let priority = [0, 1, 3, 7, 10, 9, 5, 6, 8, 4, 2];
     // Newest first, as the snapshot keeps them.
     let rows = snap.closed.iter().filter(ours).map(|c| {
         let cells = vec![
@@ -51,8 +63,9 @@ pub fn draw(f: &mut Frame, area: Rect, v: &super::Screen) {
             c.local.to_string(),
             c.peer.to_string(),
             opt(c.lifetime_seconds, |s| format!("{s:.1}s")),
-            c.bytes_acked.to_string(),
-            c.total_retrans.to_string(),
+            c.counts[Count::BytesAcked].to_string(),
+            c.counts[Count::RetransSegs].to_string(),
+            opt(c.counts.retrans_ratio(), percent),
             micros(c.srtt_us),
             micros(c.min_rtt_us),
             opt(c.delivery_rate_bytes_per_sec, |d| bitrate(d as f64)),

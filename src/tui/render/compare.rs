@@ -1,26 +1,30 @@
-//! BBR vs CUBIC, live: the guides' comparison table, per congestion control.
+//! BBR vs CUBIC, live: the guides' comparison table, per congestion control, with the rollout's
+//! risks (retransmits, spurious ones, timeouts, goodput share) over the last minute, and a verdict
+//! in words under it.
 
 use crate::engine::snapshot::Snapshot;
-use crate::units::{bitrate, micros, opt};
+use crate::engine::verdict;
+use crate::units::{bitrate, micros, opt, percent};
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
-    let block = Block::default().borders(Borders::TOP).title(" per congestion control ");
+    let block = Block::default().borders(Borders::TOP).title(" per congestion control (rates: last minute) ");
     if snap.by_cc.is_empty() {
         f.render_widget(Paragraph::new("No sockets yet.").block(block), area);
         return;
     }
     let headers = [
         "CC", "SOCKETS", "SRTT p50", "p95", "p99", "INFL p50", "p95", "INFLATED", "FIRING", "DELIVERY",
-        "GOODPUT", "RETR/s",
+        "GOODPUT", "SHARE", "RETX%", "SPUR%", "RTO/s",
     ];
-    let widths = [6, 7, 8, 8, 8, 8, 7, 8, 6, 11, 11, 7];
-    // The guides' table first: count, srtt percentiles, inflation, delivery, retransmits.
-    let priority = [0, 1, 2, 3, 4, 5, 6, 9, 11, 8, 7, 10];
+    let widths = [6, 7, 8, 8, 8, 8, 7, 8, 6, 11, 11, 5, 6, 5, 5];
+    // The guides' table first (count, srtt percentiles), then the rollout's risks, then the rest.
+    let priority = [0, 1, 2, 3, 12, 11, 4, 5, 6, 13, 14, 10, 9, 8, 7];
     let rows = snap.by_cc.iter().map(|a| {
+        let r = a.recent.unwrap_or_default();
         let cells = vec![
             a.cc.clone(),
             a.sockets.to_string(),
@@ -32,12 +36,26 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
             a.inflated.to_string(),
             a.firing.to_string(),
             bitrate(a.delivery_rate_bytes_per_sec),
-            bitrate(a.goodput_bytes_per_sec),
-            format!("{:.1}", a.retrans_segs_per_sec),
+            opt(a.recent.map(|r| r.goodput_bytes_per_sec), bitrate),
+            opt(r.goodput_share, percent),
+            opt(r.retrans_ratio, percent),
+            opt(r.spurious_share, percent),
+            opt(a.recent.map(|r| r.rto_per_sec), |v| format!("{v:.1}")),
         ];
         (cells, Style::new())
     });
+    let verdicts = verdict::all(&snap.by_cc);
     let inner = block.inner(area);
     f.render_widget(block, area);
-    f.render_widget(super::fitted_table(inner, &headers, &widths, &priority, rows), inner);
+    // The verdict right under the table's rows, wrapped at the screen's width.
+    let width = usize::from(inner.width.max(1));
+    let lines: usize = verdicts.iter().map(|v| v.chars().count().div_ceil(width)).sum();
+    let [table, _, words] = Layout::vertical([
+        Constraint::Max(snap.by_cc.len() as u16 + 1),
+        Constraint::Length(u16::from(lines > 0)),
+        Constraint::Min(lines as u16),
+    ])
+    .areas(inner);
+    f.render_widget(super::fitted_table(table, &headers, &widths, &priority, rows), table);
+    f.render_widget(Paragraph::new(verdicts.join("\n")).wrap(Wrap { trim: true }), words);
 }

@@ -4,7 +4,7 @@
 use super::Screen;
 use crate::engine::snapshot::SocketView;
 use crate::tui::app::Column;
-use crate::units::{bitrate, micros, opt};
+use crate::units::{bitrate, micros, opt, percent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -21,7 +21,7 @@ fn width(c: Column) -> u16 {
         // "180.0ms", "MIN RTT↓"; ratios are at most 7 cells (`render::ratio`).
         Column::MinRtt | Column::Srtt => 8,
         Column::Inflation => 7,
-        Column::Cwnd | Column::Retrans => 6,
+        Column::Cwnd | Column::Retrans | Column::RetransRatio => 6,
         Column::Gains => 9,
         Column::Limited => 6,
     }
@@ -52,6 +52,7 @@ pub fn cell(c: Column, s: &SocketView, v: &Screen) -> String {
         Column::Cwnd => opt(i.snd_cwnd_segs(), |x| x.to_string()),
         Column::Gains => opt(r.bbr, |b| format!("{:.2}/{:.2}", b.pacing_gain, b.cwnd_gain)),
         Column::Retrans => opt(i.total_retrans_segs(), |x| x.to_string()),
+        Column::RetransRatio => opt(d.retrans_ratio, percent),
         Column::Limited => opt(d.limited_by, |l| l.label().to_string()),
     }
 }
@@ -68,7 +69,7 @@ pub fn row_style(s: &SocketView) -> Style {
 }
 
 /// Which columns to keep when not all fit, most wanted first.
-const PRIORITY: [Column; 16] = [
+const PRIORITY: [Column; 17] = [
     Column::Local,
     Column::Cc,
     Column::Srtt,
@@ -80,6 +81,7 @@ const PRIORITY: [Column; 16] = [
     Column::Delivery,
     Column::Pacing,
     Column::Cwnd,
+    Column::RetransRatio,
     Column::Process,
     Column::Retrans,
     Column::Gains,

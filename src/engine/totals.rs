@@ -1,0 +1,207 @@
+//! Counters per congestion control and peer group that never fall, as Prometheus counters must.
+//!
+//! tcp_info's counts die with their socket, so a sum over live sockets drops whenever one closes.
+//! Instead each socket has an [`Account`]: what was already counted of it. Every record the engine
+//! takes adds the socket's growth since its last record; the eBPF close record adds what it sent
+//! between its last poll and its close, and counts in full a socket that lived and died between
+//! two polls. The one loss: without eBPF, a socket that opens and closes between two polls is never
+//! seen.
+
+use super::kernel::ClosedFlow;
+use crate::model::{Cookie, Tally};
+use crate::peer_groups::PeerGroups;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The counts of one congestion control's sockets towards one peer group, since bbrtop started
+/// (sockets open then count their whole life so far).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CcTotals {
+    pub cc: String,
+    pub peer_group: String,
+    pub counts: Tally,
+}
+
+/// Where one socket's counts go, and how much of it was counted already.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Account {
+    bucket: u32,
+    seen: Tally,
+}
+
+/// Sockets that left the engine without a close record (their state left the filter, or netlink
+/// stopped listing them) are remembered this long, at most, so a close record that comes later
+/// adds only what they sent since.
+const RETIRED_KEEP: usize = 16_384;
+
+/// How far back the recent figures (retransmit ratio, goodput share) look.
+pub const RECENT: Duration = Duration::from_secs(60);
+
+/// Per-cc growth over some seconds.
+pub type Growth = (f64, BTreeMap<String, Tally>);
+
+pub struct Totals {
+    groups: Arc<PeerGroups>,
+    buckets: Vec<(CcTotals, usize)>,
+    retired: FxHashMap<Cookie, Account>,
+    retired_order: VecDeque<Cookie>,
+    /// Per-cc sums at each tick of the last [`RECENT`], oldest first.
+    past: VecDeque<(Instant, BTreeMap<String, Tally>)>,
+}
+
+impl Totals {
+    pub fn new(groups: Arc<PeerGroups>) -> Totals {
+        Totals {
+            groups,
+            buckets: Vec::new(),
+            retired: FxHashMap::default(),
+            retired_order: VecDeque::new(),
+            past: VecDeque::new(),
+        }
+    }
+
+    /// A socket's account as the engine starts tracking it: the one it had if the engine tracked
+    /// it before (a dump that failed midway, a state that left the filter and came back), else
+    /// nothing counted yet, so that its first record counts its life so far.
+    pub fn open(&mut self, cookie: Cookie, cc: &str, peer: IpAddr) -> Account {
+        match self.retired.remove(&cookie) {
+            Some(a) => a,
+            None => Account { bucket: self.bucket(cc, peer), seen: Tally::default() },
+        }
+    }
+
+    fn bucket(&mut self, cc: &str, peer: IpAddr) -> u32 {
+        let group = self.groups.index(peer);
+        // A few ccs times a few groups: a scan, and only when a socket is first seen.
+        let found = self.buckets.iter().position(|(b, g)| *g == group && b.cc == cc);
+        found.unwrap_or_else(|| {
+            let peer_group = self.groups.name(group).to_string();
+            self.buckets.push((CcTotals { cc: cc.to_string(), peer_group, counts: Tally::default() }, group));
+            self.buckets.len() - 1
+        }) as u32
+    }
+
+    /// Adds what the socket counted since `acct` last saw it. A socket that changed its cc
+    /// (TCP_CONGESTION on an open socket) counts towards the new one from now on.
+    pub fn count(&mut self, acct: &mut Account, cc: &str, peer: IpAddr, now: &Tally) {
+        if self.buckets[acct.bucket as usize].0.cc != cc {
+            acct.bucket = self.bucket(cc, peer);
+        }
+        let d = acct.seen.advance(now);
+        self.buckets[acct.bucket as usize].0.counts.add(&d);
+    }
+
+    /// A socket the engine stopped tracking with no close record yet.
+    pub fn retire(&mut self, cookie: Cookie, acct: Account) {
+        if self.retired.insert(cookie, acct).is_none() {
+            self.retired_order.push_back(cookie);
+        }
+        while self.retired_order.len() > RETIRED_KEEP {
+            if let Some(old) = self.retired_order.pop_front() {
+                self.retired.remove(&old);
+            }
+        }
+    }
+
+    /// The close record of a socket the engine does not track: one it retired, or one that lived
+    /// and died between two polls, which counts in full.
+    pub fn closed_untracked(&mut self, c: &ClosedFlow) {
+        let mut acct = self.open(c.cookie, &c.cc, c.peer.ip());
+        self.count(&mut acct, &c.cc, c.peer.ip(), &c.counts);
+    }
+
+    pub fn snapshot(&self) -> Vec<CcTotals> {
+        let mut v: Vec<CcTotals> = self.buckets.iter().map(|(b, _)| b.clone()).collect();
+        v.sort_by(|a, b| (&a.cc, &a.peer_group).cmp(&(&b.cc, &b.peer_group)));
+        v
+    }
+
+    /// The sums per cc now, and their growth over the last [`RECENT`] (less until that much has
+    /// passed) with the seconds it spans; no growth at the first tick.
+    pub fn tick(&mut self, now: Instant) -> (BTreeMap<String, Tally>, Option<Growth>) {
+        let mut sums: BTreeMap<String, Tally> = BTreeMap::new();
+        for (b, _) in &self.buckets {
+            sums.entry(b.cc.clone()).or_default().add(&b.counts);
+        }
+        while self.past.len() > 1 && self.past.get(1).is_some_and(|(t, _)| now.duration_since(*t) >= RECENT) {
+            self.past.pop_front();
+        }
+        let recent = self.past.front().map(|(t, old)| {
+            let growth =
+                sums.iter().map(|(cc, s)| (cc.clone(), old.get(cc).map_or(*s, |o| s.since(o)))).collect();
+            (now.saturating_duration_since(*t).as_secs_f64(), growth)
+        });
+        self.past.push_back((now, sums.clone()));
+        (sums, recent.filter(|(secs, _)| *secs > 0.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Count;
+
+    fn sent(bytes: u64, retrans: u64) -> Tally {
+        Tally::from_counts([(Count::BytesSent, bytes), (Count::BytesRetrans, retrans)])
+    }
+
+    fn groups() -> Arc<PeerGroups> {
+        Arc::new(PeerGroups::parse("groups: {lab: [10.0.0.0/8]}").unwrap())
+    }
+
+    #[test]
+    fn per_cc_and_group_and_never_twice() {
+        let mut t = Totals::new(groups());
+        let (lab, far): (IpAddr, IpAddr) = ("10.1.1.1".parse().unwrap(), "192.0.2.1".parse().unwrap());
+        let mut a = t.open(1, "bbr", lab);
+        let mut b = t.open(2, "bbr", far);
+        t.count(&mut a, "bbr", lab, &sent(1000, 10));
+        t.count(&mut a, "bbr", lab, &sent(1500, 10));
+        t.count(&mut b, "bbr", far, &sent(300, 0));
+        // b switches to cubic: its later growth is cubic's.
+        t.count(&mut b, "cubic", far, &sent(400, 0));
+        let s = t.snapshot();
+        let get = |cc: &str, g: &str| s.iter().find(|x| x.cc == cc && x.peer_group == g).unwrap().counts;
+        assert_eq!(get("bbr", "lab"), sent(1500, 10));
+        assert_eq!(get("bbr", "other"), sent(300, 0));
+        assert_eq!(get("cubic", "other"), sent(100, 0));
+    }
+
+    #[test]
+    fn close_records_add_the_rest_or_the_whole_life() {
+        let mut t = Totals::new(groups());
+        let peer: IpAddr = "10.1.1.1".parse().unwrap();
+        let mut a = t.open(7, "cubic", peer);
+        t.count(&mut a, "cubic", peer, &sent(1000, 0));
+        t.retire(7, a);
+        let mut c = ClosedFlow::example("cubic", 1000, None);
+        c.peer = "10.1.1.1:80".parse().unwrap();
+        (c.cookie, c.counts) = (7, sent(1200, 5));
+        t.closed_untracked(&c);
+        // One never seen counts in full.
+        (c.cookie, c.counts) = (8, sent(50, 0));
+        t.closed_untracked(&c);
+        assert_eq!(t.snapshot()[0].counts, sent(1250, 5));
+    }
+
+    #[test]
+    fn recent_growth_spans_the_window() {
+        let mut t = Totals::new(groups());
+        let peer: IpAddr = "10.1.1.1".parse().unwrap();
+        let mut a = t.open(1, "bbr", peer);
+        let t0 = Instant::now();
+        assert!(t.tick(t0).1.is_none(), "one tick: no growth yet");
+        for s in 1..=90u64 {
+            t.count(&mut a, "bbr", peer, &sent(s * 100, s));
+            let (sums, recent) = t.tick(t0 + Duration::from_secs(s));
+            assert_eq!(sums["bbr"], sent(s * 100, s));
+            let (secs, growth) = recent.unwrap();
+            let span = s.min(RECENT.as_secs());
+            assert_eq!((secs, growth["bbr"]), (span as f64, sent(span * 100, span)), "tick {s}");
+        }
+    }
+}
