@@ -14,6 +14,11 @@ cd "$(dirname "$0")/.."
 BIN=${BBRTOP:-target/release/bbrtop}
 # Which collector the traced bbrtop runs: the socket walk's records are filled by tcp_probe too.
 COLLECTOR=${BBRTOP_COLLECTOR:-auto}
+case "$COLLECTOR" in # the collector toggles (README, "Flag names")
+  walk) collector_flag=(--collector.walk) ;;
+  netlink) collector_flag=(--no-collector.walk) ;;
+  *) collector_flag=() ;;
+esac
 [ -x "$BIN" ] || BIN=target/debug/bbrtop
 [ -x "$BIN" ] || { echo "build bbrtop first (cargo build --release)" >&2; exit 1; }
 FLOOR_LOADER=target/release/examples/bpf_floor
@@ -60,7 +65,7 @@ bt_stop() { kill -INT "$bt"; wait "$bt" 2>/dev/null || true; gone tcp_probe trac
 without=() with=() ns=() floor=() bpftrace_ns=()
 traced() { # one round's runs with bbrtop: throughput (stats off), then ns per run (stats on)
   gone tcp_probe
-  "$BIN" watch --collector "$COLLECTOR" --ndjson --port 1 --interval 1s >/dev/null 2>&1 & w=$!; pids+=($w)
+  "$BIN" watch "${collector_flag[@]}" --ndjson --port 1 --interval 1s >/dev/null 2>&1 & w=$!; pids+=($w)
   for _ in $(seq 100); do [ -n "$(prog_ids tcp_probe)" ] && break; sleep 0.05; done
   with+=("$(gbps)")
   sysctl -qw kernel.bpf_stats_enabled=1

@@ -9,7 +9,7 @@
 //!   ss        `ss -tin > /dev/null`
 //!   snapshot  `bbrtop snapshot --json > /dev/null`
 //! and the RSS of an engine holding 60 polls of history for every socket, measured in a child
-//! process of its own. As root with eBPF it then times the socket walk (`--collector walk`)
+//! process of its own. As root with eBPF it then times the socket walk (`--collector.walk`)
 //! against the same raw dump, with 1% and with all of the connections moving between polls
 //! (each moving connection sends a byte each way):
 //!   walk      the walk's read of the sockets that moved, and the engine's update
@@ -124,15 +124,11 @@ fn netlink_rows(bin: &std::path::Path, seen: usize) -> f64 {
 
 /// `bbrtop export`'s and the TUI's CPU share beside the sockets, with each collector.
 fn footprints(bin: &std::path::Path) {
-    for collector in ["netlink", "walk"] {
+    for collector in ["--no-collector.walk", "--collector.walk"] {
         let share = export_cpu_share(bin, collector);
-        println!(
-            "         `bbrtop export --collector {collector}`, 1 s polls, idle sockets: {share:.2}% of a core"
-        );
+        println!("         `bbrtop export {collector}`, 1 s polls, idle sockets: {share:.2}% of a core");
         match tui_cpu_share(bin, collector) {
-            Some(s) => println!(
-                "         `bbrtop --collector {collector}` (TUI, 200x50, tmux), idle: {s:.2}% of a core"
-            ),
+            Some(s) => println!("         `bbrtop {collector}` (TUI, 200x50, tmux), idle: {s:.2}% of a core"),
             None => println!("         the TUI: tmux is needed to time it"),
         }
     }
@@ -213,7 +209,7 @@ fn make_time_wait(n: usize) -> usize {
 /// `bbrtop export`'s CPU share with idle sockets.
 fn export_cpu_share(bin: &std::path::Path, collector: &str) -> f64 {
     let mut child = Command::new(bin)
-        .args(["export", "--collector", collector, "--web.listen-address", "127.0.0.1:0"])
+        .args(["export", collector, "--web.listen-address", "127.0.0.1:0"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -227,7 +223,7 @@ fn export_cpu_share(bin: &std::path::Path, collector: &str) -> f64 {
 /// The TUI's CPU share on an idle screen, run in a tmux session of its own (None without tmux).
 fn tui_cpu_share(bin: &std::path::Path, collector: &str) -> Option<f64> {
     let session = format!("bbrtop-bench-{}", std::process::id());
-    let cmd = format!("exec {} --collector {collector}", bin.display());
+    let cmd = format!("exec {} {collector}", bin.display());
     let tmux = |args: &[&str]| Command::new("tmux").args(args).output().ok().filter(|o| o.status.success());
     tmux(&["new-session", "-d", "-s", &session, "-x", "200", "-y", "50", &cmd])?;
     let pid = tmux(&["display", "-p", "-t", &session, "#{pane_pid}"])

@@ -24,8 +24,10 @@ need_pkgs() {
 BUILD_PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config libbpf-dev make gcc)
 # Run: iproute2 for the lab (ip, tc, ss), bpftool to inspect programs.
 RUN_PKGS=(iproute2 bpftool procps)
-# Test: the real servers and tools the tests compare with.
-TEST_PKGS=(prometheus prometheus-alertmanager bpftrace iperf3 tmux openssl systemd curl)
+# Test: the real servers and tools the tests compare with; dpkg-dev (dpkg-shlibdeps) builds the
+# Debian package, debootstrap a Debian root filesystem and buildah the image from it
+# (tests/packaging.rs).
+TEST_PKGS=(prometheus prometheus-alertmanager bpftrace iperf3 tmux openssl systemd curl dpkg-dev debootstrap buildah)
 
 setup_build() {
     need_pkgs "${BUILD_PKGS[@]}" "${RUN_PKGS[@]}"

@@ -1,4 +1,4 @@
-//! `--peer-groups FILE`: named CIDR groups that become the `peer_group` label, so an A/B by
+//! `--peer-groups.file FILE`: named CIDR groups that become the `peer_group` label, so an A/B by
 //! network (one ASN against another) works in PromQL.
 //!
 //! The file is YAML:
@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::Path;
 
-/// The `peer_group` of a peer no group contains (and of every peer without `--peer-groups`).
+/// The `peer_group` of a peer no group contains (and of every peer without `--peer-groups.file`).
 pub const UNMATCHED: &str = "other";
 
 #[derive(Deserialize)]

@@ -336,9 +336,9 @@ fn root_watch_drops_the_capabilities_it_no_longer_needs() {
     if !guard::bpf("bbrtop watch with eBPF") {
         return;
     }
-    for (collector, keeps_bpf) in [("netlink", true), ("walk", false)] {
+    for (collector, keeps_bpf) in [("--no-collector.walk", true), ("--collector.walk", false)] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
-            .args(["watch", "--ndjson", "--port", "1", "--interval", "100ms", "--collector", collector])
+            .args(["watch", "--ndjson", "--port", "1", "--interval", "100ms", collector])
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("run bbrtop watch");

@@ -129,3 +129,129 @@ fn snapshot_json_streams_one_document_matching_the_table() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(first.starts_with(b"{\"taken_at\":"), "{}", String::from_utf8_lossy(&first));
 }
+
+/// The commands `bbrtop --help` lists (help itself aside).
+fn commands() -> Vec<String> {
+    let help = String::from_utf8(bbrtop(&["--help"]).stdout).expect("utf-8");
+    let list = help.split("Commands:").nth(1).expect("a Commands: section");
+    let list = list.split("\n\n").next().unwrap_or_default();
+    list.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(String::from)
+        .collect()
+}
+
+/// Every long flag a help text shows, with its value name if it takes one.
+fn shown_flags(help: &str) -> Vec<(String, Option<String>)> {
+    help.lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with('-'))
+        .filter_map(|l| {
+            let l = l.strip_prefix("-h, ").or_else(|| l.strip_prefix("-V, ")).unwrap_or(l);
+            let mut words = l.split_whitespace();
+            let flag = words.next()?.strip_prefix("--")?.to_string();
+            let value =
+                words.next().filter(|w| w.starts_with('<')).map(|w| w.trim_matches(['<', '>']).to_string());
+            Some((flag, value))
+        })
+        .collect()
+}
+
+/// The README's rule: its list of parts, and the hidden spellings it promises still work.
+fn readme_rule() -> (Vec<String>, String) {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let rule =
+        readme.split("### Flag names").nth(1).expect("README: ### Flag names").split("\n#").next().unwrap();
+    let parts_line =
+        rule.split("The parts:").nth(1).expect("the rule names the parts").split('.').next().unwrap();
+    let parts = parts_line.split('`').skip(1).step_by(2).map(String::from).collect();
+    (parts, rule.to_string())
+}
+
+/// One word of the rule: lowercase letters and digits, hyphen-joined.
+fn is_words(s: &str) -> bool {
+    !s.is_empty()
+        && s.split('-').all(|w| {
+            w.starts_with(|c: char| c.is_ascii_lowercase())
+                && w.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        })
+}
+
+#[test]
+fn flag_names_follow_the_readmes_rule() {
+    let (parts, rule) = readme_rule();
+    assert!(parts.len() >= 5, "parts read from the README: {parts:?}");
+    let mut pages = vec![(String::from("bbrtop"), bbrtop(&["--help"]))];
+    let cmds = commands();
+    assert!(cmds.len() >= 8, "{cmds:?}");
+    pages.extend(cmds.iter().map(|c| (format!("bbrtop {c}"), bbrtop(&[c, "--help"]))));
+    let mut seen = 0;
+    for (page, out) in &pages {
+        assert_eq!(out.status.code(), Some(0), "{page} --help");
+        let flags = shown_flags(&String::from_utf8_lossy(&out.stdout));
+        let names: Vec<&str> = flags.iter().map(|(f, _)| f.as_str()).collect();
+        for (flag, value) in &flags {
+            seen += 1;
+            let bare = flag.strip_prefix("no-").unwrap_or(flag);
+            // 1, 3: lowercase words joined by hyphens, between dots.
+            assert!(bare.split('.').all(is_words), "{page}: --{flag} breaks rules 1 and 3");
+            // 2: a dotted flag starts with a part the README lists.
+            if let Some((part, _)) = bare.split_once('.') {
+                assert!(parts.iter().any(|p| p == part), "{page}: --{flag}: {part} is not a part (rule 2)");
+            }
+            // 4: files, and only files, end in .file.
+            let is_file = value.as_deref() == Some("FILE") || bare.ends_with(".file");
+            assert!(!is_file || (bare.ends_with(".file") && value.is_some()), "{page}: --{flag} (rule 4)");
+            // 5: no- only turns a collector off, and each toggle has its pair.
+            if flag.starts_with("no-") || bare.starts_with("collector.") {
+                assert!(bare.starts_with("collector.") && value.is_none(), "{page}: --{flag} (rule 5)");
+                let pair = if flag.starts_with("no-") { bare.to_string() } else { format!("no-{flag}") };
+                assert!(names.contains(&pair.as_str()), "{page}: --{flag} without --{pair} (rule 5)");
+            }
+        }
+    }
+    assert!(seen > 60, "only {seen} flags found: the help format changed?");
+
+    // 7: the old spellings still parse, and are hidden.
+    for (old, args) in [
+        ("--collector", &["snapshot", "--collector", "netlink", "--port", "1"][..]),
+        ("--peer-groups", &["export", "--peer-groups", "/nonexistent/groups.yml"]),
+        ("--log-file", &["--log-file", "/nonexistent/log"]),
+    ] {
+        assert!(rule.contains(&format!("`{old}")), "README rule 7 does not name {old}");
+        let o = bbrtop(args);
+        assert!(!stderr(&o).contains("unexpected argument"), "{args:?}: {}", stderr(&o));
+        for (page, out) in &pages {
+            let help = String::from_utf8_lossy(&out.stdout);
+            assert!(shown_flags(&help).iter().all(|(f, _)| format!("--{f}") != old), "{page} shows {old}");
+        }
+    }
+}
+
+#[test]
+fn completions_and_man_pages_are_generated_from_the_flags() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = bbrtop(&["completions", shell]);
+        assert_eq!(o.status.code(), Some(0), "{shell}: {}", stderr(&o));
+        let script = String::from_utf8_lossy(&o.stdout);
+        for flag in ["web.telemetry-path", "no-collector.bpf", "alert.ratio"] {
+            assert!(script.contains(flag), "{shell} completion lacks {flag}");
+        }
+    }
+    let bad = bbrtop(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+
+    let page = String::from_utf8(bbrtop(&["man"]).stdout).expect("utf-8");
+    assert!(page.starts_with(".ie") && page.contains(".TH bbrtop 1"), "{}", &page[..page.len().min(200)]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = bbrtop(&["man", "--dir", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for c in commands() {
+        let page =
+            std::fs::read_to_string(dir.path().join(format!("bbrtop-{c}.1"))).expect("a page per command");
+        assert!(page.contains(&format!(".TH bbrtop-{c} 1")), "bbrtop-{c}.1: {}", &page[..200]);
+    }
+    let export = std::fs::read_to_string(dir.path().join("bbrtop-export.1")).unwrap();
+    assert!(export.contains("web.telemetry\\-path"), "bbrtop-export.1 lacks --web.telemetry-path");
+}

@@ -16,6 +16,8 @@ use support::tools::tool;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const UNIT: &str = "deploy/systemd/bbrtop.service";
+const SOCKET_UNIT: &str = "deploy/systemd/bbrtop.socket";
+const ENV_FILE: &str = "deploy/systemd/bbrtop.default";
 const K8S: &str = "deploy/kubernetes";
 const INSTALLED_BINARY: &str = "/usr/local/bin/bbrtop";
 const PORT: i64 = 10027;
@@ -44,6 +46,16 @@ fn systemd_unit_verifies() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     // verify exits 0 on unknown keys and bad values, and only warns: any output is a finding.
     assert!(out.status.success() && stderr.trim().is_empty(), "systemd-analyze verify:\n{stderr}");
+
+    // The socket unit, beside the service it activates.
+    fs::copy(path(SOCKET_UNIT), dir.path().join("bbrtop.socket")).expect("copy socket unit");
+    let out =
+        Command::new(&analyze).arg("verify").arg(dir.path().join("bbrtop.socket")).output().expect("verify");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.trim().is_empty(),
+        "systemd-analyze verify bbrtop.socket:\n{stderr}"
+    );
 
     // And it does catch a broken directive.
     let text = fs::read_to_string(&unit).expect("unit");
@@ -111,12 +123,12 @@ fn systemd_unit_holds_only_the_bpf_capabilities() {
     ] {
         assert_eq!(one(k), v, "{k}");
     }
+    // Every flag comes from the environment file: one the unit set would add to (a second
+    // listen address binds both) or fight with the file's.
     let exec: Vec<&str> = one("ExecStart").split_whitespace().collect();
-    assert_eq!(exec[..2], [INSTALLED_BINARY, "export"]);
-    // The listen address comes from the environment (the environment file overrides the default),
-    // so setting it there does not add a second address to a hard-coded one.
-    assert!(exec.contains(&"--web.listen-address=${BBRTOP_LISTEN}"), "{exec:?}");
-    assert_eq!(one("Environment"), "BBRTOP_LISTEN=:10027");
+    assert_eq!(exec, [INSTALLED_BINARY, "export", "$BBRTOP_ARGS"]);
+    assert_eq!(one("EnvironmentFile"), "-/etc/default/bbrtop");
+    assert!(!s.contains_key("Environment"), "no flag defaults in the unit");
     // Options that would break the exporter: it must see the host's sockets, and capabilities in a
     // user namespace do not reach bpf().
     for k in ["PrivateNetwork", "PrivateUsers", "User"] {
@@ -124,6 +136,41 @@ fn systemd_unit_holds_only_the_bpf_capabilities() {
     }
     let filter = one("SystemCallFilter");
     assert!(filter.split_whitespace().any(|w| w == "bpf"), "bpf() not allowed: {filter}");
+}
+
+/// The shipped /etc/default/bbrtop sets BBRTOP_ARGS to flags `bbrtop export` takes, and every
+/// flag its comments offer is one too.
+#[test]
+fn environment_file_names_only_flags_export_takes() {
+    let text = fs::read_to_string(path(ENV_FILE)).expect("environment file");
+    let assignments: Vec<&str> =
+        text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).collect();
+    assert_eq!(assignments.len(), 1, "one assignment: {assignments:?}");
+    let args = assignments[0]
+        .strip_prefix("BBRTOP_ARGS=\"")
+        .and_then(|a| a.strip_suffix('"'))
+        .expect("BBRTOP_ARGS=\"...\"");
+    let out = Command::new(env!("CARGO_BIN_EXE_bbrtop")).arg("export").arg("--help").output().expect("help");
+    let help = String::from_utf8_lossy(&out.stdout);
+    let flags: BTreeSet<&str> = text
+        .split_whitespace()
+        .filter(|w| w.starts_with("--"))
+        .map(|w| w.trim_matches(['"', '`']).split('=').next().unwrap())
+        .collect();
+    assert!(flags.len() >= 5, "{flags:?}");
+    for f in flags {
+        assert!(help.split_whitespace().any(|w| w == f), "{f} is not a flag of export");
+    }
+    // And the binary parses the assignment's flags: a bad value or unknown flag exits 2 at once.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .arg("export")
+        .args(args.split_whitespace())
+        .args(["--web.config.file", dir.path().join("missing.yml").to_str().unwrap()])
+        .output()
+        .expect("bbrtop export");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("missing.yml"), "the flags did not parse: {stderr}");
 }
 
 /// Every document of every manifest, with the file it came from.
@@ -263,35 +310,40 @@ fn daemonset_is_least_privilege_with_probes_and_resources() {
         "memory request above limit"
     );
 
-    // BTF, read-only, from the node.
-    let mount = list(c, "volumeMounts")
-        .iter()
-        .find(|m| text(m, "mountPath") == "/sys/kernel/btf")
-        .expect("/sys/kernel/btf mount");
-    assert_eq!(get(mount, "readOnly").as_bool(), Some(true), "BTF mount must be read-only");
-    let volume = list(pod, "volumes")
-        .iter()
-        .find(|v| text(v, "name") == text(mount, "name"))
-        .expect("volume of the BTF mount");
-    assert_eq!(text(volume, "hostPath.path"), "/sys/kernel/btf");
     only_read_only_host_mounts(pod, c);
+    scratch_is_the_one_writable_place(pod, c);
 }
 
-/// Besides BTF, only what attribution reads (the cgroup tree and named namespaces) and the kernel's
-/// config (for the walk's HZ) are mounted from the node, each read-only and at the node's own path.
+/// Only what attribution reads (the cgroup tree and named namespaces) and the kernel's config (for
+/// the walk's HZ) are mounted from the node, each read-only and at the node's own path. BTF is
+/// not: a hostPath of /sys/kernel/btf would keep the pod from starting on a node without it,
+/// and the container's own /sys shows the node kernel's BTF where there is one.
 fn only_read_only_host_mounts(pod: &Value, c: &Value) {
-    let mounts = list(c, "volumeMounts");
+    let volumes = list(pod, "volumes");
+    let from_host = |m: &&Value| {
+        let v = volumes.iter().find(|v| text(v, "name") == text(m, "name")).expect("its volume");
+        !get(v, "hostPath").is_null()
+    };
+    let mounts: Vec<&Value> = list(c, "volumeMounts").iter().filter(from_host).collect();
     let paths: Vec<&str> = mounts.iter().map(|m| text(m, "mountPath")).collect();
-    assert_eq!(
-        paths,
-        ["/sys/kernel/btf", "/sys/fs/cgroup", "/run/netns", "/boot"],
-        "nothing else from the host"
-    );
+    assert_eq!(paths, ["/sys/fs/cgroup", "/run/netns", "/boot"], "nothing else from the host");
     for m in mounts {
         assert_eq!(get(m, "readOnly").as_bool(), Some(true), "{} must be read-only", text(m, "mountPath"));
         let v = list(pod, "volumes").iter().find(|v| text(v, "name") == text(m, "name")).expect("its volume");
         assert_eq!(text(v, "hostPath.path"), text(m, "mountPath"), "the node's own path");
     }
+}
+
+/// The root filesystem is read-only; one small emptyDir is TMPDIR, where a verifier log goes.
+fn scratch_is_the_one_writable_place(pod: &Value, c: &Value) {
+    let volumes = list(pod, "volumes");
+    let writable: Vec<&Value> =
+        list(c, "volumeMounts").iter().filter(|m| get(m, "readOnly").as_bool() != Some(true)).collect();
+    assert_eq!(writable.len(), 1, "one writable mount: {writable:?}");
+    let scratch = volumes.iter().find(|v| text(v, "name") == text(writable[0], "name")).expect("its volume");
+    assert!(bytes(text(scratch, "emptyDir.sizeLimit")) <= 64 << 20, "an emptyDir of a bounded size");
+    let tmpdir = list(c, "env").iter().find(|e| text(e, "name") == "TMPDIR").expect("TMPDIR");
+    assert_eq!(text(tmpdir, "value"), text(writable[0], "mountPath"), "TMPDIR is the scratch volume");
 }
 
 /// Kubernetes CPU quantity in millicores ("50m", "0.5", "2").

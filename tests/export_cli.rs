@@ -11,14 +11,21 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use support::exporter::promtool_check;
 use support::http::{free_port, get};
-use support::tools::have;
+use support::tools::{have, tool};
 use support::{Proc, poll_until};
 
 const BIN: &str = env!("CARGO_BIN_EXE_bbrtop");
 
 /// Runs `bbrtop export ARGS` expecting it to fail at start: (exit code, stderr).
 fn fails(args: &[&str]) -> (i32, String) {
-    let out = Command::new(BIN).arg("export").args(args).stdin(Stdio::null()).output().unwrap();
+    let out = Command::new(BIN)
+        .arg("export")
+        .args(args)
+        .env_remove("LISTEN_FDS")
+        .env_remove("LISTEN_PID")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
@@ -43,12 +50,15 @@ fn bad_input_is_a_one_line_error_at_start() {
     let busy_addr = busy.local_addr().unwrap().to_string();
     let free = format!("127.0.0.1:{}", free_port());
     let cases: &[(&[&str], i32, &str)] = &[
-        (&["--web.listen-address", &free, "--peer-groups", g], 2, "peer groups"),
+        (&["--web.listen-address", &free, "--peer-groups.file", g], 2, "peer groups"),
         (&["--web.listen-address", &free, "--peer-groups", "/nonexistent/groups.yml"], 2, "peer groups"),
         (&["--web.listen-address", &free, "--web.config.file", w], 2, "cipher_suites"),
         (&["--web.listen-address", &busy_addr], 1, "already in use"),
         (&["--web.listen-address", &free, "--metrics.per-socket.top-k", "1001"], 2, "top-k"),
         (&["--web.listen-address", &free, "--alertmanager.url", "ftp://x"], 2, "Alertmanager URL"),
+        (&["--web.telemetry-path", "metrics"], 2, "telemetry path"),
+        (&["--web.telemetry-path", "/-/ready"], 2, "serves that path itself"),
+        (&["--web.systemd-socket"], 2, "systemd passed no socket"),
     ];
     for (args, code, needle) in cases {
         let (got, stderr) = fails(args);
@@ -176,4 +186,36 @@ fn live_scrape_passes_promtool_and_closed_sockets_leave_no_series() {
         let (ok, printed) = promtool_check(&closed);
         assert!(ok && printed.trim().is_empty(), "promtool check metrics: {printed}\n{closed}");
     }
+}
+
+/// Socket activation as systemd does it: systemd-socket-activate (systemd's own tool) binds the
+/// port, and on the first connection starts bbrtop with the socket in LISTEN_FDS, as a .socket
+/// unit would. The metrics are served at a path of their own.
+#[test]
+fn systemd_socket_activation_with_a_telemetry_path() {
+    let Some(activate) = tool("systemd-socket-activate") else { return };
+    let port = free_port();
+    let _activated = Proc(
+        Command::new(activate)
+            .args(["--listen", &format!("127.0.0.1:{port}"), BIN, "export", "--web.systemd-socket"])
+            .args(["--web.telemetry-path", "/node/bbrtop", "--interval", "200ms", "--no-collector.bpf"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("systemd-socket-activate"),
+    );
+    let metrics = poll_until(Duration::from_secs(20), || {
+        get(port, "/node/bbrtop", None)
+            .ok()
+            .filter(|(code, body)| *code == 200 && body.contains("bbrtop_collector_degraded{"))
+    });
+    let (_, body) = metrics.expect("no metrics at /node/bbrtop on the passed socket");
+    assert!(body.contains("bbrtop_build_info"), "{body}");
+    // --no-collector.bpf: eBPF is off, and the exporter says it was asked to be.
+    assert!(body.contains(r#"bbrtop_collector_degraded{collector="bpf",reason="disabled"} 1"#), "{body}");
+    assert_eq!(get(port, "/metrics", None).unwrap().0, 404, "/metrics is not the telemetry path any more");
+    let (code, landing) = get(port, "/", None).unwrap();
+    assert_eq!(code, 200);
+    assert!(landing.contains("href=\"node/bbrtop\""), "the landing page links the metrics: {landing}");
 }

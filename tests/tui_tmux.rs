@@ -201,10 +201,10 @@ fn root_tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     t.back_at_shell(pid, "Ctrl-C");
 
     // SIGTERM from outside: the loop notices, restores the terminal and tears the lab down.
-    // With stderr to a file: nothing is written there while the TUI is up; logs go to --log-file.
+    // With stderr to a file: nothing is written there while the TUI is up; logs go to --log.file.
     let dir = tempfile::tempdir().unwrap();
     let (err, log) = (dir.path().join("stderr"), dir.path().join("log"));
-    let (pid, _) = t.launch(&format!("--log-file {} 2>{}", log.display(), err.display()));
+    let (pid, _) = t.launch(&format!("--log.file {} 2>{}", log.display(), err.display()));
     assert!(Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
     t.back_at_shell(pid, "SIGTERM");
     assert_eq!(std::fs::read_to_string(&err).unwrap(), "", "bbrtop wrote to stderr");

@@ -1,4 +1,4 @@
-//! The socket walk (`--collector walk`) against the kernel: its records agree field by field with
+//! The socket walk (`--collector.walk`) against the kernel: its records agree field by field with
 //! netlink's and with `ss -tin` on real BBR and CUBIC flows, and, run as the DaemonSet runs it
 //! (uid 65534, CAP_BPF and CAP_PERFMON only, no --netns), it sees flows in namespaces and cgroups
 //! of their own, each with its namespace and cgroup. Privileged.
@@ -295,7 +295,7 @@ fn root_as_the_daemonset_it_sees_flows_in_every_namespace_with_their_cgroup() {
         .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
         .args(["--inh-caps=-all,+bpf,+perfmon", "--ambient-caps=-all,+bpf,+perfmon"])
         .arg(env!("CARGO_BIN_EXE_bbrtop"))
-        .args(["watch", "--collector", "walk", "--count", "4", "--interval", "500ms"])
+        .args(["watch", "--collector.walk", "--count", "4", "--interval", "500ms"])
         .output()
         .expect("setpriv (util-linux)");
     let err = String::from_utf8_lossy(&o.stderr);
@@ -365,7 +365,7 @@ fn root_the_walk_loses_no_socket_netlink_sees() {
         .map(|_| (TcpStream::connect(l.local_addr().unwrap()).unwrap(), l.accept().unwrap().0))
         .collect();
     let child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
-        .args(["watch", "--collector", "walk", "--count", "3", "--interval", "300ms"])
+        .args(["watch", "--collector.walk", "--count", "3", "--interval", "300ms"])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

@@ -28,7 +28,7 @@ pub struct LoadConfig {
     pub floor_us: u32,
     /// A BTF file to use instead of the running kernel's (libbpf's `btf_custom_path`).
     pub btf: Option<PathBuf>,
-    /// Whether the hooks write the socket walk's records (`--collector walk`).
+    /// Whether the hooks write the socket walk's records (`--collector.walk`).
     pub walk: bool,
     /// How often a moving socket's walk record is filled again within one poll: its values are
     /// at most this much older than its latest move.

@@ -127,6 +127,11 @@ pub struct WalkAsk {
     pub pods: Option<crate::attrib::PodSource>,
 }
 
+/// eBPF turned off by `flag`: nothing is loaded, and the status says which flag did it.
+pub fn disabled(flag: &str) -> Loading {
+    Loading::off(Reason::new(Cause::Disabled, format!("eBPF off: {flag} (netlink-only)")))
+}
+
 /// Loads and attaches the programs, if this host and process can; with the socket walk when
 /// asked for.
 pub fn load(rule: &RuleConfig, walk: Option<WalkAsk>) -> Loading {

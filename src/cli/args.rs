@@ -67,12 +67,26 @@ pub struct SourceArgs {
     /// Time between polls, e.g. 1s, 250ms.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_interval)]
     pub interval: Duration,
-    /// What reads the sockets. walk: the eBPF walk of the sockets that moved, in every network
-    /// namespace (netlink seeds and reconciles the host's every minute); netlink: a dump of
-    /// every socket of one namespace each poll; auto: walk when eBPF runs and neither --netns
-    /// nor --lab narrows the view to one namespace, else netlink.
-    #[arg(long, value_name = "KIND", default_value = "auto")]
-    pub collector: CollectorChoice,
+    /// The eBPF collector (tcp_probe and close hooks, and the socket walk), on by default where
+    /// BTF, CAP_BPF and CAP_PERFMON allow, else netlink alone. Given, it must run: bbrtop fails
+    /// with the reason instead of falling back.
+    #[arg(long = "collector.bpf", overrides_with = "no_collector_bpf")]
+    pub collector_bpf: bool,
+    /// Turn the eBPF collector off: netlink alone reads the sockets.
+    #[arg(long = "no-collector.bpf", overrides_with = "collector_bpf")]
+    pub no_collector_bpf: bool,
+    /// The socket walk: eBPF notes the sockets that moved, in every network namespace, and
+    /// netlink seeds and reconciles the host's every minute. On by default when eBPF runs and
+    /// neither --netns nor --lab narrows the view to one namespace. Given, it must run.
+    #[arg(long = "collector.walk", overrides_with = "no_collector_walk")]
+    pub collector_walk: bool,
+    /// Turn the socket walk off: netlink dumps every socket of one namespace each poll.
+    #[arg(long = "no-collector.walk", overrides_with = "collector_walk")]
+    pub no_collector_walk: bool,
+    /// The spelling before --[no-]collector.walk: auto, walk or netlink.
+    #[arg(long = "collector", value_name = "KIND", hide = true,
+          conflicts_with_all = ["collector_walk", "no_collector_walk"])]
+    pub collector: Option<CollectorChoice>,
     /// With the socket walk, where to read pod names from: a pod list (the kubelet's /pods, or
     /// the API server's pods of this node) as an http:// URL or a file. Without it, pods are
     /// named by uid and container id, from their cgroup.
@@ -94,10 +108,49 @@ fn parse_pod_source(s: &str) -> Result<crate::attrib::PodSource, String> {
     Ok(PodSource::File(s.into()))
 }
 
-/// `--collector`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum CollectorChoice {
+impl SourceArgs {
+    /// `--[no-]collector.bpf`.
+    pub fn bpf(&self) -> Want {
+        Want::from_toggle(self.collector_bpf, self.no_collector_bpf)
+    }
+
+    /// `--[no-]collector.walk`, or the old `--collector KIND`.
+    pub fn walk(&self) -> Want {
+        match self.collector {
+            Some(CollectorChoice::Walk) => Want::On,
+            Some(CollectorChoice::Netlink) => Want::Off,
+            Some(CollectorChoice::Auto) => Want::Auto,
+            None => Want::from_toggle(self.collector_walk, self.no_collector_walk),
+        }
+    }
+}
+
+/// What a `--[no-]collector.NAME` pair asks of a collector.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Want {
+    /// Neither flag: run it where it can run.
     #[default]
+    Auto,
+    /// `--collector.NAME`: run it or fail.
+    On,
+    /// `--no-collector.NAME`.
+    Off,
+}
+
+impl Want {
+    /// clap keeps only the last of the pair (`overrides_with`), so at most one is set.
+    fn from_toggle(on: bool, off: bool) -> Want {
+        match (on, off) {
+            (true, _) => Want::On,
+            (_, true) => Want::Off,
+            _ => Want::Auto,
+        }
+    }
+}
+
+/// The old `--collector KIND`, kept as a hidden alias of the walk's toggles.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollectorChoice {
     Auto,
     Walk,
     Netlink,

@@ -7,8 +7,9 @@ use crate::export::metrics::TOP_K_CAP;
 use crate::export::server::{self, App, Limits, Options};
 use crate::export::web_config::{Security, WebConfig};
 use crate::peer_groups::PeerGroups;
-use anyhow::Context;
+use anyhow::{Context, anyhow};
 use clap::Args;
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -21,6 +22,14 @@ pub struct ExportArgs {
     /// Address to listen on, host:port or :port (every address). May be given more than once.
     #[arg(long = "web.listen-address", value_name = "ADDR", default_value = ":10027")]
     pub listen: Vec<String>,
+    /// Serve on the sockets systemd passes (socket activation: LISTEN_FDS, from a .socket unit)
+    /// instead of binding --web.listen-address.
+    #[arg(long = "web.systemd-socket")]
+    pub systemd_socket: bool,
+    /// The path of the metrics page.
+    #[arg(long = "web.telemetry-path", value_name = "PATH", default_value = "/metrics",
+          value_parser = parse_telemetry_path)]
+    pub telemetry_path: String,
     /// Serve the JSON API (/api/sockets, /api/alerts): the host's connection table, so off unless
     /// asked for; behind the same auth as /metrics.
     #[arg(long = "web.enable-api")]
@@ -54,8 +63,24 @@ pub struct ExportArgs {
     #[arg(long = "metrics.by-pod-namespace")]
     pub by_pod_namespace: bool,
     /// CIDR groups (YAML) that become the peer_group label.
-    #[arg(long = "peer-groups", value_name = "FILE")]
+    #[arg(long = "peer-groups.file", value_name = "FILE", alias = "peer-groups")]
     pub peer_groups: Option<PathBuf>,
+}
+
+/// An absolute path of its own: not one the server answers itself, no query, no spaces.
+fn parse_telemetry_path(s: &str) -> Result<String, String> {
+    use crate::export::server::RESERVED_PATHS;
+    let bad = |why: &str| Err(format!("invalid telemetry path {s:?}: {why}"));
+    if !s.starts_with('/') {
+        return bad("it must start with /");
+    }
+    if s.chars().any(|c| c.is_whitespace() || c.is_control() || c == '?' || c == '#') {
+        return bad("no spaces, ? or #");
+    }
+    if RESERVED_PATHS.contains(&s) {
+        return bad("the exporter serves that path itself");
+    }
+    Ok(s.to_string())
 }
 
 fn parse_top_k(s: &str) -> Result<usize, String> {
@@ -97,12 +122,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         None => Security::default(),
     };
     // Bound before anything else starts: a port in use is a one-line error, at once.
-    let listeners = a
-        .listen
-        .iter()
-        .map(|l| server::bind(l))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Failure::Runtime(anyhow::anyhow!(e)))?;
+    let listeners = if a.systemd_socket { systemd_listeners()? } else { bind_all(&a.listen)? };
     let port = listeners[0].local_addr().context("listener address")?.port();
     let bound: Vec<String> =
         listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
@@ -120,6 +140,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         poll_interval: a.poll.source.interval,
         api: a.enable_api,
         by_pod_namespace: a.by_pod_namespace,
+        telemetry_path: a.telemetry_path.clone(),
     };
     let app = Arc::new(App::new(started.runtime.published(), groups, security, options));
     let limits = Limits { max_connections: a.max_connections as usize, ..Limits::default() };
@@ -128,6 +149,37 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     drop(pusher);
     drop(started);
     Ok(())
+}
+
+fn bind_all(addrs: &[String]) -> Result<Vec<TcpListener>, Failure> {
+    addrs
+        .iter()
+        .map(|l| server::bind(l))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::Runtime(anyhow!(e)))
+}
+
+/// The listening sockets systemd passed (LISTEN_FDS, LISTEN_PID): every one must be a TCP
+/// listener, and there must be at least one.
+fn systemd_listeners() -> Result<Vec<TcpListener>, Failure> {
+    let mut fds = listenfd::ListenFd::from_env();
+    if fds.len() == 0 {
+        return Err(Failure::Usage(
+            "--web.systemd-socket: systemd passed no socket (no LISTEN_FDS for this process; start it \
+             from bbrtop.socket)"
+                .into(),
+        ));
+    }
+    (0..fds.len())
+        .map(|i| {
+            let l = fds
+                .take_tcp_listener(i)
+                .and_then(|l| l.ok_or_else(|| std::io::Error::other("already taken")))
+                .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                .map_err(|e| anyhow!("--web.systemd-socket: passed socket {i}: {e}"))?;
+            Ok(l)
+        })
+        .collect()
 }
 
 /// How this exporter is reached, for the links its alerts carry.
@@ -156,7 +208,7 @@ fn push_config(a: &ExportArgs, me: &Me, groups: &Arc<PeerGroups>) -> Option<Push
 
 /// Serves HTTP until the startup sequence's signal flag is set.
 fn serve_until(
-    listeners: Vec<std::net::TcpListener>,
+    listeners: Vec<TcpListener>,
     app: Arc<App>,
     limits: Limits,
     stop: Arc<std::sync::atomic::AtomicBool>,

@@ -9,6 +9,7 @@ pub mod check;
 pub mod doctor;
 pub mod export;
 pub mod failure;
+pub mod generate;
 pub mod lab;
 pub mod snapshot;
 pub mod startup;
@@ -27,7 +28,9 @@ use std::process::ExitCode;
     about = "Per-socket TCP BBR and congestion-control monitor",
     long_about = "Per-socket TCP BBR and congestion-control monitor. With no command, the live terminal UI \
                   (q quits, ? lists the keys); `bbrtop --lab` shows a built-in BBR vs CUBIC lab.",
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    // Every command's manual page names the version.
+    propagate_version = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -51,6 +54,10 @@ pub enum Command {
     Lab(lab::LabArgs),
     /// Serve Prometheus metrics and the JSON API, and push alerts to Alertmanager.
     Export(export::ExportArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(generate::CompletionsArgs),
+    /// Print the manual page (roff), or write every command's page into a directory.
+    Man(generate::ManArgs),
 }
 
 pub fn main() -> ExitCode {
@@ -92,6 +99,8 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Some(Command::Check(a)) => check::run(a),
         Some(Command::Lab(a)) => lab::run(a).map(|()| 0),
         Some(Command::Export(a)) => export::run(a).map(|()| 0),
+        Some(Command::Completions(a)) => generate::completions(a).map(|()| 0),
+        Some(Command::Man(a)) => generate::man(a).map(|()| 0),
         None => tui::run(cli.tui).map(|()| 0),
     }
 }

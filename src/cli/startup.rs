@@ -4,7 +4,7 @@
 //! engine and its poller. `lab` runs the first step and its own runner (see `cli::lab`).
 
 use super::Failure;
-use super::args::{CollectorChoice, PollArgs};
+use super::args::{PollArgs, Want};
 use crate::bpf::{BpfStatus, Loading};
 use crate::collect::{Every, InetDiag};
 use crate::engine::sink::Source;
@@ -50,10 +50,17 @@ pub fn start(
     let cfg = EngineConfig { groups, ..poll.engine_config() };
     let states = cfg.filter.state_set();
     let mut diag = InetDiag::open(netns.as_ref(), states).map_err(Failure::from_collect)?;
-    let want_walk = wants_walk(poll.source.collector, netns.is_some())?;
+    let (bpf_want, walk_want) = (poll.source.bpf(), poll.source.walk());
+    let want_walk = wants_walk(bpf_want, walk_want, netns.is_some())?;
     let ask = want_walk.then(|| crate::bpf::WalkAsk { states, pods: poll.source.kubernetes_pods.clone() });
-    let mut bpf = crate::bpf::load(&cfg.rule, ask);
-    let walker = take_walker(&mut bpf, poll.source.collector, want_walk)?;
+    let mut bpf = match bpf_want {
+        Want::Off => crate::bpf::disabled("--no-collector.bpf"),
+        _ => crate::bpf::load(&cfg.rule, ask),
+    };
+    if let (Want::On, Some(reason)) = (bpf_want, &bpf.status.reason) {
+        return Err(Failure::Privilege(format!("--collector.bpf: {reason}")));
+    }
+    let walker = take_walker(&mut bpf, walk_want, want_walk)?;
     drop_privileges(&bpf, note);
     if let Some(line) = bpf_note(&bpf.status) {
         note(&line);
@@ -76,7 +83,7 @@ pub fn start(
             sources.push(Box::new(diag));
             sources.extend(bpf_sources);
             let why = walk_off.as_deref();
-            engine.set_roles(netlink_reads(poll.source.collector, netns.is_some(), &status, why), None);
+            engine.set_roles(netlink_reads(walk_want, netns.is_some(), &status, why), None);
         }
     }
     let runtime = Runtime::start(engine, sources, poll.source.interval).context("starting the poller")?;
@@ -90,26 +97,26 @@ use crate::bpf::RECONCILE_EVERY;
 const NETLINK_SEEDS: &str = "seeds the host namespace's sockets at start and reconciles them every 60 polls";
 const WALK_READS: &str = "reads the sockets that moved since the last poll, in every network namespace";
 
-/// Whether to ask for the kernel walk: always for `--collector walk` (an error with a narrowed
-/// view), never for netlink, and for auto unless one namespace is asked for.
-fn wants_walk(choice: CollectorChoice, one_netns: bool) -> Result<bool, Failure> {
-    match (choice, one_netns) {
-        (CollectorChoice::Walk, true) => Err(Failure::Usage(
-            "--collector walk reads every namespace; --netns and --lab read one (use --collector netlink)"
+/// Whether to ask for the kernel walk: always for `--collector.walk` (an error with a narrowed
+/// view or without eBPF), never for `--no-collector.walk` or `--no-collector.bpf`, and by
+/// default unless one namespace is asked for.
+fn wants_walk(bpf: Want, walk: Want, one_netns: bool) -> Result<bool, Failure> {
+    match (bpf, walk, one_netns) {
+        (Want::Off, Want::On, _) => {
+            Err(Failure::Usage("--collector.walk needs eBPF, which --no-collector.bpf turns off".into()))
+        }
+        (_, Want::On, true) => Err(Failure::Usage(
+            "--collector.walk reads every namespace; --netns and --lab read one (use --no-collector.walk)"
                 .into(),
         )),
-        (CollectorChoice::Walk, false) | (CollectorChoice::Auto, false) => Ok(true),
-        _ => Ok(false),
+        (Want::Off, ..) | (_, Want::Off, _) | (_, Want::Auto, true) => Ok(false),
+        (_, Want::On | Want::Auto, false) => Ok(true),
     }
 }
 
-/// The walk, if it loaded; `--collector walk` without it is an error, auto falls back to netlink.
+/// The walk, if it loaded; `--collector.walk` without it is an error, auto falls back to netlink.
 /// With the walk, netlink reads no RTT windows (the walk carries them), so CAP_BPF can go too.
-fn take_walker(
-    bpf: &mut Loading,
-    choice: CollectorChoice,
-    wanted: bool,
-) -> Result<Option<Box<dyn Source>>, Failure> {
+fn take_walker(bpf: &mut Loading, choice: Want, wanted: bool) -> Result<Option<Box<dyn Source>>, Failure> {
     if !wanted {
         return Ok(None);
     }
@@ -118,9 +125,7 @@ fn take_walker(
             bpf.windows = None;
             Ok(Some(w))
         }
-        Err(why) if choice == CollectorChoice::Walk => {
-            Err(Failure::Privilege(format!("--collector walk: {why}")))
-        }
+        Err(why) if choice == Want::On => Err(Failure::Privilege(format!("--collector.walk: {why}"))),
         Err(why) => {
             bpf.walker = Err(why);
             Ok(None)
@@ -130,14 +135,9 @@ fn take_walker(
 
 /// Netlink's role when it reads every socket, and why the walk does not (`walk_off`: the
 /// walk's own reason, when it was asked for and could not run).
-fn netlink_reads(
-    choice: CollectorChoice,
-    one_netns: bool,
-    bpf: &BpfStatus,
-    walk_off: Option<&str>,
-) -> String {
+fn netlink_reads(choice: Want, one_netns: bool, bpf: &BpfStatus, walk_off: Option<&str>) -> String {
     let why = match (choice, one_netns, &bpf.reason, walk_off) {
-        (CollectorChoice::Netlink, ..) => "--collector netlink".to_string(),
+        (Want::Off, ..) => "--no-collector.walk".to_string(),
         (_, true, ..) => "one namespace asked for".to_string(),
         (_, _, Some(r), _) => r.detail.clone(),
         (.., Some(w)) => w.to_string(),
@@ -206,14 +206,24 @@ mod tests {
     fn netlinks_role_says_why_the_walk_is_not_used() {
         let ok = BpfStatus::default();
         let role = |c, one, w| netlink_reads(c, one, &ok, w);
-        assert!(
-            role(CollectorChoice::Netlink, false, None).ends_with("(no kernel walk: --collector netlink)")
-        );
-        assert!(role(CollectorChoice::Auto, true, None).contains("one namespace asked for"));
+        assert!(role(Want::Off, false, None).ends_with("(no kernel walk: --no-collector.walk)"));
+        assert!(role(Want::Auto, true, None).contains("one namespace asked for"));
         let no_hz = "socket walk off: the kernel's config is not readable";
-        assert!(role(CollectorChoice::Auto, false, Some(no_hz)).contains(no_hz));
+        assert!(role(Want::Auto, false, Some(no_hz)).contains(no_hz));
         let off = BpfStatus { reason: Some(Reason::new(Cause::NoBtf, "eBPF off: no BTF")), ..ok.clone() };
-        assert!(netlink_reads(CollectorChoice::Auto, false, &off, Some(no_hz)).contains("eBPF off: no BTF"));
+        assert!(netlink_reads(Want::Auto, false, &off, Some(no_hz)).contains("eBPF off: no BTF"));
+    }
+
+    #[test]
+    fn the_walk_is_asked_for_unless_turned_off_or_one_namespace_is_watched() {
+        let walk = |bpf, walk, one| wants_walk(bpf, walk, one).map_err(|f| f.to_string());
+        assert_eq!(walk(Want::Auto, Want::Auto, false), Ok(true));
+        assert_eq!(walk(Want::On, Want::Auto, false), Ok(true));
+        assert_eq!(walk(Want::Auto, Want::Auto, true), Ok(false));
+        assert_eq!(walk(Want::Auto, Want::Off, false), Ok(false));
+        assert_eq!(walk(Want::Off, Want::Auto, false), Ok(false), "no eBPF, no walk");
+        assert!(walk(Want::Auto, Want::On, true).unwrap_err().contains("--no-collector.walk"));
+        assert!(walk(Want::Off, Want::On, false).unwrap_err().contains("--no-collector.bpf"));
     }
 
     #[test]

@@ -19,7 +19,7 @@ pub struct TuiArgs {
     #[arg(long, conflicts_with = "netns")]
     pub lab: bool,
     /// Write diagnostics here (nothing is printed while the TUI is up).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long = "log.file", value_name = "PATH", alias = "log-file")]
     pub log_file: Option<PathBuf>,
 }
 

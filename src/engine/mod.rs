@@ -59,7 +59,7 @@ pub struct EngineConfig {
     pub filter: Filter,
     /// Resolved alerts kept for display.
     pub recent_alerts: usize,
-    /// The peer groups the counters are kept per (`--peer-groups`).
+    /// The peer groups the counters are kept per (`--peer-groups.file`).
     pub groups: Arc<PeerGroups>,
 }
 

@@ -11,6 +11,8 @@ use std::time::{Duration, SystemTime};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
+    /// Turned off by a flag (`--no-collector.bpf`).
+    Disabled,
     /// Built without the `bpf` feature.
     NotBuilt,
     /// No kernel BTF.
@@ -41,6 +43,7 @@ impl Cause {
     /// The value of the `reason` label.
     pub fn label(self) -> &'static str {
         match self {
+            Cause::Disabled => "disabled",
             Cause::NotBuilt => "not_built",
             Cause::NoBtf => "no_btf",
             Cause::MissingCapabilities => "missing_capabilities",

@@ -46,7 +46,7 @@ impl Default for Limits {
 }
 
 /// What the server is told beside the snapshots.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Options {
     /// Per-socket gauges for the K most inflated sockets.
     pub top_k: usize,
@@ -57,6 +57,21 @@ pub struct Options {
     pub api: bool,
     /// Add the aggregates by pod namespace to /metrics.
     pub by_pod_namespace: bool,
+    /// Where the metrics are served (`--web.telemetry-path`).
+    pub telemetry_path: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            top_k: 0,
+            push_stats: None,
+            poll_interval: Duration::default(),
+            api: false,
+            by_pod_namespace: false,
+            telemetry_path: "/metrics".into(),
+        }
+    }
 }
 
 /// What every request reads.
@@ -71,6 +86,8 @@ pub struct App {
     probes: Probes,
     /// Slots for API responses, when the API is on.
     api: Option<Arc<Semaphore>>,
+    telemetry_path: String,
+    landing: Bytes,
 }
 
 impl App {
@@ -85,6 +102,8 @@ impl App {
             auth: Auth::new(security.users),
             probes: Probes::new(o.poll_interval),
             api: o.api.then(|| Arc::new(Semaphore::new(API_RESPONSES))),
+            landing: landing(&o.telemetry_path).into(),
+            telemetry_path: o.telemetry_path,
         }
     }
 
@@ -219,11 +238,21 @@ fn json<T: Serialize>(v: &T) -> Resp {
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const TEXT_004: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-const LANDING: &str = "<!DOCTYPE html><html><head><title>bbrtop exporter</title></head><body>\
+/// The landing page, which links the metrics wherever `--web.telemetry-path` puts them.
+fn landing(telemetry_path: &str) -> String {
+    let metrics = telemetry_path.trim_start_matches('/');
+    format!(
+        "<!DOCTYPE html><html><head><title>bbrtop exporter</title></head><body>\
 <h1>bbrtop exporter</h1><p>Per-socket TCP congestion control: BBR, CUBIC and RTT inflation.</p><ul>\
-<li><a href=\"metrics\">/metrics</a></li><li><a href=\"api/sockets\">/api/sockets</a></li>\
+<li><a href=\"{metrics}\">/{metrics}</a></li><li><a href=\"api/sockets\">/api/sockets</a></li>\
 <li><a href=\"api/alerts\">/api/alerts</a></li><li><a href=\"-/healthy\">/-/healthy</a></li>\
-<li><a href=\"-/ready\">/-/ready</a></li><li><a href=\"runbook\">/runbook</a></li></ul></body></html>\n";
+<li><a href=\"-/ready\">/-/ready</a></li><li><a href=\"runbook\">/runbook</a></li></ul></body></html>\n"
+    )
+}
+
+/// Paths the server answers itself, which `--web.telemetry-path` cannot take.
+pub const RESERVED_PATHS: [&str; 6] =
+    ["/", "/-/healthy", "/-/ready", "/api/sockets", "/api/alerts", "/runbook"];
 
 /// What each alert means and what to do: the README's runbook section, served with the binary so
 /// it matches the version that fired.
@@ -271,10 +300,10 @@ async fn handle(app: &App, req: Request<Incoming>) -> Resp {
         return r;
     }
     match req.uri().path() {
-        "/metrics" => metrics_response(app, snap, &req).await,
+        p if p == app.telemetry_path => metrics_response(app, snap, &req).await,
         path @ ("/api/sockets" | "/api/alerts") => api_response(app, snap, path),
         "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", *RUNBOOK),
-        "/" => respond(StatusCode::OK, "text/html; charset=utf-8", LANDING),
+        "/" => respond(StatusCode::OK, "text/html; charset=utf-8", app.landing.clone()),
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "Not Found\n"),
     }
 }
