@@ -39,6 +39,8 @@ fn inputs(corpus: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
 }
 
 /// Runs `parse` on `cases()` inputs; a panic fails the test with the smallest input found.
+/// Reports its rate on stderr: a test harness, not the product, so the lint on stderr is off here.
+#[allow(clippy::print_stderr)]
 fn fuzz(name: &str, corpus: Vec<Vec<u8>>, parse: impl Fn(&[u8])) {
     let n = cases();
     let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });

@@ -5,6 +5,10 @@
 //! [`engine::snapshot::Snapshot`]s; consumers (table, JSON, TUI, exporter, alerts) only read
 //! snapshots; [`cli`] alone wires them together. ARCHITECTURE.md lists the layers and the one
 //! direction imports go.
+//!
+//! Below [`cli`] nothing prints to stderr: logs go through [`log`]'s one sink (the lint below
+//! checks it; `cli` alone writes its one-line failures there).
+#![deny(clippy::print_stderr)]
 
 pub mod attrib;
 pub mod bpf;
@@ -19,6 +23,7 @@ pub mod filter;
 #[cfg(test)]
 mod fuzz;
 pub mod lab;
+pub mod log;
 pub mod mem;
 pub mod model;
 pub mod netns;

@@ -59,12 +59,56 @@ fn bad_input_is_a_one_line_error_at_start() {
         (&["--web.telemetry-path", "metrics"], 2, "telemetry path"),
         (&["--web.telemetry-path", "/-/ready"], 2, "serves that path itself"),
         (&["--web.systemd-socket"], 2, "systemd passed no socket"),
+        (&["--log.level", "loud"], 2, "log level"),
+        (&["--log.format", "xml"], 2, "log format"),
     ];
     for (args, code, needle) in cases {
         let (got, stderr) = fails(args);
         assert_eq!(got, *code, "{args:?}: {stderr}");
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
         assert_one_line(&stderr);
+    }
+}
+
+/// `--log.format json`: each log line is one JSON object with its level and fields, the
+/// exporter's "listening" line among them; logfmt, the default, has `level=` and `key=value`.
+#[test]
+fn logs_are_structured_lines_in_either_format() {
+    use std::io::BufRead;
+    for format in ["json", "logfmt"] {
+        let listen = format!("127.0.0.1:{}", free_port());
+        let child = Command::new(BIN)
+            .args(["export", "--no-collector.bpf", "--web.listen-address", &listen, "--log.format", format])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut export = Proc(child);
+        let stderr = export.0.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let line = std::iter::from_fn(|| rx.recv_timeout(Duration::from_secs(20)).ok())
+            .find(|l| l.contains("listening"))
+            .unwrap_or_else(|| panic!("{format}: no listening line"));
+        if format == "json" {
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+            assert_eq!(
+                (v["level"].as_str(), v["message"].as_str()),
+                (Some("INFO"), Some("listening")),
+                "{line}"
+            );
+            assert_eq!(v["address"].as_str(), Some(listen.as_str()), "{line}");
+        } else {
+            for part in ["level=info", "message=listening", &format!("address={listen}")] {
+                assert!(line.contains(part), "{part} in {line}");
+            }
+        }
     }
 }
 

@@ -126,7 +126,8 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     let port = listeners[0].local_addr().context("listener address")?.port();
     let bound: Vec<String> =
         listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
-    let started = super::startup::start(&a.poll, Arc::clone(&groups), None, &mut |line| eprintln!("{line}"))?;
+    let started =
+        super::startup::start(&a.poll, Arc::clone(&groups), None, &mut |line| tracing::warn!("{line}"))?;
     let me = Me { host: hostname(), port, scheme: if security.tls.is_some() { "https" } else { "http" } };
     let pusher = match push_config(&a, &me, &groups) {
         Some(cfg) => Some(
@@ -144,7 +145,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     };
     let app = Arc::new(App::new(started.runtime.published(), groups, security, options));
     let limits = Limits { max_connections: a.max_connections as usize, ..Limits::default() };
-    eprintln!("bbrtop export: listening on {} ({})", bound.join(", "), me.scheme);
+    tracing::info!(address = bound.join(","), scheme = me.scheme, "listening");
     serve_until(listeners, app, limits, Arc::clone(&started.stop))?;
     drop(pusher);
     drop(started);

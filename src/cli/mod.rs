@@ -4,6 +4,9 @@
 //! value, missing namespace); 3 a missing privilege (capability). Every failure is one line on
 //! stderr.
 
+// The command line's own failures are one line on stderr, before or without a log sink.
+#![allow(clippy::print_stderr)]
+
 pub mod args;
 pub mod check;
 pub mod doctor;
@@ -35,6 +38,14 @@ use std::process::ExitCode;
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Log only this level and above: debug, info, warn or error.
+    #[arg(long = "log.level", value_name = "LEVEL", default_value = "info", global = true,
+          value_parser = crate::log::parse_level)]
+    pub log_level: tracing::level_filters::LevelFilter,
+    /// Log lines as logfmt or json (on stderr; the TUI writes them to --log.file, or nowhere).
+    #[arg(long = "log.format", value_name = "FORMAT", default_value = "logfmt", global = true,
+          value_parser = |s: &str| s.parse::<crate::log::Format>())]
+    pub log_format: crate::log::Format,
     /// The terminal UI's flags, when no command is given.
     #[command(flatten)]
     pub tui: tui::TuiArgs,
@@ -73,7 +84,8 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(cli) {
+    let logging = init_logging(&cli);
+    match logging.and_then(|()| run(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
             // One line: newlines in a chained error would break log scrapers.
@@ -81,6 +93,24 @@ pub fn main() -> ExitCode {
             ExitCode::from(f.code())
         }
     }
+}
+
+/// The one log sink: stderr, or, while a terminal UI owns the screen, --log.file or nowhere.
+fn init_logging(cli: &Cli) -> Result<(), Failure> {
+    use crate::log::{Sink, init};
+    let sink =
+        match &cli.command {
+            None => match &cli.tui.log_file {
+                Some(p) => Sink::File(std::fs::File::create(p).map_err(|e| {
+                    Failure::Runtime(anyhow::anyhow!("opening log file {}: {e}", p.display()))
+                })?),
+                None => Sink::Nowhere,
+            },
+            Some(Command::Lab(l)) if l.tui => Sink::Nowhere,
+            Some(_) => Sink::Stderr,
+        };
+    init(cli.log_format, cli.log_level, sink);
+    Ok(())
 }
 
 /// A usage error as one line, like every other failure: clap's message without its usage block.

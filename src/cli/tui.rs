@@ -4,8 +4,7 @@
 use super::Failure;
 use super::args::PollArgs;
 use super::startup;
-use crate::tui::{Log, system::SystemInfo};
-use anyhow::Context;
+use crate::tui::system::SystemInfo;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -18,7 +17,7 @@ pub struct TuiArgs {
     /// CAP_SYS_ADMIN.
     #[arg(long, conflicts_with = "netns")]
     pub lab: bool,
-    /// Write diagnostics here (nothing is printed while the TUI is up).
+    /// Write the log here (nothing is printed while the TUI is up; see --log.level, --log.format).
     #[arg(long = "log.file", value_name = "PATH", alias = "log-file")]
     pub log_file: Option<PathBuf>,
 }
@@ -33,21 +32,15 @@ pub fn run(a: TuiArgs) -> Result<(), Failure> {
                 .into(),
         ));
     }
-    let mut log = Log(match &a.log_file {
-        Some(p) => {
-            Some(std::fs::File::create(p).with_context(|| format!("opening log file {}", p.display()))?)
-        }
-        None => None,
-    });
     let lab = a.lab.then(startup::live_lab);
-    let mut started = startup::start(&a.poll, Default::default(), lab, &mut |line| log.line(line))?;
+    let mut started = startup::start(&a.poll, Default::default(), lab, &mut |line| tracing::warn!("{line}"))?;
     if let Some(l) = &started.lab {
-        log.line(&format!("lab {}: {}", l.name(), l.path_description()));
+        tracing::info!(lab = l.name(), path = l.path_description(), "lab started");
     }
     let sys = SystemInfo::read(started.netns.as_ref());
-    let result = crate::tui::ui_loop(&started.runtime.published(), &started.stop, &mut log, sys);
+    let result = crate::tui::ui_loop(&started.runtime.published(), &started.stop, sys);
     started.runtime.stop();
     drop(started);
-    log.line("exit");
+    tracing::info!("exit");
     Ok(result?)
 }

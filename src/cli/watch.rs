@@ -26,7 +26,8 @@ pub struct WatchArgs {
 }
 
 pub fn run(a: WatchArgs) -> Result<(), Failure> {
-    let started = super::startup::start(&a.poll, Default::default(), None, &mut |line| eprintln!("{line}"))?;
+    let started =
+        super::startup::start(&a.poll, Default::default(), None, &mut |line| tracing::warn!("{line}"))?;
     if a.closed && started.bpf.attached.is_empty() {
         return Err(Failure::Runtime(anyhow::anyhow!("--closed needs eBPF, which is off")));
     }
@@ -42,7 +43,7 @@ pub fn run(a: WatchArgs) -> Result<(), Failure> {
             let new: Vec<_> = snap.closed.iter().take_while(|c| c.seq > closed_seq).collect();
             // The snapshot keeps the latest records only: say how many fell out between polls.
             if let Some(oldest) = new.last().filter(|c| c.seq > closed_seq + 1) {
-                eprintln!("bbrtop: {} closed records missed between polls", oldest.seq - closed_seq - 1);
+                tracing::warn!(missed = oldest.seq - closed_seq - 1, "closed records missed between polls");
             }
             closed_seq = snap.closed.first().map_or(closed_seq, |c| c.seq.max(closed_seq));
             new.iter().rev().try_for_each(|c| json::write_line(&mut out, c))

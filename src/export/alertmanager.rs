@@ -219,7 +219,7 @@ impl Pusher {
                 for (url, tx) in &queues {
                     if let Err(TrySendError::Full(_)) = tx.try_send(Arc::clone(&body)) {
                         st.add(url, "dropped");
-                        eprintln!("bbrtop: alertmanager {url}: queue full, dropped {} alert(s)", due.len());
+                        tracing::warn!(alertmanager = %url, dropped = due.len(), "alertmanager queue full, alerts dropped");
                     }
                 }
             }
@@ -261,24 +261,18 @@ fn worker(url: &str, rx: &Receiver<Arc<String>>, stats: &PushStats, stop: &Atomi
                 Ok(mut r) if r.status().is_client_error() => {
                     stats.add(url, "client_error");
                     let text = r.body_mut().read_to_string().unwrap_or_default();
-                    eprintln!(
-                        "bbrtop: alertmanager {endpoint}: rejected with {}: {}",
-                        r.status(),
-                        text.trim().replace('\n', " ")
-                    );
+                    let body = text.trim().replace('\n', " ");
+                    tracing::warn!(endpoint, status = %r.status(), body, "alertmanager rejected the alerts");
                     false
                 }
                 Ok(r) => {
                     stats.add(url, "server_error");
-                    eprintln!(
-                        "bbrtop: alertmanager {endpoint}: {} (attempt {attempt}/{ATTEMPTS})",
-                        r.status()
-                    );
+                    tracing::warn!(endpoint, status = %r.status(), attempt, of = ATTEMPTS, "alertmanager post failed");
                     true
                 }
                 Err(e) => {
                     stats.add(url, "network_error");
-                    eprintln!("bbrtop: alertmanager {endpoint}: {e} (attempt {attempt}/{ATTEMPTS})");
+                    tracing::warn!(endpoint, error = %e, attempt, of = ATTEMPTS, "alertmanager post failed");
                     true
                 }
             };

@@ -170,7 +170,7 @@ async fn accept_loop(
             Ok((s, _)) => s,
             Err(e) => {
                 // EMFILE and the like: say so, back off, keep serving.
-                eprintln!("bbrtop: accept: {e}");
+                tracing::warn!(error = %e, "accept failed");
                 tokio::time::sleep(Duration::from_millis(100)).await;
                 continue;
             }

@@ -14,7 +14,6 @@ use crate::runtime::Published;
 use anyhow::Context;
 use app::App;
 use crossterm::event::{self, Event, KeyEventKind};
-use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -28,28 +27,12 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Where diagnostics go while the terminal belongs to the UI (nowhere, unless asked).
-pub struct Log(pub Option<std::fs::File>);
-
-impl Log {
-    pub fn line(&mut self, msg: &str) {
-        if let Some(f) = &mut self.0 {
-            let _ = writeln!(f, "{} {msg}", humantime::format_rfc3339_seconds(std::time::SystemTime::now()));
-        }
-    }
-}
-
 /// Set by the panic hook `ui_loop` installs.
 static PANICKED: AtomicBool = AtomicBool::new(false);
 
 /// Draws `published` snapshots until q, Ctrl-C or `stop` (a signal, or the end of a lab run).
 /// `sys` is the header's host facts (those of the watched namespace).
-pub fn ui_loop(
-    published: &Published,
-    stop: &AtomicBool,
-    log: &mut Log,
-    sys: system::SystemInfo,
-) -> anyhow::Result<()> {
+pub fn ui_loop(published: &Published, stop: &AtomicBool, sys: system::SystemInfo) -> anyhow::Result<()> {
     // The guard first: if setup fails half-way (raw mode on, no alternate screen), it still undoes it.
     let _guard = TerminalGuard;
     let tty = tty::Tty::open().context("opening the terminal")?;
@@ -82,12 +65,12 @@ pub fn ui_loop(
         // Wake at least 4 times a second: new snapshots and SIGTERM are noticed promptly.
         match tty.wait(Duration::from_millis(250)).context("reading the terminal")? {
             tty::Ready::Gone => {
-                log.line("the terminal hung up");
+                tracing::info!("the terminal hung up");
                 tty::detach();
                 break;
             }
             // A resize comes as a signal crossterm turns into an event: look even when quiet.
-            tty::Ready::Input | tty::Ready::Quiet => dirty = handle_events(&mut app, rows, &latest, log)?,
+            tty::Ready::Input | tty::Ready::Quiet => dirty = handle_events(&mut app, rows, &latest)?,
         }
     }
     Ok(())
@@ -119,7 +102,7 @@ fn draw(
 
 /// Hands every event crossterm has ready to the app, without waiting; whether any came (a key,
 /// a resize: the screen is to be drawn again).
-fn handle_events(app: &mut App, rows: usize, latest: &Arc<Snapshot>, log: &mut Log) -> anyhow::Result<bool> {
+fn handle_events(app: &mut App, rows: usize, latest: &Arc<Snapshot>) -> anyhow::Result<bool> {
     let mut any = false;
     while event::poll(Duration::ZERO).context("reading the terminal")? {
         any = true;
@@ -127,7 +110,7 @@ fn handle_events(app: &mut App, rows: usize, latest: &Arc<Snapshot>, log: &mut L
             && k.kind != KeyEventKind::Release
             && let Some(action) = keymap::action(app.mode(), k)
         {
-            log.line(&format!("key {:?} -> {action:?}", k.code));
+            tracing::debug!(key = ?k.code, ?action, "key");
             app.update(action, rows, latest);
         }
     }
