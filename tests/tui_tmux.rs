@@ -209,7 +209,9 @@ fn root_tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     t.back_at_shell(pid, "SIGTERM");
     assert_eq!(std::fs::read_to_string(&err).unwrap(), "", "bbrtop wrote to stderr");
     let log = std::fs::read_to_string(&log).unwrap();
-    assert!(log.contains(" lab bbrtop-") && log.ends_with(" exit\n"), "the log file:\n{log}");
+    // logfmt lines, the lab's name among the fields, and the last one the exit.
+    let last = log.lines().last().unwrap_or_default();
+    assert!(log.contains(" lab=bbrtop-") && last.contains("message=exit"), "the log file:\n{log}");
 }
 
 /// Closing the terminal (its window, its ssh session) ends bbrtop, lab included, within seconds:
