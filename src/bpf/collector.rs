@@ -1,6 +1,7 @@
 //! The BPF collector as a poller [`Source`]: each poll drains the ring buffer without blocking
 //! and turns events into engine updates. Dropping it drops the links, which detaches.
 
+use super::clock::{instant_of, ktime_now_ns};
 use super::event::{Close, Event};
 use super::loader::Loaded;
 use crate::engine::Update;
@@ -28,20 +29,6 @@ impl Collector {
         });
         Collector { loaded, undecodable_total: 0, limit }
     }
-}
-
-/// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns()`.
-#[allow(unsafe_code)]
-pub fn ktime_now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes only into the timespec we pass, which outlives the call.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// A kernel timestamp as an `Instant`, given the same moment in both clocks.
-pub fn instant_of(ktime_ns: u64, ktime_now: u64, now: Instant) -> Instant {
-    now.checked_sub(Duration::from_nanos(ktime_now.saturating_sub(ktime_ns))).unwrap_or(now)
 }
 
 pub fn update_of(e: Event, ktime_now: u64, now: Instant, wall: SystemTime) -> Update {
@@ -132,14 +119,6 @@ fn poll_failure(consumed: Result<(), String>, undecodable: u64) -> Option<Reason
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ktime_to_instant() {
-        let now = Instant::now();
-        assert_eq!(instant_of(9_000_000_000, 10_000_000_000, now), now - Duration::from_secs(1));
-        assert_eq!(instant_of(11_000_000_000, 10_000_000_000, now), now, "future clamps to now");
-        assert!(ktime_now_ns() > 0);
-    }
 
     #[test]
     fn one_bad_record_degrades_one_poll_not_the_rest() {

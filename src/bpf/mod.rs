@@ -26,6 +26,8 @@ macro_rules! bpf_skeleton {
 }
 
 #[cfg(feature = "bpf")]
+mod clock;
+#[cfg(feature = "bpf")]
 mod collector;
 pub mod event;
 #[cfg(feature = "bpf")]

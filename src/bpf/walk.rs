@@ -3,7 +3,7 @@
 //! bumps the read epoch, takes every record out of the map (read and deleted in batches), and
 //! hands the engine the sockets that moved. A socket that did not move costs nothing here.
 
-use super::collector::ktime_now_ns;
+use super::clock::ktime_now_ns;
 use crate::attrib::Resolver;
 use crate::engine::sink::{Feed, Source};
 use crate::engine::{Now, Update, Walk};
