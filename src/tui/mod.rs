@@ -134,5 +134,8 @@ fn handle_events(app: &mut App, rows: usize, latest: &Arc<Snapshot>, log: &mut L
     Ok(any)
 }
 
+/// The screen as SVG, for the README's picture.
+#[cfg(test)]
+mod svg;
 #[cfg(test)]
 mod tests;
