@@ -9,12 +9,16 @@ use std::time::{Duration, Instant};
 use support::guard;
 use support::lab::namespaces;
 
-fn lab_json(scenario: &str, duration: &str) -> Value {
+fn lab_json(scenario: &str, duration: &str, extra: &[&str]) -> Value {
     let o = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
         .args(["lab", scenario, "--duration", duration, "--json"])
+        .args(extra)
         .output()
         .unwrap();
-    assert!(o.status.success(), "bbrtop lab {scenario}: {}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "bbrtop lab {scenario}: {err}");
+    // With --json (and stderr not a terminal) there is no banner and no progress line.
+    assert!(err.is_empty(), "stderr: {err:?}");
     serde_json::from_slice(&o.stdout).expect("report JSON")
 }
 
@@ -32,7 +36,9 @@ fn root_bufferbloat_bbr_keeps_the_queue_short() {
     if !guard::lab("lab scenario test") {
         return;
     }
-    let r = lab_json("bufferbloat", "10s");
+    let plots = tempfile::tempdir().unwrap();
+    let dir = plots.path().join("plots");
+    let r = lab_json("bufferbloat", "10s", &["--plot", dir.to_str().unwrap()]);
     let (c, b) = (flow(&r, "cubic"), flow(&r, "bbr"));
     let (c50, b50) = (c["rtt_p50_ms"].as_f64().unwrap(), b["rtt_p50_ms"].as_f64().unwrap());
     eprintln!("bufferbloat: cubic p50 {c50} ms, bbr p50 {b50} ms");
@@ -44,6 +50,11 @@ fn root_bufferbloat_bbr_keeps_the_queue_short() {
         assert!((5e6..=10.5e6).contains(&bps), "{} used the 10 Mbit/s link: {bps}", f["cc"]);
     }
     assert!(r["cubic_over_bbr_rtt_p50"].as_f64().unwrap() > 3.0);
+    // The plots: RTT over time and the CDF, a line per flow.
+    for name in ["bufferbloat-rtt.svg", "bufferbloat-cdf.svg"] {
+        let svg = std::fs::read_to_string(dir.join(name)).expect(name);
+        assert!(svg.starts_with("<svg") && svg.contains("#1F77B4") && svg.contains("#D62728"), "{name}");
+    }
 }
 
 #[test]
@@ -51,12 +62,12 @@ fn root_lossy_bbr_outruns_cubic() {
     if !guard::lab("lab scenario test") {
         return;
     }
-    let r = lab_json("lossy", "8s");
+    let r = lab_json("lossy", "8s", &[]);
     let (c, b) = (flow(&r, "cubic"), flow(&r, "bbr"));
     let (cb, bb) =
         (c["throughput_bits_per_sec"].as_f64().unwrap(), b["throughput_bits_per_sec"].as_f64().unwrap());
     eprintln!("lossy: cubic {:.2} Mbit/s, bbr {:.2} Mbit/s", cb / 1e6, bb / 1e6);
-    // The guide: 3.27 Mbit/s against 9150 Mbit/s on 10 Gbit/s. Here the link is 100 Mbit/s.
+    // The guide: 3.27 Mbit/s against 9150 Mbit/s on 10 Gbit/s. Here the link is 200 Mbit/s.
     assert!(bb > 5.0 * cb, "BBR {bb} bit/s vs CUBIC {cb} bit/s");
     assert!(r["path"].as_str().unwrap().contains("loss"), "{}", r["path"]);
 }

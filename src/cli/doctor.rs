@@ -52,7 +52,7 @@ pub fn run(a: DoctorArgs) -> Result<u8, Failure> {
     if let Some(ns) = &a.netns {
         let r = crate::netns::run_in(ns, readings).map_err(Failure::from_netns)?;
         let theirs = doctor::checks(&r, bdp);
-        checks.extend(doctor::netns_differences(&checks, &theirs));
+        checks.extend(doctor::netns_checks(&checks, &theirs));
     }
     let mut out = std::io::stdout().lock();
     let res = if a.json {

@@ -16,6 +16,7 @@ pub fn checks(r: &Readings, bdp: Bdp) -> Vec<Check> {
         tcp_bbr(r.bbr_module),
         btf(r.btf),
     ];
+    out.extend(super::qdisc::checks(r.interfaces.as_deref(), ver, r.default_qdisc.as_deref()));
     out.extend(r.bbr.as_ref().and_then(bbr_version));
     // Capabilities and live sockets are checked only where they were read.
     out.extend(r.caps.map(capabilities));

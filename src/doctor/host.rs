@@ -63,7 +63,22 @@ pub fn read_readings() -> Readings {
         min_rtt_wlen: read_u64("/proc/sys/net/ipv4/tcp_min_rtt_wlen"),
         kernel,
         live: None,
+        interfaces: read_interfaces(),
     }
+}
+
+/// The stdout of a command that succeeded.
+fn output(cmd: &str, args: &[&str]) -> Option<String> {
+    let o = std::process::Command::new(cmd).args(args).output().ok()?;
+    o.status.success().then(|| String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// The interfaces of the calling thread's namespace and their qdiscs, from iproute2 (a child
+/// process starts in the namespace of the thread that forks it). `None` where it cannot be run.
+pub fn read_interfaces() -> Option<Vec<super::qdisc::Interface>> {
+    let links = output("ip", &["-j", "link", "show"])?;
+    let qdiscs = output("tc", &["-s", "-j", "qdisc", "show"])?;
+    super::qdisc::parse(&links, &qdiscs).ok()
 }
 
 /// The live check from one dump: BBR sockets that sent data within the last second, and how many

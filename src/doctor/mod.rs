@@ -3,6 +3,7 @@
 
 mod checks;
 pub mod host;
+pub mod qdisc;
 
 pub use checks::checks;
 
@@ -82,6 +83,8 @@ pub struct Readings {
     pub fastopen: Option<u64>,
     pub min_rtt_wlen: Option<u64>,
     pub live: Option<Live>,
+    /// The interfaces that are up and their qdiscs (`None` where iproute2 could not be run).
+    pub interfaces: Option<Vec<qdisc::Interface>>,
 }
 
 /// A bandwidth-delay product to size buffers for.
@@ -151,6 +154,16 @@ pub fn netns_differences(host: &[Check], ns: &[Check]) -> Vec<Check> {
             })
         })
         .collect()
+}
+
+/// What doctor adds for another namespace: where its settings differ from the host's, and the
+/// qdiscs of its own interfaces (which the host does not share), as `netns:qdisc:<dev>`.
+pub fn netns_checks(host: &[Check], ns: &[Check]) -> Vec<Check> {
+    let (qdiscs, rest): (Vec<&Check>, Vec<&Check>) = ns.iter().partition(|c| c.name.starts_with("qdisc"));
+    let rest: Vec<Check> = rest.into_iter().cloned().collect();
+    let mut out = netns_differences(host, &rest);
+    out.extend(qdiscs.into_iter().map(|c| Check { name: format!("netns:{}", c.name), ..c.clone() }));
+    out
 }
 
 /// 0 when all is well, 1 for warnings, 2 for failures.

@@ -19,6 +19,7 @@ fn good() -> Readings {
         fastopen: Some(1),
         min_rtt_wlen: Some(300),
         live: Some(Live { bbr_active: 2, bbr_pacing: 2, bbr_total: 3 }),
+        interfaces: Some(vec![]),
     }
 }
 
@@ -140,4 +141,88 @@ fn namespace_differences() {
     assert_eq!(d[0].name, "netns:tcp_congestion_control");
     assert_eq!(d[0].value, "host bbr / netns cubic");
     assert!(d[0].fix[0].starts_with("ip netns exec <ns> sysctl -w net.ipv4.tcp_congestion_control"));
+}
+
+/// `ip -j link show` and `tc -s -j qdisc show` recorded in a namespace on this project's machine
+/// (iproute2 6.1): htb with a pfifo leaf (v0, clsact too), tbf (v1), mq with the kernel's
+/// pfifo_fast children (v2), pfifo_fast (v3), a veth's noqueue (v4), v5 down.
+const LINKS: &str = include_str!("testdata/ip_link_recorded.json");
+const QDISCS: &str = include_str!("testdata/tc_qdisc_recorded.json");
+
+fn qdisc_checks(links: &str, qdiscs: &str, default_qdisc: &str) -> Vec<Check> {
+    let ifaces = super::qdisc::parse(links, qdiscs).expect("parses");
+    super::qdisc::checks(Some(&ifaces), Some((6, 18)), Some(default_qdisc))
+}
+
+fn find<'a>(c: &'a [Check], name: &str) -> &'a Check {
+    c.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no {name} in {c:#?}"))
+}
+
+#[test]
+fn qdiscs_recorded() {
+    let c = qdisc_checks(LINKS, QDISCS, "pfifo_fast");
+    let names: Vec<&str> = c.iter().map(|c| c.name.as_str()).collect();
+    // Loopback and the interface that is down are left out.
+    assert_eq!(names, ["qdisc:v1", "qdisc:v0", "qdisc:v3", "qdisc:v2", "qdisc:v4"]);
+    let htb = find(&c, "qdisc:v0");
+    assert_eq!((htb.status, htb.value.as_str()), (Status::Info, "htb: pfifo"), "clsact is not egress");
+    assert_eq!(htb.fix, ["tc qdisc replace dev v0 parent 1:10 fq"]);
+    let tbf = find(&c, "qdisc:v1");
+    assert_eq!((tbf.status, tbf.value.as_str()), (Status::Info, "tbf"));
+    assert_eq!(tbf.fix, ["tc qdisc add dev v1 parent 2:1 fq"]);
+    let mq = find(&c, "qdisc:v2");
+    assert_eq!((mq.status, mq.value.as_str()), (Status::Info, "mq: 2 x pfifo_fast"));
+    assert_eq!(mq.fix.len(), 2);
+    assert_eq!(find(&c, "qdisc:v3").value, "pfifo_fast");
+    assert_eq!(find(&c, "qdisc:v4").status, Status::Info);
+    assert!(find(&c, "qdisc:v4").why.contains("No queue"));
+    // With default_qdisc=fq, a pfifo_fast is a leftover from before the sysctl: a warning.
+    let c = qdisc_checks(LINKS, QDISCS, "fq");
+    assert_eq!(find(&c, "qdisc:v3").status, Status::Warn);
+    assert_eq!(find(&c, "qdisc:v2").status, Status::Warn);
+    assert_eq!(find(&c, "qdisc:v0").status, Status::Info, "pfifo under htb was put there on purpose");
+}
+
+/// mq with fq children, in the shape `tc -s -j qdisc show` prints fq (iproute2's q_fq.c puts its
+/// extended stats, `throttled` among them, in the qdisc's object). Written by hand: this kernel has
+/// no fq to record.
+const MQ_FQ: &str = r#"[{"kind":"mq","handle":"1:","dev":"eth0","root":true,"options":{},"bytes":10,"packets":1},
+ {"kind":"fq","handle":"0:","dev":"eth0","parent":"1:1","options":{"limit":10000,"flow_limit":100},"bytes":5,"flows":12,"inactive":9,"throttled":2},
+ {"kind":"fq","handle":"0:","dev":"eth0","parent":"1:2","options":{"limit":10000,"flow_limit":100},"bytes":5,"flows":3,"inactive":3,"throttled":1},
+ {"kind":"fq_codel","handle":"0:","dev":"eth0","parent":"1:3","options":{}}]"#;
+const ETH0: &str = r#"[{"ifname":"eth0","flags":["BROADCAST","MULTICAST","UP","LOWER_UP"]}]"#;
+
+#[test]
+fn qdiscs_fq_children() {
+    let c = qdisc_checks(ETH0, MQ_FQ, "fq");
+    let q = find(&c, "qdisc:eth0");
+    assert_eq!(q.status, Status::Warn, "fq on two of three queues");
+    assert_eq!(q.value, "mq: 2 x fq, fq_codel (throttled 3)");
+    assert_eq!(q.fix, ["tc qdisc replace dev eth0 parent 1:3 fq"]);
+    let all_fq = MQ_FQ.replace(r#""fq_codel""#, r#""fq""#);
+    let q = &qdisc_checks(ETH0, &all_fq, "fq")[0];
+    assert_eq!((q.status, q.value.as_str()), (Status::Ok, "mq: 3 x fq (throttled 3)"));
+    // Before 4.13 BBR needs fq.
+    let ifaces = super::qdisc::parse(LINKS, QDISCS).unwrap();
+    let old = super::qdisc::checks(Some(&ifaces), Some((4, 9)), Some("pfifo_fast"));
+    assert!(old.iter().all(|c| c.status == Status::Fail || c.value == "noqueue"), "{old:#?}");
+}
+
+#[test]
+fn qdiscs_unreadable_or_malformed() {
+    let c = super::qdisc::checks(None, Some((6, 18)), None);
+    assert_eq!((c[0].name.as_str(), c[0].value.as_str()), ("qdiscs", "unknown"));
+    assert!(super::qdisc::parse("[", "[]").unwrap_err().starts_with("ip -j link show"));
+    assert!(super::qdisc::parse("[]", "{}").is_err());
+}
+
+#[test]
+fn namespace_qdiscs_are_their_own() {
+    let mut r = good();
+    r.interfaces = Some(super::qdisc::parse(LINKS, QDISCS).unwrap());
+    let ns = checks(&r, Bdp::default());
+    let host = checks(&good(), Bdp::default());
+    let d = netns_checks(&host, &ns);
+    assert!(d.iter().any(|c| c.name == "netns:qdisc:v0"), "{d:#?}");
+    assert!(!d.iter().any(|c| c.name.starts_with("netns:netns")));
 }

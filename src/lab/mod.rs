@@ -13,9 +13,11 @@
 
 pub mod cc;
 pub mod delayline;
+pub mod fidelity;
 pub mod flows;
 pub mod loss;
 pub mod owner;
+pub mod plot;
 pub mod run;
 pub mod scenario;
 /// `ss -tin` parsed: the reference the tests and the lab figures compare with, not the product.
@@ -39,7 +41,7 @@ pub struct LabConfig {
     pub rate_bit_per_sec: u64,
     /// tbf queue (limit): deep, so a loss-based flow builds a standing queue.
     pub queue_bytes: u32,
-    /// tbf bucket.
+    /// tbf bucket: the burst that leaves at line rate after the queue has emptied ([`burst_for`]).
     pub burst_bytes: u32,
     /// One-way propagation delay, through a userspace delay line (this kernel has no netem).
     pub delay: Option<Duration>,
@@ -57,13 +59,19 @@ impl Default for LabConfig {
         LabConfig {
             rate_bit_per_sec: 20_000_000,
             queue_bytes: 1_500_000,
-            burst_bytes: 64 * 1024,
+            burst_bytes: burst_for(20_000_000),
             delay: None,
             loss: 0.0,
             ecn: false,
             ce_mark: 0.0,
         }
     }
+}
+
+/// A tbf bucket for `rate`: a millisecond of it, and never less than two full packets. A bucket
+/// is a burst at line rate whenever the queue has emptied, and BBR reads a burst as bandwidth.
+pub fn burst_for(rate_bit_per_sec: u64) -> u32 {
+    ((rate_bit_per_sec / 8 / 1000) as u32).max(1514)
 }
 
 #[derive(Debug, thiserror::Error)]

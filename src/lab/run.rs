@@ -25,32 +25,57 @@ pub fn lab_config(plan: &Plan) -> LabConfig {
         queue_bytes: plan.buffer_packets * PACKET_BYTES,
         delay: (!plan.rtt.is_zero()).then_some(plan.rtt / 2),
         loss: plan.loss,
+        burst_bytes: super::burst_for(plan.rate_bits_per_sec),
         ..LabConfig::default()
     }
 }
 
+/// One flow as the last sample saw it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LiveFlow {
+    pub cc: String,
+    /// tcp_info's delivery rate.
+    pub rate_bits_per_sec: Option<f64>,
+    pub rtt_ms: Option<f64>,
+}
+
+/// What the runner shows at every sample (for `--tui` and the progress line).
+pub struct Tick<'a> {
+    pub snap: &'a Arc<Snapshot>,
+    /// The flows running now.
+    pub flows: &'a [LiveFlow],
+    /// Which group of flows runs (1-based), of how many (one per flow when they take turns).
+    pub group: (usize, usize),
+    pub elapsed: Duration,
+    pub total: Duration,
+}
+
 /// Runs `scenario` for `duration` per flow (or for all flows together). `stop` ends it early;
-/// `on_sample` sees every snapshot (for `--tui`).
+/// `on_tick` sees every sample.
 pub fn run(
     scenario: Scenario,
     duration: Duration,
     stop: &AtomicBool,
-    mut on_sample: impl FnMut(&Arc<Snapshot>),
+    mut on_tick: impl FnMut(&Tick),
 ) -> Result<Report, LabError> {
     let plan = scenario.plan();
-    let mut lab = Lab::new(lab_config(&plan))?;
-    let path = lab.path_description();
+    let mut path = String::new();
     let groups: Vec<Vec<&str>> = if plan.sequential {
         plan.flows.iter().map(|f| vec![*f]).collect()
     } else {
         vec![plan.flows.clone()]
     };
     let mut results = Vec::new();
-    for group in groups {
+    let n = groups.len();
+    for (i, group) in groups.into_iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        results.extend(run_group(&mut lab, &group, duration, stop, &mut on_sample)?);
+        // Each group on a path of its own, as the guides ran each test: nothing left in the
+        // queue, and no route metrics cached from the flow before (tcp_metrics).
+        let mut lab = Lab::new(lab_config(&plan))?;
+        path = lab.path_description();
+        results.extend(run_group(&mut lab, &group, (i + 1, n), duration, stop, &mut on_tick)?);
     }
     Ok(Report::new(scenario, plan, path, duration, results))
 }
@@ -59,16 +84,19 @@ pub fn run(
 fn run_group(
     lab: &mut Lab,
     ccs: &[&str],
+    group: (usize, usize),
     duration: Duration,
     stop: &AtomicBool,
-    on_sample: &mut impl FnMut(&Arc<Snapshot>),
+    on_tick: &mut impl FnMut(&Tick),
 ) -> Result<Vec<FlowResult>, LabError> {
     let ns = NetnsSpec(lab.sender_netns().to_path_buf());
     let mut diag = InetDiag::open(Some(&ns), StateSet::default_filter())
         .map_err(|e| LabError::Collect(e.to_string()))?;
     let flows = ccs.iter().map(|cc| lab.start_flow(cc)).collect::<Result<Vec<_>, _>>()?;
     let mut engine = Engine::new(EngineConfig::default());
-    let mut samples: Vec<Vec<u32>> = vec![Vec::new(); flows.len()];
+    let mut series: Vec<Vec<(f64, f64)>> = vec![Vec::new(); flows.len()];
+    let mut live: Vec<LiveFlow> =
+        flows.iter().map(|f| LiveFlow { cc: f.cc.clone(), ..LiveFlow::default() }).collect();
     let mut first: Vec<Option<(Instant, u64)>> = vec![None; flows.len()];
     let mut last: Vec<Option<(Instant, u64, u64)>> = vec![None; flows.len()];
     // Bytes sent and retransmitted, at the first and the latest sample.
@@ -91,11 +119,14 @@ fn run_group(
             last[i] = Some((now.mono, acked, info.total_retrans_segs().unwrap_or(0).into()));
             let t = Tally::of(info);
             counts[i] = Some((counts[i].map_or(t, |(first, _)| first), t));
-            if let Some(v) = info.srtt_us() {
-                samples[i].push(v);
+            let rtt_ms = info.srtt_us().map(|v| f64::from(v) / 1000.0);
+            if let Some(ms) = rtt_ms {
+                series[i].push((now.mono.saturating_duration_since(start).as_secs_f64(), ms));
             }
+            live[i].rtt_ms = rtt_ms;
+            live[i].rate_bits_per_sec = info.delivery_rate_bytes_per_sec().map(|b| b as f64 * 8.0);
         }
-        on_sample(&snap);
+        on_tick(&Tick { snap: &snap, flows: &live, group, elapsed: start.elapsed(), total: duration });
     }
     for f in &flows {
         lab.stop_flow(f);
@@ -111,7 +142,7 @@ fn run_group(
                 _ => (Duration::ZERO, 0, 0),
             };
             let retrans_ratio = counts[i].and_then(|(a, b)| b.since(&a).retrans_ratio());
-            let r = FlowResult::from_samples(&f.cc, std::mem::take(&mut samples[i]), bytes, elapsed, retrans);
+            let r = FlowResult::from_series(&f.cc, std::mem::take(&mut series[i]), bytes, elapsed, retrans);
             FlowResult { retrans_ratio, ..r }
         })
         .collect();

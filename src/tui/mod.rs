@@ -117,5 +117,8 @@ fn handle_events(app: &mut App, rows: usize, latest: &Arc<Snapshot>) -> anyhow::
     Ok(any)
 }
 
+/// The screen as SVG, for the README's picture.
+#[cfg(test)]
+mod svg;
 #[cfg(test)]
 mod tests;

@@ -512,3 +512,24 @@ fn where_view_groups_sockets_by_place_and_cc() {
     assert!(t.lines().any(|l| l.starts_with("blue") && l.contains(&cc)), "{t}");
     insta::assert_snapshot!("where_100x30", t);
 }
+
+/// The README's picture of the TUI is this buffer as SVG: the screen the tests above compare.
+/// `BBRTOP_WRITE_DOCS=1 cargo test --lib tui::tests::screen_as_svg` rewrites docs/img/tui.svg.
+#[test]
+fn screen_as_svg() {
+    let b = render(&app_with(|a| a.detail = true), &fixture(), 120, 40);
+    let svg = super::svg::buffer_to_svg(&b);
+    assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+    // Every row's text is in it, in order, with its colours.
+    let rows: Vec<String> = text(&b).lines().map(str::to_string).collect();
+    let header = rows.iter().find(|r| r.contains("edge-1")).expect("the header names the host");
+    let word = header.split_whitespace().find(|w| w.contains("edge-1")).unwrap();
+    assert!(svg.contains(word), "{word}");
+    assert!(svg.matches("<text").count() > 40, "a run of text per style per row");
+    assert!(svg.contains("fill=\"#"), "colours");
+    if std::env::var_os("BBRTOP_WRITE_DOCS").is_some() {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/img/tui.svg");
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, svg).unwrap();
+    }
+}
