@@ -35,6 +35,34 @@ fn title(r: &Report, what: &str) -> String {
     )
 }
 
+/// One line per flow in its cc's colour, from `points`, and the legend at `legend`.
+fn flow_lines<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    flows: &[FlowResult],
+    points: impl Fn(&FlowResult) -> Vec<(f64, f64)>,
+    legend: SeriesLabelPosition,
+) -> Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    for f in flows {
+        let c = colour(&f.cc);
+        chart
+            .draw_series(LineSeries::new(points(f), c.stroke_width(2)))
+            .map_err(err)?
+            .label(f.cc.as_str())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .position(legend)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
 /// RTT (bbrtop's srtt samples) against time since each flow started, one line per flow.
 pub fn rtt_over_time(r: &Report) -> Result<String, String> {
     let mut svg = String::new();
@@ -55,20 +83,7 @@ pub fn rtt_over_time(r: &Report) -> Result<String, String> {
             .y_desc("RTT (ms)")
             .draw()
             .map_err(err)?;
-        for f in &r.flows {
-            let c = colour(&f.cc);
-            chart
-                .draw_series(LineSeries::new(f.series.iter().copied(), c.stroke_width(2)))
-                .map_err(err)?
-                .label(f.cc.as_str())
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
+        flow_lines(&mut chart, &r.flows, |f| f.series.clone(), SeriesLabelPosition::MiddleRight)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -105,21 +120,7 @@ pub fn rtt_cdf(r: &Report) -> Result<String, String> {
             .y_desc("fraction of samples")
             .draw()
             .map_err(err)?;
-        for f in &r.flows {
-            let c = colour(&f.cc);
-            chart
-                .draw_series(LineSeries::new(cdf(&f.series), c.stroke_width(2)))
-                .map_err(err)?
-                .label(f.cc.as_str())
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
+        flow_lines(&mut chart, &r.flows, |f| cdf(&f.series), SeriesLabelPosition::LowerRight)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
