@@ -203,7 +203,6 @@ pub struct Engine {
     /// The namespace whose sockets the engine sees, while only netlink reads them; None once the
     /// walk reads every namespace's. Close records of other namespaces are not counted.
     scope: Option<u64>,
-    walking: bool,
     /// When the dump being read was read.
     reading: Now,
 }
@@ -224,7 +223,6 @@ impl Engine {
             totals: totals::Totals::new(Arc::clone(&cfg.groups)),
             count_untracked: Filter { states: None, ..cfg.filter.clone() }.is_empty(),
             scope: None,
-            walking: false,
             cfg,
             kernel: kernel::KernelState::default(),
             reading: Now::system(),
@@ -312,7 +310,8 @@ impl Engine {
     /// closed (sockets of other namespaces, which a kernel walk reported, are not its to end).
     fn end_dump(&mut self, dump: Dump, now: Now) {
         self.netlink.saw_dump(&dump.stats, now.wall);
-        if !self.walking {
+        // Once a walk has succeeded, netlink only reconciles: the walk's view spans every namespace.
+        if self.walk.last_success_at.is_none() {
             self.scope = dump.netns;
         }
         // A dump lists only sockets still open: a close seen before it needs no remembering.
@@ -352,7 +351,7 @@ impl Engine {
         // The walk hands over only the states asked for, as the kernel does for a dump.
         self.unfiltered = Filter { states: None, ..self.cfg.filter.clone() }.is_empty();
         let (now, generation) = (w.now, self.generation);
-        (self.walking, self.scope) = (true, None);
+        self.scope = None;
         self.walk.saw_walk(&w.stats, w.duration, now.wall);
         for cookie in &w.gone {
             if let Some(&slot) = self.index.get(cookie) {

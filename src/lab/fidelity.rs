@@ -5,6 +5,7 @@
 //! The figures are pure functions of the arrivals; [`probe`] is the I/O edge.
 
 use super::{Lab, LabError};
+use crate::engine::aggregate::percentile;
 use crate::netns::{NetnsSpec, run_in};
 use serde::Serialize;
 use std::net::{SocketAddr, UdpSocket};
@@ -31,12 +32,8 @@ pub struct Spread {
 
 impl Spread {
     pub fn of(mut v: Vec<f64>) -> Option<Spread> {
-        if v.is_empty() {
-            return None;
-        }
         v.sort_by(f64::total_cmp);
-        let at = |p: f64| v[((p / 100.0 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
-        Some(Spread { p50: at(50.0), p99: at(99.0), max: v[v.len() - 1] })
+        Some(Spread { p50: percentile(&v, 50.0)?, p99: percentile(&v, 99.0)?, max: *v.last()? })
     }
 }
 

@@ -68,10 +68,13 @@ impl Default for LabConfig {
     }
 }
 
-/// A tbf bucket for `rate`: a millisecond of it, and never less than two full packets. A bucket
+/// The bytes of one full-size packet on the wire (an Ethernet frame of a 1500-byte MTU).
+pub const PACKET_BYTES: u32 = 1514;
+
+/// A tbf bucket for `rate`: a millisecond of it, and never less than one full packet. A bucket
 /// is a burst at line rate whenever the queue has emptied, and BBR reads a burst as bandwidth.
 pub fn burst_for(rate_bit_per_sec: u64) -> u32 {
-    ((rate_bit_per_sec / 8 / 1000) as u32).max(1514)
+    ((rate_bit_per_sec / 8 / 1000) as u32).max(PACKET_BYTES)
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -2,11 +2,11 @@
 //! report. Everything is torn down when the lab drops, on error and on interrupt too.
 
 use super::scenario::{self, FlowResult, Plan, Report, Scenario};
-use super::{Lab, LabConfig, LabError};
+use super::{Lab, LabConfig, LabError, PACKET_BYTES};
 use crate::collect::InetDiag;
 use crate::engine::snapshot::Snapshot;
 use crate::engine::{Engine, EngineConfig, Now};
-use crate::model::{StateSet, Tally};
+use crate::model::{Count, StateSet, Tally};
 use crate::netns::NetnsSpec;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,9 +14,6 @@ use std::time::{Duration, Instant};
 
 /// How often flows are sampled: often enough for percentiles, cheap on a handful of sockets.
 const SAMPLE_EVERY: Duration = Duration::from_millis(100);
-
-/// The bytes of one full-size packet on the wire, to turn a packet buffer into tbf's byte limit.
-const PACKET_BYTES: u32 = 1514;
 
 /// The lab settings for a plan.
 pub fn lab_config(plan: &Plan) -> LabConfig {
@@ -97,10 +94,8 @@ fn run_group(
     let mut series: Vec<Vec<(f64, f64)>> = vec![Vec::new(); flows.len()];
     let mut live: Vec<LiveFlow> =
         flows.iter().map(|f| LiveFlow { cc: f.cc.clone(), ..LiveFlow::default() }).collect();
-    let mut first: Vec<Option<(Instant, u64)>> = vec![None; flows.len()];
-    let mut last: Vec<Option<(Instant, u64, u64)>> = vec![None; flows.len()];
-    // Bytes sent and retransmitted, at the first and the latest sample.
-    let mut counts: Vec<Option<(Tally, Tally)>> = vec![None; flows.len()];
+    // Each flow's first and latest sample: when, and its counts.
+    let mut seen: Vec<Option<[(Instant, Tally); 2]>> = vec![None; flows.len()];
     let start = Instant::now();
     while start.elapsed() < duration && !stop.load(Ordering::Relaxed) {
         std::thread::sleep(SAMPLE_EVERY);
@@ -114,11 +109,8 @@ fn run_group(
                 continue;
             };
             let info = &s.record.tcp_info;
-            let acked = info.bytes_acked().unwrap_or(0);
-            first[i].get_or_insert((now.mono, acked));
-            last[i] = Some((now.mono, acked, info.total_retrans_segs().unwrap_or(0).into()));
-            let t = Tally::of(info);
-            counts[i] = Some((counts[i].map_or(t, |(first, _)| first), t));
+            let latest = (now.mono, Tally::of(info));
+            seen[i] = Some([seen[i].map_or(latest, |[first, _]| first), latest]);
             let rtt_ms = info.srtt_us().map(|v| f64::from(v) / 1000.0);
             if let Some(ms) = rtt_ms {
                 series[i].push((now.mono.saturating_duration_since(start).as_secs_f64(), ms));
@@ -135,15 +127,15 @@ fn run_group(
         .iter()
         .enumerate()
         .map(|(i, f)| {
-            let (elapsed, bytes, retrans) = match (first[i], last[i]) {
-                (Some((t0, b0)), Some((t1, b1, r))) => {
-                    (t1.saturating_duration_since(t0), b1.saturating_sub(b0), r)
+            let (elapsed, run, retrans) = match seen[i] {
+                Some([(t0, a), (t1, b)]) => {
+                    (t1.saturating_duration_since(t0), b.since(&a), b[Count::RetransSegs])
                 }
-                _ => (Duration::ZERO, 0, 0),
+                None => (Duration::ZERO, Tally::default(), 0),
             };
-            let retrans_ratio = counts[i].and_then(|(a, b)| b.since(&a).retrans_ratio());
+            let bytes = run[Count::BytesAcked];
             let r = FlowResult::from_series(&f.cc, std::mem::take(&mut series[i]), bytes, elapsed, retrans);
-            FlowResult { retrans_ratio, ..r }
+            FlowResult { retrans_ratio: run.retrans_ratio(), ..r }
         })
         .collect();
     scenario::set_shares(&mut results);
