@@ -8,7 +8,7 @@ pub mod keymap;
 pub mod procs;
 pub mod render;
 pub mod source;
-pub mod system;
+pub use crate::system;
 mod tty;
 
 pub use source::Source;
