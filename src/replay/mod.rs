@@ -6,12 +6,13 @@
 
 mod history;
 mod player;
+mod recording;
 #[cfg(test)]
 mod tests;
 mod time;
 
 pub use history::Histories;
-pub use player::{Control, Player, PlayerOptions, Status};
+pub use player::{Control, MAX_SPEED, MIN_SPEED, Player, PlayerOptions, Status};
 pub use time::{format_time, parse_time};
 
 use crate::engine::snapshot::Snapshot;
