@@ -1,7 +1,10 @@
 //! `bbrtop replay`: a run recorded with the recorder and replayed through the player shows the
 //! screens the live TUI showed for the same polls; the replay's header from a recording; and the
-//! command's one-line errors. The run is a real engine fed synthetic dumps, one a second, so
-//! it needs no privilege (`replay_lab.rs` records a real lab run).
+//! command's one-line errors, and `bbrtop replay` in tmux driven by its time keys. The run is a
+//! real engine fed synthetic dumps, one a second, so it needs no privilege (`replay_lab.rs`
+//! records a real lab run).
+
+mod support;
 
 use bbrtop::engine::sink::feed_dump;
 use bbrtop::engine::snapshot::Snapshot;
@@ -56,10 +59,10 @@ fn sock(cookie: u64, cc: &str, srtt: u32, acked: u64) -> SocketRecord {
 /// The published snapshots of a run a second apart from `t0`: a BBR socket all along; a CUBIC
 /// socket from poll 5 that is inflated in polls 20..60 (its alert fires at 25 and resolves at
 /// 60) and closes at poll 100; a second BBR socket from poll 30.
-fn live_run(t0: SystemTime) -> Vec<Snapshot> {
+fn live_run(t0: SystemTime, polls: usize) -> Vec<Snapshot> {
     let mut e = Engine::new(EngineConfig::default());
     let mono = Instant::now();
-    (0..POLLS)
+    (0..polls)
         .map(|i| {
             let now =
                 Now { mono: mono + Duration::from_secs(i as u64), wall: t0 + Duration::from_secs(i as u64) };
@@ -124,7 +127,7 @@ fn views(snap: &Snapshot) -> Vec<(String, App)> {
 /// live window of 60 polls of history, the detail charts too).
 #[test]
 fn replayed_screens_are_the_live_screens() {
-    let live = live_run(t0());
+    let live = live_run(t0(), POLLS);
     assert!(live[30].firing().count() == 1 && live[120].sockets.len() == 2, "the run as designed");
     let dir = recorded(&live);
     let rec = Recording::open(dir.path()).unwrap();
@@ -154,7 +157,7 @@ fn replayed_screens_are_the_live_screens() {
 /// Seeking back and forth in a recording lands on the same screens as stepping there.
 #[test]
 fn seeks_in_a_recording_show_the_polls_they_name() {
-    let live = live_run(t0());
+    let live = live_run(t0(), POLLS);
     let dir = recorded(&live);
     let t = Instant::now();
     let opts = PlayerOptions { history: 60, speed: 1.0 };
@@ -183,7 +186,7 @@ fn seeks_in_a_recording_show_the_polls_they_name() {
 /// The replay's screens from a recording, with its header: the recording, the poll, its time.
 #[test]
 fn replay_screens_from_a_recording() {
-    let dir = recorded(&live_run(t0()));
+    let dir = recorded(&live_run(t0(), POLLS));
     let t = Instant::now();
     let mut p = Player::new(Recording::open(dir.path()).unwrap(), PlayerOptions::default(), t).unwrap();
     let source = Source::Recording("/var/lib/bbrtop/rec".into());
@@ -214,7 +217,7 @@ fn bad_recordings_are_one_line_errors() {
     std::fs::write(&text, "not a recording\n").unwrap();
     let fake = dir.path().join("x.polls.parquet");
     std::fs::write(&fake, "PAR1 but not really").unwrap();
-    let good = recorded(&live_run(t0())[..3]);
+    let good = recorded(&live_run(t0(), POLLS)[..3]);
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec![dir.path().join("missing").display().to_string()], "no such file or directory"),
         (vec![empty.display().to_string()], "no complete chunk"),
@@ -240,4 +243,122 @@ fn bad_recordings_are_one_line_errors() {
     let o = bbrtop(&["replay", "--help"]);
     let help = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && help.contains("--speed") && help.contains("--at"), "{help}");
+}
+
+/// A tmux session running bash, killed on drop with the bbrtop it ran.
+struct Tmux(String);
+
+impl Tmux {
+    fn start(test: &str) -> Tmux {
+        let t = Tmux(format!("bbrtop-replay-{}-{test}", std::process::id()));
+        let ok = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &t.0, "-x", "120", "-y", "40", "bash", "--norc", "--noprofile"])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "tmux new-session");
+        t
+    }
+
+    /// Named keys (Enter, Space).
+    fn keys(&self, keys: &[&str]) {
+        assert!(
+            Command::new("tmux").args(["send-keys", "-t", &self.0]).args(keys).status().unwrap().success()
+        );
+    }
+
+    /// Text, sent as it is.
+    fn type_text(&self, text: &str) {
+        let ok = Command::new("tmux").args(["send-keys", "-l", "-t", &self.0, text]).status().unwrap();
+        assert!(ok.success());
+    }
+
+    fn pane(&self) -> String {
+        let o = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.0]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Waits (bounded) until the pane shows `want`; returns the pane.
+    fn wait_for(&self, want: &str) -> String {
+        support::poll_until(Duration::from_secs(20), || Some(self.pane()).filter(|p| p.contains(want)))
+            .unwrap_or_else(|| panic!("pane never showed {want:?}:\n{}", self.pane()))
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        // Ends the session's shell and the bbrtop in it (a hangup ends the TUI).
+        let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).status();
+    }
+}
+
+/// The poll the header shows: "poll K of N".
+fn poll_shown(pane: &str) -> usize {
+    let line =
+        pane.lines().find(|l| l.starts_with("poll ")).unwrap_or_else(|| panic!("no poll line:\n{pane}"));
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// `bbrtop replay` in a real terminal: it plays, and every time key does what the help says;
+/// the detail pane reaches 300 polls back; q gives the shell back as it was.
+#[test]
+fn replay_in_tmux_answers_the_time_keys() {
+    if !support::tools::have("tmux") {
+        return;
+    }
+    let dir = recorded(&live_run(t0(), 400));
+    let t = Tmux::start("keys");
+    t.keys(&["S0=$(stty -g); clear", "Enter"]);
+    let cmd = format!("{} replay {}", env!("CARGO_BIN_EXE_bbrtop"), dir.path().display());
+    t.keys(&[&cmd, "Enter"]);
+    let p = t.wait_for("poll 2 of 400");
+    assert!(p.contains(&format!("bbrtop recording {}", dir.path().display())), "{p}");
+    assert!(p.contains("playing 1x") && p.contains("edge-1"), "{p}");
+    t.keys(&["Space"]);
+    let k = poll_shown(&t.wait_for("paused"));
+    for (key, want) in [(".", k + 1), (",", k), ("]", k + 10), ("}", k + 70), ("[", k + 60), ("{", k)] {
+        t.type_text(key);
+        t.wait_for(&format!("poll {want} of 400"));
+    }
+    t.type_text("g");
+    t.wait_for("go to (HH:MM:SS UTC or RFC 3339):");
+    t.type_text("03:10:42");
+    t.keys(&["Enter"]);
+    let p = t.wait_for("poll 43 of 400");
+    assert!(p.contains("2026-11-23T03:10:42.000Z"), "{p}");
+    t.type_text("n");
+    t.wait_for("no alert onset after this poll");
+    t.type_text("N");
+    let p = t.wait_for("poll 26 of 400");
+    assert!(p.contains("alerts firing: 1"), "the onset's poll shows its alert:\n{p}");
+    t.type_text("g");
+    t.type_text("teatime");
+    t.keys(&["Enter"]);
+    t.wait_for("time \"teatime\": expected HH:MM:SS");
+    // f pauses and plays in a replay; + doubles the speed.
+    t.type_text("+");
+    t.type_text("f");
+    t.wait_for("playing 2x");
+    t.keys(&["Space"]);
+    t.wait_for("paused (2x when playing)");
+    for _ in 0..7 {
+        t.type_text("}");
+    }
+    let p = t.wait_for("end of the recording");
+    assert_eq!(poll_shown(&p), 400, "{p}");
+    t.keys(&["Enter"]);
+    t.wait_for("phases over 300 polls");
+    t.type_text("?");
+    let p = t.wait_for("pause / play");
+    assert!(p.contains("go to a time") && p.contains("next / previous alert onset"), "{p}");
+    t.type_text("?");
+    t.type_text("q");
+    // Keys typed before the terminal is given back would go to bbrtop.
+    support::poll_until(Duration::from_secs(20), || Some(()).filter(|_| !t.pane().contains("collectors:")))
+        .unwrap_or_else(|| panic!("q did not end the replay:\n{}", t.pane()));
+    t.keys(&[r#"[ "$(stty -g)" = "$S0" ] && echo same-$((40+2)) || echo changed-$((40+2))"#, "Enter"]);
+    let p = support::poll_until(Duration::from_secs(20), || {
+        Some(t.pane()).filter(|p| p.contains("same-42") || p.contains("changed-42"))
+    })
+    .unwrap_or_else(|| panic!("the shell never answered:\n{}", t.pane()));
+    assert!(p.contains("same-42") && !p.contains("collectors:"), "the terminal after q:\n{p}");
 }

@@ -159,12 +159,7 @@ fn run(
                 break;
             }
             // A resize comes as a signal crossterm turns into an event: look even when quiet.
-            tty::Ready::Input | tty::Ready::Quiet => {
-                dirty = handle_events(&mut app, rows, &latest, frames.playback().is_some())?;
-                if let Some(c) = app.control.take() {
-                    frames.control(c, Instant::now())?;
-                }
-            }
+            tty::Ready::Input | tty::Ready::Quiet => dirty = handle_events(&mut app, rows, &latest, frames)?,
         }
     }
     Ok(())
@@ -209,9 +204,16 @@ fn draw(
     Ok(table.len())
 }
 
-/// Hands every event crossterm has ready to the app, without waiting; whether any came (a key,
-/// a resize: the screen is to be drawn again).
-fn handle_events(app: &mut App, rows: usize, latest: &Arc<Snapshot>, replay: bool) -> anyhow::Result<bool> {
+/// Hands every event crossterm has ready to the app, without waiting, and each time control to
+/// the player as it comes (keys typed ahead each count); whether any came (a key, a resize: the
+/// screen is to be drawn again).
+fn handle_events(
+    app: &mut App,
+    rows: usize,
+    latest: &Arc<Snapshot>,
+    frames: &mut impl Frames,
+) -> anyhow::Result<bool> {
+    let replay = frames.playback().is_some();
     let mut any = false;
     while event::poll(Duration::ZERO).context("reading the terminal")? {
         any = true;
@@ -221,6 +223,9 @@ fn handle_events(app: &mut App, rows: usize, latest: &Arc<Snapshot>, replay: boo
         {
             tracing::debug!(key = ?k.code, ?action, "key");
             app.update(action, rows, latest);
+            if let Some(c) = app.control.take() {
+                frames.control(c, Instant::now())?;
+            }
         }
     }
     Ok(any)
