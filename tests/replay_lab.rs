@@ -42,8 +42,11 @@ fn screen(snap: &Snapshot, app: &App, sys: &SystemInfo) -> String {
         .join("\n")
 }
 
+/// (what is shown, the screen's text).
+type Screens = Vec<(String, String)>;
+
 /// Every view, and the detail pane of each socket.
-fn screens(snap: &Snapshot, sys: &SystemInfo) -> Vec<(String, String)> {
+fn screens(snap: &Snapshot, sys: &SystemInfo) -> Screens {
     let mut apps: Vec<(String, App)> =
         View::ALL.iter().map(|&v| (format!("{v:?}"), App { view: v, ..App::default() })).collect();
     for i in 0..snap.sockets.len() {
@@ -78,7 +81,7 @@ fn root_a_recorded_lab_run_replays_as_the_live_tui_showed_it() {
     let opts = RecordOptions { chunk: Duration::from_secs(5), ..RecordOptions::default() };
     let mut recorder = Recorder::create(dir.path(), opts, &sys).unwrap();
     // Each poll as the poller runs it: a dump, a tick; drawn as the live TUI would, and recorded.
-    let mut live: Vec<(Arc<Snapshot>, Vec<(String, String)>)> = Vec::new();
+    let mut live: Vec<(Arc<Snapshot>, Screens)> = Vec::new();
     for i in 0..POLLS {
         if i == POLLS / 2 {
             lab.stop_flow(&cubic);
