@@ -23,6 +23,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
+use support::tmux::Tmux;
 
 const POLLS: usize = 150;
 
@@ -245,52 +246,6 @@ fn bad_recordings_are_one_line_errors() {
     assert!(o.status.success() && help.contains("--speed") && help.contains("--at"), "{help}");
 }
 
-/// A tmux session running bash, killed on drop with the bbrtop it ran.
-struct Tmux(String);
-
-impl Tmux {
-    fn start(test: &str) -> Tmux {
-        let t = Tmux(format!("bbrtop-replay-{}-{test}", std::process::id()));
-        let ok = Command::new("tmux")
-            .args(["new-session", "-d", "-s", &t.0, "-x", "120", "-y", "40", "bash", "--norc", "--noprofile"])
-            .status()
-            .unwrap();
-        assert!(ok.success(), "tmux new-session");
-        t
-    }
-
-    /// Named keys (Enter, Space).
-    fn keys(&self, keys: &[&str]) {
-        assert!(
-            Command::new("tmux").args(["send-keys", "-t", &self.0]).args(keys).status().unwrap().success()
-        );
-    }
-
-    /// Text, sent as it is.
-    fn type_text(&self, text: &str) {
-        let ok = Command::new("tmux").args(["send-keys", "-l", "-t", &self.0, text]).status().unwrap();
-        assert!(ok.success());
-    }
-
-    fn pane(&self) -> String {
-        let o = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.0]).output().unwrap();
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    }
-
-    /// Waits (bounded) until the pane shows `want`; returns the pane.
-    fn wait_for(&self, want: &str) -> String {
-        support::poll_until(Duration::from_secs(20), || Some(self.pane()).filter(|p| p.contains(want)))
-            .unwrap_or_else(|| panic!("pane never showed {want:?}:\n{}", self.pane()))
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        // Ends the session's shell and the bbrtop in it (a hangup ends the TUI).
-        let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).status();
-    }
-}
-
 /// The poll the header shows: "poll K of N".
 fn poll_shown(pane: &str) -> usize {
     let line =
@@ -306,8 +261,7 @@ fn replay_in_tmux_answers_the_time_keys() {
         return;
     }
     let dir = recorded(&live_run(t0(), 400));
-    let t = Tmux::start("keys");
-    t.keys(&["S0=$(stty -g); clear", "Enter"]);
+    let t = Tmux::start("replay-keys");
     let cmd = format!("{} replay {}", env!("CARGO_BIN_EXE_bbrtop"), dir.path().display());
     t.keys(&[&cmd, "Enter"]);
     let p = t.wait_for("poll 2 of 400");
@@ -352,13 +306,5 @@ fn replay_in_tmux_answers_the_time_keys() {
     assert!(p.contains("go to a time") && p.contains("next / previous alert onset"), "{p}");
     t.type_text("?");
     t.type_text("q");
-    // Keys typed before the terminal is given back would go to bbrtop.
-    support::poll_until(Duration::from_secs(20), || Some(()).filter(|_| !t.pane().contains("collectors:")))
-        .unwrap_or_else(|| panic!("q did not end the replay:\n{}", t.pane()));
-    t.keys(&[r#"[ "$(stty -g)" = "$S0" ] && echo same-$((40+2)) || echo changed-$((40+2))"#, "Enter"]);
-    let p = support::poll_until(Duration::from_secs(20), || {
-        Some(t.pane()).filter(|p| p.contains("same-42") || p.contains("changed-42"))
-    })
-    .unwrap_or_else(|| panic!("the shell never answered:\n{}", t.pane()));
-    assert!(p.contains("same-42") && !p.contains("collectors:"), "the terminal after q:\n{p}");
+    t.back_at_shell("q");
 }

@@ -1,7 +1,8 @@
 //! A real lab run, recorded and replayed: BBR and CUBIC flows through the built-in lab's
 //! bottleneck, read by netlink and eBPF each second into an engine, each snapshot drawn as the live TUI
 //! draws it and written by the recorder; the replay of the recording draws the same screens,
-//! poll by poll. Privileged (the lab).
+//! poll by poll. And `bbrtop record --lab` replayed by `bbrtop replay` in tmux. Privileged (the
+//! lab).
 
 mod support;
 
@@ -22,6 +23,7 @@ use ratatui::backend::TestBackend;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::guard;
+use support::tmux::Tmux;
 
 const POLLS: usize = 16;
 
@@ -119,4 +121,45 @@ fn root_a_recorded_lab_run_replays_as_the_live_tui_showed_it() {
             assert_eq!(got, want, "poll {i}, {name}: replayed (left) against live (right)");
         }
     }
+}
+
+/// `bbrtop record --lab` then `bbrtop replay` in a terminal: the header names the recording, the
+/// lab's namespace and its flows; the end of the recording is said; the detail pane's history is
+/// the recorded polls; q gives the shell back.
+#[test]
+fn root_a_lab_recorded_by_bbrtop_record_replays_in_tmux() {
+    if !guard::lab("bbrtop record --lab") || !support::tools::have("tmux") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("rec");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .args(["record", "--lab", "--count", "12", "--record.chunk", "5s"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "bbrtop record: {}", String::from_utf8_lossy(&o.stderr));
+    let t = Tmux::start("replay-lab");
+    t.keys(&[&format!("{} replay {}", env!("CARGO_BIN_EXE_bbrtop"), rec.display()), "Enter"]);
+    t.wait_for(" of 12  ");
+    t.keys(&["Space"]);
+    let p = t.wait_for("paused");
+    assert!(p.contains(&format!("bbrtop recording {}", rec.display())), "{p}");
+    // The header's first line wraps at 120 columns.
+    let words = p.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("netns bbrtop-"), "the recording's host facts name the lab's namespace:\n{p}");
+    t.type_text("}");
+    let p = t.wait_for("end of the recording");
+    assert!(p.contains("poll 12 of 12") && p.contains("bbr 1, cubic 1"), "{p}");
+    t.type_text("/");
+    t.type_text("cc bbr");
+    t.keys(&["Enter"]);
+    t.wait_for("filter: cc bbr");
+    t.keys(&["Enter"]);
+    let p = t.wait_for("phases over ");
+    let n: usize =
+        p.split("phases over ").nth(1).and_then(|r| r.split_whitespace().next()?.parse().ok()).unwrap();
+    assert!((2..=12).contains(&n), "the BBR flow's recorded polls: {n}\n{p}");
+    t.type_text("q");
+    t.back_at_shell("q");
 }
