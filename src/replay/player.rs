@@ -142,7 +142,9 @@ impl<P: Polls> Player<P> {
         // up, it does not shift the rest of the play).
         while pos + 1 < self.polls.len() && now >= due {
             pos += 1;
-            due += self.interval(pos);
+            if pos + 1 < self.polls.len() {
+                due += self.interval(pos + 1);
+            }
         }
         self.due = Some(due);
         self.show(pos)?;

@@ -104,6 +104,28 @@ fn plays_at_the_recorded_pace_and_pauses_at_the_end() {
     assert_eq!((p.status().index, p.status().playing, p.status().note), (9, true, None));
 }
 
+/// Polls at 0, 1, 3 and 3.5 s: each waits its own distance from the one before.
+#[test]
+fn each_poll_waits_its_recorded_distance() {
+    let snaps: Vec<Snapshot> = run(4)
+        .into_iter()
+        .zip([0.0, 1.0, 3.0, 3.5])
+        .map(|(mut s, at)| {
+            s.taken_at = wall(at);
+            s
+        })
+        .collect();
+    let t = Instant::now();
+    let mut p = player(snaps, 300, t);
+    assert_eq!(p.wait(t), Some(ms(1000)));
+    assert!(p.advance(t + ms(1000)).unwrap());
+    assert_eq!((p.status().index, p.wait(t + ms(1000))), (1, Some(ms(2000))));
+    assert!(!p.advance(t + ms(2999)).unwrap());
+    // Late by a second: poll 2 and then 3 (due at 3.5 s) in one go, and the end.
+    assert!(p.advance(t + ms(4000)).unwrap());
+    assert_eq!((p.status().index, p.status().playing), (3, false));
+}
+
 #[test]
 fn pause_and_step() {
     let t = Instant::now();
