@@ -33,7 +33,7 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Set by the panic hook `ui_loop` installs.
+/// Set by the panic hook the loop installs.
 static PANICKED: AtomicBool = AtomicBool::new(false);
 
 /// Draws `published` snapshots of this host until q, Ctrl-C or `stop` (a signal, or the end of a
@@ -111,6 +111,7 @@ impl<P: Polls> Frames for Player<P> {
     }
 }
 
+/// The loop: draws what `frames` has, hands it keys, until q, Ctrl-C, `stop` or a hangup.
 fn run(
     frames: &mut impl Frames,
     source: &Source,
