@@ -17,7 +17,9 @@ struct Ring {
     last: u64,
 }
 
-/// The rings of every socket seen in the last `cap` polls up to the last one applied.
+/// The rings of every socket seen in the last `cap + SLACK` polls up to the last one applied:
+/// a window of `cap` polls ending up to `SLACK` polls before the last is still in them, so a
+/// step or a skip back shows without reading the window again.
 #[derive(Clone, Debug)]
 pub struct Histories {
     cap: usize,
@@ -25,6 +27,9 @@ pub struct Histories {
     /// The last poll applied, if any.
     last: Option<usize>,
 }
+
+/// Polls the rings keep beyond the window: how far back a window can end without a re-read.
+pub const SLACK: usize = 60;
 
 impl Histories {
     /// Empty, keeping `cap` polls (at least one: the poll shown).
@@ -47,10 +52,12 @@ impl Histories {
         self.last = None;
     }
 
-    /// Where to start applying polls so that `pos` ends a full window: after the last poll
-    /// applied when that is just behind `pos` (playing forward), else afresh (a seek).
+    /// Where to start applying polls so that a window can end at `pos`: nowhere (`pos + 1`) when
+    /// the rings already hold it (`pos` at most [`SLACK`] before the last poll applied), after
+    /// the last poll applied when that is just behind `pos` (playing forward), else afresh.
     pub fn start_for(&mut self, pos: usize) -> usize {
         match self.last {
+            Some(l) if pos <= l && l - pos <= SLACK => pos + 1,
             Some(l) if l < pos && pos - l < self.cap => l + 1,
             _ => {
                 self.clear();
@@ -61,7 +68,7 @@ impl Histories {
 
     /// Adds poll `j`'s samples (polls come in order, none skipped since the last).
     pub fn apply(&mut self, j: usize, snap: &Snapshot) {
-        let (seq, cap) = (j as u64, self.cap);
+        let (seq, cap) = (j as u64, self.cap + SLACK);
         for s in &snap.sockets {
             let sample = sample_of(&s.record);
             let ring = self.rings.entry(s.record.cookie).or_insert_with(|| Ring {
@@ -79,9 +86,10 @@ impl Histories {
         self.last = Some(j);
     }
 
-    /// `snap` (the last poll applied) with each socket's history over the window.
-    pub fn attach(&self, mut snap: Snapshot) -> Snapshot {
-        let end = self.last.unwrap_or_default() as u64;
+    /// `snap`, poll `end` (applied, and at most [`SLACK`] before the last), with each socket's
+    /// history over the window of `cap` polls ending there.
+    pub fn attach(&self, mut snap: Snapshot, end: usize) -> Snapshot {
+        let end = end as u64;
         for s in &mut snap.sockets {
             if let Some(r) = self.rings.get(&s.record.cookie) {
                 s.history = HistoryView::new(Arc::clone(&r.history), r.first, end, self.cap);

@@ -278,11 +278,15 @@ impl<P: Polls> Player<P> {
     }
 }
 
-/// Poll `pos` with its sockets' histories: the polls since the last one applied, or the whole
-/// window again after a seek, decoded a batch at a time.
+/// Poll `pos` with its sockets' histories: the polls since the last one applied, the whole
+/// window again after a seek (decoded a batch at a time), or only poll `pos` when the rings
+/// already hold its window (a step or a skip back).
 fn load<P: Polls>(polls: &mut P, histories: &mut Histories, pos: usize) -> anyhow::Result<Arc<Snapshot>> {
     let mut j = histories.start_for(pos);
     let mut last = None;
+    if j > pos {
+        last = polls.read(pos..pos + 1)?.pop();
+    }
     while j <= pos {
         let end = (j + BATCH).min(pos + 1);
         let snaps = polls.read(j..end)?;
@@ -294,5 +298,5 @@ fn load<P: Polls>(polls: &mut P, histories: &mut Histories, pos: usize) -> anyho
         }
     }
     let last = last.ok_or_else(|| anyhow::anyhow!("poll {pos} read as nothing"))?;
-    Ok(Arc::new(histories.attach(last)))
+    Ok(Arc::new(histories.attach(last, pos)))
 }

@@ -230,11 +230,18 @@ fn history_reaches_back_the_window_from_consecutive_polls() {
     assert_eq!(srtts(&p, 2).len(), 96, "socket 2 since it appeared at poll 5");
     p.control(Control::Goto(wall(399.0)), t).unwrap();
     assert_eq!(srtts(&p, 1), want(100, 399), "the last 300 polls");
-    // Stepping back rebuilds the window; stepping forward extends it.
+    // Back within the rings' slack, and forward again; then further back than it (a re-read).
     p.control(Control::Step(-1), t).unwrap();
     assert_eq!(srtts(&p, 1), want(99, 398));
+    p.control(Control::Skip(-60), t).unwrap();
+    assert_eq!(srtts(&p, 1), want(39, 338));
     p.control(Control::Step(1), t).unwrap();
+    assert_eq!(srtts(&p, 1), want(40, 339));
+    p.control(Control::Goto(wall(399.0)), t).unwrap();
     assert_eq!(srtts(&p, 1), want(100, 399));
+    p.control(Control::Skip(-120), t).unwrap();
+    assert_eq!(srtts(&p, 1), want(0, 279));
+    assert_eq!(srtts(&p, 2).len(), 275, "socket 2 since poll 5");
 }
 
 /// With the live window (60 polls), the replayed history is the one the engine published.
@@ -303,6 +310,12 @@ fn reads_are_batched_and_playing_reads_one_poll() {
     assert_eq!(seek.last().unwrap().end, 351);
     assert!(seek.iter().all(|r| r.len() <= 32), "{seek:?}");
     assert_eq!(reads.last().unwrap(), &(351..352), "playing on reads the next poll only");
+    // Back by a step or 10 s: the window is still in the rings, only the poll shown is read.
+    p.control(Control::Step(-1), t).unwrap();
+    p.control(Control::Skip(-10), t).unwrap();
+    p.control(Control::Step(1), t).unwrap();
+    let reads = &p.polls().1;
+    assert_eq!(reads[reads.len() - 3..], [350..351, 340..341, 341..342]);
 }
 
 #[test]
