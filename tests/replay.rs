@@ -336,8 +336,9 @@ fn seek_cost_at_1000_sockets() {
         p.control(c, t).unwrap();
         println!("{what}: {:.1} ms (poll {})", start.elapsed().as_secs_f64() * 1e3, p.status().index + 1);
     };
-    timed(&mut p, "seek to the last poll (300 polls of history read)", Control::Skip(3600));
-    timed(&mut p, "one poll back (the window read again)", Control::Step(-1));
+    timed(&mut p, "seek to the last poll (its 300 polls of history read)", Control::Skip(3600));
+    timed(&mut p, "one poll back (one poll read)", Control::Step(-1));
     timed(&mut p, "one poll forward (one poll read)", Control::Step(1));
-    timed(&mut p, "10 s back", Control::Skip(-10));
+    timed(&mut p, "1 min back (one poll read)", Control::Skip(-60));
+    timed(&mut p, "2 min further back (the window read again)", Control::Skip(-120));
 }
