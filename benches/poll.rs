@@ -228,7 +228,9 @@ fn recording_cost(bin: &std::path::Path) {
     let line = log.lines().find(|l| l.contains("recording ended")).unwrap_or("no cost line");
     let fields: Vec<&str> = line
         .split(' ')
-        .filter(|f| ["socket_polls=", "bytes_per_socket_poll=", "_ms_per_poll="].iter().any(|k| f.contains(k)))
+        .filter(|f| {
+            ["socket_polls=", "bytes_per_socket_poll=", "_ms_per_poll="].iter().any(|k| f.contains(k))
+        })
         .collect();
     println!("         `bbrtop record`, 60 polls of idle sockets: {}", fields.join(" "));
 }

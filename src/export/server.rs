@@ -256,8 +256,8 @@ fn landing(telemetry_path: &str) -> String {
 }
 
 /// Paths the server answers itself, which `--web.telemetry-path` cannot take.
-pub const RESERVED_PATHS: [&str; 6] =
-    ["/", "/-/healthy", "/-/ready", "/api/sockets", "/api/alerts", "/runbook"];
+pub const RESERVED_PATHS: [&str; 7] =
+    ["/", "/-/healthy", "/-/ready", "/api/sockets", "/api/alerts", "/api/hindsight", "/runbook"];
 
 /// What each alert means and what to do: the README's runbook section, served with the binary so
 /// it matches the version that fired.
