@@ -30,6 +30,7 @@ pub mod netns;
 pub mod output;
 pub mod peer_groups;
 pub mod record;
+pub mod replay;
 pub mod rule;
 pub mod runtime;
 pub mod system;

@@ -15,6 +15,7 @@ pub mod failure;
 pub mod generate;
 pub mod lab;
 pub mod record;
+pub mod replay;
 pub mod snapshot;
 pub mod startup;
 pub mod tui;
@@ -68,6 +69,8 @@ pub enum Command {
     Lab(lab::LabArgs),
     /// Serve Prometheus metrics and the JSON API, and push alerts to Alertmanager.
     Export(export::ExportArgs),
+    /// The terminal UI over a recording: play, pause, step, seek, jump to alert onsets.
+    Replay(replay::ReplayArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(generate::CompletionsArgs),
     /// Print the manual page (roff), or write every command's page into a directory.
@@ -101,19 +104,25 @@ pub fn main() -> ExitCode {
 /// The one log sink: stderr, or, while a terminal UI owns the screen, --log.file or nowhere.
 fn init_logging(cli: &Cli) -> Result<(), Failure> {
     use crate::log::{Sink, init};
-    let sink =
-        match &cli.command {
-            None => match &cli.tui.log_file {
-                Some(p) => Sink::File(std::fs::File::create(p).map_err(|e| {
-                    Failure::Runtime(anyhow::anyhow!("opening log file {}: {e}", p.display()))
-                })?),
-                None => Sink::Nowhere,
-            },
-            Some(Command::Lab(l)) if l.tui => Sink::Nowhere,
-            Some(_) => Sink::Stderr,
-        };
+    let sink = match &cli.command {
+        None => ui_sink(cli.tui.log_file.as_deref())?,
+        Some(Command::Replay(r)) => ui_sink(r.log_file.as_deref())?,
+        Some(Command::Lab(l)) if l.tui => Sink::Nowhere,
+        Some(_) => Sink::Stderr,
+    };
     init(cli.log_format, cli.log_level, sink);
     Ok(())
+}
+
+/// Where a terminal UI logs: --log.file, or nowhere (the screen is the UI's).
+fn ui_sink(file: Option<&std::path::Path>) -> Result<crate::log::Sink, Failure> {
+    Ok(match file {
+        Some(p) => crate::log::Sink::File(
+            std::fs::File::create(p)
+                .map_err(|e| Failure::Runtime(anyhow::anyhow!("opening log file {}: {e}", p.display())))?,
+        ),
+        None => crate::log::Sink::Nowhere,
+    })
 }
 
 /// A usage error as one line, like every other failure: clap's message without its usage block.
@@ -133,6 +142,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Some(Command::Check(a)) => check::run(a),
         Some(Command::Lab(a)) => lab::run(a).map(|()| 0),
         Some(Command::Export(a)) => export::run(a).map(|()| 0),
+        Some(Command::Replay(a)) => replay::run(a).map(|()| 0),
         Some(Command::Completions(a)) => generate::completions(a).map(|()| 0),
         Some(Command::Man(a)) => generate::man(a).map(|()| 0),
         None => tui::run(cli.tui).map(|()| 0),
