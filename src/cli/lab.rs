@@ -38,6 +38,11 @@ pub struct LabArgs {
     /// A short run: 20 s per flow, enough for the shape of the result, not its figures.
     #[arg(long, conflicts_with = "duration")]
     pub quick: bool,
+    /// Run each flow of the scenario as N parallel connections of its congestion control on the
+    /// same path (1, the default, is the guide's run): several sockets per cc, which `bbrtop
+    /// compare` needs to give a confidence interval over sockets.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=32))]
+    pub flows: u16,
     /// Write SVG plots into DIR: RTT over time per flow, and the RTT CDF per congestion control.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
@@ -51,13 +56,18 @@ pub struct LabArgs {
 
 /// Runs the scenario on a thread of its own and shows its snapshots in the UI; quitting the UI
 /// stops the run (its report covers what ran).
-fn with_tui(scenario: Scenario, duration: Duration, stop: &Arc<AtomicBool>) -> Result<Report, Failure> {
+fn with_tui(
+    scenario: Scenario,
+    duration: Duration,
+    per_cc: usize,
+    stop: &Arc<AtomicBool>,
+) -> Result<Report, Failure> {
     let published = Published::new(Arc::new(Snapshot::empty(RuleConfig::default())));
     let (p, s) = (Arc::clone(&published), Arc::clone(stop));
     let runner = std::thread::Builder::new()
         .name("bbrtop-lab".into())
         .spawn(move || {
-            let r = run::run(scenario, duration, &s, |t| p.publish(Arc::clone(t.snap)));
+            let r = run::run(scenario, duration, per_cc, &s, |t| p.publish(Arc::clone(t.snap)));
             // The run is over: let the UI end too.
             s.store(true, Ordering::Relaxed);
             r
@@ -117,11 +127,12 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
         (false, Some(d)) => d,
         (false, None) => scenario.guide_duration(),
     };
+    let per_cc = usize::from(a.flows);
     let stop = super::startup::signals()?;
     let report = if a.tui {
-        with_tui(scenario, duration, &stop)?
+        with_tui(scenario, duration, per_cc, &stop)?
     } else {
-        let runs = scenario.plan().flows.len();
+        let runs = scenario.plan().flows.len() * per_cc;
         let mut err = std::io::stderr();
         // The progress line only on a terminal, and not beside JSON.
         let progress = !a.json && err.is_terminal();
@@ -132,7 +143,7 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
                 duration.as_secs()
             );
         }
-        let report = run::run(scenario, duration, &stop, |t| {
+        let report = run::run(scenario, duration, per_cc, &stop, |t| {
             if progress {
                 let _ =
                     write!(err, "\r{}\x1b[K", progress_line(scenario, t.group, t.elapsed, t.total, t.flows));
