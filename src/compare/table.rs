@@ -69,7 +69,7 @@ fn verdict(r: &MetricRow) -> String {
 fn row(s: &mut String, cells: [&str; 6]) {
     let _ = writeln!(
         s,
-        "  {:<12} {:>11} {:>11} {:>11} {:>7}  {}",
+        "  {:<12} {:>12} {:>12} {:>13} {:>7}  {}",
         cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]
     );
 }
