@@ -87,8 +87,9 @@ fn compares_recordings_and_ranges_of_one() {
     let d = tmp.path();
     recordings(d);
     let p = |name: &str| d.join(name).to_str().unwrap().to_string();
-    let svg = d.join("cdf.svg");
-    let v = json(&[&p("a"), &p("b"), "--plot", svg.to_str().unwrap()]);
+    let plots = d.join("plots");
+    let v = json(&[&p("a"), &p("b"), "--plot", plots.to_str().unwrap()]);
+    let svg = plots.join("compare-srtt-cdf.svg");
     assert_eq!((v["a"]["sockets"].as_u64(), v["a"]["polls"].as_u64()), (Some(6), Some(20)));
     assert_eq!(v["a"]["from"], "2026-11-23T03:00:00.000Z");
     let all = serde_json::json!({"by": "all"});

@@ -46,14 +46,14 @@ fn root_compare_bbr_against_cubic_on_the_bufferbloat_lab() {
     let report: Value = serde_json::from_str(&report).unwrap();
     assert_eq!(report["flows"].as_array().unwrap().len() as u64, 2 * FLOWS, "{report}");
     let (cubic, bbr) = (rec.join("cubic"), rec.join("bbr"));
-    let svg = tmp.path().join("cdf.svg");
+    let plots = tmp.path().join("plots");
     let (out, _) = bbrtop(&[
         "compare",
         cubic.to_str().unwrap(),
         bbr.to_str().unwrap(),
         "--json",
         "--plot",
-        svg.to_str().unwrap(),
+        plots.to_str().unwrap(),
     ]);
     let v: Value = serde_json::from_str(&out).unwrap();
     for side in ["a", "b"] {
@@ -80,7 +80,7 @@ fn root_compare_bbr_against_cubic_on_the_bufferbloat_lab() {
     }
     assert_eq!(v["method"]["resamples"], 2000);
     // The plot: both sides' srtt CDFs, in each cc's colour.
-    let s = std::fs::read_to_string(&svg).unwrap();
+    let s = std::fs::read_to_string(plots.join("compare-srtt-cdf.svg")).unwrap();
     assert!(s.starts_with("<svg") && s.contains("#1F77B4") && s.contains("#D62728"));
     assert!(
         s.contains(&format!("A: cubic ({FLOWS} sockets")) && s.contains(&format!("B: bbr ({FLOWS} sockets"))

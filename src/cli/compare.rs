@@ -50,8 +50,9 @@ pub struct CompareArgs {
     /// Print the comparison as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Also write the srtt distributions (a CDF per side and cc) as an SVG to FILE.
-    #[arg(long, value_name = "FILE")]
+    /// Also write the srtt distributions (a CDF per side and cc) as DIR/compare-srtt-cdf.svg
+    /// (DIR created if missing), as `bbrtop lab --plot DIR` writes its figures.
+    #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
     /// CIDR groups (YAML, as `export` takes): a row per peer group too.
     #[arg(long = "peer-groups.file", value_name = "FILE")]
@@ -91,9 +92,12 @@ pub fn run(a: CompareArgs) -> Result<(), Failure> {
     };
     let (sa, sb) = (read_side(&a.a, &groups)?, read_side(&a.b, &groups)?);
     let cmp = Comparison::new(&sa, &sb, a.peer_groups.is_some());
-    if let Some(file) = &a.plot {
+    if let Some(dir) = &a.plot {
         let svg = plot::rtt_cdf(&sa, &sb).map_err(|e| Failure::Runtime(anyhow::anyhow!(e)))?;
-        std::fs::write(file, svg).with_context(|| format!("--plot {}", file.display()))?;
+        let file = dir.join(plot::FILE);
+        std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::write(&file, svg))
+            .with_context(|| format!("--plot {}", file.display()))?;
         if !a.json {
             eprintln!("wrote {}", file.display());
         }

@@ -7,6 +7,8 @@ use plotters::prelude::*;
 use std::collections::BTreeMap;
 
 const SIZE: (u32, u32) = (900, 480);
+/// The figure's name in `--plot DIR`.
+pub const FILE: &str = "compare-srtt-cdf.svg";
 
 fn err(e: impl std::fmt::Display) -> String {
     format!("plot: {e}")
