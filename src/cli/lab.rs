@@ -112,13 +112,7 @@ impl Recordings {
     fn new(dir: &Path, scenario: Scenario, per_cc: usize) -> Result<Recordings, String> {
         let mut dirs: Vec<PathBuf> = Vec::new();
         for group in run::groups(&scenario.plan(), per_cc) {
-            let mut ccs: Vec<&str> = Vec::new();
-            for cc in group {
-                if !ccs.contains(&cc) {
-                    ccs.push(cc);
-                }
-            }
-            let d = dir.join(ccs.join("+"));
+            let d = dir.join(run::group_name(&group));
             if d.read_dir().is_ok_and(|mut e| e.next().is_some()) {
                 return Err(format!(
                     "--record: {} is not empty (a recording of an earlier run?)",
@@ -281,6 +275,19 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recordings_are_a_directory_per_group_and_never_mixed_with_an_earlier_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("rec");
+        let r = Recordings::new(&dir, Scenario::Bufferbloat, 5).unwrap();
+        assert_eq!(r.dirs, [dir.join("cubic"), dir.join("bbr")]);
+        assert_eq!(Recordings::new(&dir, Scenario::Ab, 1).unwrap().dirs, [dir.join("bbr+cubic")]);
+        std::fs::create_dir_all(dir.join("bbr")).unwrap();
+        std::fs::write(dir.join("bbr").join("x.polls.parquet"), "").unwrap();
+        let e = Recordings::new(&dir, Scenario::Bufferbloat, 1).err().unwrap();
+        assert!(e.contains("rec/bbr is not empty"), "{e}");
+    }
 
     #[test]
     fn progress_shows_the_flow_time_rate_and_rtt() {

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 const SIZE: (u32, u32) = (900, 480);
 /// The figure's name in `--plot DIR`.
 pub const FILE: &str = "compare-srtt-cdf.svg";
+/// Points drawn per line at most.
+const POINTS: usize = 1000;
 
 fn err(e: impl std::fmt::Display) -> String {
     format!("plot: {e}")
@@ -20,6 +22,14 @@ struct Line {
     colour: RGBColor,
     dashed: bool,
     points: Vec<(f64, f64)>,
+}
+
+/// At most [`POINTS`] of a CDF's steps, evenly spaced, the last always kept: an SVG of every
+/// sample of thousands of sockets would be megabytes for no visible difference.
+fn thin(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    let step = points.len().div_ceil(POINTS).max(1);
+    let last = points.len().saturating_sub(1);
+    points.into_iter().enumerate().filter(|(i, _)| i % step == 0 || *i == last).map(|p| p.1).collect()
 }
 
 fn plural(n: usize, what: &str) -> String {
@@ -49,7 +59,7 @@ fn lines(sides: [(&str, &Side); 2]) -> Vec<Line> {
                 ),
                 colour: colour(cc),
                 dashed: i == 1,
-                points: cdf(samples),
+                points: thin(cdf(samples)),
             });
         }
     }
@@ -109,6 +119,16 @@ pub fn rtt_cdf(a: &Side, b: &Side) -> Result<String, String> {
 mod tests {
     use super::*;
     use crate::compare::tests::side;
+
+    #[test]
+    fn thinning_keeps_the_ends_and_at_most_the_limit() {
+        let pts: Vec<(f64, f64)> = (1..=4500).map(|i| (i as f64, i as f64 / 4500.0)).collect();
+        let t = thin(pts.clone());
+        assert!(t.len() <= POINTS + 1 && t.len() > POINTS / 2, "{}", t.len());
+        assert_eq!((t[0], *t.last().unwrap()), (pts[0], pts[4499]));
+        assert_eq!(thin(pts[..10].to_vec()), pts[..10]);
+        assert!(thin(Vec::new()).is_empty());
+    }
 
     #[test]
     fn a_line_per_side_and_cc() {

@@ -187,7 +187,7 @@ mod tests {
         SocketSummary {
             cookie,
             cc: cc.into(),
-            peer_group: if cookie % 2 == 0 { "even".into() } else { "odd".into() },
+            peer_group: if cookie.is_multiple_of(2) { "even".into() } else { "odd".into() },
             polls: 10,
             seconds: 9.0,
             throughput_bits_per_sec: Some(2e6),

@@ -54,6 +54,17 @@ pub fn groups(plan: &Plan, per_cc: usize) -> Vec<Vec<&'static str>> {
     if plan.sequential { plan.flows.iter().map(|f| times(&[*f])).collect() } else { vec![times(&plan.flows)] }
 }
 
+/// A group's name: its ccs, each once, in order, joined by "+" ("cubic", "bbr+cubic").
+pub fn group_name(group: &[&str]) -> String {
+    let mut ccs: Vec<&str> = Vec::new();
+    for cc in group {
+        if !ccs.contains(cc) {
+            ccs.push(cc);
+        }
+    }
+    ccs.join("+")
+}
+
 /// Runs `scenario` for `duration` per flow (or for all flows together), each flow as `per_cc`
 /// parallel connections (1: the guide's run). `stop` ends it early; `on_tick` sees every sample.
 pub fn run(
@@ -155,6 +166,9 @@ mod tests {
         let bloat = Scenario::Bufferbloat.plan();
         assert_eq!(groups(&bloat, 1), [vec!["cubic"], vec!["bbr"]]);
         assert_eq!(groups(&bloat, 3), [vec!["cubic"; 3], vec!["bbr"; 3]]);
-        assert_eq!(groups(&Scenario::Ab.plan(), 2), [vec!["bbr", "bbr", "cubic", "cubic"]]);
+        let ab = groups(&Scenario::Ab.plan(), 2);
+        assert_eq!(ab, [vec!["bbr", "bbr", "cubic", "cubic"]]);
+        assert_eq!(group_name(&ab[0]), "bbr+cubic");
+        assert_eq!(group_name(&groups(&bloat, 3)[0]), "cubic");
     }
 }
