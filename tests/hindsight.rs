@@ -72,6 +72,11 @@ fn hindsight_is_written_on_request_and_on_sigusr1_and_reads_back() {
         .spawn()
         .expect("bbrtop export");
     let _exporter = Exporter(child);
+    let t = Instant::now();
+    while curl("GET", port, "/-/healthy", None).0 == 0 {
+        assert!(t.elapsed() < Duration::from_secs(30), "the exporter did not answer in 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     assert_eq!(curl("POST", port, "/api/hindsight", None).0, 401, "nobody without the password");
     assert_eq!(curl("POST", port, "/api/hindsight", Some("ops:wrong")).0, 401);
     assert_eq!(curl("GET", port, "/api/hindsight", Some("ops:s3cret")).0, 405, "a write is a POST");

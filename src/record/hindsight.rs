@@ -160,27 +160,25 @@ impl Hindsight {
         let (polls, from, to) = self.span();
         anyhow::ensure!(polls > 0, "hindsight holds no polls yet");
         let name = humantime::format_rfc3339_seconds(now).to_string().replace(['-', ':'], "");
-        let dir = (0..)
-            .map(|i| {
-                parent.join(if i == 0 {
-                    format!("hindsight-{name}")
-                } else {
-                    format!("hindsight-{name}.{i}")
-                })
-            })
-            .find(|d| !d.exists())
-            .expect("unbounded");
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let name =
+            |i: u32| if i == 0 { format!("hindsight-{name}") } else { format!("hindsight-{name}.{i}") };
+        let taken = |n: &str| parent.join(n).exists() || parent.join(format!("{n}{TMP}")).exists();
+        let name = (0..).map(name).find(|n| !taken(n)).expect("unbounded");
+        // Written whole under a temporary name, then renamed: a dump directory that exists is
+        // complete.
+        let (dir, tmp_dir) = (parent.join(&name), parent.join(format!("{name}{TMP}")));
+        std::fs::create_dir_all(&tmp_dir).with_context(|| format!("creating {}", tmp_dir.display()))?;
         let mut bytes = 0;
         for h in &self.held {
             for (suffix, data) in [(SOCKETS_SUFFIX, &h.sockets_file), (POLLS_SUFFIX, &h.polls_file)] {
-                let tmp = dir.join(format!("{}{suffix}{TMP}", h.stem));
+                let tmp = tmp_dir.join(format!("{}{suffix}{TMP}", h.stem));
                 let mut f =
                     std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
                 f.write_all(data).with_context(|| format!("writing {}", tmp.display()))?;
-                bytes += put_in_place(&dir, &h.stem, suffix, f)?;
+                bytes += put_in_place(&tmp_dir, &h.stem, suffix, f)?;
             }
         }
+        std::fs::rename(&tmp_dir, &dir).with_context(|| format!("renaming {}", tmp_dir.display()))?;
         Ok(Dumped { dir, polls, bytes, memory_bytes, from, to })
     }
 }
