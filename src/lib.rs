@@ -16,6 +16,7 @@ pub mod btf;
 pub mod caps;
 pub mod cli;
 pub mod collect;
+pub mod compare;
 pub mod doctor;
 pub mod engine;
 pub mod export;

@@ -1,6 +1,8 @@
 //! Units, a leaf every layer may use: human units for tables and the TUI (bit rates in Mbit/s
 //! like `ss`, times in ms), and the serde forms of times and durations in JSON and alerts.
 
+use std::time::SystemTime;
+
 /// Bytes per second as a bit rate: "950bit/s", "12.3Kbit/s", "19.8Mbit/s", "1.2Gbit/s".
 pub fn bitrate(bytes_per_sec: f64) -> String {
     let bits = bytes_per_sec * 8.0;
@@ -46,9 +48,6 @@ pub fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
     v.map_or_else(|| "-".to_string(), f)
 }
 
-/// Serializes a `SystemTime` as RFC 3339 (UTC), the format Alertmanager and humans both read.
-use std::time::SystemTime;
-
 /// Milliseconds since the epoch (negative before it): how recordings store instants.
 pub fn unix_ms(t: SystemTime) -> i64 {
     match t.duration_since(SystemTime::UNIX_EPOCH) {
@@ -63,6 +62,7 @@ pub fn from_unix_ms(ms: i64) -> SystemTime {
     if ms >= 0 { SystemTime::UNIX_EPOCH + d } else { SystemTime::UNIX_EPOCH - d }
 }
 
+/// Serializes a `SystemTime` as RFC 3339 (UTC), the format Alertmanager and humans both read.
 pub mod serde_time {
     use serde::{Deserialize, Deserializer, Serializer};
     use std::time::SystemTime;

@@ -9,6 +9,7 @@
 
 pub mod args;
 pub mod check;
+pub mod compare;
 pub mod doctor;
 pub mod export;
 pub mod failure;
@@ -59,6 +60,8 @@ pub enum Command {
     Snapshot(snapshot::SnapshotArgs),
     /// Poll every --interval and stream one JSON object per socket per poll (--ndjson).
     Watch(watch::WatchArgs),
+    /// Compare two recordings, or two time ranges of one: per cc and peer group, with intervals.
+    Compare(compare::CompareArgs),
     /// Record every poll's state into a directory of Parquet files (replay, compare, DuckDB).
     Record(record::RecordArgs),
     /// Check the host's BBR setup: exit 0 all well, 1 warnings, 2 failures.
@@ -138,6 +141,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Some(Command::Snapshot(a)) => snapshot::run(a).map(|()| 0),
         Some(Command::Watch(a)) => watch::run(a).map(|()| 0),
         Some(Command::Record(a)) => record::run(a).map(|()| 0),
+        Some(Command::Compare(a)) => compare::run(a).map(|()| 0),
         Some(Command::Doctor(a)) => doctor::run(a),
         Some(Command::Check(a)) => check::run(a),
         Some(Command::Lab(a)) => lab::run(a).map(|()| 0),

@@ -59,6 +59,8 @@ pub struct Options {
     pub by_pod_namespace: bool,
     /// Where the metrics are served (`--web.telemetry-path`).
     pub telemetry_path: String,
+    /// Hindsight, written on `POST /api/hindsight` (with the API on).
+    pub hindsight: Option<Arc<super::hindsight::Keeper>>,
 }
 
 impl Default for Options {
@@ -70,6 +72,7 @@ impl Default for Options {
             api: false,
             by_pod_namespace: false,
             telemetry_path: "/metrics".into(),
+            hindsight: None,
         }
     }
 }
@@ -88,6 +91,7 @@ pub struct App {
     api: Option<Arc<Semaphore>>,
     telemetry_path: String,
     landing: Bytes,
+    hindsight: Option<Arc<super::hindsight::Keeper>>,
 }
 
 impl App {
@@ -103,6 +107,7 @@ impl App {
             probes: Probes::new(o.poll_interval),
             api: o.api.then(|| Arc::new(Semaphore::new(API_RESPONSES))),
             landing: landing(&o.telemetry_path).into(),
+            hindsight: o.hindsight,
             telemetry_path: o.telemetry_path,
         }
     }
@@ -251,8 +256,8 @@ fn landing(telemetry_path: &str) -> String {
 }
 
 /// Paths the server answers itself, which `--web.telemetry-path` cannot take.
-pub const RESERVED_PATHS: [&str; 6] =
-    ["/", "/-/healthy", "/-/ready", "/api/sockets", "/api/alerts", "/runbook"];
+pub const RESERVED_PATHS: [&str; 7] =
+    ["/", "/-/healthy", "/-/ready", "/api/sockets", "/api/alerts", "/api/hindsight", "/runbook"];
 
 /// What each alert means and what to do: the README's runbook section, served with the binary so
 /// it matches the version that fired.
@@ -269,7 +274,10 @@ pub fn section<'a>(doc: &'a str, heading: &str) -> &'a str {
 }
 
 async fn handle(app: &App, req: Request<Incoming>) -> Resp {
-    if req.method() != Method::GET && req.method() != Method::HEAD {
+    let hindsight = req.uri().path() == "/api/hindsight";
+    if (req.method() != Method::GET && req.method() != Method::HEAD && !hindsight)
+        || (hindsight && req.method() != Method::POST)
+    {
         return respond(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "Method Not Allowed\n");
     }
     let (snap, now) = (app.published.latest(), std::time::SystemTime::now());
@@ -302,9 +310,28 @@ async fn handle(app: &App, req: Request<Incoming>) -> Resp {
     match req.uri().path() {
         p if p == app.telemetry_path => metrics_response(app, snap, &req).await,
         path @ ("/api/sockets" | "/api/alerts") => api_response(app, snap, path),
+        "/api/hindsight" => hindsight_response(app).await,
         "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", *RUNBOOK),
         "/" => respond(StatusCode::OK, "text/html; charset=utf-8", app.landing.clone()),
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "Not Found\n"),
+    }
+}
+
+/// Writes hindsight as a recording on the exporter's disk (`--hindsight.dir`); answers where, and
+/// what it holds. With the API only: it is the same kind of door.
+async fn hindsight_response(app: &App) -> Resp {
+    let (Some(keeper), Some(_)) = (&app.hindsight, &app.api) else {
+        return respond(
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "Not Found: hindsight is written over HTTP with --web.enable-api and --hindsight.window above 0\n",
+        );
+    };
+    let keeper = Arc::clone(keeper);
+    match tokio::task::spawn_blocking(move || keeper.dump()).await {
+        Ok(Ok(d)) => json(&d),
+        Ok(Err(e)) => respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", format!("{e:#}\n")),
+        Err(_) => respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", "hindsight failed\n"),
     }
 }
 

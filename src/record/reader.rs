@@ -10,8 +10,9 @@ use crate::engine::snapshot::{AlertStatus, Snapshot, SocketView};
 use crate::system::SystemInfo;
 use crate::units::from_unix_ms;
 use anyhow::Context;
+use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -26,6 +27,7 @@ pub struct PollIndex {
 
 struct Chunk {
     sockets: PathBuf,
+    polls: PathBuf,
     /// Index in `Recording::polls` of this chunk's first poll.
     first: usize,
     /// Each poll's first row in the sockets file, and one past the last.
@@ -36,9 +38,16 @@ pub struct Recording {
     meta: Meta,
     chunks: Vec<Chunk>,
     polls: Vec<PollIndex>,
+    /// Every poll's row but its closed flows, which are read by chunk when a snapshot needs
+    /// them (a busy host closes thousands of connections a second).
     rows: Vec<polls::Decoded>,
     onsets: Vec<usize>,
+    /// The closed flows of the chunks read last: (chunk, each poll's flows).
+    closed: VecDeque<(usize, Vec<Vec<ClosedFlow>>)>,
 }
+
+/// Chunks whose closed flows are kept decoded.
+const CLOSED_CHUNKS: usize = 4;
 
 impl Recording {
     /// A recording directory (or one chunk's file): every complete chunk, in time order.
@@ -64,10 +73,11 @@ impl Recording {
             polls: Vec::new(),
             rows: Vec::new(),
             onsets: Vec::new(),
+            closed: VecDeque::new(),
         };
         for (i, stem) in stems.iter().enumerate() {
             let polls_file = PathBuf::from(format!("{}{POLLS_SUFFIX}", stem.display()));
-            let (meta, rows) = read_polls(&polls_file)?;
+            let (meta, rows) = read_polls(&polls_file, Columns::AllButClosed)?;
             if i == 0 {
                 rec.meta = meta;
             }
@@ -77,6 +87,7 @@ impl Recording {
             }
             rec.chunks.push(Chunk {
                 sockets: PathBuf::from(format!("{}{SOCKETS_SUFFIX}", stem.display())),
+                polls: polls_file,
                 first: rec.polls.len(),
                 rows: offsets,
             });
@@ -107,19 +118,29 @@ impl Recording {
     pub fn read(&mut self, range: Range<usize>) -> anyhow::Result<Vec<Snapshot>> {
         anyhow::ensure!(range.end <= self.polls.len(), "polls {range:?} of {}", self.polls.len());
         let mut out = Vec::with_capacity(range.len());
-        for c in
-            self.chunks.iter().filter(|c| c.first < range.end && c.first + c.rows.len() - 1 > range.start)
-        {
-            let lo = range.start.max(c.first) - c.first;
-            let hi = range.end.min(c.first + c.rows.len() - 1) - c.first;
-            let mut socks = read_sockets(&c.sockets, c.rows[lo]..c.rows[hi])?;
+        let chunks: Vec<(usize, usize, usize)> = self
+            .chunks
+            .iter()
+            .filter(|c| c.first < range.end && c.first + c.rows.len() - 1 > range.start)
+            .map(|c| {
+                (
+                    c.first,
+                    range.start.max(c.first) - c.first,
+                    range.end.min(c.first + c.rows.len() - 1) - c.first,
+                )
+            })
+            .collect();
+        for (first, lo, hi) in chunks {
+            let c = self.chunks.iter().find(|c| c.first == first).expect("listed above");
+            let rows = c.rows.clone();
+            let mut socks = read_sockets(&c.sockets, rows[lo]..rows[hi])?;
             for p in lo..hi {
-                let n = (c.rows[p + 1] - c.rows[p]) as usize;
+                let n = (rows[p + 1] - rows[p]) as usize;
                 let views: Vec<SocketView> =
                     socks.drain(..n.min(socks.len())).map(sockets::Decoded::into_view).collect();
-                let i = c.first + p;
+                let i = first + p;
                 let mut row = self.rows[i].clone();
-                row.closed = self.closed_before(i);
+                row.closed = self.closed_before(i)?;
                 out.push(row.into_snapshot(views, self.meta.rule));
             }
         }
@@ -128,16 +149,38 @@ impl Recording {
 
     /// The closed flows a snapshot at poll `i` listed: those recorded up to it, newest first, as
     /// many as the engine keeps.
-    fn closed_before(&self, i: usize) -> Vec<ClosedFlow> {
+    fn closed_before(&mut self, i: usize) -> anyhow::Result<Vec<ClosedFlow>> {
         let mut out: Vec<ClosedFlow> = Vec::new();
-        for r in self.rows[..=i].iter().rev() {
-            out.extend(r.closed.iter().cloned());
-            if out.len() >= DEFAULT_KEEP_CLOSED {
+        let Some(mut k) = self.chunks.iter().rposition(|c| c.first <= i) else { return Ok(out) };
+        let mut last = i - self.chunks[k].first;
+        loop {
+            let flows = self.closed_of(k)?;
+            for per_poll in flows[..=last.min(flows.len().saturating_sub(1))].iter().rev() {
+                out.extend(per_poll.iter().cloned());
+            }
+            if out.len() >= DEFAULT_KEEP_CLOSED || k == 0 {
                 break;
             }
+            k -= 1;
+            last = usize::MAX;
         }
         out.truncate(DEFAULT_KEEP_CLOSED);
-        out
+        Ok(out)
+    }
+
+    /// Chunk `k`'s closed flows, poll by poll (each poll's newest first, as written).
+    fn closed_of(&mut self, k: usize) -> anyhow::Result<&[Vec<ClosedFlow>]> {
+        if let Some(at) = self.closed.iter().position(|(c, _)| *c == k) {
+            let hit = self.closed.remove(at).expect("found");
+            self.closed.push_back(hit);
+        } else {
+            let (_, rows) = read_polls(&self.chunks[k].polls, Columns::Closed)?;
+            if self.closed.len() == CLOSED_CHUNKS {
+                self.closed.pop_front();
+            }
+            self.closed.push_back((k, rows.into_iter().map(|r| r.closed).collect()));
+        }
+        Ok(&self.closed.back().expect("pushed").1)
     }
 }
 
@@ -168,10 +211,21 @@ fn open_parquet(path: &Path) -> anyhow::Result<(Meta, ParquetRecordBatchReaderBu
     Ok((meta, b))
 }
 
-fn read_polls(path: &Path) -> anyhow::Result<(Meta, Vec<polls::Decoded>)> {
+/// Which of a polls file's columns to read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Columns {
+    AllButClosed,
+    Closed,
+}
+
+fn read_polls(path: &Path, cols: Columns) -> anyhow::Result<(Meta, Vec<polls::Decoded>)> {
     let (meta, b) = open_parquet(path)?;
+    let schema = b.parquet_schema();
+    let keep = (0..schema.num_columns())
+        .filter(|&i| (schema.column(i).name() == "closed") == (cols == Columns::Closed));
+    let mask = ProjectionMask::leaves(schema, keep.collect::<Vec<_>>());
     let mut rows = Vec::new();
-    for batch in b.build()? {
+    for batch in b.with_projection(mask).build()? {
         rows.extend(polls::read(&batch.with_context(|| format!("reading {}", path.display()))?)?);
     }
     Ok((meta, rows))
