@@ -12,32 +12,17 @@ use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::model::SocketRecord;
 use bbrtop::record::{RecordOptions, Recorder, Recording};
 use bbrtop::replay::{Control, Player, PlayerOptions, Status};
-use bbrtop::system::SystemInfo;
 use bbrtop::testing::record;
 use bbrtop::tui::Source;
 use bbrtop::tui::app::{App, View};
 use bbrtop::tui::procs::Owners;
 use bbrtop::tui::render::{self, Screen};
 use bbrtop::wire::Dump;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 use support::tmux::Tmux;
 
 const POLLS: usize = 150;
-
-fn sys() -> SystemInfo {
-    SystemInfo {
-        host: "edge-1".into(),
-        kernel: "6.18.44".into(),
-        default_cc: "bbr".into(),
-        qdisc: "fq".into(),
-        netns: None,
-        netns_inode: Some(4026531840),
-        bbr: "bbr v1".into(),
-    }
-}
 
 fn sock(cookie: u64, cc: &str, srtt: u32, acked: u64) -> SocketRecord {
     record(cookie, cc)
@@ -90,7 +75,7 @@ fn t0() -> SystemTime {
 fn recorded(snaps: &[Snapshot]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let opts = RecordOptions { chunk: Duration::from_secs(30), ..RecordOptions::default() };
-    let mut r = Recorder::create(dir.path(), opts, &sys()).unwrap();
+    let mut r = Recorder::create(dir.path(), opts, &bbrtop::testing::system()).unwrap();
     for s in snaps {
         r.write(s).unwrap();
     }
@@ -99,19 +84,12 @@ fn recorded(snaps: &[Snapshot]) -> tempfile::TempDir {
 }
 
 fn screen(source: &Source, playback: Option<&Status>, app: &App, snap: &Snapshot, w: u16, h: u16) -> String {
-    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     let rows = app.rows(snap);
     let mut app = app.clone();
     app.follow(&rows);
-    let owners = Owners::new();
-    let s = Screen { app: &app, snap, rows: &rows, sys: &sys(), owners: &owners, source, playback };
-    t.draw(|f| render::draw(f, &s)).unwrap();
-    let b = t.backend().buffer();
-    b.content
-        .chunks(b.area.width as usize)
-        .map(|row| row.iter().map(|c| c.symbol()).collect::<String>().trim_end().to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
+    let (owners, sys) = (Owners::new(), bbrtop::testing::system());
+    let s = Screen { app: &app, snap, rows: &rows, sys: &sys, owners: &owners, source, playback };
+    render::text(&render::buffer_of(&s, w, h))
 }
 
 /// Every view, the sockets view with the detail pane on each socket in turn.
@@ -133,7 +111,7 @@ fn replayed_screens_are_the_live_screens() {
     let dir = recorded(&live);
     let rec = Recording::open(dir.path()).unwrap();
     assert_eq!(rec.polls().len(), POLLS);
-    assert_eq!(rec.system(), &sys());
+    assert_eq!(rec.system(), &bbrtop::testing::system());
     let opts = PlayerOptions { history: 60, speed: 1.0 };
     let t = Instant::now();
     let mut p = Player::new(rec, opts, t).unwrap();
@@ -316,7 +294,7 @@ fn replay_in_tmux_answers_the_time_keys() {
 fn seek_cost_at_1000_sockets() {
     let mut e = Engine::new(EngineConfig::default());
     let (mono, dir) = (Instant::now(), tempfile::tempdir().unwrap());
-    let mut r = Recorder::create(dir.path(), RecordOptions::default(), &sys()).unwrap();
+    let mut r = Recorder::create(dir.path(), RecordOptions::default(), &bbrtop::testing::system()).unwrap();
     let polls = 400;
     for i in 0..polls {
         let now = Now { mono: mono + Duration::from_secs(i), wall: t0() + Duration::from_secs(i) };

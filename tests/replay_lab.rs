@@ -18,8 +18,6 @@ use bbrtop::tui::Source;
 use bbrtop::tui::app::{App, View};
 use bbrtop::tui::procs::Owners;
 use bbrtop::tui::render::{self, Screen};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::guard;
@@ -28,20 +26,13 @@ use support::tmux::Tmux;
 const POLLS: usize = 16;
 
 fn screen(snap: &Snapshot, app: &App, sys: &SystemInfo) -> String {
-    let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
     let rows = app.rows(snap);
     let mut app = app.clone();
     app.follow(&rows);
     let owners = Owners::new();
     let s =
         Screen { app: &app, snap, rows: &rows, sys, owners: &owners, source: &Source::Local, playback: None };
-    t.draw(|f| render::draw(f, &s)).unwrap();
-    let b = t.backend().buffer();
-    b.content
-        .chunks(b.area.width as usize)
-        .map(|row| row.iter().map(|c| c.symbol()).collect::<String>().trim_end().to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
+    render::text(&render::buffer_of(&s, 120, 40))
 }
 
 /// (what is shown, the screen's text).

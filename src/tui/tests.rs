@@ -5,7 +5,6 @@ use super::Source;
 use super::app::{Action, App, Column, View};
 use super::procs::Owners;
 use super::render::{self, Screen};
-use super::system::SystemInfo;
 use crate::engine::history::{History, HistoryView, Sample};
 use crate::engine::kernel::ClosedFlow;
 use crate::engine::snapshot::{
@@ -191,18 +190,6 @@ fn closed(cookie: u64, cc: &str, closed_at: SystemTime, peak: f64) -> ClosedFlow
     }
 }
 
-fn sys() -> SystemInfo {
-    SystemInfo {
-        host: "edge-1".into(),
-        kernel: "6.18.44".into(),
-        default_cc: "bbr".into(),
-        qdisc: "fq".into(),
-        netns: None,
-        netns_inode: Some(4026531840),
-        bbr: "bbr v1 (BTF: struct bbr v1 layout)".into(),
-    }
-}
-
 fn render(app: &App, snap: &Snapshot, w: u16, h: u16) -> Buffer {
     render_from(&Source::Local, None, app, snap, w, h)
 }
@@ -216,22 +203,13 @@ fn render_from(
     w: u16,
     h: u16,
 ) -> Buffer {
-    let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     let owners: Owners = [(1001, (4242, "nginx".to_string()))].into_iter().collect();
     let rows = app.rows(snap);
-    let screen = Screen { app, snap, rows: &rows, sys: &sys(), owners: &owners, source, playback };
-    t.draw(|f| render::draw(f, &screen)).unwrap();
-    t.backend().buffer().clone()
+    let sys = crate::testing::system();
+    render::buffer_of(&Screen { app, snap, rows: &rows, sys: &sys, owners: &owners, source, playback }, w, h)
 }
 
-fn text(b: &Buffer) -> String {
-    let w = b.area.width as usize;
-    b.content
-        .chunks(w)
-        .map(|row| row.iter().map(|c| c.symbol()).collect::<String>().trim_end().to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
+use render::text;
 
 fn app_with(f: impl FnOnce(&mut App)) -> App {
     let mut a = App::default();
@@ -452,7 +430,7 @@ fn frame_time_at_10k_sockets() {
                     app: &app,
                     snap: &snap,
                     rows: &rows,
-                    sys: &sys(),
+                    sys: &crate::testing::system(),
                     owners: &owners,
                     source: &Source::Local,
                     playback: None,

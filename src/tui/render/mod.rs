@@ -195,6 +195,24 @@ pub fn ago(secs: f64) -> String {
     }
 }
 
+/// `screen` drawn on a `w`x`h` test terminal, as buffer (tests: the TUI's own and the replay's).
+#[cfg(any(test, feature = "test-support"))]
+pub fn buffer_of(screen: &Screen, w: u16, h: u16) -> ratatui::buffer::Buffer {
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).expect("a test terminal");
+    t.draw(|f| draw(f, screen)).expect("drawn");
+    t.backend().buffer().clone()
+}
+
+/// A buffer's text: one line per row, trailing spaces trimmed.
+#[cfg(any(test, feature = "test-support"))]
+pub fn text(b: &ratatui::buffer::Buffer) -> String {
+    b.content
+        .chunks(b.area.width as usize)
+        .map(|row| row.iter().map(|c| c.symbol()).collect::<String>().trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
