@@ -29,6 +29,7 @@ pub mod model;
 pub mod netns;
 pub mod output;
 pub mod peer_groups;
+pub mod remote;
 pub mod rule;
 pub mod runtime;
 #[cfg(any(test, feature = "test-support"))]
