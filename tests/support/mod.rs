@@ -9,6 +9,7 @@ pub mod guard;
 pub mod http;
 pub mod lab;
 pub mod servers;
+pub mod tmux;
 pub mod tools;
 
 use std::process::Child;
