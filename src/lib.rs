@@ -29,9 +29,11 @@ pub mod model;
 pub mod netns;
 pub mod output;
 pub mod peer_groups;
+pub mod record;
 pub mod remote;
 pub mod rule;
 pub mod runtime;
+pub mod system;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 pub mod tui;

@@ -2,11 +2,11 @@
 //! the eBPF path hands over the onset the kernel timed per ACK. Time is always a parameter.
 
 use crate::model::derive::Baseline;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
 
 /// The rule's settings.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RuleConfig {
     /// Inflated while srtt >= ratio x baseline.
     pub ratio: f64,

@@ -47,16 +47,37 @@ pub fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
 }
 
 /// Serializes a `SystemTime` as RFC 3339 (UTC), the format Alertmanager and humans both read.
+use std::time::SystemTime;
+
+/// Milliseconds since the epoch (negative before it): how recordings store instants.
+pub fn unix_ms(t: SystemTime) -> i64 {
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => d.as_millis() as i64,
+        Err(e) => -(e.duration().as_millis() as i64),
+    }
+}
+
+/// The instant `ms` milliseconds from the epoch.
+pub fn from_unix_ms(ms: i64) -> SystemTime {
+    let d = std::time::Duration::from_millis(ms.unsigned_abs());
+    if ms >= 0 { SystemTime::UNIX_EPOCH + d } else { SystemTime::UNIX_EPOCH - d }
+}
+
 pub mod serde_time {
-    use serde::Serializer;
+    use serde::{Deserialize, Deserializer, Serializer};
     use std::time::SystemTime;
 
     pub fn serialize<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(&humantime::format_rfc3339_millis(*t))
     }
 
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        humantime::parse_rfc3339_weak(&s).map_err(serde::de::Error::custom)
+    }
+
     pub mod option {
-        use serde::Serializer;
+        use serde::{Deserialize, Deserializer, Serializer};
         use std::time::SystemTime;
 
         pub fn serialize<S: Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
@@ -65,16 +86,68 @@ pub mod serde_time {
                 None => s.serialize_none(),
             }
         }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SystemTime>, D::Error> {
+            let s = <Option<std::borrow::Cow<'de, str>>>::deserialize(d)?;
+            s.map(|s| humantime::parse_rfc3339_weak(&s).map_err(serde::de::Error::custom)).transpose()
+        }
     }
 }
 
 /// Serializes a `Duration` as seconds (f64).
 pub mod serde_duration {
-    use serde::Serializer;
+    use serde::{Deserialize, Deserializer, Serializer};
     use std::time::Duration;
 
     pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Duration::try_from_secs_f64(f64::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Names the engine keeps as `&'static str` (collectors, programs, BBR modes), read back from a
+/// recording or a remote frame. Each distinct name is leaked once; the set is small and fixed by
+/// the code that wrote it, and past [`interned::MAX`] names a newcomer reads as "other", so a
+/// hostile file cannot grow it without bound.
+pub mod interned {
+    use serde::{Deserialize, Deserializer};
+    use std::collections::{BTreeMap, HashSet};
+    use std::sync::{LazyLock, Mutex};
+
+    pub const MAX: usize = 256;
+
+    /// A name read back this way. (An alias, so that serde's derive does not take a field of it
+    /// for a string borrowed from the input.)
+    pub type Name = &'static str;
+
+    static NAMES: LazyLock<Mutex<HashSet<&'static str>>> = LazyLock::new(Default::default);
+
+    pub fn intern(s: &str) -> &'static str {
+        let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = names.get(s) {
+            return n;
+        }
+        if names.len() >= MAX {
+            return "other";
+        }
+        let n: &'static str = Box::leak(s.to_owned().into_boxed_str());
+        names.insert(n);
+        n
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+        Ok(intern(&<std::borrow::Cow<'de, str>>::deserialize(d)?))
+    }
+
+    /// A map keyed by such names.
+    pub fn keys<'de, D: Deserializer<'de>, V: Deserialize<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<&'static str, V>, D::Error> {
+        let m = BTreeMap::<String, V>::deserialize(d)?;
+        Ok(m.into_iter().map(|(k, v)| (intern(&k), v)).collect())
     }
 }
 

@@ -89,10 +89,11 @@ fn service_section() -> BTreeMap<String, Vec<String>> {
     for line in text.lines().map(str::trim) {
         if line.starts_with('[') {
             section = line;
-        } else if section == "[Service]" && !line.starts_with('#') {
-            if let Some((k, v)) = line.split_once('=') {
-                out.entry(k.to_owned()).or_default().push(v.to_owned());
-            }
+        } else if section == "[Service]"
+            && !line.starts_with('#')
+            && let Some((k, v)) = line.split_once('=')
+        {
+            out.entry(k.to_owned()).or_default().push(v.to_owned());
         }
     }
     out

@@ -211,6 +211,28 @@ pub fn parse_duration_in(s: &str, what: &str, min: Duration, max: Duration) -> R
     Ok(d)
 }
 
+/// A size in bytes: a number with an optional unit, B, KB, MB, GB, TB (powers of 1000) or KiB,
+/// MiB, GiB, TiB (powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KB" => 1000,
+        "MB" => 1000_u64.pow(2),
+        "GB" => 1000_u64.pow(3),
+        "TB" => 1000_u64.pow(4),
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "TiB" => 1 << 40,
+        u => return Err(format!("invalid size {s:?}: unknown unit {u:?} (try 500MB, 10GiB)")),
+    };
+    let n: u64 = num.parse().map_err(|_| format!("invalid size {s:?} (try 500MB, 10GiB)"))?;
+    n.checked_mul(mult).filter(|&b| b > 0).ok_or_else(|| format!("invalid size {s:?}: zero or too large"))
+}
+
 /// A poll interval: between 10 ms and 1 hour.
 pub fn parse_interval(s: &str) -> Result<Duration, String> {
     parse_duration_in(s, "interval", Duration::from_millis(10), Duration::from_secs(3600))

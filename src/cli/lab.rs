@@ -63,7 +63,7 @@ fn with_tui(scenario: Scenario, duration: Duration, stop: &Arc<AtomicBool>) -> R
             r
         })
         .context("starting the lab")?;
-    let sys = crate::tui::system::SystemInfo::read(None);
+    let sys = crate::system::SystemInfo::read(None);
     let ui = crate::tui::ui_loop(&published, stop, sys);
     stop.store(true, Ordering::Relaxed);
     let report = runner.join().map_err(|_| Failure::Runtime(anyhow::anyhow!("the lab thread panicked")))?;

@@ -14,6 +14,7 @@ pub mod export;
 pub mod failure;
 pub mod generate;
 pub mod lab;
+pub mod record;
 pub mod snapshot;
 pub mod startup;
 pub mod tui;
@@ -57,6 +58,8 @@ pub enum Command {
     Snapshot(snapshot::SnapshotArgs),
     /// Poll every --interval and stream one JSON object per socket per poll (--ndjson).
     Watch(watch::WatchArgs),
+    /// Record every poll's state into a directory of Parquet files (replay, compare, DuckDB).
+    Record(record::RecordArgs),
     /// Check the host's BBR setup: exit 0 all well, 1 warnings, 2 failures.
     Doctor(doctor::DoctorArgs),
     /// Load and attach the eBPF programs, poll once, report what attached: exit 0 or 1.
@@ -127,6 +130,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
     match cli.command {
         Some(Command::Snapshot(a)) => snapshot::run(a).map(|()| 0),
         Some(Command::Watch(a)) => watch::run(a).map(|()| 0),
+        Some(Command::Record(a)) => record::run(a).map(|()| 0),
         Some(Command::Doctor(a)) => doctor::run(a),
         Some(Command::Check(a)) => check::run(a),
         Some(Command::Lab(a)) => lab::run(a).map(|()| 0),

@@ -4,7 +4,7 @@
 use super::Failure;
 use super::args::PollArgs;
 use super::startup;
-use crate::tui::system::SystemInfo;
+use crate::system::SystemInfo;
 use clap::Args;
 use std::path::PathBuf;
 

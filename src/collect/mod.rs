@@ -25,7 +25,7 @@ impl<S: Source> Every<S> {
 
 impl<S: Source> Source for Every<S> {
     fn poll(&mut self, feed: &mut dyn Feed) {
-        if self.polls % self.every == 0 {
+        if self.polls.is_multiple_of(self.every) {
             self.inner.poll(feed);
         }
         self.polls += 1;

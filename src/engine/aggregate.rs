@@ -3,11 +3,11 @@
 use super::snapshot::SocketView;
 use super::totals::Growth;
 use crate::model::{Count, Tally};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One congestion-control algorithm's sockets, summarised.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CcAggregate {
     pub cc: String,
     pub sockets: usize,
@@ -39,7 +39,11 @@ pub struct CcAggregate {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ce_marked_fraction: Option<f64>,
     /// Sockets per BBR mode (startup, drain, probe_bw, probe_rtt); empty for other algorithms.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        skip_serializing_if = "BTreeMap::is_empty",
+        default,
+        deserialize_with = "crate::units::interned::keys"
+    )]
     pub phases: BTreeMap<&'static str, usize>,
     /// Counts since bbrtop started, closed sockets included (see `engine::totals`).
     pub counts: Tally,
@@ -49,7 +53,7 @@ pub struct CcAggregate {
 }
 
 /// One cc's last minute (less, just after start), from the counts' growth.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Recent {
     pub seconds: f64,
     /// Bytes retransmitted over bytes sent.

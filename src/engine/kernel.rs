@@ -6,7 +6,7 @@ use super::status::CollectorStatus;
 use crate::model::{BbrState, Cookie, Count, Tally};
 use crate::units::serde_time;
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -74,7 +74,7 @@ pub struct KernelSocket {
 }
 
 /// One closed TCP socket, from the kernel at destroy time.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClosedFlow {
     /// Monotonic per engine: consumers stream records with a seq above the last they printed.
     pub seq: u64,
@@ -97,15 +97,16 @@ pub struct ClosedFlow {
     pub peak_inflation_ratio: f64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClosedBbr {
-    pub mode: &'static str,
+    #[serde(deserialize_with = "crate::units::interned::deserialize")]
+    pub mode: crate::units::interned::Name,
     pub min_rtt_us: u32,
     pub bw_bytes_per_sec: u64,
 }
 
 /// Closed flows of one congestion control since start.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClosedAggregate {
     pub cc: String,
     pub count: u64,

@@ -7,7 +7,7 @@ use crate::model::derive::{LimitedBy, Rates};
 use crate::model::{Cookie, Phase, SocketRecord, Source};
 use crate::rule::RuleConfig;
 use crate::units::serde_time;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -102,7 +102,7 @@ pub struct SocketView {
     pub history: HistoryView,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AlertStatus {
     Firing,
@@ -110,7 +110,7 @@ pub enum AlertStatus {
 }
 
 /// A queue-delay alert on one socket.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AlertView {
     pub cookie: Cookie,
     pub cc: String,
@@ -128,7 +128,7 @@ pub struct AlertView {
     /// When it had lasted the hold time.
     #[serde(with = "serde_time")]
     pub fired_at: SystemTime,
-    #[serde(skip_serializing_if = "Option::is_none", with = "serde_time::option")]
+    #[serde(skip_serializing_if = "Option::is_none", default, with = "serde_time::option")]
     pub resolved_at: Option<SystemTime>,
 }
 

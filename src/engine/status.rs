@@ -1,14 +1,14 @@
 //! Collector health, for every place the tool reports status: the TUI header, `/metrics` and
 //! the snapshot's `collectors`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
 /// Why a collector is off or degraded. A fixed set, so the metric that carries it keeps a bounded
 /// number of series; the human detail rides beside it in [`Reason`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
     /// Turned off by a flag (`--no-collector.bpf`).
@@ -125,32 +125,59 @@ impl Health {
 }
 
 /// In JSON: `enabled`, `reason` (the detail, when there is one) and `last_success`, as before
-/// the enum, so readers of the document see no change.
+/// the enum, so readers of the document see no change; and `cause`, the reason's kind, so that
+/// a recording reads back the same health.
+#[derive(Serialize, Deserialize)]
+struct HealthFields<'a> {
+    enabled: bool,
+    #[serde(skip_serializing_if = "Option::is_none", borrow)]
+    reason: Option<std::borrow::Cow<'a, str>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cause: Option<Cause>,
+    last_success: bool,
+}
+
 impl Serialize for Health {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Fields<'a> {
-            enabled: bool,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            reason: Option<&'a str>,
-            last_success: bool,
+        let reason = self.reason();
+        HealthFields {
+            enabled: self.enabled(),
+            reason: reason.map(|r| r.detail.as_str().into()),
+            cause: reason.map(|r| r.cause),
+            last_success: self.last_success(),
         }
-        let reason = self.reason().map(|r| r.detail.as_str());
-        Fields { enabled: self.enabled(), reason, last_success: self.last_success() }.serialize(s)
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Health {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Health, D::Error> {
+        let f = HealthFields::deserialize(d)?;
+        let reason = match (f.cause, f.reason) {
+            (Some(cause), detail) => Some(Reason::new(cause, detail.unwrap_or_default())),
+            (None, _) => None,
+        };
+        Ok(match (f.enabled, reason) {
+            (false, r) => Health::Off(r),
+            (true, Some(r)) => Health::Degraded(r),
+            (true, None) if f.last_success => Health::Ok,
+            (true, None) => Health::Waiting,
+        })
     }
 }
 
 /// One collector's health and counters.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CollectorStatus {
-    pub name: &'static str,
+    #[serde(deserialize_with = "crate::units::interned::deserialize")]
+    pub name: crate::units::interned::Name,
     /// What this collector is for on this host, and why (socket collectors).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
     #[serde(flatten)]
     pub health: Health,
     /// When a poll last succeeded (readiness and the staleness rule read it).
-    #[serde(skip_serializing_if = "Option::is_none", with = "crate::units::serde_time::option")]
+    #[serde(skip_serializing_if = "Option::is_none", default, with = "crate::units::serde_time::option")]
     pub last_success_at: Option<SystemTime>,
     pub last_duration_seconds: f64,
     pub polls_total: u64,
@@ -171,7 +198,11 @@ pub struct CollectorStatus {
     pub walk_records_dropped_total: Option<u64>,
     /// eBPF only: runs of each program the kernel skipped because one was already running on
     /// that CPU; for tcp_destroy_sock, close records that never were.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        skip_serializing_if = "BTreeMap::is_empty",
+        default,
+        deserialize_with = "crate::units::interned::keys"
+    )]
     pub recursion_misses_total: BTreeMap<&'static str, u64>,
 }
 
@@ -281,13 +312,22 @@ mod tests {
         let limit = Reason::new(Cause::BbrStateOff, "BBR state off");
         assert_eq!(
             json(Health::Degraded(limit)),
-            r#"{"enabled":true,"reason":"BBR state off","last_success":true}"#
+            r#"{"enabled":true,"reason":"BBR state off","cause":"bbr_state_off","last_success":true}"#
         );
         let failed = Reason::new(Cause::RingBuffer, "ring buffer: EIO");
         assert_eq!(
             json(Health::Degraded(failed)),
-            r#"{"enabled":true,"reason":"ring buffer: EIO","last_success":false}"#
+            r#"{"enabled":true,"reason":"ring buffer: EIO","cause":"ring_buffer","last_success":false}"#
         );
+        // And back, whole (a recording reads it so).
+        for h in [
+            Health::Waiting,
+            Health::Ok,
+            Health::Off(None),
+            Health::Degraded(Reason::new(Cause::WalkFailed, "x")),
+        ] {
+            assert_eq!(serde_json::from_str::<Health>(&json(h.clone())).unwrap(), h);
+        }
     }
 
     #[test]

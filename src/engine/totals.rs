@@ -11,7 +11,7 @@ use super::kernel::ClosedFlow;
 use crate::model::{Cookie, Tally};
 use crate::peer_groups::PeerGroups;
 use rustc_hash::FxHashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 /// The counts of one congestion control's sockets towards one peer group, since bbrtop started
 /// (sockets open then count their whole life so far).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CcTotals {
     pub cc: String,
     pub peer_group: String,

@@ -41,6 +41,25 @@ impl BbrVersion {
     }
 }
 
+impl std::str::FromStr for BbrVersion {
+    type Err = String;
+
+    /// What `Display` writes: v1, v2alpha, v3, unknown(N).
+    fn from_str(s: &str) -> Result<BbrVersion, String> {
+        match s {
+            "v1" => Ok(BbrVersion::V1),
+            "v2alpha" => Ok(BbrVersion::V2Alpha),
+            "v3" => Ok(BbrVersion::V3),
+            _ => s
+                .strip_prefix("unknown(")
+                .and_then(|r| r.strip_suffix(')'))
+                .and_then(|n| n.parse().ok())
+                .map(BbrVersion::Unknown)
+                .ok_or_else(|| format!("unknown BBR version {s:?}")),
+        }
+    }
+}
+
 impl fmt::Display for BbrVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

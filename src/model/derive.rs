@@ -2,12 +2,12 @@
 //! "limited by" verdict, and rates between two polls. All pure.
 
 use super::{Phase, SocketRecord, Source, TcpInfo};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 use std::time::Duration;
 
 /// Which min RTT the inflation ratio is measured against.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Baseline {
     /// The smaller of tcp_info's min_rtt and BBR's min_rtt. BBR's 10 s window is re-measured in
@@ -82,6 +82,14 @@ pub enum LimitedBy {
 }
 
 impl LimitedBy {
+    pub const ALL: [LimitedBy; 4] =
+        [LimitedBy::Application, LimitedBy::ReceiveWindow, LimitedBy::SendBuffer, LimitedBy::Network];
+
+    /// What a [`LimitedBy::label`] names.
+    pub fn from_label(s: &str) -> Option<LimitedBy> {
+        LimitedBy::ALL.into_iter().find(|l| l.label() == s)
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             LimitedBy::Application => "app",

@@ -42,6 +42,13 @@ pub enum Source {
 }
 
 impl Source {
+    pub const ALL: [Source; 3] = [Source::Kernel, Source::Netlink, Source::Inferred];
+
+    /// The source a [`Source::label`] names.
+    pub fn from_label(s: &str) -> Option<Source> {
+        Source::ALL.into_iter().find(|x| x.label() == s)
+    }
+
     /// As the JSON names it (`phase_source`), for screens.
     pub fn label(self) -> &'static str {
         match self {
@@ -158,6 +165,21 @@ impl Phase {
         }
     }
 
+    pub const ALL: [Phase; 7] = [
+        Phase::Startup,
+        Phase::Drain,
+        Phase::ProbeBw(ProbeBwStep::Up),
+        Phase::ProbeBw(ProbeBwStep::Down),
+        Phase::ProbeBw(ProbeBwStep::Cruise),
+        Phase::ProbeBw(ProbeBwStep::Refill),
+        Phase::ProbeRtt,
+    ];
+
+    /// The phase a [`Phase::label`] names.
+    pub fn from_label(s: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.label() == s)
+    }
+
     /// The mode without the PROBE_BW step, for aggregation labels.
     pub fn mode_name(self) -> &'static str {
         match self {
@@ -181,8 +203,9 @@ mod tests {
 
     #[test]
     fn source_labels_are_the_json_names() {
-        for s in [Source::Kernel, Source::Netlink, Source::Inferred] {
+        for s in Source::ALL {
             assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{}\"", s.label()));
+            assert_eq!(Source::from_label(s.label()), Some(s));
         }
     }
 

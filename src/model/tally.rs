@@ -148,6 +148,32 @@ fn ratio(a: u64, b: u64) -> Option<f64> {
     (b > 0).then(|| a as f64 / b as f64)
 }
 
+impl<'de> serde::Deserialize<'de> for Tally {
+    /// The map `Serialize` writes; keys it does not know are skipped (a newer writer's counts).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Tally, D::Error> {
+        struct Counts;
+        impl<'de> serde::de::Visitor<'de> for Counts {
+            type Value = Tally;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map of counts")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Tally, A::Error> {
+                let mut t = Tally::default();
+                while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match Count::ALL.into_iter().find(|c| c.name() == k) {
+                        Some(c) => t[c] = m.next_value()?,
+                        None => {
+                            m.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(t)
+            }
+        }
+        d.deserialize_map(Counts)
+    }
+}
+
 impl Serialize for Tally {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(Count::ALL.len()))?;

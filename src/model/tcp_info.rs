@@ -19,8 +19,10 @@ pub enum InfoSize {
 
 macro_rules! tcp_info {
     ($( $(#[$doc:meta])* $mode:ident $name:ident, $set:ident : $ty:ident @ $off:expr ),* $(,)?) => {
-        /// The field names this build knows, in kernel order.
-        pub const TCP_INFO_FIELDS: &[&str] = &[$(stringify!($name)),*];
+        /// Every field as (name, offset, size in bytes), in kernel order: for readers that take
+        /// all of them alike (a recording's columns).
+        pub const TCP_INFO_LAYOUT: &[(&str, usize, usize)] =
+            &[$((stringify!($name), $off, std::mem::size_of::<$ty>())),*];
 
 
         impl TcpInfo {
@@ -97,6 +99,32 @@ impl TcpInfo {
             std::cmp::Ordering::Less => InfoSize::Short,
             std::cmp::Ordering::Greater => InfoSize::Long,
         }
+    }
+
+    /// The unsigned field of `size` bytes at `off` (an entry of [`TCP_INFO_LAYOUT`]), if the
+    /// kernel sent it.
+    pub fn field(&self, off: usize, size: usize) -> Option<u64> {
+        let b = self.known().get(off..off + size)?;
+        let mut w = [0u8; 8];
+        Some(if cfg!(target_endian = "little") {
+            w[..size].copy_from_slice(b);
+            u64::from_le_bytes(w)
+        } else {
+            w[8 - size..].copy_from_slice(b);
+            u64::from_be_bytes(w)
+        })
+    }
+
+    /// Sets the field of `size` bytes at `off` (truncating `v` to it), and marks the payload as
+    /// long enough to carry it.
+    pub fn set_field(&mut self, off: usize, size: usize, v: u64) {
+        let src = if cfg!(target_endian = "little") {
+            &v.to_le_bytes()[..size]
+        } else {
+            &v.to_be_bytes()[8 - size..]
+        };
+        self.bytes[off..off + size].copy_from_slice(src);
+        self.len = self.len.max((off + size) as u16);
     }
 
     /// Bytes the kernel sent (up to what this build knows).
@@ -253,6 +281,12 @@ mod tests {
         i.set_srtt_us(1500);
         assert_eq!(i.srtt_us(), Some(1500));
         assert_eq!(i.known_len(), 72);
-        assert_eq!(TCP_INFO_FIELDS.len(), 66);
+        assert_eq!(TCP_INFO_LAYOUT.len(), 66);
+        // The generic accessors read and write what the named ones do.
+        let &(_, off, size) = TCP_INFO_LAYOUT.iter().find(|f| f.0 == "srtt_us").unwrap();
+        assert_eq!((off, size, i.field(off, size)), (68, 4, Some(1500)));
+        i.set_field(104, 8, 7_000_000);
+        assert_eq!(i.pacing_rate_bytes_per_sec(), Some(7_000_000));
+        assert_eq!(i.field(240, 2), None, "past the payload");
     }
 }

@@ -6,7 +6,7 @@ pub mod app;
 pub mod keymap;
 pub mod procs;
 pub mod render;
-pub mod system;
+pub use crate::system;
 mod tty;
 
 use crate::engine::snapshot::Snapshot;

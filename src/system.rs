@@ -1,8 +1,11 @@
-//! Host facts for the header, read once at start (they do not change while we watch).
+//! Host facts: the TUI's header, read once at start (they do not change while we watch), and
+//! carried by recordings and remote frames so that a replay or a remote TUI names the host it
+//! shows.
 
 use crate::netns::{NetnsSpec, run_in};
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SystemInfo {
     pub host: String,
     pub kernel: String,

@@ -1,0 +1,74 @@
+//! `bbrtop record DIR`: every poll's state into a recording (`crate::record`), until interrupted
+//! or `--count` polls; read back by `bbrtop replay` and `bbrtop compare`, and by DuckDB or pandas.
+
+use super::Failure;
+use super::args::{PollArgs, parse_duration_in, parse_size};
+use super::startup;
+use crate::record::{RecordOptions, Recorder};
+use crate::system::SystemInfo;
+use anyhow::Context;
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// The recording's directory (created if missing; an existing recording is continued).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    #[command(flatten)]
+    pub poll: PollArgs,
+    /// A chunk's length: files are cut (and retention applied) this often, and a crash loses at
+    /// most this much.
+    #[arg(long = "record.chunk", value_name = "DURATION", default_value = "1m", value_parser = parse_chunk)]
+    pub chunk: Duration,
+    /// Delete chunks older than this (e.g. 7d). Default: keep them.
+    #[arg(long = "record.retention.time", value_name = "DURATION", value_parser = parse_retention)]
+    pub max_age: Option<Duration>,
+    /// Delete the oldest chunks while the recording is larger than this (e.g. 10GiB, 500MB).
+    /// Default: no limit.
+    #[arg(long = "record.retention.size", value_name = "SIZE", value_parser = parse_size)]
+    pub max_bytes: Option<u64>,
+    /// Stop after this many polls (default: until SIGINT or SIGTERM).
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Start the built-in lab (as `bbrtop --lab` does) and record it. Torn down on exit.
+    #[arg(long, conflicts_with = "netns")]
+    pub lab: bool,
+}
+
+fn parse_chunk(s: &str) -> Result<Duration, String> {
+    parse_duration_in(s, "chunk", Duration::from_secs(1), Duration::from_secs(24 * 3600))
+}
+
+fn parse_retention(s: &str) -> Result<Duration, String> {
+    parse_duration_in(s, "retention", Duration::from_secs(1), Duration::from_secs(100 * 365 * 24 * 3600))
+}
+
+fn usage(e: anyhow::Error) -> Failure {
+    Failure::Usage(format!("{e:#}"))
+}
+
+pub fn run(a: RecordArgs) -> Result<(), Failure> {
+    let opts = RecordOptions { chunk: a.chunk, max_age: a.max_age, max_bytes: a.max_bytes };
+    // The directory first: a recording that cannot be written should not wait for the lab.
+    let placeholder = SystemInfo::default();
+    drop(Recorder::create(&a.dir, opts, &placeholder).map_err(usage)?);
+    let lab = a.lab.then(startup::live_lab);
+    let started = startup::start(&a.poll, Default::default(), lab, &mut |line| tracing::warn!("{line}"))?;
+    let sys = SystemInfo::read(started.netns.as_ref());
+    let mut rec = Recorder::create(&a.dir, opts, &sys).map_err(usage)?;
+    tracing::info!(dir = %a.dir.display(), chunk = ?a.chunk, "recording");
+    let (published, stop) = (started.runtime.published(), &started.stop);
+    let (mut seq, mut polls) = (0, 0u64);
+    while !stop.load(Ordering::Relaxed) && a.count.is_none_or(|n| polls < n) {
+        let Some(snap) = published.wait_newer(seq, Duration::from_millis(100)) else { continue };
+        seq = snap.seq;
+        polls += 1;
+        rec.write(&snap).with_context(|| format!("recording into {}", a.dir.display()))?;
+    }
+    rec.finish().with_context(|| format!("finishing the recording in {}", a.dir.display()))?;
+    tracing::info!(polls, "recording ended");
+    Ok(())
+}

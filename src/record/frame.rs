@@ -1,0 +1,67 @@
+//! One poll on the wire (the remote TUI's `--connect`, and what `export` serves it): the same two
+//! Parquet tables as a recording's chunk, in one body. Framing: the magic line, then each file
+//! as a little-endian u64 length and its bytes, sockets first.
+
+use super::chunk::{self, Meta};
+use super::{polls, sockets};
+use crate::engine::snapshot::{Snapshot, SocketView};
+use crate::system::SystemInfo;
+use crate::units::unix_ms;
+use anyhow::Context;
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+/// The body's first bytes.
+pub const MAGIC: &[u8] = b"bbrtop-frame 1\n";
+/// The media type of a frame.
+pub const CONTENT_TYPE: &str = "application/vnd.bbrtop.frame";
+
+/// `snap` (with all of its closed flows) and the host's facts, as a frame.
+pub fn encode(snap: &Snapshot, sys: &SystemInfo) -> anyhow::Result<Vec<u8>> {
+    let meta = Meta { system: sys.clone(), rule: snap.rule };
+    let mut out = MAGIC.to_vec();
+    let mut w = chunk::writer(Vec::new(), sockets::schema(), &meta)?;
+    chunk::write(&mut w, &sockets::batch(snap.seq, unix_ms(snap.taken_at), &snap.sockets)?)?;
+    push(&mut out, &w.into_inner()?);
+    let mut w = chunk::writer(Vec::new(), polls::schema(), &meta)?;
+    chunk::write(&mut w, &polls::batch(&[polls::Poll { snap, closed: &snap.closed }])?)?;
+    push(&mut out, &w.into_inner()?);
+    Ok(out)
+}
+
+fn push(out: &mut Vec<u8>, part: &[u8]) {
+    out.extend_from_slice(&(part.len() as u64).to_le_bytes());
+    out.extend_from_slice(part);
+}
+
+/// A frame back into the snapshot it was (history empty) and the host's facts.
+pub fn decode(body: &[u8]) -> anyhow::Result<(Snapshot, SystemInfo)> {
+    let rest = body.strip_prefix(MAGIC).context("not a bbrtop frame (wrong magic)")?;
+    let (socks, rest) = part(rest)?;
+    let (poll, rest) = part(rest)?;
+    anyhow::ensure!(rest.is_empty(), "a frame with {} bytes past its end", rest.len());
+    let b = ParquetRecordBatchReaderBuilder::try_new(Bytes::copy_from_slice(socks))
+        .context("the frame's sockets")?;
+    let meta = Meta::from_key_values(b.metadata().file_metadata().key_value_metadata(), "the frame")?;
+    let mut views: Vec<SocketView> = Vec::new();
+    for batch in b.build()? {
+        views.extend(sockets::decode(&batch?)?.into_iter().map(sockets::Decoded::into_view));
+    }
+    let b =
+        ParquetRecordBatchReaderBuilder::try_new(Bytes::copy_from_slice(poll)).context("the frame's poll")?;
+    let mut rows = Vec::new();
+    for batch in b.build()? {
+        rows.extend(polls::read(&batch?)?);
+    }
+    anyhow::ensure!(rows.len() == 1, "a frame of {} polls", rows.len());
+    let row = rows.pop().expect("one");
+    Ok((row.into_snapshot(views, meta.rule), meta.system))
+}
+
+/// A length-prefixed part, and what follows it.
+fn part(b: &[u8]) -> anyhow::Result<(&[u8], &[u8])> {
+    let (len, rest) = b.split_first_chunk::<8>().context("a frame cut short")?;
+    let len = usize::try_from(u64::from_le_bytes(*len)).context("a frame part too long")?;
+    anyhow::ensure!(len <= rest.len(), "a frame cut short ({len} bytes announced, {} there)", rest.len());
+    Ok(rest.split_at(len))
+}

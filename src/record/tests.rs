@@ -1,0 +1,107 @@
+//! A snapshot through a frame and through a recording comes back as the JSON document it was.
+
+use super::*;
+use crate::engine::sink::feed_dump;
+use crate::engine::snapshot::Snapshot;
+use crate::engine::{Engine, EngineConfig, Now};
+use crate::model::SocketRecord;
+use crate::system::SystemInfo;
+use crate::testing::record;
+use crate::wire::Dump;
+use std::time::{Duration, Instant, SystemTime};
+
+fn sock(cookie: u64, cc: &str, srtt: u32, acked: u64) -> SocketRecord {
+    record(cookie, cc)
+        .local(format!("10.0.0.1:{}", 40000 + cookie))
+        .srtt_us(srtt)
+        .min_rtt_us(20_000)
+        .last_ack_recv_ms(0)
+        .bytes_acked(acked)
+        .bytes_sent(acked + 1000)
+        .bytes_retrans(1000)
+        .total_retrans_segs(1)
+        .delivery_rate_bytes_per_sec(1_000_000)
+        .bbr(2_500_000, 20_000, 1.25, 2.0)
+        .build()
+}
+
+/// Polls of a BBR socket whose RTT inflates (its alert fires) beside an idle CUBIC one.
+fn polls(n: u64) -> Vec<Snapshot> {
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now { mono: Instant::now(), wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000) };
+    (0..n)
+        .map(|i| {
+            let now = t0.after(Duration::from_secs(i));
+            let srtt = if i >= 2 { 60_000 } else { 21_000 };
+            feed_dump(
+                &mut e,
+                Dump {
+                    sockets: vec![sock(1, "bbr", srtt, i * 1_000_000), sock(2, "cubic", 25_000, 5)],
+                    ..Dump::default()
+                },
+                now,
+            );
+            (*e.tick(now)).clone()
+        })
+        .collect()
+}
+
+fn doc(s: &Snapshot) -> serde_json::Value {
+    serde_json::to_value(s).unwrap()
+}
+
+fn system() -> SystemInfo {
+    SystemInfo { host: "edge-1".into(), kernel: "6.18.0".into(), ..SystemInfo::default() }
+}
+
+#[test]
+fn a_frame_is_the_snapshot_it_was() {
+    let snaps = polls(9);
+    let last = snaps.last().unwrap();
+    assert!(
+        last.firing().count() == 1,
+        "the test needs a firing alert: {:?}",
+        last.sockets.iter().map(|s| &s.derived).collect::<Vec<_>>()
+    );
+    let bytes = frame::encode(last, &system()).unwrap();
+    let (back, sys) = frame::decode(&bytes).unwrap();
+    assert_eq!(sys, system());
+    assert_eq!(doc(&back), doc(last));
+    assert!(frame::decode(&bytes[..bytes.len() - 1]).is_err());
+    assert!(frame::decode(b"GET / HTTP/1.1\r\n").is_err());
+}
+
+#[test]
+fn a_recording_reads_back_every_poll() {
+    let snaps = polls(12);
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RecordOptions { chunk: Duration::from_secs(5), ..RecordOptions::default() };
+    let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
+    assert!(Recorder::create(dir.path(), opts, &system()).is_err(), "one recorder per directory");
+    for s in &snaps {
+        r.write(s).unwrap();
+    }
+    r.finish().unwrap();
+    assert_eq!(writer::chunks(dir.path()).unwrap().len(), 3, "12 polls in chunks of 5 s");
+    let mut rec = Recording::open(dir.path()).unwrap();
+    assert_eq!(rec.polls().len(), 12);
+    assert_eq!(rec.system(), &system());
+    let back = rec.read(0..12).unwrap();
+    for (a, b) in back.iter().zip(&snaps) {
+        assert_eq!(doc(a), doc(b), "poll {}", b.seq);
+    }
+    assert_eq!(rec.read(4..7).unwrap().iter().map(|s| s.seq).collect::<Vec<_>>(), vec![5, 6, 7]);
+    let fired = snaps.iter().position(|s| s.firing().count() > 0).unwrap();
+    assert_eq!(rec.alert_onsets(), &[fired]);
+}
+
+#[test]
+fn what_is_not_a_recording_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = |p: &std::path::Path| Recording::open(p).err().map(|e| format!("{e:#}")).unwrap_or_default();
+    assert!(err(dir.path()).contains("empty recording"), "{}", err(dir.path()));
+    let junk = dir.path().join("x.polls.parquet");
+    std::fs::write(&junk, b"not parquet").unwrap();
+    assert!(err(&junk).contains("not a readable Parquet file"), "{}", err(&junk));
+    assert!(err(&dir.path().join("nothing")).contains("no such file"));
+}

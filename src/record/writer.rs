@@ -1,0 +1,256 @@
+//! `Recorder`: polls into a recording directory, a chunk at a time, with retention by age and by
+//! total size. A chunk's files are written under `.tmp` names and renamed when whole (the polls
+//! file last, which is what marks a chunk complete), so a crash or SIGKILL loses at most the
+//! chunk being written. One recorder per directory: a lock file says so.
+
+use super::chunk::{self, Meta};
+use super::{polls, sockets};
+use crate::engine::kernel::ClosedFlow;
+use crate::engine::snapshot::Snapshot;
+use crate::units::unix_ms;
+use anyhow::Context;
+use parquet::arrow::ArrowWriter;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// Where chunks are cut, and what is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordOptions {
+    /// A chunk's length: what a crash can lose, and what retention deletes at a time.
+    pub chunk: Duration,
+    /// Chunks that ended longer ago than this are deleted.
+    pub max_age: Option<Duration>,
+    /// The oldest chunks are deleted while the recording is larger than this.
+    pub max_bytes: Option<u64>,
+}
+
+impl Default for RecordOptions {
+    fn default() -> Self {
+        RecordOptions { chunk: Duration::from_secs(60), max_age: None, max_bytes: None }
+    }
+}
+
+pub const SOCKETS_SUFFIX: &str = ".sockets.parquet";
+pub const POLLS_SUFFIX: &str = ".polls.parquet";
+const TMP: &str = ".tmp";
+const LOCK: &str = ".bbrtop-record.lock";
+
+/// The chunk under way.
+struct Open {
+    stem: String,
+    started: SystemTime,
+    sockets: ArrowWriter<BufWriter<File>>,
+    polls: ArrowWriter<BufWriter<File>>,
+}
+
+pub struct Recorder {
+    dir: PathBuf,
+    opts: RecordOptions,
+    meta: Option<Meta>,
+    system: crate::system::SystemInfo,
+    open: Option<Open>,
+    /// The newest closed flow written: each is written once, at the first poll that lists it.
+    closed_seq: u64,
+    _lock: File,
+}
+
+impl Recorder {
+    /// Starts a recording in `dir` (created if missing; an existing recording is continued, and
+    /// the partial chunk a crashed recorder left is removed).
+    pub fn create(
+        dir: &Path,
+        opts: RecordOptions,
+        system: &crate::system::SystemInfo,
+    ) -> anyhow::Result<Recorder> {
+        anyhow::ensure!(!opts.chunk.is_zero(), "the chunk length must be above zero");
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let lock = File::create(dir.join(LOCK)).with_context(|| format!("writing in {}", dir.display()))?;
+        if lock.try_lock().is_err() {
+            anyhow::bail!("{}: another bbrtop is recording there", dir.display());
+        }
+        for e in std::fs::read_dir(dir)?.flatten() {
+            if e.file_name().to_string_lossy().ends_with(TMP) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+        Ok(Recorder {
+            dir: dir.to_path_buf(),
+            opts,
+            meta: None,
+            system: system.clone(),
+            open: None,
+            closed_seq: 0,
+            _lock: lock,
+        })
+    }
+
+    /// Adds one poll, first closing the chunk under way (and applying retention) if this poll
+    /// is `chunk` or more after the chunk's first.
+    pub fn write(&mut self, snap: &Snapshot) -> anyhow::Result<()> {
+        let meta = Meta { system: self.system.clone(), rule: snap.rule };
+        let due = |o: &Open| snap.taken_at.duration_since(o.started).unwrap_or_default() >= self.opts.chunk;
+        if self.meta.as_ref().is_some_and(|m| *m != meta) || self.open.as_ref().is_some_and(due) {
+            self.close()?;
+        }
+        if self.open.is_none() {
+            self.open = Some(self.start(snap, &meta)?);
+            self.meta = Some(meta);
+        }
+        let open = self.open.as_mut().expect("opened above");
+        let fresh: Vec<ClosedFlow> =
+            snap.closed.iter().filter(|c| c.seq > self.closed_seq).cloned().collect();
+        self.closed_seq = self.closed_seq.max(snap.closed.iter().map(|c| c.seq).max().unwrap_or(0));
+        chunk::write(&mut open.sockets, &sockets::batch(snap.seq, unix_ms(snap.taken_at), &snap.sockets)?)?;
+        chunk::write(&mut open.polls, &polls::batch(&[polls::Poll { snap, closed: &fresh }])?)
+    }
+
+    /// Closes the chunk under way.
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        self.close()
+    }
+
+    fn start(&self, snap: &Snapshot, meta: &Meta) -> anyhow::Result<Open> {
+        let stem = unique_stem(&self.dir, &stem_of(snap.taken_at, snap.seq));
+        let create = |suffix: &str| -> anyhow::Result<BufWriter<File>> {
+            let p = self.dir.join(format!("{stem}{suffix}{TMP}"));
+            Ok(BufWriter::new(File::create(&p).with_context(|| format!("creating {}", p.display()))?))
+        };
+        Ok(Open {
+            sockets: chunk::writer(create(SOCKETS_SUFFIX)?, sockets::schema(), meta)?,
+            polls: chunk::writer(create(POLLS_SUFFIX)?, polls::schema(), meta)?,
+            started: snap.taken_at,
+            stem,
+        })
+    }
+
+    /// Finishes both files, renames them (polls last), and applies retention.
+    fn close(&mut self) -> anyhow::Result<()> {
+        let Some(open) = self.open.take() else { return Ok(()) };
+        for (w, suffix) in [(open.sockets, SOCKETS_SUFFIX), (open.polls, POLLS_SUFFIX)] {
+            let file =
+                w.into_inner().context("finishing a chunk")?.into_inner().context("finishing a chunk")?;
+            file.sync_all().context("syncing a chunk")?;
+            let tmp = self.dir.join(format!("{}{suffix}{TMP}", open.stem));
+            std::fs::rename(&tmp, self.dir.join(format!("{}{suffix}", open.stem)))
+                .with_context(|| format!("renaming {}", tmp.display()))?;
+        }
+        self.meta = None;
+        retain(&self.dir, &self.opts, SystemTime::now())
+    }
+}
+
+impl Drop for Recorder {
+    /// A recorder dropped without `finish` (an error on the way out) still keeps its last chunk.
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            tracing::warn!("closing the last chunk: {e:#}");
+        }
+    }
+}
+
+/// `20261123T171000Z-42`: the chunk's first poll, in UTC, and its number.
+fn stem_of(at: SystemTime, seq: u64) -> String {
+    let t = humantime::format_rfc3339_seconds(at).to_string().replace(['-', ':'], "");
+    format!("{t}-{seq}")
+}
+
+/// `stem`, or `stem.N` if a chunk of that name exists (a restarted bbrtop numbers polls anew).
+fn unique_stem(dir: &Path, stem: &str) -> String {
+    let taken = |s: &str| {
+        dir.join(format!("{s}{POLLS_SUFFIX}")).exists() || dir.join(format!("{s}{SOCKETS_SUFFIX}")).exists()
+    };
+    (0..)
+        .map(|i| if i == 0 { stem.to_string() } else { format!("{stem}.{i}") })
+        .find(|s| !taken(s))
+        .expect("unbounded")
+}
+
+/// A complete chunk on disk.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChunkFile {
+    pub stem: String,
+    pub bytes: u64,
+    pub modified: SystemTime,
+}
+
+/// The complete chunks in `dir`, oldest first (by name, which starts with the first poll's time).
+pub fn chunks(dir: &Path) -> anyhow::Result<Vec<ChunkFile>> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(POLLS_SUFFIX) else { continue };
+        let sockets = dir.join(format!("{stem}{SOCKETS_SUFFIX}"));
+        let (Ok(pm), Ok(sm)) = (e.metadata(), std::fs::metadata(&sockets)) else { continue };
+        out.push(ChunkFile {
+            stem: stem.to_string(),
+            bytes: pm.len() + sm.len(),
+            modified: pm.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+        });
+    }
+    out.sort_by(|a, b| a.stem.cmp(&b.stem));
+    Ok(out)
+}
+
+/// Which of `chunks` (oldest first) retention deletes at `now`: those older than the age limit,
+/// then the oldest while the rest are over the size limit. The newest chunk is always kept.
+pub fn expired(chunks: &[ChunkFile], opts: &RecordOptions, now: SystemTime) -> usize {
+    let old =
+        |c: &ChunkFile| opts.max_age.is_some_and(|a| now.duration_since(c.modified).unwrap_or_default() > a);
+    let mut n = chunks.iter().take(chunks.len().saturating_sub(1)).take_while(|c| old(c)).count();
+    let mut total: u64 = chunks[n..].iter().map(|c| c.bytes).sum();
+    while let Some(max) = opts.max_bytes
+        && total > max
+        && n + 1 < chunks.len()
+    {
+        total -= chunks[n].bytes;
+        n += 1;
+    }
+    n
+}
+
+fn retain(dir: &Path, opts: &RecordOptions, now: SystemTime) -> anyhow::Result<()> {
+    let all = chunks(dir)?;
+    for c in &all[..expired(&all, opts, now)] {
+        // The polls file first: without it the chunk is no longer complete, whatever happens next.
+        for suffix in [POLLS_SUFFIX, SOCKETS_SUFFIX] {
+            let p = dir.join(format!("{}{suffix}", c.stem));
+            std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+        }
+        tracing::debug!(chunk = c.stem, "retention removed a chunk");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(i: u64, bytes: u64, age_s: u64, now: SystemTime) -> ChunkFile {
+        ChunkFile { stem: format!("c{i}"), bytes, modified: now - Duration::from_secs(age_s) }
+    }
+
+    #[test]
+    fn retention_by_age_then_size_keeps_the_newest() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let cs: Vec<ChunkFile> = (0..5).map(|i| chunk(i, 100, 600 - i * 120, now)).collect();
+        let by_age = RecordOptions { max_age: Some(Duration::from_secs(300)), ..Default::default() };
+        assert_eq!(expired(&cs, &by_age, now), 3, "600, 480 and 360 s old");
+        let by_size = RecordOptions { max_bytes: Some(250), ..Default::default() };
+        assert_eq!(expired(&cs, &by_size, now), 3);
+        let tiny = RecordOptions { max_bytes: Some(1), max_age: Some(Duration::ZERO), ..Default::default() };
+        assert_eq!(expired(&cs, &tiny, now), 4, "the newest chunk is kept whatever the limits");
+        assert_eq!(expired(&[], &tiny, now), 0);
+        assert_eq!(expired(&cs, &RecordOptions::default(), now), 0);
+    }
+
+    #[test]
+    fn stems_sort_by_time() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        let a = stem_of(t, 9);
+        let b = stem_of(t + Duration::from_secs(61), 70);
+        assert!(a < b, "{a} {b}");
+        assert!(!a.contains(':'), "{a}");
+    }
+}
