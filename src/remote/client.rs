@@ -1,8 +1,9 @@
 //! One GET of a remote exporter's frame: TLS verified against the system's CA store or a given
 //! CA file, basic auth, bounded in time and size, and every way it can fail said in one line.
 
+use super::FRAME_PATH;
 use super::target::{Credentials, Target};
-use super::{FRAME_PATH, FRAME_TYPE};
+use crate::record::frame::CONTENT_TYPE as FRAME_TYPE;
 use base64::Engine as _;
 use std::path::Path;
 use std::time::Duration;
@@ -21,7 +22,7 @@ const MAX_FRAME_BYTES: u64 = 256 << 20;
 pub enum Roots<'a> {
     /// The system's CA store (SSL_CERT_FILE, SSL_CERT_DIR, or the distribution's bundle).
     System,
-    /// Only the certificates in this PEM file (`--connect.ca-file`, for a self-signed exporter).
+    /// Only the certificates in this PEM file (`--connect.ca.file`, for a self-signed exporter).
     File(&'a Path),
 }
 
@@ -48,7 +49,7 @@ impl std::fmt::Display for FetchError {
             }
             FetchError::Unauthorized { sent: false } => f.write_str(
                 "unauthorized (401): the exporter asks for a user and password (--connect.username, \
-                 --connect.password-file)",
+                 --connect.password.file)",
             ),
             FetchError::NoEndpoint(line) => {
                 write!(f, "no frame endpoint (404: {line}): run the export with --web.enable-api")
@@ -131,13 +132,13 @@ fn root_certs(roots: &Roots) -> Result<RootCerts, String> {
             if found.certs.is_empty() {
                 let why = found.errors.first().map(|e| format!(": {e}")).unwrap_or_default();
                 return Err(format!(
-                    "no CA certificates in the system store{why}; give --connect.ca-file PEM"
+                    "no CA certificates in the system store{why}; give --connect.ca.file FILE"
                 ));
             }
             found.certs.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect()
         }
         Roots::File(path) => {
-            let err = |e: String| format!("--connect.ca-file {}: {e}", path.display());
+            let err = |e: String| format!("--connect.ca.file {}: {e}", path.display());
             let pem = std::fs::read(path).map_err(|e| err(e.to_string()))?;
             let certs = ureq::tls::parse_pem(&pem)
                 .filter_map(|item| match item {
@@ -162,6 +163,15 @@ fn transport(e: &ureq::Error, tls: bool) -> String {
     let not_http = |what: String| {
         if tls { what } else { format!("{what} (a TLS port? try https://)") }
     };
+    // A handshake's failure comes as ureq's own error or inside an I/O one.
+    let tls_failure = match e {
+        ureq::Error::Rustls(r) => Some(r),
+        ureq::Error::Io(io) => io.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()),
+        _ => None,
+    };
+    if let Some(r) = tls_failure {
+        return tls_words(r);
+    }
     match e {
         ureq::Error::Io(io) => match io.kind() {
             K::ConnectionRefused => "connection refused".into(),
@@ -174,17 +184,24 @@ fn transport(e: &ureq::Error, tls: bool) -> String {
         ureq::Error::Timeout(t) => format!("timed out ({t})"),
         ureq::Error::HostNotFound => "host not found".into(),
         ureq::Error::Protocol(p) => not_http(format!("no HTTP answer: {p}")),
-        ureq::Error::Rustls(r) => {
-            let hint = match r {
-                rustls::Error::InvalidCertificate(_) => {
-                    " (a self-signed or private CA exporter? give its CA as --connect.ca-file PEM)"
-                }
-                _ => "",
-            };
-            format!("TLS: {r}{hint}")
-        }
         ureq::Error::BodyExceedsLimit(n) => format!("a frame larger than {n} bytes"),
         other => other.to_string().replace('\n', " "),
+    }
+}
+
+/// A TLS failure in one line: rustls' words without the fields of its structs (OIDs as bytes),
+/// and for an untrusted certificate, what to give.
+fn tls_words(r: &rustls::Error) -> String {
+    let text = r.to_string();
+    let text = text.split(" {").next().unwrap_or_default();
+    match r {
+        // `openssl req -x509` makes a certificate that says it is a CA unless told otherwise, and
+        // webpki takes a certificate as a CA's or a server's, never both.
+        rustls::Error::InvalidCertificate(_) => format!(
+            "TLS: {text} (a self-signed exporter? give its certificate as --connect.ca.file FILE, made \
+             with -addext basicConstraints=critical,CA:FALSE; or give its CA's)"
+        ),
+        _ => format!("TLS: {text}"),
     }
 }
 
@@ -198,7 +215,7 @@ mod tests {
         let p = dir.path().join("ca.pem");
         let t = super::super::target::parse("https://127.0.0.1:1").unwrap();
         let e = Client::new(t.clone(), None, Roots::File(&p)).err().unwrap();
-        assert!(e.contains("--connect.ca-file") && e.contains("ca.pem"), "{e}");
+        assert!(e.contains("--connect.ca.file") && e.contains("ca.pem"), "{e}");
         std::fs::write(&p, "not a certificate\n").unwrap();
         let e = Client::new(t, None, Roots::File(&p)).err().unwrap();
         assert!(e.contains("no PEM certificate"), "{e}");
@@ -206,7 +223,7 @@ mod tests {
 
     #[test]
     fn failures_read_as_one_line_that_says_what_to_do() {
-        assert!(FetchError::Unauthorized { sent: false }.to_string().contains("--connect.password-file"));
+        assert!(FetchError::Unauthorized { sent: false }.to_string().contains("--connect.password.file"));
         assert!(FetchError::Unauthorized { sent: true }.to_string().starts_with("unauthorized (401)"));
         let e = FetchError::NoEndpoint("Not Found: the JSON API is off (--web.enable-api)".into());
         assert!(e.to_string().contains("--web.enable-api"), "{e}");

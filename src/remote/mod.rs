@@ -7,7 +7,5 @@ pub mod client;
 pub mod poll;
 pub mod target;
 
-/// Where an exporter serves its frames (behind `--web.enable-api` and its auth).
+/// Where an exporter serves its frames (`record::frame`), behind `--web.enable-api` and its auth.
 pub const FRAME_PATH: &str = "/api/v1/frame";
-/// A frame's media type: one poll as Parquet (`record::frame`).
-pub const FRAME_TYPE: &str = "application/vnd.apache.parquet";

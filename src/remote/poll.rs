@@ -8,7 +8,7 @@ use crate::engine::snapshot::{CollectorStatus, Snapshot};
 use crate::engine::status::{Cause, Health, Reason};
 use crate::rule::RuleConfig;
 use crate::runtime::{Published, Runtime};
-use crate::tui::system::SystemInfo;
+use crate::system::SystemInfo;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 

@@ -86,7 +86,7 @@ impl std::fmt::Debug for Credentials {
 }
 
 /// The credentials from the URL's userinfo, `--connect.username` and the text of
-/// `--connect.password-file` (its trailing newline dropped), each said in one place only; none
+/// `--connect.password.file` (its trailing newline dropped), each said in one place only; none
 /// when none is given. A password crosses the network in clear over http://, so that needs
 /// https:// or a loopback host.
 pub fn credentials(
@@ -100,7 +100,7 @@ pub fn credentials(
     };
     let password = match (t.password.as_deref(), password_file) {
         (Some(_), Some(_)) => {
-            return Err("a password in the URL and --connect.password-file: give one".into());
+            return Err("a password in the URL and --connect.password.file: give one".into());
         }
         (p, f) => p.map(str::to_string).or_else(|| f.map(|f| f.trim_end_matches(['\n', '\r']).to_string())),
     };
@@ -109,7 +109,7 @@ pub fn credentials(
         (Some(u), Some(p)) if !u.contains(':') => Credentials { user: u.to_string(), password: p },
         (Some(u), Some(_)) => return Err(format!("user {u:?}: basic auth allows no ':' in a user name")),
         (Some(u), None) => {
-            return Err(format!("user {u:?} has no password: give --connect.password-file FILE"));
+            return Err(format!("user {u:?} has no password: give --connect.password.file FILE"));
         }
         (None, Some(_)) => return Err("a password without a user: give --connect.username NAME".into()),
     };
@@ -181,8 +181,8 @@ mod tests {
         assert_eq!(creds(&user_only, None, Some("pw")), pair("bob", "pw"));
         for (t, u, f, says) in [
             (&in_url, Some("carol"), None, "--connect.username: give one"),
-            (&in_url, None, Some("pw"), "--connect.password-file: give one"),
-            (&user_only, None, None, "--connect.password-file FILE"),
+            (&in_url, None, Some("pw"), "--connect.password.file: give one"),
+            (&user_only, None, None, "--connect.password.file FILE"),
             (&https, None, Some("pw"), "--connect.username NAME"),
             (&https, Some("a:b"), Some("pw"), "no ':'"),
         ] {
