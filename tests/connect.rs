@@ -101,6 +101,39 @@ fn frames_come_through_tls_and_auth_and_failures_say_why() {
     assert!(matches!(&e, FetchError::NoEndpoint(_)) && e.to_string().contains("--web.enable-api"), "{e}");
 }
 
+/// A loopback server that answers every request with `head` and `body`, for `n` requests.
+fn answering(head: &'static str, body: &'static [u8], n: usize) -> u16 {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(n) {
+            let Ok(mut s) = s else { continue };
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let mut line = String::new();
+            while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let _ = write!(s, "HTTP/1.1 200 OK\r\n{head}\r\nContent-Length: {}\r\n\r\n", body.len());
+            let _ = s.write_all(body);
+        }
+    });
+    port
+}
+
+/// Something else than an exporter on the port: a page (a proxy's login, say), or bytes that
+/// claim to be a frame and are not. Each is an error that says so.
+#[test]
+fn garbage_is_not_a_frame() {
+    let page = answering("Content-Type: text/html", b"<html>log in</html>", 1);
+    let e = client(&format!("http://127.0.0.1:{page}"), None, Roots::System).fetch().unwrap_err();
+    assert!(matches!(&e, FetchError::NotAFrame(_)) && e.to_string().contains("text/html"), "{e}");
+    let junk = answering("Content-Type: application/vnd.bbrtop.frame", b"bbrtop-frame 1\n\xff\xff", 1);
+    let bytes = client(&format!("http://127.0.0.1:{junk}"), None, Roots::System).fetch().unwrap();
+    let e = bbrtop::record::frame::decode(&bytes).unwrap_err();
+    assert!(format!("{e:#}").contains("cut short"), "{e:#}");
+}
+
 /// `bbrtop export` on a lab's sender, with TLS and basic auth, and `bbrtop --connect` to it in
 /// tmux: the screen shows the lab's flows as `ss` lists them in that namespace. Then a wrong
 /// password (the header says unauthorized; no socket is shown) and http:// to the TLS port.
