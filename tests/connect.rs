@@ -101,8 +101,9 @@ fn frames_come_through_tls_and_auth_and_failures_say_why() {
     assert!(matches!(&e, FetchError::NoEndpoint(_)) && e.to_string().contains("--web.enable-api"), "{e}");
 }
 
-/// A loopback server that answers every request with `head` and `body`, for `n` requests.
-fn answering(head: &'static str, body: &'static [u8], n: usize) -> u16 {
+/// A loopback server that answers every request with `status`, `head` and `body`, for `n`
+/// requests.
+fn answering(status: &'static str, head: &'static str, body: &'static [u8], n: usize) -> u16 {
     use std::io::{BufRead, BufReader, Write};
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
@@ -114,7 +115,7 @@ fn answering(head: &'static str, body: &'static [u8], n: usize) -> u16 {
             while r.read_line(&mut line).is_ok_and(|n| n > 2) {
                 line.clear();
             }
-            let _ = write!(s, "HTTP/1.1 200 OK\r\n{head}\r\nContent-Length: {}\r\n\r\n", body.len());
+            let _ = write!(s, "HTTP/1.1 {status}\r\n{head}\r\nContent-Length: {}\r\n\r\n", body.len());
             let _ = s.write_all(body);
         }
     });
@@ -125,13 +126,18 @@ fn answering(head: &'static str, body: &'static [u8], n: usize) -> u16 {
 /// claim to be a frame and are not. Each is an error that says so.
 #[test]
 fn garbage_is_not_a_frame() {
-    let page = answering("Content-Type: text/html", b"<html>log in</html>", 1);
+    let page = answering("200 OK", "Content-Type: text/html", b"<html>log in</html>", 1);
     let e = client(&format!("http://127.0.0.1:{page}"), None, Roots::System).fetch().unwrap_err();
     assert!(matches!(&e, FetchError::NotAFrame(_)) && e.to_string().contains("text/html"), "{e}");
-    let junk = answering("Content-Type: application/vnd.bbrtop.frame", b"bbrtop-frame 1\n\xff\xff", 1);
+    let junk =
+        answering("200 OK", "Content-Type: application/vnd.bbrtop.frame", b"bbrtop-frame 1\n\xff\xff", 1);
     let bytes = client(&format!("http://127.0.0.1:{junk}"), None, Roots::System).fetch().unwrap();
     let e = bbrtop::record::frame::decode(&bytes).unwrap_err();
     assert!(format!("{e:#}").contains("cut short"), "{e:#}");
+    // A redirect is not followed (it would carry the password elsewhere): it is said.
+    let moved = answering("301 Moved Permanently", "Location: https://edge-2:10027/", b"", 1);
+    let e = client(&format!("http://127.0.0.1:{moved}"), None, Roots::System).fetch().unwrap_err();
+    assert!(e.to_string().contains("redirected to https://edge-2:10027/"), "{e}");
 }
 
 /// `bbrtop export` on a lab's sender, with TLS and basic auth, and `bbrtop --connect` to it in

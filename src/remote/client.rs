@@ -78,6 +78,7 @@ impl Client {
             .http_status_as_error(false)
             // A redirect would carry the password elsewhere: report it instead.
             .max_redirects(0)
+            .max_redirects_will_error(false)
             .user_agent(concat!("bbrtop/", env!("CARGO_PKG_VERSION")));
         if target.tls {
             let tls = TlsConfig::builder().root_certs(root_certs(&roots)?).build();
@@ -102,6 +103,10 @@ impl Client {
         }
         let mut resp = req.call().map_err(|e| FetchError::Transport(transport(&e, self.target.tls)))?;
         let status = resp.status().as_u16();
+        if (300..400).contains(&status) {
+            let to = resp.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or("?");
+            return Err(FetchError::Status(status, format!("redirected to {to}: give --connect that URL")));
+        }
         if status != 200 {
             // The body says why (the exporter's answers are one line); bounded, like a frame.
             let body = resp.body_mut().with_config().limit(4096).read_to_string().unwrap_or_default();
