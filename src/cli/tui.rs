@@ -41,8 +41,8 @@ pub struct ConnectArgs {
     /// The user for the remote's basic auth (or the URL's user@).
     #[arg(long = "connect.username", value_name = "NAME", requires = "connect")]
     pub username: Option<String>,
-    /// A file holding the password for the remote's basic auth (its first line): never on the
-    /// command line, where other users see it.
+    /// A file holding the password for the remote's basic auth (a trailing newline is dropped):
+    /// never on the command line, where other users see it.
     #[arg(long = "connect.password.file", value_name = "FILE", requires = "connect")]
     pub password_file: Option<PathBuf>,
     /// Trust the CA certificates in this PEM file (a self-signed exporter's own certificate)
