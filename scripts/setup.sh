@@ -40,9 +40,25 @@ setup_build() {
     }
 }
 
+# DuckDB reads recordings in the tests as a user would, without bbrtop (tests/record.rs): from
+# PyPI, into a virtualenv of the project's own, so no system Python package is touched.
+DUCKDB_VERSION=2.0.0
+DUCKDB_VENV="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/duckdb-venv"
+
+setup_duckdb() {
+    if "$DUCKDB_VENV/bin/python" -c "import duckdb, sys; sys.exit(duckdb.__version__ != '$DUCKDB_VERSION')" 2>/dev/null; then
+        return
+    fi
+    echo "bbrtop setup: installing DuckDB $DUCKDB_VERSION (PyPI) into $DUCKDB_VENV" >&2
+    need_pkgs python3 python3-venv
+    python3 -m venv "$DUCKDB_VENV"
+    "$DUCKDB_VENV/bin/pip" install -q --disable-pip-version-check "duckdb==$DUCKDB_VERSION"
+}
+
 setup_test() {
     setup_build
     need_pkgs "${TEST_PKGS[@]}"
+    setup_duckdb
     # bpftrace's tracepoint probes read their formats from tracefs (tests/bpf_scripts.rs).
     if [ ! -e /sys/kernel/tracing/events ] && [ "$(id -u)" = 0 ]; then
         mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true

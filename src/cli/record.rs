@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
 pub struct RecordArgs {
@@ -61,14 +61,49 @@ pub fn run(a: RecordArgs) -> Result<(), Failure> {
     let mut rec = Recorder::create(&a.dir, opts, &sys).map_err(usage)?;
     tracing::info!(dir = %a.dir.display(), chunk = ?a.chunk, "recording");
     let (published, stop) = (started.runtime.published(), &started.stop);
-    let (mut seq, mut polls) = (0, 0u64);
-    while !stop.load(Ordering::Relaxed) && a.count.is_none_or(|n| polls < n) {
+    let (mut seq, mut cost) = (0, Cost::default());
+    while !stop.load(Ordering::Relaxed) && a.count.is_none_or(|n| cost.polls < n) {
         let Some(snap) = published.wait_newer(seq, Duration::from_millis(100)) else { continue };
         seq = snap.seq;
-        polls += 1;
+        let t = Instant::now();
         rec.write(&snap).with_context(|| format!("recording into {}", a.dir.display()))?;
+        cost.add(&snap, t.elapsed());
     }
-    rec.finish().with_context(|| format!("finishing the recording in {}", a.dir.display()))?;
-    tracing::info!(polls, "recording ended");
+    let t = Instant::now();
+    let bytes = rec.finish().with_context(|| format!("finishing the recording in {}", a.dir.display()))?;
+    cost.writing += t.elapsed();
+    cost.report(bytes);
     Ok(())
+}
+
+/// What recording cost, beside what polling did: the figures `bench/` and the README quote.
+#[derive(Default)]
+struct Cost {
+    polls: u64,
+    socket_polls: u64,
+    writing: Duration,
+    polling: Duration,
+}
+
+impl Cost {
+    fn add(&mut self, snap: &crate::engine::snapshot::Snapshot, writing: Duration) {
+        self.polls += 1;
+        self.socket_polls += snap.sockets.len() as u64;
+        self.writing += writing;
+        let polled: f64 = snap.collectors.iter().map(|c| c.last_duration_seconds).sum();
+        self.polling += Duration::try_from_secs_f64(polled).unwrap_or_default();
+    }
+
+    fn report(&self, bytes: u64) {
+        let per = |d: Duration| d.as_secs_f64() * 1e3 / self.polls.max(1) as f64;
+        tracing::info!(
+            polls = self.polls,
+            socket_polls = self.socket_polls,
+            bytes,
+            bytes_per_socket_poll = format!("{:.2}", bytes as f64 / self.socket_polls.max(1) as f64),
+            record_ms_per_poll = format!("{:.3}", per(self.writing)),
+            collect_ms_per_poll = format!("{:.3}", per(self.polling)),
+            "recording ended"
+        );
+    }
 }

@@ -60,6 +60,9 @@ pub fn writer<W: Write + Send>(out: W, schema: Schema, meta: &Meta) -> anyhow::R
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        // Pages end by size only (1 MiB), not after the default 20,000 rows: a page then spans
+        // many polls, and zstd finds an idle socket's values where they were a poll before.
+        .set_data_page_row_count_limit(usize::MAX)
         .set_key_value_metadata(Some(meta.key_values()))
         .build();
     Ok(ArrowWriter::try_new(out, Arc::new(schema), Some(props))?)

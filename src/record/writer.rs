@@ -53,6 +53,8 @@ pub struct Recorder {
     open: Option<Open>,
     /// The newest closed flow written: each is written once, at the first poll that lists it.
     closed_seq: u64,
+    /// Bytes of the chunks this recorder finished.
+    written: u64,
     _lock: File,
 }
 
@@ -82,6 +84,7 @@ impl Recorder {
             system: system.clone(),
             open: None,
             closed_seq: 0,
+            written: 0,
             _lock: lock,
         })
     }
@@ -106,9 +109,10 @@ impl Recorder {
         chunk::write(&mut open.polls, &polls::batch(&[polls::Poll { snap, closed: &fresh }])?)
     }
 
-    /// Closes the chunk under way.
-    pub fn finish(mut self) -> anyhow::Result<()> {
-        self.close()
+    /// Closes the chunk under way; the bytes this recorder wrote, in all.
+    pub fn finish(mut self) -> anyhow::Result<u64> {
+        self.close()?;
+        Ok(self.written)
     }
 
     fn start(&self, snap: &Snapshot, meta: &Meta) -> anyhow::Result<Open> {
@@ -132,6 +136,7 @@ impl Recorder {
             let file =
                 w.into_inner().context("finishing a chunk")?.into_inner().context("finishing a chunk")?;
             file.sync_all().context("syncing a chunk")?;
+            self.written += file.metadata().map_or(0, |m| m.len());
             let tmp = self.dir.join(format!("{}{suffix}{TMP}", open.stem));
             std::fs::rename(&tmp, self.dir.join(format!("{}{suffix}", open.stem)))
                 .with_context(|| format!("renaming {}", tmp.display()))?;

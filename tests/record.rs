@@ -1,0 +1,155 @@
+//! Recordings of a real lab: `bbrtop record --lab`, killed with SIGKILL in the middle of a chunk,
+//! leaves every chunk it finished readable, by bbrtop and by DuckDB (which knows nothing of
+//! bbrtop); the next recorder in the directory drops the partial chunk and goes on. Privileged
+//! (the lab), and DuckDB comes from scripts/setup.sh.
+
+mod support;
+
+use bbrtop::record::{RecordOptions, Recorder, Recording};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::guard;
+
+const BIN: &str = env!("CARGO_BIN_EXE_bbrtop");
+
+/// The Python of scripts/setup.sh's DuckDB virtualenv.
+fn duckdb_python() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/duckdb-venv/bin/python");
+    let ok = Command::new(&p).args(["-c", "import duckdb"]).status().is_ok_and(|s| s.success());
+    ok.then_some(p)
+}
+
+/// Runs `sql` in DuckDB inside `dir`; one line per row, columns joined by tabs.
+fn duckdb(python: &Path, dir: &Path, sql: &str) -> Vec<String> {
+    let script =
+        "import duckdb, sys\nfor r in duckdb.sql(sys.argv[1]).fetchall(): print('\\t'.join(map(str, r)))";
+    let out = Command::new(python).current_dir(dir).args(["-c", script, sql]).output().expect("python");
+    assert!(out.status.success(), "DuckDB: {sql}\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf-8").lines().map(String::from).collect()
+}
+
+fn files(dir: &Path, suffix: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(suffix))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Ends the recorder with SIGKILL, if it still runs, and removes the lab it could not.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        let _ = Command::new(BIN).args(["lab", "--cleanup"]).stderr(Stdio::null()).status();
+    }
+}
+
+#[test]
+fn root_a_killed_recorder_leaves_its_chunks_readable_by_bbrtop_and_duckdb() {
+    if !guard::lab("the recording test") {
+        return;
+    }
+    let Some(python) = duckdb_python().or_else(|| {
+        guard::unavailable("DuckDB (scripts/setup.sh installs it into target/duckdb-venv)");
+        None
+    }) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = Command::new(BIN)
+        .args([
+            "record",
+            &dir.path().display().to_string(),
+            "--lab",
+            "--interval",
+            "250ms",
+            "--record.chunk",
+            "1s",
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bbrtop record");
+    let mut rec = Killed(rec);
+    // Three whole chunks, and the fourth under way (its files still named .tmp).
+    let t = Instant::now();
+    while files(dir.path(), ".polls.parquet").len() < 3 || files(dir.path(), ".tmp").is_empty() {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no three chunks in 60 s: {:?}",
+            files(dir.path(), "")
+        );
+        assert!(rec.0.try_wait().expect("wait").is_none(), "the recorder ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    rec.0.kill().expect("SIGKILL");
+    rec.0.wait().expect("reaped");
+    let partial = files(dir.path(), ".tmp");
+    assert!(!partial.is_empty(), "killed in the middle of a chunk");
+
+    // bbrtop: every finished chunk reads, every poll in order, the lab's flows in them.
+    let mut recording = Recording::open(dir.path()).expect("the finished chunks read");
+    let polls = recording.polls().to_vec();
+    assert!(polls.len() >= 6, "three chunks of 1 s at 250 ms polls: {}", polls.len());
+    assert!(polls.windows(2).all(|w| w[0].seq < w[1].seq && w[0].at <= w[1].at), "{polls:?}");
+    let snaps = recording.read(0..polls.len()).expect("every poll reads");
+    let flows = |cc: &str| {
+        snaps
+            .iter()
+            .flat_map(|s| &s.sockets)
+            .filter(|s| s.record.cc_name() == cc && s.record.tcp_info.srtt_us() > Some(0))
+            .count()
+    };
+    assert!(flows("bbr") > 0 && flows("cubic") > 0, "the lab's BBR and CUBIC flows are recorded");
+    let rows: usize = snaps.iter().map(|s| s.sockets.len()).sum();
+
+    // DuckDB, on the same files, without bbrtop: the same rows, the same flows.
+    let got = duckdb(&python, dir.path(), "select count(*), count(distinct seq) from '*.sockets.parquet'");
+    assert_eq!(got, vec![format!("{rows}\t{}", polls.len())], "DuckDB counts what bbrtop reads");
+    let srtt = |cc: &str| {
+        duckdb(
+            &python,
+            dir.path(),
+            &format!("select max(tcpi_srtt_us) from '*.sockets.parquet' where cc = '{cc}'"),
+        )
+    };
+    let max_bbr: u32 = snaps
+        .iter()
+        .flat_map(|s| &s.sockets)
+        .filter(|s| s.record.cc_name() == "bbr")
+        .filter_map(|s| s.record.tcp_info.srtt_us())
+        .max()
+        .expect("a BBR srtt");
+    assert_eq!(srtt("bbr"), vec![max_bbr.to_string()]);
+    let polls_seen = duckdb(&python, dir.path(), "select count(*), sum(sockets) from '*.polls.parquet'");
+    assert_eq!(polls_seen, vec![format!("{}\t{rows}", polls.len())]);
+    let collectors =
+        duckdb(&python, dir.path(), "select distinct collectors->>'$[0].name' from '*.polls.parquet'");
+    assert_eq!(collectors, vec!["netlink".to_string()], "the JSON columns read as JSON");
+
+    // The next recorder drops the partial chunk and goes on beside the finished ones.
+    let r =
+        Recorder::create(dir.path(), RecordOptions::default(), recording.system()).expect("a new recorder");
+    assert!(files(dir.path(), ".tmp").is_empty(), "the partial chunk {partial:?} is gone");
+    drop(r);
+    assert_eq!(Recording::open(dir.path()).expect("still reads").polls(), &polls[..]);
+}
+
+#[test]
+fn record_into_a_file_is_a_one_line_error() {
+    let f = tempfile::NamedTempFile::new().expect("file");
+    let out = Command::new(BIN)
+        .args(["record", &f.path().display().to_string(), "--count", "1"])
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains(&f.path().display().to_string()), "{err}");
+}
