@@ -16,6 +16,8 @@
 //!   tick      publishing the snapshot (every socket, moved or not)
 //! With `--time-wait=N` it then makes N TIME_WAIT sockets (loopback connections the client
 //! closes first; they stay 60 s) and times the raw dump and the walk again beside them.
+//! At 10k sockets it also measures the exporter's and the TUI's CPU share (the exporter with and
+//! without hindsight) and what `bbrtop record` writes and spends per poll.
 //! It asserts nothing.
 
 use bbrtop::collect::InetDiag;
@@ -67,6 +69,7 @@ fn main() {
         }
         if n == 10_000 {
             footprints(&bin);
+            recording_cost(&bin);
         }
         drop(holders);
     }
@@ -122,11 +125,16 @@ fn netlink_rows(bin: &std::path::Path, seen: usize) -> f64 {
     r
 }
 
-/// `bbrtop export`'s and the TUI's CPU share beside the sockets, with each collector.
+/// `bbrtop export`'s and the TUI's CPU share beside the sockets, with each collector, with and
+/// without hindsight; and what `bbrtop record` costs beside its polls.
 fn footprints(bin: &std::path::Path) {
     for collector in ["--no-collector.walk", "--collector.walk"] {
-        let share = export_cpu_share(bin, collector);
-        println!("         `bbrtop export {collector}`, 1 s polls, idle sockets: {share:.2}% of a core");
+        for hindsight in ["0", "15m"] {
+            let share = export_cpu_share(bin, &[collector, "--hindsight.window", hindsight]);
+            println!(
+                "         `bbrtop export {collector} --hindsight.window {hindsight}`, 1 s polls, idle sockets: {share:.2}% of a core"
+            );
+        }
         match tui_cpu_share(bin, collector) {
             Some(s) => println!("         `bbrtop {collector}` (TUI, 200x50, tmux), idle: {s:.2}% of a core"),
             None => println!("         the TUI: tmux is needed to time it"),
@@ -206,10 +214,32 @@ fn make_time_wait(n: usize) -> usize {
     made
 }
 
+/// `bbrtop record`'s own account of 60 polls 250 ms apart, in one chunk: bytes per socket-poll,
+/// and its milliseconds per poll beside the collectors'.
+fn recording_cost(bin: &std::path::Path) {
+    let dir = std::env::temp_dir().join(format!("bbrtop-bench-record-{}", std::process::id()));
+    let out = Command::new(bin)
+        .args(["record", &dir.display().to_string(), "--count", "60", "--interval", "250ms"])
+        .args(["--record.chunk", "15s", "--log.format", "logfmt"])
+        .output()
+        .expect("bbrtop record");
+    let _ = std::fs::remove_dir_all(&dir);
+    let log = String::from_utf8_lossy(&out.stderr);
+    let line = log.lines().find(|l| l.contains("recording ended")).unwrap_or("no cost line");
+    let fields: Vec<&str> = line
+        .split(' ')
+        .filter(|f| {
+            ["socket_polls=", "bytes_per_socket_poll=", "_ms_per_poll="].iter().any(|k| f.contains(k))
+        })
+        .collect();
+    println!("         `bbrtop record`, 60 polls of idle sockets: {}", fields.join(" "));
+}
+
 /// `bbrtop export`'s CPU share with idle sockets.
-fn export_cpu_share(bin: &std::path::Path, collector: &str) -> f64 {
+fn export_cpu_share(bin: &std::path::Path, flags: &[&str]) -> f64 {
     let mut child = Command::new(bin)
-        .args(["export", collector, "--web.listen-address", "127.0.0.1:0"])
+        .args(["export", "--web.listen-address", "127.0.0.1:0"])
+        .args(flags)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

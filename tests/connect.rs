@@ -189,13 +189,17 @@ fn root_connect_through_tls_and_auth_shows_a_remote_labs_sockets() {
     };
 
     let t = Tmux::start("connect");
-    let pid = t.run_bbrtop(&connect(&right));
+    let bbrtop = |args: &str| t.keys(&[&format!("{} {args}", env!("CARGO_BIN_EXE_bbrtop")), "Enter"]);
+    bbrtop(&connect(&right));
     let p = t.wait_for("2 sockets: bbr 1, cubic 1");
     assert!(p.contains("remote: ok"), "the header says the remote answers:\n{p}");
+    assert!(p.starts_with(&format!("bbrtop remote {url}  ")), "and names it first:\n{p}");
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
     let facts = format!("kernel {}", kernel.trim());
     assert!(p.contains(&facts), "the header has the remote's host facts:\n{p}");
-    assert!(p.contains(&format!("netns {}", lab.sender_name())), "and the namespace it watches:\n{p}");
+    // The header wraps its long first line.
+    let header = p.lines().take(3).collect::<Vec<_>>().join(" ");
+    assert!(header.contains(&format!("netns {}", lab.sender_name())), "and the namespace it watches:\n{p}");
     let ss = ss_established(&lab);
     // The lab's sender has the two flows, and maybe their control connections: every socket of
     // the flows' cc is on screen with its addresses and cc.
@@ -213,29 +217,21 @@ fn root_connect_through_tls_and_auth_shows_a_remote_labs_sockets() {
         assert!(row.contains(&format!(" {cc} ")), "{local} -> {peer} is {cc} in ss:\n{row}");
     }
     t.keys(&["q"]);
-    wait_gone(pid);
+    t.back_at_shell("q");
 
-    let pid = t.run_bbrtop(&connect(&wrong));
+    bbrtop(&connect(&wrong));
     let p = t.wait_for("unauthorized (401)");
     assert!(p.contains("0 sockets"), "nothing is shown without the right password:\n{p}");
     for s in &flows {
         assert!(!p.contains(&s.local.unwrap().to_string()), "a socket shown without auth:\n{p}");
     }
     t.keys(&["q"]);
-    wait_gone(pid);
+    t.back_at_shell("q");
 
-    let pid = t.run_bbrtop(&format!("--connect http://127.0.0.1:{port}"));
+    bbrtop(&format!("--connect http://127.0.0.1:{port}"));
     t.wait_for("try https://");
     t.keys(&["q"]);
-    wait_gone(pid);
-}
-
-/// Waits (bounded) for a bbrtop this test started to exit.
-fn wait_gone(pid: u32) {
-    let gone = support::poll_until(Duration::from_secs(20), || {
-        (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())
-    });
-    assert!(gone.is_some(), "bbrtop {pid} runs on after q");
+    t.back_at_shell("q");
 }
 
 #[test]

@@ -335,16 +335,26 @@ fn only_read_only_host_mounts(pod: &Value, c: &Value) {
     }
 }
 
-/// The root filesystem is read-only; one small emptyDir is TMPDIR, where a verifier log goes.
+/// The root filesystem is read-only; the writable places are emptyDirs of bounded size: a small
+/// one is TMPDIR, where a verifier log goes, and hindsight's recordings go to the directory
+/// `--hindsight.dir` names.
 fn scratch_is_the_one_writable_place(pod: &Value, c: &Value) {
     let volumes = list(pod, "volumes");
     let writable: Vec<&Value> =
         list(c, "volumeMounts").iter().filter(|m| get(m, "readOnly").as_bool() != Some(true)).collect();
-    assert_eq!(writable.len(), 1, "one writable mount: {writable:?}");
-    let scratch = volumes.iter().find(|v| text(v, "name") == text(writable[0], "name")).expect("its volume");
-    assert!(bytes(text(scratch, "emptyDir.sizeLimit")) <= 64 << 20, "an emptyDir of a bounded size");
+    let paths: Vec<&str> = writable.iter().map(|m| text(m, "mountPath")).collect();
+    assert_eq!(paths, ["/tmp", "/var/lib/bbrtop/hindsight"], "the writable mounts");
+    for (m, limit) in writable.iter().zip([64u64 << 20, 4 << 30]) {
+        let v = volumes.iter().find(|v| text(v, "name") == text(m, "name")).expect("its volume");
+        assert!(bytes(text(v, "emptyDir.sizeLimit")) <= limit, "an emptyDir of a bounded size: {v:?}");
+    }
     let tmpdir = list(c, "env").iter().find(|e| text(e, "name") == "TMPDIR").expect("TMPDIR");
-    assert_eq!(text(tmpdir, "value"), text(writable[0], "mountPath"), "TMPDIR is the scratch volume");
+    assert_eq!(text(tmpdir, "value"), "/tmp", "TMPDIR is the scratch volume");
+    let args: Vec<&str> = list(c, "args").iter().filter_map(|a| a.as_str()).collect();
+    assert!(
+        args.contains(&"--hindsight.dir=/var/lib/bbrtop/hindsight"),
+        "hindsight writes to its volume: {args:?}"
+    );
 }
 
 /// Kubernetes CPU quantity in millicores ("50m", "0.5", "2").

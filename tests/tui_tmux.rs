@@ -7,19 +7,67 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use support::guard;
 use support::lab::namespaces;
-use support::tmux::Tmux;
 use support::tools::have;
 
-/// The lab's side of the session: `bbrtop --lab` started in it, and the shell after it.
-trait LabTui {
-    fn launch(&self, extra: &str) -> (u32, String);
-    fn back_at_shell(&self, pid: u32, how: &str);
-}
+/// A tmux session, and the bbrtop processes started in it: dropping it ends both, so a failed
+/// test leaves no TUI running (by PID, only those it started).
+struct Tmux(String, std::cell::RefCell<Vec<u32>>);
 
-impl LabTui for Tmux {
+impl Tmux {
+    /// A session named for the process and `test`, since tests run side by side.
+    fn start(test: &str) -> Tmux {
+        let t = Tmux(format!("bbrtop-test-{}-{test}", std::process::id()), Default::default());
+        let ok = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &t.0, "-x", "120", "-y", "40", "bash", "--norc", "--noprofile"])
+            .status()
+            .unwrap();
+        assert!(ok.success(), "tmux new-session");
+        t
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        assert!(
+            Command::new("tmux").args(["send-keys", "-t", &self.0]).args(keys).status().unwrap().success()
+        );
+    }
+
+    fn pane(&self) -> String {
+        let o = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.0]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    fn resize(&self, w: u16, h: u16) {
+        let (w, h) = (w.to_string(), h.to_string());
+        let ok = Command::new("tmux").args(["resize-window", "-t", &self.0, "-x", &w, "-y", &h]).status();
+        assert!(ok.unwrap().success(), "tmux resize-window");
+    }
+
+    /// The pid of the process running in the pane's shell (bbrtop), waiting (bounded) for it.
+    fn child_pid(&self) -> u32 {
+        let o = Command::new("tmux").args(["display", "-p", "-t", &self.0, "#{pane_pid}"]).output().unwrap();
+        let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let t = Instant::now();
+        loop {
+            let children =
+                std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap_or_default();
+            // bbrtop's own process: the shell may still have another child (a command
+            // substitution typed before) when bbrtop starts.
+            let bbrtop = children.split_whitespace().find(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "bbrtop")
+            });
+            if let Some(pid) = bbrtop.and_then(|p| p.parse().ok()) {
+                return pid;
+            }
+            assert!(t.elapsed() < Duration::from_secs(20), "no process under the pane's shell {shell}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Starts `bbrtop --lab` and waits for its first full screen; returns its pid.
     fn launch(&self, extra: &str) -> (u32, String) {
-        let pid = self.run_bbrtop(&format!("--lab {extra}"));
+        self.keys(&[&format!("{} --lab {extra}", env!("CARGO_BIN_EXE_bbrtop")), "Enter"]);
+        let pid = self.child_pid();
+        self.1.borrow_mut().push(pid);
         (pid, self.wait_for("2 sockets: bbr 1, cubic 1"))
     }
 
@@ -47,6 +95,49 @@ impl LabTui for Tmux {
         let left = namespaces(&format!("bbrtop-{pid}-"));
         assert!(left.is_empty(), "after {how}, its lab is left: {left:?}");
         self.keys(&["clear", "Enter"]);
+    }
+
+    /// Waits (bounded) until the pane shows `want`; returns the pane.
+    fn wait_for(&self, want: &str) -> String {
+        let t = Instant::now();
+        loop {
+            let p = self.pane();
+            if p.contains(want) {
+                return p;
+            }
+            assert!(t.elapsed() < Duration::from_secs(20), "pane never showed {want:?}:\n{p}");
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).status();
+        for pid in self.1.borrow().iter() {
+            stop(*pid);
+        }
+    }
+}
+
+/// Ends a bbrtop this test started, if it still runs: SIGTERM, then SIGKILL after 5 s and the
+/// removal of the lab it could not tear down.
+fn stop(pid: u32) {
+    let alive = || std::path::Path::new(&format!("/proc/{pid}")).exists();
+    if !alive() {
+        return;
+    }
+    let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+    let t = Instant::now();
+    while alive() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    if alive() {
+        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+        while alive() && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = Command::new(env!("CARGO_BIN_EXE_bbrtop")).args(["lab", "--cleanup"]).status();
     }
 }
 

@@ -3,10 +3,12 @@
 use super::Failure;
 use super::args::PollArgs;
 use crate::export::alertmanager::{PushConfig, Pusher};
+use crate::export::hindsight::Keeper;
 use crate::export::metrics::TOP_K_CAP;
 use crate::export::server::{self, App, Limits, Options};
 use crate::export::web_config::{Security, WebConfig};
 use crate::peer_groups::PeerGroups;
+use crate::record::{Hindsight, HindsightOptions};
 use anyhow::{Context, anyhow};
 use clap::Args;
 use std::net::TcpListener;
@@ -63,6 +65,18 @@ pub struct ExportArgs {
     /// (namespace, cc) with sockets. Needs the socket walk, and --kubernetes.pods for names.
     #[arg(long = "metrics.by-pod-namespace")]
     pub by_pod_namespace: bool,
+    /// Keep the last DURATION of polls in memory (0 turns hindsight off), to be written as a
+    /// recording on SIGUSR1 or `POST /api/hindsight` (with --web.enable-api), so the minutes
+    /// before an alert can be kept after it fired.
+    #[arg(long = "hindsight.window", value_name = "DURATION", default_value = "15m", value_parser = parse_window)]
+    pub hindsight_window: Duration,
+    /// The memory hindsight may hold (the encoded polls and the encoder's buffers); past it the
+    /// oldest polls go first.
+    #[arg(long = "hindsight.max-size", value_name = "SIZE", default_value = "256MiB", value_parser = super::args::parse_size)]
+    pub hindsight_max: u64,
+    /// Where hindsight is written: a new recording directory under it each time.
+    #[arg(long = "hindsight.dir", value_name = "DIR", default_value = "/var/lib/bbrtop/hindsight")]
+    pub hindsight_dir: PathBuf,
     /// CIDR groups (YAML) that become the peer_group label.
     #[arg(long = "peer-groups.file", value_name = "FILE", alias = "peer-groups")]
     pub peer_groups: Option<PathBuf>,
@@ -82,6 +96,10 @@ fn parse_telemetry_path(s: &str) -> Result<String, String> {
         return bad("the exporter serves that path itself");
     }
     Ok(s.to_string())
+}
+
+fn parse_window(s: &str) -> Result<Duration, String> {
+    super::args::parse_duration_in(s, "hindsight window", Duration::ZERO, Duration::from_secs(24 * 3600))
 }
 
 fn parse_top_k(s: &str) -> Result<usize, String> {
@@ -144,14 +162,39 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         by_pod_namespace: a.by_pod_namespace,
         telemetry_path: a.telemetry_path.clone(),
         system: crate::system::SystemInfo::read(started.netns.as_ref()),
+        hindsight: None,
     };
+    let hindsight = start_hindsight(&a, &started)?;
+    let options = Options { hindsight: hindsight.as_ref().map(|(k, _)| Arc::clone(k)), ..options };
     let app = Arc::new(App::new(started.runtime.published(), groups, security, options));
     let limits = Limits { max_connections: a.max_connections as usize, ..Limits::default() };
     tracing::info!(address = bound.join(","), scheme = me.scheme, "listening");
     serve_until(listeners, app, limits, Arc::clone(&started.stop))?;
     drop(pusher);
+    if let Some((_, thread)) = hindsight {
+        let _ = thread.join();
+    }
     drop(started);
     Ok(())
+}
+
+/// Hindsight's keeper, and the thread that feeds it.
+type Kept = (Arc<Keeper>, std::thread::JoinHandle<()>);
+
+/// Hindsight, unless `--hindsight.window 0`; SIGUSR1 asks for a dump.
+fn start_hindsight(a: &ExportArgs, started: &super::startup::Started) -> Result<Option<Kept>, Failure> {
+    if a.hindsight_window.is_zero() {
+        return Ok(None);
+    }
+    let opts = HindsightOptions { window: a.hindsight_window, max_bytes: a.hindsight_max };
+    let sys = crate::system::SystemInfo::read(started.netns.as_ref());
+    let keeper = Keeper::new(Hindsight::new(opts, sys), a.hindsight_dir.clone());
+    let wanted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&wanted)).context("SIGUSR1")?;
+    let thread = keeper
+        .start(started.runtime.published(), Arc::clone(&started.stop), wanted)
+        .context("starting hindsight")?;
+    Ok(Some((keeper, thread)))
 }
 
 fn bind_all(addrs: &[String]) -> Result<Vec<TcpListener>, Failure> {

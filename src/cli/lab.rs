@@ -7,12 +7,14 @@ use crate::engine::snapshot::Snapshot;
 use crate::lab::run;
 use crate::lab::scenario::Report;
 use crate::lab::scenario::Scenario;
+use crate::record::{RecordOptions, Recorder};
 use crate::rule::RuleConfig;
 use crate::runtime::Published;
+use crate::system::SystemInfo;
 use anyhow::Context;
 use clap::Args;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -38,6 +40,16 @@ pub struct LabArgs {
     /// A short run: 20 s per flow, enough for the shape of the result, not its figures.
     #[arg(long, conflicts_with = "duration")]
     pub quick: bool,
+    /// Run each flow of the scenario as N parallel connections of its congestion control on the
+    /// same path (1, the default, is the guide's run): several sockets per cc, which `bbrtop
+    /// compare` needs to give a confidence interval over sockets.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=32))]
+    pub flows: u16,
+    /// Record the run's polls (every 100 ms sample of the sender namespace) into DIR, one
+    /// recording per group of flows that ran together, named for its ccs: DIR/cubic and DIR/bbr
+    /// for bufferbloat, so `bbrtop compare DIR/cubic DIR/bbr` compares the two.
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
     /// Write SVG plots into DIR: RTT over time per flow, and the RTT CDF per congestion control.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
@@ -51,16 +63,27 @@ pub struct LabArgs {
 
 /// Runs the scenario on a thread of its own and shows its snapshots in the UI; quitting the UI
 /// stops the run (its report covers what ran).
-fn with_tui(scenario: Scenario, duration: Duration, stop: &Arc<AtomicBool>) -> Result<Report, Failure> {
+fn with_tui(
+    scenario: Scenario,
+    duration: Duration,
+    per_cc: usize,
+    stop: &Arc<AtomicBool>,
+    mut recordings: Option<Recordings>,
+) -> Result<(Report, Option<Recordings>), Failure> {
     let published = Published::new(Arc::new(Snapshot::empty(RuleConfig::default())));
     let (p, s) = (Arc::clone(&published), Arc::clone(stop));
     let runner = std::thread::Builder::new()
         .name("bbrtop-lab".into())
         .spawn(move || {
-            let r = run::run(scenario, duration, &s, |t| p.publish(Arc::clone(t.snap)));
+            let r = run::run(scenario, duration, per_cc, &s, |t| {
+                p.publish(Arc::clone(t.snap));
+                if let Some(rec) = &mut recordings {
+                    rec.tick(t, &s);
+                }
+            });
             // The run is over: let the UI end too.
             s.store(true, Ordering::Relaxed);
-            r
+            r.map(|r| (r, recordings))
         })
         .context("starting the lab")?;
     let sys = crate::system::SystemInfo::read(None);
@@ -69,6 +92,77 @@ fn with_tui(scenario: Scenario, duration: Duration, stop: &Arc<AtomicBool>) -> R
     let report = runner.join().map_err(|_| Failure::Runtime(anyhow::anyhow!("the lab thread panicked")))?;
     ui?;
     report.map_err(|e| Failure::Runtime(e.into()))
+}
+
+/// The run's polls, a recording per group of flows (`--record DIR`): DIR/<ccs of the group>.
+struct Recordings {
+    /// Each group's recording directory, in run order.
+    dirs: Vec<PathBuf>,
+    /// The group being recorded (0-based) and its recorder.
+    open: Option<(usize, Recorder)>,
+    done: Vec<PathBuf>,
+    sys: SystemInfo,
+    /// The first failure: recording stops there, and so does the run.
+    failed: Option<anyhow::Error>,
+}
+
+impl Recordings {
+    /// A directory per group; none may hold a recording already (a second run would be mixed
+    /// into the first).
+    fn new(dir: &Path, scenario: Scenario, per_cc: usize) -> Result<Recordings, String> {
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        for group in run::groups(&scenario.plan(), per_cc) {
+            let d = dir.join(run::group_name(&group));
+            if d.read_dir().is_ok_and(|mut e| e.next().is_some()) {
+                return Err(format!(
+                    "--record: {} is not empty (a recording of an earlier run?)",
+                    d.display()
+                ));
+            }
+            dirs.push(d);
+        }
+        std::fs::create_dir_all(dir).map_err(|e| format!("--record {}: {e}", dir.display()))?;
+        Ok(Recordings { dirs, open: None, done: Vec::new(), sys: SystemInfo::read(None), failed: None })
+    }
+
+    fn tick(&mut self, t: &run::Tick, stop: &AtomicBool) {
+        if self.failed.is_some() {
+            return;
+        }
+        if let Err(e) = self.write(t) {
+            self.failed = Some(e);
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
+
+    fn write(&mut self, t: &run::Tick) -> anyhow::Result<()> {
+        let group = t.group.0 - 1;
+        if self.open.as_ref().is_none_or(|(g, _)| *g != group) {
+            self.close()?;
+            let dir = self.dirs.get(group).context("a group the plan does not have")?;
+            let rec = Recorder::create(dir, RecordOptions::default(), &self.sys)?;
+            self.open = Some((group, rec));
+        }
+        let (g, rec) = self.open.as_mut().context("no recording open")?;
+        rec.write(t.snap).with_context(|| format!("recording into {}", self.dirs[*g].display()))
+    }
+
+    fn close(&mut self) -> anyhow::Result<()> {
+        if let Some((g, rec)) = self.open.take() {
+            rec.finish().with_context(|| format!("finishing {}", self.dirs[g].display()))?;
+            self.done.push(self.dirs[g].clone());
+        }
+        Ok(())
+    }
+
+    /// Closes the last recording; the directories written, or the first failure.
+    fn finish(mut self) -> anyhow::Result<Vec<PathBuf>> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        self.close()?;
+        Ok(self.done)
+    }
 }
 
 /// "bufferbloat [1/2] cubic  12/120 s  9.61 Mbit/s  RTT 1043 ms".
@@ -117,11 +211,18 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
         (false, Some(d)) => d,
         (false, None) => scenario.guide_duration(),
     };
+    let per_cc = usize::from(a.flows);
+    let mut recordings = match &a.record {
+        Some(dir) => Some(Recordings::new(dir, scenario, per_cc).map_err(Failure::Usage)?),
+        None => None,
+    };
     let stop = super::startup::signals()?;
     let report = if a.tui {
-        with_tui(scenario, duration, &stop)?
+        let (report, rec) = with_tui(scenario, duration, per_cc, &stop, recordings)?;
+        recordings = rec;
+        report
     } else {
-        let runs = scenario.plan().flows.len();
+        let runs = scenario.plan().flows.len() * per_cc;
         let mut err = std::io::stderr();
         // The progress line only on a terminal, and not beside JSON.
         let progress = !a.json && err.is_terminal();
@@ -132,10 +233,13 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
                 duration.as_secs()
             );
         }
-        let report = run::run(scenario, duration, &stop, |t| {
+        let report = run::run(scenario, duration, per_cc, &stop, |t| {
             if progress {
                 let _ =
                     write!(err, "\r{}\x1b[K", progress_line(scenario, t.group, t.elapsed, t.total, t.flows));
+            }
+            if let Some(rec) = &mut recordings {
+                rec.tick(t, &stop);
             }
         });
         if progress {
@@ -143,6 +247,13 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
         }
         report.map_err(|e| Failure::Runtime(e.into()))?
     };
+    if let Some(rec) = recordings {
+        for dir in rec.finish().map_err(Failure::Runtime)? {
+            if !a.json {
+                eprintln!("recorded {}", dir.display());
+            }
+        }
+    }
     if let Some(dir) = &a.plot {
         let files =
             crate::lab::plot::write(&report, dir).map_err(|e| Failure::Runtime(anyhow::anyhow!(e)))?;
@@ -164,6 +275,19 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recordings_are_a_directory_per_group_and_never_mixed_with_an_earlier_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("rec");
+        let r = Recordings::new(&dir, Scenario::Bufferbloat, 5).unwrap();
+        assert_eq!(r.dirs, [dir.join("cubic"), dir.join("bbr")]);
+        assert_eq!(Recordings::new(&dir, Scenario::Ab, 1).unwrap().dirs, [dir.join("bbr+cubic")]);
+        std::fs::create_dir_all(dir.join("bbr")).unwrap();
+        std::fs::write(dir.join("bbr").join("x.polls.parquet"), "").unwrap();
+        let e = Recordings::new(&dir, Scenario::Bufferbloat, 1).err().unwrap();
+        assert!(e.contains("rec/bbr is not empty"), "{e}");
+    }
 
     #[test]
     fn progress_shows_the_flow_time_rate_and_rtt() {

@@ -9,12 +9,14 @@
 
 pub mod args;
 pub mod check;
+pub mod compare;
 pub mod doctor;
 pub mod export;
 pub mod failure;
 pub mod generate;
 pub mod lab;
 pub mod record;
+pub mod replay;
 pub mod snapshot;
 pub mod startup;
 pub mod tui;
@@ -58,6 +60,8 @@ pub enum Command {
     Snapshot(snapshot::SnapshotArgs),
     /// Poll every --interval and stream one JSON object per socket per poll (--ndjson).
     Watch(watch::WatchArgs),
+    /// Compare two recordings, or two time ranges of one: per cc and peer group, with intervals.
+    Compare(compare::CompareArgs),
     /// Record every poll's state into a directory of Parquet files (replay, compare, DuckDB).
     Record(record::RecordArgs),
     /// Check the host's BBR setup: exit 0 all well, 1 warnings, 2 failures.
@@ -68,6 +72,8 @@ pub enum Command {
     Lab(lab::LabArgs),
     /// Serve Prometheus metrics and the JSON API, and push alerts to Alertmanager.
     Export(export::ExportArgs),
+    /// The terminal UI over a recording: play, pause, step, seek, jump to alert onsets.
+    Replay(replay::ReplayArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(generate::CompletionsArgs),
     /// Print the manual page (roff), or write every command's page into a directory.
@@ -101,19 +107,25 @@ pub fn main() -> ExitCode {
 /// The one log sink: stderr, or, while a terminal UI owns the screen, --log.file or nowhere.
 fn init_logging(cli: &Cli) -> Result<(), Failure> {
     use crate::log::{Sink, init};
-    let sink =
-        match &cli.command {
-            None => match &cli.tui.log_file {
-                Some(p) => Sink::File(std::fs::File::create(p).map_err(|e| {
-                    Failure::Runtime(anyhow::anyhow!("opening log file {}: {e}", p.display()))
-                })?),
-                None => Sink::Nowhere,
-            },
-            Some(Command::Lab(l)) if l.tui => Sink::Nowhere,
-            Some(_) => Sink::Stderr,
-        };
+    let sink = match &cli.command {
+        None => ui_sink(cli.tui.log_file.as_deref())?,
+        Some(Command::Replay(r)) => ui_sink(r.log_file.as_deref())?,
+        Some(Command::Lab(l)) if l.tui => Sink::Nowhere,
+        Some(_) => Sink::Stderr,
+    };
     init(cli.log_format, cli.log_level, sink);
     Ok(())
+}
+
+/// Where a terminal UI logs: --log.file, or nowhere (the screen is the UI's).
+fn ui_sink(file: Option<&std::path::Path>) -> Result<crate::log::Sink, Failure> {
+    Ok(match file {
+        Some(p) => crate::log::Sink::File(
+            std::fs::File::create(p)
+                .map_err(|e| Failure::Runtime(anyhow::anyhow!("opening log file {}: {e}", p.display())))?,
+        ),
+        None => crate::log::Sink::Nowhere,
+    })
 }
 
 /// A usage error as one line, like every other failure: clap's message without its usage block.
@@ -131,10 +143,12 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Some(Command::Snapshot(a)) => snapshot::run(a).map(|()| 0),
         Some(Command::Watch(a)) => watch::run(a).map(|()| 0),
         Some(Command::Record(a)) => record::run(a).map(|()| 0),
+        Some(Command::Compare(a)) => compare::run(a).map(|()| 0),
         Some(Command::Doctor(a)) => doctor::run(a),
         Some(Command::Check(a)) => check::run(a),
         Some(Command::Lab(a)) => lab::run(a).map(|()| 0),
         Some(Command::Export(a)) => export::run(a).map(|()| 0),
+        Some(Command::Replay(a)) => replay::run(a).map(|()| 0),
         Some(Command::Completions(a)) => generate::completions(a).map(|()| 0),
         Some(Command::Man(a)) => generate::man(a).map(|()| 0),
         None => tui::run(cli.tui).map(|()| 0),

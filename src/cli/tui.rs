@@ -7,6 +7,7 @@ use super::startup;
 use crate::remote::client::{Client, Roots};
 use crate::remote::target::{self, Target};
 use crate::system::SystemInfo;
+use crate::tui::source::Source;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -137,17 +138,17 @@ fn run_remote(a: &TuiArgs, client: Client) -> Result<(), Failure> {
     .map_err(|e| Failure::Runtime(anyhow::anyhow!("starting the poller: {e}")))?;
     let published = remote.runtime.published();
     published.wait_newer(0, FIRST_FRAME_WAIT);
-    // Until a frame has come, the header names the remote by its address.
+    // Until a frame has come, the remote's host facts are unknown; the header names its URL.
     let unknown = || "?".to_string();
     let sys = remote.system().unwrap_or_else(|| SystemInfo {
-        host: target.host_port.clone(),
+        host: unknown(),
         kernel: unknown(),
         default_cc: unknown(),
         qdisc: unknown(),
         ..SystemInfo::default()
     });
     tracing::info!(remote = target.shown, "connecting");
-    let result = crate::tui::ui_loop(&published, &stop, sys);
+    let result = crate::tui::ui_loop_from(Source::Remote(target.shown.clone()), &published, &stop, sys);
     remote.runtime.stop();
     tracing::info!("exit");
     Ok(result?)

@@ -538,7 +538,9 @@ impl sink::Feed for Engine {
     }
 }
 
-fn sample_of(r: &SocketRecord) -> Sample {
+/// A record's history sample: what the detail pane's charts plot for one poll (the replay
+/// rebuilds history from recorded records with it).
+pub fn sample_of(r: &SocketRecord) -> Sample {
     let i = &r.tcp_info;
     Sample {
         srtt_us: i.srtt_us().unwrap_or(0),

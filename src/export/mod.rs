@@ -5,6 +5,7 @@ pub mod alertmanager;
 pub mod api;
 pub mod auth;
 pub mod frame;
+pub mod hindsight;
 pub mod metrics;
 pub mod probes;
 pub mod process;

@@ -62,6 +62,8 @@ pub struct Options {
     pub telemetry_path: String,
     /// The watched namespace's host facts, which the API's frames carry.
     pub system: crate::system::SystemInfo,
+    /// Hindsight, written on `POST /api/hindsight` (with the API on).
+    pub hindsight: Option<Arc<super::hindsight::Keeper>>,
 }
 
 impl Default for Options {
@@ -74,6 +76,7 @@ impl Default for Options {
             by_pod_namespace: false,
             telemetry_path: "/metrics".into(),
             system: Default::default(),
+            hindsight: None,
         }
     }
 }
@@ -94,6 +97,7 @@ pub struct App {
     frames: Option<(Arc<Frames>, Arc<Semaphore>)>,
     telemetry_path: String,
     landing: Bytes,
+    hindsight: Option<Arc<super::hindsight::Keeper>>,
 }
 
 impl App {
@@ -112,6 +116,7 @@ impl App {
                 .api
                 .then(|| (Arc::new(Frames::new(o.system)), Arc::new(Semaphore::new(FRAME_RESPONSES)))),
             landing: landing(&o.telemetry_path).into(),
+            hindsight: o.hindsight,
             telemetry_path: o.telemetry_path,
         }
     }
@@ -260,8 +265,16 @@ fn landing(telemetry_path: &str) -> String {
 }
 
 /// Paths the server answers itself, which `--web.telemetry-path` cannot take.
-pub const RESERVED_PATHS: [&str; 7] =
-    ["/", "/-/healthy", "/-/ready", "/api/sockets", "/api/alerts", crate::remote::FRAME_PATH, "/runbook"];
+pub const RESERVED_PATHS: [&str; 8] = [
+    "/",
+    "/-/healthy",
+    "/-/ready",
+    "/api/sockets",
+    "/api/alerts",
+    "/api/hindsight",
+    crate::remote::FRAME_PATH,
+    "/runbook",
+];
 
 /// What each alert means and what to do: the README's runbook section, served with the binary so
 /// it matches the version that fired.
@@ -278,7 +291,10 @@ pub fn section<'a>(doc: &'a str, heading: &str) -> &'a str {
 }
 
 async fn handle(app: &App, req: Request<Incoming>) -> Resp {
-    if req.method() != Method::GET && req.method() != Method::HEAD {
+    let hindsight = req.uri().path() == "/api/hindsight";
+    if (req.method() != Method::GET && req.method() != Method::HEAD && !hindsight)
+        || (hindsight && req.method() != Method::POST)
+    {
         return respond(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "Method Not Allowed\n");
     }
     let (snap, now) = (app.published.latest(), std::time::SystemTime::now());
@@ -311,10 +327,29 @@ async fn handle(app: &App, req: Request<Incoming>) -> Resp {
     match req.uri().path() {
         p if p == app.telemetry_path => metrics_response(app, snap, &req).await,
         path @ ("/api/sockets" | "/api/alerts") => api_response(app, snap, path),
+        "/api/hindsight" => hindsight_response(app).await,
         crate::remote::FRAME_PATH => frame_response(app, snap).await,
         "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", *RUNBOOK),
         "/" => respond(StatusCode::OK, "text/html; charset=utf-8", app.landing.clone()),
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "Not Found\n"),
+    }
+}
+
+/// Writes hindsight as a recording on the exporter's disk (`--hindsight.dir`); answers where, and
+/// what it holds. With the API only: it is the same kind of door.
+async fn hindsight_response(app: &App) -> Resp {
+    let (Some(keeper), Some(_)) = (&app.hindsight, &app.api) else {
+        return respond(
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "Not Found: hindsight is written over HTTP with --web.enable-api and --hindsight.window above 0\n",
+        );
+    };
+    let keeper = Arc::clone(keeper);
+    match tokio::task::spawn_blocking(move || keeper.dump()).await {
+        Ok(Ok(d)) => json(&d),
+        Ok(Err(e)) => respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", format!("{e:#}\n")),
+        Err(_) => respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", "hindsight failed\n"),
     }
 }
 

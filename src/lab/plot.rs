@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 const SIZE: (u32, u32) = (900, 480);
 
-/// A colour per congestion control, the same in both plots.
-fn colour(cc: &str) -> RGBColor {
+/// A colour per congestion control, the same in every plot (`compare`'s too).
+pub fn colour(cc: &str) -> RGBColor {
     match cc {
         "bbr" => RGBColor(31, 119, 180),
         "cubic" => RGBColor(214, 39, 40),
@@ -89,9 +89,9 @@ pub fn rtt_over_time(r: &Report) -> Result<String, String> {
     Ok(svg)
 }
 
-/// The fraction of samples at or below each RTT: (ms, fraction) steps, sorted.
-pub fn cdf(series: &[(f64, f64)]) -> Vec<(f64, f64)> {
-    let mut v: Vec<f64> = series.iter().map(|p| p.1).collect();
+/// The fraction of samples at or below each value: (value, fraction) steps, sorted.
+pub fn cdf(values: impl IntoIterator<Item = f64>) -> Vec<(f64, f64)> {
+    let mut v: Vec<f64> = values.into_iter().collect();
     v.sort_by(f64::total_cmp);
     let n = v.len() as f64;
     v.iter().enumerate().map(|(i, ms)| (*ms, (i + 1) as f64 / n)).collect()
@@ -120,7 +120,12 @@ pub fn rtt_cdf(r: &Report) -> Result<String, String> {
             .y_desc("fraction of samples")
             .draw()
             .map_err(err)?;
-        flow_lines(&mut chart, &r.flows, |f| cdf(&f.series), SeriesLabelPosition::LowerRight)?;
+        flow_lines(
+            &mut chart,
+            &r.flows,
+            |f| cdf(f.series.iter().map(|p| p.1)),
+            SeriesLabelPosition::LowerRight,
+        )?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -159,9 +164,9 @@ mod tests {
 
     #[test]
     fn cdf_steps() {
-        let c = cdf(&[(0.0, 3.0), (0.1, 1.0), (0.2, 2.0), (0.3, 2.0)]);
+        let c = cdf([3.0, 1.0, 2.0, 2.0]);
         assert_eq!(c, [(1.0, 0.25), (2.0, 0.5), (2.0, 0.75), (3.0, 1.0)]);
-        assert!(cdf(&[]).is_empty());
+        assert!(cdf([]).is_empty());
     }
 
     #[test]

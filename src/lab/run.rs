@@ -47,21 +47,36 @@ pub struct Tick<'a> {
     pub total: Duration,
 }
 
-/// Runs `scenario` for `duration` per flow (or for all flows together). `stop` ends it early;
-/// `on_tick` sees every sample.
+/// The groups of flows that run together, in turn: each flow of the plan alone (sequential) or
+/// all at once, with `per_cc` parallel connections of each flow's cc in its group.
+pub fn groups(plan: &Plan, per_cc: usize) -> Vec<Vec<&'static str>> {
+    let times = |ccs: &[&'static str]| ccs.iter().flat_map(|cc| std::iter::repeat_n(*cc, per_cc)).collect();
+    if plan.sequential { plan.flows.iter().map(|f| times(&[*f])).collect() } else { vec![times(&plan.flows)] }
+}
+
+/// A group's name: its ccs, each once, in order, joined by "+" ("cubic", "bbr+cubic").
+pub fn group_name(group: &[&str]) -> String {
+    let mut ccs: Vec<&str> = Vec::new();
+    for cc in group {
+        if !ccs.contains(cc) {
+            ccs.push(cc);
+        }
+    }
+    ccs.join("+")
+}
+
+/// Runs `scenario` for `duration` per flow (or for all flows together), each flow as `per_cc`
+/// parallel connections (1: the guide's run). `stop` ends it early; `on_tick` sees every sample.
 pub fn run(
     scenario: Scenario,
     duration: Duration,
+    per_cc: usize,
     stop: &AtomicBool,
     mut on_tick: impl FnMut(&Tick),
 ) -> Result<Report, LabError> {
     let plan = scenario.plan();
     let mut path = String::new();
-    let groups: Vec<Vec<&str>> = if plan.sequential {
-        plan.flows.iter().map(|f| vec![*f]).collect()
-    } else {
-        vec![plan.flows.clone()]
-    };
+    let groups = groups(&plan, per_cc);
     let mut results = Vec::new();
     let n = groups.len();
     for (i, group) in groups.into_iter().enumerate() {
@@ -140,4 +155,20 @@ fn run_group(
         .collect();
     scenario::set_shares(&mut results);
     Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flows_per_cc_multiply_each_group() {
+        let bloat = Scenario::Bufferbloat.plan();
+        assert_eq!(groups(&bloat, 1), [vec!["cubic"], vec!["bbr"]]);
+        assert_eq!(groups(&bloat, 3), [vec!["cubic"; 3], vec!["bbr"; 3]]);
+        let ab = groups(&Scenario::Ab.plan(), 2);
+        assert_eq!(ab, [vec!["bbr", "bbr", "cubic", "cubic"]]);
+        assert_eq!(group_name(&ab[0]), "bbr+cubic");
+        assert_eq!(group_name(&groups(&bloat, 3)[0]), "cubic");
+    }
 }

@@ -241,18 +241,22 @@ impl Report {
         duration: Duration,
         flows: Vec<FlowResult>,
     ) -> Report {
-        let get = |cc: &str| flows.iter().find(|f| f.cc == cc);
-        let (c, b) = (get("cubic"), get("bbr"));
+        // A cc's flows (several with `--flows N`): the median of their median RTTs, and their
+        // throughput together.
+        let of = |cc: &'static str| flows.iter().filter(move |f| f.cc == cc);
+        let rtt = |cc: &'static str| {
+            let mut v: Vec<f64> = of(cc).filter_map(|f| f.rtt_p50_ms).collect();
+            v.sort_by(f64::total_cmp);
+            percentile(&v, 50.0)
+        };
+        let throughput = |cc: &'static str| of(cc).map(|f| f.throughput_bits_per_sec).reduce(|a, b| a + b);
         let ratio = |x: Option<f64>, y: Option<f64>| match (x, y) {
             (Some(x), Some(y)) if y > 0.0 => Some(x / y),
             _ => None,
         };
         Report {
-            cubic_over_bbr_rtt_p50: ratio(c.and_then(|f| f.rtt_p50_ms), b.and_then(|f| f.rtt_p50_ms)),
-            bbr_over_cubic_throughput: ratio(
-                b.map(|f| f.throughput_bits_per_sec),
-                c.map(|f| f.throughput_bits_per_sec),
-            ),
+            cubic_over_bbr_rtt_p50: ratio(rtt("cubic"), rtt("bbr")),
+            bbr_over_cubic_throughput: ratio(throughput("bbr"), throughput("cubic")),
             published: scenario.published(),
             scenario,
             plan,
@@ -344,5 +348,24 @@ mod tests {
         let text = r.render();
         assert!(text.contains("median RTT, CUBIC / BBR: 11.1x"), "{text}");
         assert!(text.contains("1.09 s"), "{text}");
+    }
+
+    /// With several flows per cc, the ratios take each cc's flows together: the median of their
+    /// median RTTs, the sum of their throughputs.
+    #[test]
+    fn report_ratios_over_several_flows_per_cc() {
+        let d = Duration::from_secs(10);
+        let flow = |cc, ms: u32, bytes| FlowResult::from_samples(cc, vec![ms * 1000; 5], bytes, d, 0);
+        let flows = vec![
+            flow("cubic", 900, 2_500_000),
+            flow("cubic", 1000, 2_500_000),
+            flow("cubic", 1100, 5_000_000),
+            flow("bbr", 50, 5_000_000),
+            flow("bbr", 100, 5_000_000),
+        ];
+        let s = Scenario::Bufferbloat;
+        let r = Report::new(s, s.plan(), "test".into(), d, flows);
+        assert_eq!(r.cubic_over_bbr_rtt_p50, Some(20.0));
+        assert_eq!(r.bbr_over_cubic_throughput, Some(1.0));
     }
 }

@@ -2,17 +2,22 @@
 //! each socket's values sit in one dictionary and repeat in the same place poll after poll) and
 //! the metadata every file carries.
 
+use super::{polls, sockets};
+use crate::engine::kernel::ClosedFlow;
+use crate::engine::snapshot::Snapshot;
 use crate::rule::RuleConfig;
 use crate::system::SystemInfo;
 use anyhow::Context;
 use arrow_array::RecordBatch;
 use arrow_schema::Schema;
 use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 use std::io::Write;
 use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 /// The recording format's version, in every file's metadata.
 pub const FORMAT: &str = "1";
@@ -55,20 +60,94 @@ impl Meta {
 /// Rows in one row group, at most: a chunk is one row group unless it is huge.
 const ROW_GROUP_ROWS: usize = 64 << 20;
 
-/// A Parquet stream of `schema` into `out`.
+/// The column that differs from socket to socket but not from poll to poll, and whose rows are
+/// sorted: its deltas are small, where a dictionary would spend an index on every row. (Inodes
+/// are not in cookie order: a dictionary serves them better.)
+const DELTA: [&str; 1] = ["cookie"];
+
+/// A Parquet stream of `schema` into `out`. Pages keep Parquet's default of 20,000 rows: a
+/// dictionary-encoded column holds 8 bytes per row of its page in memory until the page is
+/// written, so longer pages (better compressed) would cost memory in proportion to the chunk.
 pub fn writer<W: Write + Send>(out: W, schema: Schema, meta: &Meta) -> anyhow::Result<ArrowWriter<W>> {
-    let props = WriterProperties::builder()
+    let mut props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
-        // Pages end by size only (1 MiB), not after the default 20,000 rows: a page then spans
-        // many polls, and zstd finds an idle socket's values where they were a poll before.
-        .set_data_page_row_count_limit(usize::MAX)
-        .set_key_value_metadata(Some(meta.key_values()))
-        .build();
-    Ok(ArrowWriter::try_new(out, Arc::new(schema), Some(props))?)
+        .set_key_value_metadata(Some(meta.key_values()));
+    for col in DELTA.into_iter().filter(|c| schema.field_with_name(c).is_ok()) {
+        let path = ColumnPath::from(col);
+        props = props
+            .set_column_dictionary_enabled(path.clone(), false)
+            .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+    }
+    Ok(ArrowWriter::try_new(out, Arc::new(schema), Some(props.build()))?)
 }
 
 /// One batch, written.
 pub fn write(w: &mut ArrowWriter<impl Write + Send>, b: &RecordBatch) -> anyhow::Result<()> {
     w.write(b).context("writing Parquet")
+}
+
+/// A chunk being written: its two tables, into files (a recording) or memory (hindsight).
+pub struct Pair<W: Write + Send> {
+    sockets: ArrowWriter<W>,
+    polls: ArrowWriter<W>,
+    pub meta: Meta,
+    /// The first poll's time, and how many polls so far.
+    pub started: SystemTime,
+    pub polls_written: u64,
+}
+
+impl<W: Write + Send> Pair<W> {
+    pub fn new(sockets: W, polls: W, meta: Meta, started: SystemTime) -> anyhow::Result<Pair<W>> {
+        Ok(Pair {
+            sockets: writer(sockets, sockets::schema(), &meta)?,
+            polls: writer(polls, polls::schema(), &meta)?,
+            meta,
+            started,
+            polls_written: 0,
+        })
+    }
+
+    /// Adds one poll, with the closed flows to write beside it.
+    pub fn write(&mut self, snap: &Snapshot, closed: &[ClosedFlow]) -> anyhow::Result<()> {
+        write(
+            &mut self.sockets,
+            &sockets::batch(snap.seq, crate::units::unix_ms(snap.taken_at), &snap.sockets)?,
+        )?;
+        write(&mut self.polls, &polls::batch(&[polls::Poll { snap, closed }])?)?;
+        self.polls_written += 1;
+        Ok(())
+    }
+
+    /// Whether `snap` belongs in a new chunk: this one is `chunk` long, or the metadata changed.
+    pub fn ends_before(&self, snap: &Snapshot, meta: &Meta, chunk: Duration) -> bool {
+        self.meta != *meta || snap.taken_at.duration_since(self.started).unwrap_or_default() >= chunk
+    }
+
+    /// Memory the encoders hold for the rows not yet written out.
+    pub fn in_memory(&self) -> usize {
+        self.sockets.memory_size() + self.polls.memory_size()
+    }
+
+    /// Both files, finished: sockets, then polls.
+    pub fn finish(self) -> anyhow::Result<(W, W)> {
+        Ok((
+            self.sockets.into_inner().context("finishing a chunk")?,
+            self.polls.into_inner().context("finishing a chunk")?,
+        ))
+    }
+}
+
+/// The closed flows of `snap` not written yet (each is written once, at the first poll that
+/// lists it); moves `written` to the newest.
+pub fn fresh_closed(snap: &Snapshot, written: &mut u64) -> Vec<ClosedFlow> {
+    let fresh = snap.closed.iter().filter(|c| c.seq > *written).cloned().collect();
+    *written = (*written).max(snap.closed.iter().map(|c| c.seq).max().unwrap_or(0));
+    fresh
+}
+
+/// `20261123T171000Z-42`: a chunk's first poll, in UTC, and its number.
+pub fn stem_of(at: SystemTime, seq: u64) -> String {
+    let t = humantime::format_rfc3339_seconds(at).to_string().replace(['-', ':'], "");
+    format!("{t}-{seq}")
 }

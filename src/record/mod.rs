@@ -11,11 +11,13 @@
 mod chunk;
 mod columns;
 pub mod frame;
+pub mod hindsight;
 pub mod polls;
 pub mod reader;
 pub mod sockets;
 pub mod writer;
 
+pub use hindsight::{Hindsight, HindsightOptions};
 pub use reader::{PollIndex, Recording};
 pub use writer::{RecordOptions, Recorder};
 

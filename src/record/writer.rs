@@ -4,12 +4,8 @@
 //! chunk being written. One recorder per directory: a lock file says so.
 
 use super::chunk::{self, Meta};
-use super::{polls, sockets};
-use crate::engine::kernel::ClosedFlow;
 use crate::engine::snapshot::Snapshot;
-use crate::units::unix_ms;
 use anyhow::Context;
-use parquet::arrow::ArrowWriter;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -34,21 +30,18 @@ impl Default for RecordOptions {
 
 pub const SOCKETS_SUFFIX: &str = ".sockets.parquet";
 pub const POLLS_SUFFIX: &str = ".polls.parquet";
-const TMP: &str = ".tmp";
+pub(super) const TMP: &str = ".tmp";
 const LOCK: &str = ".bbrtop-record.lock";
 
-/// The chunk under way.
+/// The chunk under way, and its files' name.
 struct Open {
+    pair: chunk::Pair<BufWriter<File>>,
     stem: String,
-    started: SystemTime,
-    sockets: ArrowWriter<BufWriter<File>>,
-    polls: ArrowWriter<BufWriter<File>>,
 }
 
 pub struct Recorder {
     dir: PathBuf,
     opts: RecordOptions,
-    meta: Option<Meta>,
     system: crate::system::SystemInfo,
     open: Option<Open>,
     /// The newest closed flow written: each is written once, at the first poll that lists it.
@@ -80,7 +73,6 @@ impl Recorder {
         Ok(Recorder {
             dir: dir.to_path_buf(),
             opts,
-            meta: None,
             system: system.clone(),
             open: None,
             closed_seq: 0,
@@ -93,20 +85,15 @@ impl Recorder {
     /// is `chunk` or more after the chunk's first.
     pub fn write(&mut self, snap: &Snapshot) -> anyhow::Result<()> {
         let meta = Meta { system: self.system.clone(), rule: snap.rule };
-        let due = |o: &Open| snap.taken_at.duration_since(o.started).unwrap_or_default() >= self.opts.chunk;
-        if self.meta.as_ref().is_some_and(|m| *m != meta) || self.open.as_ref().is_some_and(due) {
+        if self.open.as_ref().is_some_and(|o| o.pair.ends_before(snap, &meta, self.opts.chunk)) {
             self.close()?;
         }
-        if self.open.is_none() {
-            self.open = Some(self.start(snap, &meta)?);
-            self.meta = Some(meta);
-        }
-        let open = self.open.as_mut().expect("opened above");
-        let fresh: Vec<ClosedFlow> =
-            snap.closed.iter().filter(|c| c.seq > self.closed_seq).cloned().collect();
-        self.closed_seq = self.closed_seq.max(snap.closed.iter().map(|c| c.seq).max().unwrap_or(0));
-        chunk::write(&mut open.sockets, &sockets::batch(snap.seq, unix_ms(snap.taken_at), &snap.sockets)?)?;
-        chunk::write(&mut open.polls, &polls::batch(&[polls::Poll { snap, closed: &fresh }])?)
+        let open = match &mut self.open {
+            Some(o) => o,
+            None => self.open.insert(self.start(snap, meta)?),
+        };
+        let fresh = chunk::fresh_closed(snap, &mut self.closed_seq);
+        open.pair.write(snap, &fresh)
     }
 
     /// Closes the chunk under way; the bytes this recorder wrote, in all.
@@ -115,33 +102,24 @@ impl Recorder {
         Ok(self.written)
     }
 
-    fn start(&self, snap: &Snapshot, meta: &Meta) -> anyhow::Result<Open> {
-        let stem = unique_stem(&self.dir, &stem_of(snap.taken_at, snap.seq));
+    fn start(&self, snap: &Snapshot, meta: Meta) -> anyhow::Result<Open> {
+        let stem = unique_stem(&self.dir, &chunk::stem_of(snap.taken_at, snap.seq));
         let create = |suffix: &str| -> anyhow::Result<BufWriter<File>> {
             let p = self.dir.join(format!("{stem}{suffix}{TMP}"));
             Ok(BufWriter::new(File::create(&p).with_context(|| format!("creating {}", p.display()))?))
         };
-        Ok(Open {
-            sockets: chunk::writer(create(SOCKETS_SUFFIX)?, sockets::schema(), meta)?,
-            polls: chunk::writer(create(POLLS_SUFFIX)?, polls::schema(), meta)?,
-            started: snap.taken_at,
-            stem,
-        })
+        let pair = chunk::Pair::new(create(SOCKETS_SUFFIX)?, create(POLLS_SUFFIX)?, meta, snap.taken_at)?;
+        Ok(Open { pair, stem })
     }
 
     /// Finishes both files, renames them (polls last), and applies retention.
     fn close(&mut self) -> anyhow::Result<()> {
         let Some(open) = self.open.take() else { return Ok(()) };
-        for (w, suffix) in [(open.sockets, SOCKETS_SUFFIX), (open.polls, POLLS_SUFFIX)] {
-            let file =
-                w.into_inner().context("finishing a chunk")?.into_inner().context("finishing a chunk")?;
-            file.sync_all().context("syncing a chunk")?;
-            self.written += file.metadata().map_or(0, |m| m.len());
-            let tmp = self.dir.join(format!("{}{suffix}{TMP}", open.stem));
-            std::fs::rename(&tmp, self.dir.join(format!("{}{suffix}", open.stem)))
-                .with_context(|| format!("renaming {}", tmp.display()))?;
+        let (sockets, polls) = open.pair.finish()?;
+        for (w, suffix) in [(sockets, SOCKETS_SUFFIX), (polls, POLLS_SUFFIX)] {
+            let file = w.into_inner().context("finishing a chunk")?;
+            self.written += put_in_place(&self.dir, &open.stem, suffix, file)?;
         }
-        self.meta = None;
         retain(&self.dir, &self.opts, SystemTime::now())
     }
 }
@@ -155,14 +133,17 @@ impl Drop for Recorder {
     }
 }
 
-/// `20261123T171000Z-42`: the chunk's first poll, in UTC, and its number.
-fn stem_of(at: SystemTime, seq: u64) -> String {
-    let t = humantime::format_rfc3339_seconds(at).to_string().replace(['-', ':'], "");
-    format!("{t}-{seq}")
+/// Syncs a chunk's file written as `<stem><suffix>.tmp` and gives it its name; its size.
+pub(super) fn put_in_place(dir: &Path, stem: &str, suffix: &str, file: File) -> anyhow::Result<u64> {
+    file.sync_all().context("syncing a chunk")?;
+    let tmp = dir.join(format!("{stem}{suffix}{TMP}"));
+    std::fs::rename(&tmp, dir.join(format!("{stem}{suffix}")))
+        .with_context(|| format!("renaming {}", tmp.display()))?;
+    Ok(file.metadata().map_or(0, |m| m.len()))
 }
 
 /// `stem`, or `stem.N` if a chunk of that name exists (a restarted bbrtop numbers polls anew).
-fn unique_stem(dir: &Path, stem: &str) -> String {
+pub(super) fn unique_stem(dir: &Path, stem: &str) -> String {
     let taken = |s: &str| {
         dir.join(format!("{s}{POLLS_SUFFIX}")).exists() || dir.join(format!("{s}{SOCKETS_SUFFIX}")).exists()
     };
@@ -253,8 +234,8 @@ mod tests {
     #[test]
     fn stems_sort_by_time() {
         let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000);
-        let a = stem_of(t, 9);
-        let b = stem_of(t + Duration::from_secs(61), 70);
+        let a = chunk::stem_of(t, 9);
+        let b = chunk::stem_of(t + Duration::from_secs(61), 70);
         assert!(a < b, "{a} {b}");
         assert!(!a.contains(':'), "{a}");
     }

@@ -4,6 +4,7 @@
 use crate::engine::snapshot::{Snapshot, SocketView};
 use crate::filter::Filter;
 use crate::model::Cookie;
+use crate::replay::Control;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -179,13 +180,25 @@ pub enum Action {
     /// Show the table's columns from one further right / left (LOCAL stays).
     ScrollRight,
     ScrollLeft,
+    /// A replay's time control, handed to its player.
+    Time(Control),
+    /// Type a time to go to (replay).
+    StartGoto,
 }
 
-/// Whether keys go to the filter line or to the commands.
+/// Whether keys go to the prompt line (a filter, a time) or to the commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Normal,
     Filtering,
+}
+
+/// What the prompt line is typed for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prompt {
+    Filter,
+    /// A replay's time to go to.
+    Time,
 }
 
 #[derive(Clone, Debug)]
@@ -199,10 +212,15 @@ pub struct App {
     /// The filter in force, and the words it came from.
     pub filter: Filter,
     pub filter_text: String,
-    /// The line being typed after `/`.
+    /// The line being typed after `/` (or `g`, see `prompt`).
     pub editing: Option<String>,
+    pub prompt: Prompt,
     /// Why the last filter did not parse (the previous one stays in force).
     pub filter_error: Option<String>,
+    /// Why the last time typed did not parse.
+    pub time_error: Option<String>,
+    /// A time control for the replay's player, taken by the loop.
+    pub control: Option<Control>,
     pub frozen: Option<Arc<Snapshot>>,
     pub detail: bool,
     pub help: bool,
@@ -224,7 +242,10 @@ impl Default for App {
             filter: Filter::default(),
             filter_text: String::new(),
             editing: None,
+            prompt: Prompt::Filter,
             filter_error: None,
+            time_error: None,
+            control: None,
             frozen: None,
             detail: false,
             help: false,
@@ -246,7 +267,7 @@ impl App {
     }
 
     /// Applies one action. `rows` is how many sockets the table shows now; `latest` is what a
-    /// freeze captures.
+    /// freeze captures (and, in a replay, the poll a time of day is taken on).
     pub fn update(&mut self, action: Action, rows: usize, latest: &Arc<Snapshot>) {
         match action {
             Action::Quit => self.quit = true,
@@ -256,7 +277,15 @@ impl App {
             Action::NextSort => self.sort = self.sort.step(1),
             Action::PrevSort => self.sort = self.sort.step(-1),
             Action::ReverseSort => self.descending = !self.descending,
-            Action::StartFilter => self.editing = Some(self.filter_text.clone()),
+            Action::StartFilter => {
+                self.editing = Some(self.filter_text.clone());
+                self.prompt = Prompt::Filter;
+            }
+            Action::StartGoto => {
+                self.editing = Some(String::new());
+                self.prompt = Prompt::Time;
+                self.time_error = None;
+            }
             Action::FilterChar(c) => {
                 if let Some(e) = &mut self.editing {
                     e.push(c);
@@ -267,6 +296,7 @@ impl App {
                     e.pop();
                 }
             }
+            Action::FilterApply if self.prompt == Prompt::Time => self.apply_time(latest),
             Action::FilterApply => self.apply_filter(),
             Action::FilterCancel => self.editing = None,
             Action::ClearFilter => {
@@ -286,6 +316,19 @@ impl App {
             Action::ToggleHelp => self.help = !self.help,
             Action::ScrollRight => self.col_offset = (self.col_offset + 1).min(Column::ALL.len() - 2),
             Action::ScrollLeft => self.col_offset = self.col_offset.saturating_sub(1),
+            Action::Time(c) => {
+                self.time_error = None;
+                self.control = Some(c);
+            }
+        }
+    }
+
+    /// The time typed becomes a control for the player; one that does not parse is reported.
+    fn apply_time(&mut self, shown: &Snapshot) {
+        let text = self.editing.take().unwrap_or_default();
+        match crate::replay::parse_time(&text, shown.taken_at) {
+            Ok(t) => self.control = Some(Control::Goto(t)),
+            Err(e) => self.time_error = Some(e),
         }
     }
 

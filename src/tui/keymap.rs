@@ -1,6 +1,8 @@
-//! Keys to actions: one table, which the help overlay is generated from.
+//! Keys to actions: one table, and one more for a replay's time controls, which the help
+//! overlay is generated from.
 
 use super::app::{Action, Mode, View};
+use crate::replay::Control;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 /// (key, modifiers, action, what the help says).
@@ -36,18 +38,50 @@ pub const BINDINGS: &[Binding] = &[
     (KeyCode::Char('c'), NONE, Action::ClearFilter, "clear the filter"),
     (KeyCode::Char('f'), NONE, Action::ToggleFreeze, "freeze / unfreeze the display"),
     (KeyCode::Enter, NONE, Action::ToggleDetail, "open / close the detail pane"),
-    (KeyCode::Char('1'), NONE, Action::Show(View::Sockets), "sockets"),
-    (KeyCode::Char('2'), NONE, Action::Show(View::Compare), "BBR vs CUBIC, per cc"),
-    (KeyCode::Char('3'), NONE, Action::Show(View::Alerts), "alerts"),
-    (KeyCode::Char('4'), NONE, Action::Show(View::Closed), "closed flows (eBPF)"),
-    (KeyCode::Char('5'), NONE, Action::Show(View::Places), "where: per pod, namespace or cgroup"),
+    (KeyCode::Char('1'), NONE, Action::Show(View::Sockets), VIEWS),
+    (KeyCode::Char('2'), NONE, Action::Show(View::Compare), VIEWS),
+    (KeyCode::Char('3'), NONE, Action::Show(View::Alerts), VIEWS),
+    (KeyCode::Char('4'), NONE, Action::Show(View::Closed), VIEWS),
+    (KeyCode::Char('5'), NONE, Action::Show(View::Places), VIEWS),
     (KeyCode::Tab, NONE, Action::NextView, "next view"),
     (KeyCode::Char('?'), NONE, Action::ToggleHelp, "this help"),
     (KeyCode::Char('h'), NONE, Action::ToggleHelp, "this help"),
 ];
 
-/// The action a key means in `mode`, if any.
-pub fn action(mode: Mode, key: KeyEvent) -> Option<Action> {
+/// The views' keys share one line of help.
+const VIEWS: &str = "sockets, BBR vs CUBIC, alerts, closed flows (eBPF), where";
+
+/// A replay's time controls, before [`BINDINGS`]: `f` pauses (there is nothing live to freeze).
+pub const REPLAY_BINDINGS: &[Binding] = &[
+    (KeyCode::Char(' '), NONE, Action::Time(Control::TogglePause), "pause / play"),
+    (KeyCode::Char('f'), NONE, Action::Time(Control::TogglePause), "pause / play"),
+    (KeyCode::Char('.'), NONE, Action::Time(Control::Step(1)), "one poll forward / back (pauses)"),
+    (KeyCode::Char(','), NONE, Action::Time(Control::Step(-1)), "one poll forward / back (pauses)"),
+    (KeyCode::Char(']'), NONE, Action::Time(Control::Skip(10)), "10 s forward / back"),
+    (KeyCode::Char('['), NONE, Action::Time(Control::Skip(-10)), "10 s forward / back"),
+    (KeyCode::Char('}'), NONE, Action::Time(Control::Skip(60)), "1 min forward / back"),
+    (KeyCode::Char('{'), NONE, Action::Time(Control::Skip(-60)), "1 min forward / back"),
+    (KeyCode::Char('g'), NONE, Action::StartGoto, "go to a time: HH:MM:SS (UTC) or RFC 3339"),
+    (KeyCode::Char('n'), NONE, Action::Time(Control::Onset { forward: true }), "next / previous alert onset"),
+    (
+        KeyCode::Char('N'),
+        SHIFT,
+        Action::Time(Control::Onset { forward: false }),
+        "next / previous alert onset",
+    ),
+    (KeyCode::Char('+'), NONE, Action::Time(Control::Faster), "play faster / slower (x2)"),
+    (KeyCode::Char('-'), NONE, Action::Time(Control::Slower), "play faster / slower (x2)"),
+];
+
+/// The bindings in force: a replay's time controls first (they take `f`), then the rest.
+pub fn bindings(replay: bool) -> impl Iterator<Item = &'static Binding> {
+    let time: &[Binding] = if replay { REPLAY_BINDINGS } else { &[] };
+    time.iter()
+        .chain(BINDINGS.iter().filter(move |b| !(replay && time.iter().any(|t| t.0 == b.0 && t.1 == b.1))))
+}
+
+/// The action a key means in `mode`, if any; `replay` adds the time controls.
+pub fn action(mode: Mode, key: KeyEvent, replay: bool) -> Option<Action> {
     if mode == Mode::Filtering {
         return match key.code {
             KeyCode::Enter => Some(Action::FilterApply),
@@ -63,8 +97,7 @@ pub fn action(mode: Mode, key: KeyEvent) -> Option<Action> {
     }
     // Shift is implied by an upper-case letter on some terminals and not on others.
     let mods = key.modifiers - SHIFT;
-    BINDINGS
-        .iter()
+    bindings(replay)
         .find(|(code, m, _, _)| *code == key.code && (*m - SHIFT) == mods)
         .map(|(_, _, a, _)| a.clone())
 }
@@ -98,18 +131,52 @@ mod tests {
             (Mode::Filtering, KeyCode::Char('c'), CTRL, Some(Action::Quit)),
         ];
         for (mode, code, m, want) in cases {
-            assert_eq!(action(*mode, key(*code, *m)), *want, "{mode:?} {code:?} {m:?}");
+            assert_eq!(action(*mode, key(*code, *m), false), *want, "{mode:?} {code:?} {m:?}");
         }
     }
 
     #[test]
-    fn every_view_has_a_key_and_no_key_is_bound_twice() {
-        let b = BINDINGS;
-        for v in View::ALL {
-            assert!(b.iter().any(|(_, _, a, _)| *a == Action::Show(v)), "{v:?}");
+    fn a_replay_adds_time_controls_and_f_pauses() {
+        let time = |c| Some(Action::Time(c));
+        let cases: &[(KeyCode, KeyModifiers, Option<Action>, Option<Action>)] = &[
+            (KeyCode::Char(' '), NONE, None, time(Control::TogglePause)),
+            (KeyCode::Char('f'), NONE, Some(Action::ToggleFreeze), time(Control::TogglePause)),
+            (KeyCode::Char('.'), NONE, None, time(Control::Step(1))),
+            (KeyCode::Char(','), NONE, None, time(Control::Step(-1))),
+            (KeyCode::Char(']'), NONE, None, time(Control::Skip(10))),
+            (KeyCode::Char('{'), SHIFT, None, time(Control::Skip(-60))),
+            (KeyCode::Char('g'), NONE, None, Some(Action::StartGoto)),
+            (KeyCode::Char('n'), NONE, None, time(Control::Onset { forward: true })),
+            (KeyCode::Char('N'), SHIFT, None, time(Control::Onset { forward: false })),
+            (KeyCode::Char('q'), NONE, Some(Action::Quit), Some(Action::Quit)),
+            (KeyCode::Char('/'), NONE, Some(Action::StartFilter), Some(Action::StartFilter)),
+        ];
+        for (code, m, live, replay) in cases {
+            assert_eq!(action(Mode::Normal, key(*code, *m), false), *live, "live {code:?}");
+            assert_eq!(action(Mode::Normal, key(*code, *m), true), *replay, "replay {code:?}");
         }
-        for (i, (c, m, _, _)) in b.iter().enumerate() {
-            assert!(!b[i + 1..].iter().any(|(c2, m2, _, _)| c2 == c && m2 == m), "{c:?} bound twice");
+        // Typing a time: the keys are text.
+        assert_eq!(
+            action(Mode::Filtering, key(KeyCode::Char('n'), NONE), true),
+            Some(Action::FilterChar('n'))
+        );
+        assert_eq!(
+            bindings(true).filter(|b| b.2 == Action::ToggleFreeze).count(),
+            0,
+            "no freeze in a replay"
+        );
+    }
+
+    #[test]
+    fn every_view_has_a_key_and_no_key_is_bound_twice() {
+        for v in View::ALL {
+            assert!(BINDINGS.iter().any(|(_, _, a, _)| *a == Action::Show(v)), "{v:?}");
+        }
+        for replay in [false, true] {
+            let b: Vec<_> = bindings(replay).collect();
+            for (i, (c, m, _, _)) in b.iter().enumerate() {
+                assert!(!b[i + 1..].iter().any(|(c2, m2, _, _)| c2 == c && m2 == m), "{c:?} bound twice");
+            }
         }
     }
 }

@@ -1,22 +1,28 @@
-//! The live terminal UI. The poller runs on its own thread; this loop only reads the latest
-//! snapshot (an `Arc` clone), draws, and turns keys into actions. It knows nothing of commands,
-//! collectors or the lab: `cli` starts those and hands it what to show.
+//! The terminal UI, live or over a recording. Live, the poller runs on its own thread and this
+//! loop only reads the latest snapshot (an `Arc` clone), draws, and turns keys into actions; in a
+//! replay, the player hands it the poll due and takes its time controls. It knows nothing of
+//! commands, collectors or the lab: `cli` starts those and hands it what to show.
 
 pub mod app;
 pub mod keymap;
 pub mod procs;
 pub mod render;
+pub mod source;
 pub use crate::system;
 mod tty;
 
+pub use source::Source;
+
 use crate::engine::snapshot::Snapshot;
+use crate::replay::{Control, Player, Polls, Status};
 use crate::runtime::Published;
 use anyhow::Context;
 use app::App;
 use crossterm::event::{self, Event, KeyEventKind};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Restores the terminal when dropped: on q, on errors, and (through ratatui's hook) on panic.
 struct TerminalGuard;
@@ -27,12 +33,91 @@ impl Drop for TerminalGuard {
     }
 }
 
-/// Set by the panic hook `ui_loop` installs.
+/// Set by the panic hook the loop installs.
 static PANICKED: AtomicBool = AtomicBool::new(false);
 
-/// Draws `published` snapshots until q, Ctrl-C or `stop` (a signal, or the end of a lab run).
-/// `sys` is the header's host facts (those of the watched namespace).
+/// Draws `published` snapshots of this host until q, Ctrl-C or `stop` (a signal, or the end of a
+/// lab run). `sys` is the header's host facts (those of the watched namespace).
 pub fn ui_loop(published: &Published, stop: &AtomicBool, sys: system::SystemInfo) -> anyhow::Result<()> {
+    ui_loop_from(Source::Local, published, stop, sys)
+}
+
+/// [`ui_loop`] for a live source other than this host (a remote exporter): the header names it,
+/// and processes are not looked up here.
+pub fn ui_loop_from(
+    source: Source,
+    published: &Published,
+    stop: &AtomicBool,
+    sys: system::SystemInfo,
+) -> anyhow::Result<()> {
+    run(&mut Live(published), &source, stop, &sys)
+}
+
+/// A recording's player in the TUI, with its time controls, until q, Ctrl-C or `stop`. `sys` is
+/// the host facts of the recording; `path` is named in the header.
+pub fn replay_loop<P: Polls>(
+    player: &mut Player<P>,
+    path: &Path,
+    stop: &AtomicBool,
+    sys: system::SystemInfo,
+) -> anyhow::Result<()> {
+    run(player, &Source::Recording(path.to_path_buf()), stop, &sys)
+}
+
+/// Where the loop's snapshots come from: the latest of a live source, or a player.
+trait Frames {
+    /// The snapshot to draw at `now` (a player moves on first, while it plays).
+    fn latest(&mut self, now: Instant) -> anyhow::Result<Arc<Snapshot>>;
+    /// Where a player is; `None` when live.
+    fn playback(&self) -> Option<Status>;
+    fn control(&mut self, c: Control, now: Instant) -> anyhow::Result<()>;
+    /// How long the loop may wait for a key before it looks again.
+    fn wait(&self, now: Instant) -> Duration;
+}
+
+/// Looks 4 times a second at least: new snapshots and SIGTERM are noticed promptly.
+const WAKE: Duration = Duration::from_millis(250);
+
+struct Live<'a>(&'a Published);
+
+impl Frames for Live<'_> {
+    fn latest(&mut self, _: Instant) -> anyhow::Result<Arc<Snapshot>> {
+        Ok(self.0.latest())
+    }
+    fn playback(&self) -> Option<Status> {
+        None
+    }
+    fn control(&mut self, _: Control, _: Instant) -> anyhow::Result<()> {
+        Ok(())
+    }
+    fn wait(&self, _: Instant) -> Duration {
+        WAKE
+    }
+}
+
+impl<P: Polls> Frames for Player<P> {
+    fn latest(&mut self, now: Instant) -> anyhow::Result<Arc<Snapshot>> {
+        self.advance(now).context("reading the recording")?;
+        Ok(Arc::clone(self.shown()))
+    }
+    fn playback(&self) -> Option<Status> {
+        Some(self.status())
+    }
+    fn control(&mut self, c: Control, now: Instant) -> anyhow::Result<()> {
+        Player::control(self, c, now).context("reading the recording")
+    }
+    fn wait(&self, now: Instant) -> Duration {
+        Player::wait(self, now).map_or(WAKE, |d| d.min(WAKE))
+    }
+}
+
+/// The loop: draws what `frames` has, hands it keys, until q, Ctrl-C, `stop` or a hangup.
+fn run(
+    frames: &mut impl Frames,
+    source: &Source,
+    stop: &AtomicBool,
+    sys: &system::SystemInfo,
+) -> anyhow::Result<()> {
     // The guard first: if setup fails half-way (raw mode on, no alternate screen), it still undoes it.
     let _guard = TerminalGuard;
     let tty = tty::Tty::open().context("opening the terminal")?;
@@ -48,32 +133,45 @@ pub fn ui_loop(published: &Published, stop: &AtomicBool, sys: system::SystemInfo
         PANICKED.store(true, Ordering::SeqCst);
         previous(info);
     }));
-    let procs = procs::ProcTable::start(Duration::from_secs(5));
+    // Processes are this host's: another host's (or another time's) sockets are not theirs.
+    let procs = match source {
+        Source::Local => procs::ProcTable::start(Duration::from_secs(5)),
+        _ => procs::ProcTable::none(),
+    };
     let mut app = App::default();
-    // A frame is drawn for a new snapshot or after input (keys, a resize), not on every wake:
-    // an idle screen costs one frame per poll.
+    // A frame is drawn for a new snapshot, a move of the play, or after input (keys, a resize),
+    // not on every wake: an idle screen costs one frame per poll.
     let (mut drawn, mut dirty, mut rows) = (None, true, 0);
     while !app.quit && !stop.load(Ordering::Relaxed) {
         if PANICKED.load(Ordering::SeqCst) {
             anyhow::bail!("a bbrtop thread panicked (message above)");
         }
-        let latest = published.latest();
-        if dirty || drawn != Some(latest.seq) {
-            rows = draw(&mut terminal, &mut app, &latest, &sys, &procs)?;
-            drawn = Some(latest.seq);
+        let latest = frames.latest(Instant::now())?;
+        let shown = (latest.seq, frames.playback());
+        if dirty || drawn.as_ref() != Some(&shown) {
+            let view = View { source, playback: shown.1.as_ref(), sys, procs: &procs };
+            rows = draw(&mut terminal, &mut app, &latest, &view)?;
+            drawn = Some(shown);
         }
-        // Wake at least 4 times a second: new snapshots and SIGTERM are noticed promptly.
-        match tty.wait(Duration::from_millis(250)).context("reading the terminal")? {
+        match tty.wait(frames.wait(Instant::now())).context("reading the terminal")? {
             tty::Ready::Gone => {
                 tracing::info!("the terminal hung up");
                 tty::detach();
                 break;
             }
             // A resize comes as a signal crossterm turns into an event: look even when quiet.
-            tty::Ready::Input | tty::Ready::Quiet => dirty = handle_events(&mut app, rows, &latest)?,
+            tty::Ready::Input | tty::Ready::Quiet => dirty = handle_events(&mut app, rows, &latest, frames)?,
         }
     }
     Ok(())
+}
+
+/// What a frame shows besides the snapshot.
+struct View<'a> {
+    source: &'a Source,
+    playback: Option<&'a Status>,
+    sys: &'a system::SystemInfo,
+    procs: &'a procs::ProcTable,
 }
 
 /// Draws one frame of `latest` (or the frozen snapshot); returns the table's row count.
@@ -81,18 +179,25 @@ fn draw(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
     latest: &Arc<Snapshot>,
-    sys: &system::SystemInfo,
-    procs: &procs::ProcTable,
+    v: &View,
 ) -> anyhow::Result<usize> {
     let snap = app.shown(latest);
-    let owners = procs.owners();
+    let owners = v.procs.owners();
     let table = app.rows(&snap);
     app.follow(&table);
     let mut page = app.page;
     terminal
         .draw(|f| {
             page = f.area().height.saturating_sub(8) as usize;
-            let screen = render::Screen { app, snap: &snap, rows: &table, sys, owners: &owners };
+            let screen = render::Screen {
+                app,
+                snap: &snap,
+                rows: &table,
+                sys: v.sys,
+                owners: &owners,
+                source: v.source,
+                playback: v.playback,
+            };
             render::draw(f, &screen);
         })
         .context("drawing")?;
@@ -100,18 +205,28 @@ fn draw(
     Ok(table.len())
 }
 
-/// Hands every event crossterm has ready to the app, without waiting; whether any came (a key,
-/// a resize: the screen is to be drawn again).
-fn handle_events(app: &mut App, rows: usize, latest: &Arc<Snapshot>) -> anyhow::Result<bool> {
+/// Hands every event crossterm has ready to the app, without waiting, and each time control to
+/// the player as it comes (keys typed ahead each count); whether any came (a key, a resize: the
+/// screen is to be drawn again).
+fn handle_events(
+    app: &mut App,
+    rows: usize,
+    latest: &Arc<Snapshot>,
+    frames: &mut impl Frames,
+) -> anyhow::Result<bool> {
+    let replay = frames.playback().is_some();
     let mut any = false;
     while event::poll(Duration::ZERO).context("reading the terminal")? {
         any = true;
         if let Event::Key(k) = event::read().context("reading the terminal")?
             && k.kind != KeyEventKind::Release
-            && let Some(action) = keymap::action(app.mode(), k)
+            && let Some(action) = keymap::action(app.mode(), k, replay)
         {
             tracing::debug!(key = ?k.code, ?action, "key");
             app.update(action, rows, latest);
+            if let Some(c) = app.control.take() {
+                frames.control(c, Instant::now())?;
+            }
         }
     }
     Ok(any)

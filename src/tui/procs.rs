@@ -65,6 +65,12 @@ impl ProcTable {
         ProcTable { latest, stop, thread }
     }
 
+    /// No scan: the sockets shown are not this host's now (another host's, a recording's).
+    pub fn none() -> ProcTable {
+        let latest = Arc::new(Mutex::new(Arc::new(Owners::new())));
+        ProcTable { latest, stop: Arc::new(AtomicBool::new(true)), thread: None }
+    }
+
     pub fn owners(&self) -> Arc<Owners> {
         Arc::clone(&self.latest.lock().unwrap_or_else(|e| e.into_inner()))
     }

@@ -1,6 +1,7 @@
 //! The screens rendered on a `TestBackend` from fixed snapshots, compared with committed insta
 //! snapshots; styles checked cell by cell; the update function driven by a table.
 
+use super::Source;
 use super::app::{Action, App, Column, View};
 use super::procs::Owners;
 use super::render::{self, Screen};
@@ -12,7 +13,8 @@ use crate::engine::snapshot::{
 };
 use crate::engine::status::{Cause, Health, Reason};
 use crate::model::derive::{LimitedBy, Rates};
-use crate::model::{Phase, ProbeBwStep, Source};
+use crate::model::{Phase, ProbeBwStep};
+use crate::replay::Status;
 use crate::rule::RuleConfig;
 use crate::testing::record;
 use ratatui::Terminal;
@@ -76,7 +78,7 @@ fn socket(
         record: RecordRef::single(r),
         derived: Derived {
             phase,
-            phase_source: phase.map(|_| Source::Kernel),
+            phase_source: phase.map(|_| crate::model::Source::Kernel),
             baseline_rtt_us: Some(20_000),
             queue_delay_us: Some(srtt.saturating_sub(20_000)),
             inflation_ratio: Some(srtt as f64 / 20_000.0),
@@ -202,10 +204,23 @@ fn sys() -> SystemInfo {
 }
 
 fn render(app: &App, snap: &Snapshot, w: u16, h: u16) -> Buffer {
+    render_from(&Source::Local, None, app, snap, w, h)
+}
+
+/// A frame of `snap` from `source` (with a replay's `playback`).
+fn render_from(
+    source: &Source,
+    playback: Option<&Status>,
+    app: &App,
+    snap: &Snapshot,
+    w: u16,
+    h: u16,
+) -> Buffer {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     let owners: Owners = [(1001, (4242, "nginx".to_string()))].into_iter().collect();
     let rows = app.rows(snap);
-    t.draw(|f| render::draw(f, &Screen { app, snap, rows: &rows, sys: &sys(), owners: &owners })).unwrap();
+    let screen = Screen { app, snap, rows: &rows, sys: &sys(), owners: &owners, source, playback };
+    t.draw(|f| render::draw(f, &screen)).unwrap();
     t.backend().buffer().clone()
 }
 
@@ -433,7 +448,15 @@ fn frame_time_at_10k_sockets() {
                 // What the loop does per frame: filter and sort, follow the selection, draw.
                 let rows = app.rows(&snap);
                 app.follow(&rows);
-                let screen = Screen { app: &app, snap: &snap, rows: &rows, sys: &sys(), owners: &owners };
+                let screen = Screen {
+                    app: &app,
+                    snap: &snap,
+                    rows: &rows,
+                    sys: &sys(),
+                    owners: &owners,
+                    source: &Source::Local,
+                    playback: None,
+                };
                 t.draw(|f| render::draw(f, &screen)).unwrap();
             }
             println!(
@@ -532,4 +555,110 @@ fn screen_as_svg() {
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, svg).unwrap();
     }
+}
+
+fn playback(index: usize, playing: bool, speed: f64, note: Option<&str>) -> Status {
+    Status { index, len: 3600, at: at(60), playing, speed, note: note.map(str::to_string) }
+}
+
+/// The header names the source; a replay's says which poll it shows, when, and how it plays.
+#[test]
+fn replay_screens() {
+    let snap = fixture();
+    let rec = Source::Recording("/var/lib/bbrtop/rec".into());
+    let time_prompt = app_with(|a| {
+        a.update(Action::StartGoto, 3, &Arc::new(fixture()));
+        a.editing.as_mut().unwrap().push_str("16:05");
+    });
+    let cases: Vec<(&str, Status, App)> = vec![
+        ("replay_playing", playback(120, true, 1.0, None), App::default()),
+        ("replay_paused", playback(120, false, 2.0, None), app_with(|a| a.detail = true)),
+        ("replay_end", playback(3599, false, 1.0, Some("no alert onset after this poll")), App::default()),
+        ("replay_help", playback(120, true, 1.0, None), app_with(|a| a.help = true)),
+        ("replay_goto", playback(120, false, 1.0, None), time_prompt),
+    ];
+    for (name, status, app) in &cases {
+        for (w, h) in [(120, 40), (80, 24)] {
+            let t = text(&render_from(&rec, Some(status), app, &snap, w, h));
+            insta::assert_snapshot!(format!("{name}_{w}x{h}"), t);
+        }
+    }
+    // The poll's time is the one the prompt takes back (RFC 3339, UTC).
+    let t = text(&render_from(&rec, Some(&playback(120, true, 1.0, None)), &App::default(), &snap, 120, 40));
+    let line = t.lines().find(|l| l.starts_with("poll 121 of 3600")).expect(&t);
+    assert!(line.contains(&crate::replay::format_time(at(60))) && line.contains("playing 1x"), "{line}");
+    // The help lists every time control, and freeze is not one in a replay (f pauses).
+    let help = text(&render_from(
+        &rec,
+        Some(&playback(1, true, 1.0, None)),
+        &app_with(|a| a.help = true),
+        &snap,
+        80,
+        24,
+    ));
+    for keys in ["space f", ". ,", "] [", "} {", "g ", "n N", "+ -", "? h"] {
+        assert!(help.lines().any(|l| l.contains(&format!("│{keys}"))), "{keys:?}:\n{help}");
+    }
+    assert!(!help.contains("freeze"), "{help}");
+}
+
+#[test]
+fn the_header_names_live_and_remote_sources_without_credentials() {
+    let snap = fixture();
+    let live = text(&render(&App::default(), &snap, 120, 40));
+    assert!(live.lines().next().unwrap().starts_with("bbrtop live  edge-1"), "{live}");
+    let remote = Source::Remote("https://ops:s3cret@edge-1:9100".into());
+    let t = text(&render_from(&remote, None, &App::default(), &snap, 120, 40));
+    assert!(t.lines().next().unwrap().starts_with("bbrtop remote https://edge-1:9100  edge-1"), "{t}");
+    assert!(!t.contains("s3cret") && !t.contains("poll "), "{t}");
+}
+
+/// The time prompt: a time typed becomes the player's control; one that does not parse is said.
+#[test]
+fn a_time_typed_goes_to_the_player() {
+    use crate::replay::Control;
+    let latest = Arc::new(fixture());
+    let typed = |s: &str| {
+        let mut app = App::default();
+        app.update(Action::StartGoto, 3, &latest);
+        for c in s.chars() {
+            app.update(Action::FilterChar(c), 3, &latest);
+        }
+        app.update(Action::FilterApply, 3, &latest);
+        app
+    };
+    let day = |hms: &str| {
+        let d = humantime::format_rfc3339(at(60)).to_string();
+        humantime::parse_rfc3339(&format!("{}T{hms}Z", &d[..10])).unwrap()
+    };
+    let a = typed("07:30:15");
+    assert_eq!(
+        (a.control, a.editing.as_ref(), a.time_error.as_ref()),
+        (Some(Control::Goto(day("07:30:15"))), None, None)
+    );
+    assert_eq!(a.filter_text, "", "the filter is left alone");
+    let a = typed("2026-11-23T16:02:11Z");
+    assert_eq!(a.control, Some(Control::Goto(humantime::parse_rfc3339("2026-11-23T16:02:11Z").unwrap())));
+    let a = typed("yesterday");
+    assert_eq!(a.control, None);
+    assert!(a.time_error.as_deref().unwrap().contains("HH:MM:SS"), "{a:?}");
+    let t = text(&render_from(
+        &Source::Recording("r".into()),
+        Some(&playback(1, false, 1.0, None)),
+        &a,
+        &fixture(),
+        80,
+        24,
+    ));
+    assert!(t.lines().last().unwrap().contains("time \"yesterday\""), "{t}");
+    // Keys for the player pass through as they are; the next one clears the error.
+    let mut a = typed("yesterday");
+    a.update(Action::Time(Control::Skip(-60)), 3, &latest);
+    assert_eq!((a.control, a.time_error), (Some(Control::Skip(-60)), None));
+    // A filter typed after a time is a filter again.
+    let mut a = typed("07:30");
+    for act in [Action::StartFilter, Action::FilterChar('9'), Action::FilterApply] {
+        a.update(act, 3, &latest);
+    }
+    assert_eq!((a.filter_text.as_str(), a.filter.ports.as_slice()), ("9", &[9][..]), "{a:?}");
 }

@@ -1,29 +1,37 @@
-//! A tmux session for the TUI tests: keys in, the pane read back, and the bbrtop processes it
-//! started ended (by PID) when it drops, so a failed test leaves no TUI running.
+//! A terminal for the TUI tests: a tmux session running bash, keys sent in, the pane read back,
+//! and a check that the shell got its terminal back as it was. Killing the session on drop hangs
+//! up on whatever runs in it, which ends a TUI.
 
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// A tmux session, and the bbrtop processes started in it: dropping it ends both, so a failed
-/// test leaves no TUI running (by PID, only those it started).
-pub struct Tmux(pub String, pub std::cell::RefCell<Vec<u32>>);
+pub struct Tmux(String);
 
 impl Tmux {
-    /// A session named for the process and `test`, since tests run side by side.
+    /// A 120x40 session named for the process and `test` (tests run side by side), with the
+    /// terminal's modes saved in $S0 for [`Tmux::back_at_shell`].
     pub fn start(test: &str) -> Tmux {
-        let t = Tmux(format!("bbrtop-test-{}-{test}", std::process::id()), Default::default());
+        let t = Tmux(format!("bbrtop-test-{}-{test}", std::process::id()));
         let ok = Command::new("tmux")
             .args(["new-session", "-d", "-s", &t.0, "-x", "120", "-y", "40", "bash", "--norc", "--noprofile"])
             .status()
             .unwrap();
         assert!(ok.success(), "tmux new-session");
+        t.keys(&["S0=$(stty -g); clear", "Enter"]);
         t
     }
 
+    /// Keys by tmux's names (Enter, Space, C-c), or words typed as they are.
     pub fn keys(&self, keys: &[&str]) {
         assert!(
             Command::new("tmux").args(["send-keys", "-t", &self.0]).args(keys).status().unwrap().success()
         );
+    }
+
+    /// Text sent literally (`{`, `;` and the like are not key names here).
+    pub fn type_text(&self, text: &str) {
+        let ok = Command::new("tmux").args(["send-keys", "-l", "-t", &self.0, text]).status().unwrap();
+        assert!(ok.success());
     }
 
     pub fn pane(&self) -> String {
@@ -31,82 +39,31 @@ impl Tmux {
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
-    pub fn resize(&self, w: u16, h: u16) {
-        let (w, h) = (w.to_string(), h.to_string());
-        let ok = Command::new("tmux").args(["resize-window", "-t", &self.0, "-x", &w, "-y", &h]).status();
-        assert!(ok.unwrap().success(), "tmux resize-window");
-    }
-
-    /// The pid of the process running in the pane's shell (bbrtop), waiting (bounded) for it.
-    pub fn child_pid(&self) -> u32 {
-        let o = Command::new("tmux").args(["display", "-p", "-t", &self.0, "#{pane_pid}"]).output().unwrap();
-        let shell = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        let t = Instant::now();
-        loop {
-            let children =
-                std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).unwrap_or_default();
-            // bbrtop's own process: the shell may still have another child (a command
-            // substitution typed before) when bbrtop starts.
-            let bbrtop = children.split_whitespace().find(|pid| {
-                std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "bbrtop")
-            });
-            if let Some(pid) = bbrtop.and_then(|p| p.parse().ok()) {
-                return pid;
-            }
-            assert!(t.elapsed() < Duration::from_secs(20), "no process under the pane's shell {shell}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    /// Types `bbrtop ARGS` at the shell and returns the pid of the bbrtop it starts, which the
-    /// session ends on drop if it still runs.
-    pub fn run_bbrtop(&self, args: &str) -> u32 {
-        self.keys(&[&format!("{} {args}", env!("CARGO_BIN_EXE_bbrtop")), "Enter"]);
-        let pid = self.child_pid();
-        self.1.borrow_mut().push(pid);
-        pid
-    }
-
     /// Waits (bounded) until the pane shows `want`; returns the pane.
     pub fn wait_for(&self, want: &str) -> String {
-        let t = Instant::now();
-        loop {
-            let p = self.pane();
-            if p.contains(want) {
-                return p;
-            }
-            assert!(t.elapsed() < Duration::from_secs(20), "pane never showed {want:?}:\n{p}");
-            std::thread::sleep(Duration::from_millis(150));
-        }
+        super::poll_until(Duration::from_secs(30), || Some(self.pane()).filter(|p| p.contains(want)))
+            .unwrap_or_else(|| panic!("pane never showed {want:?}:\n{}", self.pane()))
+    }
+
+    /// After a TUI was told to go (`how`): its screen leaves, the shell runs a command, and the
+    /// terminal's modes are those saved before it started (raw mode is off).
+    pub fn back_at_shell(&self, how: &str) {
+        // Keys typed before the terminal is given back would go to the TUI.
+        super::poll_until(Duration::from_secs(30), || {
+            Some(()).filter(|_| !self.pane().contains("collectors:"))
+        })
+        .unwrap_or_else(|| panic!("after {how}, the TUI's screen is still shown:\n{}", self.pane()));
+        self.keys(&[r#"[ "$(stty -g)" = "$S0" ] && echo same-$((40+2)) || echo changed-$((40+2))"#, "Enter"]);
+        let p = super::poll_until(Duration::from_secs(30), || {
+            Some(self.pane()).filter(|p| p.contains("same-42") || p.contains("changed-42"))
+        })
+        .unwrap_or_else(|| panic!("after {how}, the shell never answered:\n{}", self.pane()));
+        assert!(p.contains("same-42"), "after {how}, the terminal modes differ from before:\n{p}");
     }
 }
 
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = Command::new("tmux").args(["kill-session", "-t", &self.0]).status();
-        for pid in self.1.borrow().iter() {
-            stop(*pid);
-        }
-    }
-}
-
-/// Ends a bbrtop this test started, if it still runs: SIGTERM, then SIGKILL after 5 s and the
-/// removal of the lab it could not tear down.
-pub fn stop(pid: u32) {
-    let alive = || std::path::Path::new(&format!("/proc/{pid}")).exists();
-    if !alive() {
-        return;
-    }
-    let _ = Command::new("kill").args(["-TERM", &pid.to_string()]).status();
-    let t = Instant::now();
-    while alive() && t.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    if alive() {
-        let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
-        while alive() && t.elapsed() < Duration::from_secs(10) {
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = Command::new(env!("CARGO_BIN_EXE_bbrtop")).args(["lab", "--cleanup"]).status();
     }
 }

@@ -1,7 +1,9 @@
-//! The header: host, kernel, default cc and qdisc, which BBR, sockets per cc, collectors, alerts.
+//! The header: the source (live, remote, a recording and the poll shown), host, kernel, default
+//! cc and qdisc, which BBR, sockets per cc, collectors, alerts.
 
 use super::Screen;
 use crate::engine::status::Health;
+use crate::replay::{Status, format_time};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
@@ -9,8 +11,8 @@ use ratatui::widgets::{Paragraph, Wrap};
 /// The most rows the header takes when its lines wrap; the table keeps the rest.
 const MAX_ROWS: usize = 6;
 
-/// Rows the header needs at this width: three, more when a line wraps (a collector's reason,
-/// such as why eBPF is off, is the one that runs long and must not be cut off).
+/// Rows the header needs at this width: three (four in a replay), more when a line wraps (a
+/// collector's reason, such as why eBPF is off, is the one that runs long and must not be cut off).
 pub fn height(header: &Paragraph, width: u16) -> u16 {
     header.line_count(width).clamp(3, MAX_ROWS) as u16
 }
@@ -20,7 +22,8 @@ pub fn paragraph<'a>(v: &'a Screen) -> Paragraph<'a> {
     let bold = Style::new().add_modifier(Modifier::BOLD);
     let l1 = Line::from(vec![
         Span::styled("bbrtop ", bold.fg(Color::Cyan)),
-        Span::raw(format!("{}  kernel {}  default cc ", s.host, s.kernel)),
+        Span::styled(v.source.label(), bold.fg(Color::Yellow)),
+        Span::raw(format!("  {}  kernel {}  default cc ", s.host, s.kernel)),
         Span::styled(&s.default_cc, bold),
         Span::raw("  qdisc "),
         Span::styled(&s.qdisc, bold),
@@ -52,5 +55,31 @@ pub fn paragraph<'a>(v: &'a Screen) -> Paragraph<'a> {
         l3.push(Span::styled(text, Style::new().fg(color)));
         l3.push(Span::raw("  "));
     }
-    Paragraph::new(vec![l1, l2, Line::from(l3)]).wrap(Wrap { trim: true })
+    let mut lines = vec![l1, l2, Line::from(l3)];
+    if let Some(p) = v.playback {
+        lines.insert(1, playback(p));
+    }
+    Paragraph::new(lines).wrap(Wrap { trim: true })
+}
+
+/// A replay's place: "poll 121 of 3600  2026-11-23T16:02:11.250Z  playing 1x", paused, or at the end.
+fn playback(p: &Status) -> Line<'static> {
+    let bold = Style::new().add_modifier(Modifier::BOLD);
+    let (state, color) = if p.at_end() {
+        ("end of the recording (paused)".to_string(), Color::Red)
+    } else if p.playing {
+        (format!("playing {}x", p.speed), Color::Green)
+    } else {
+        (format!("paused ({}x when playing)", p.speed), Color::Yellow)
+    };
+    let mut spans = vec![
+        Span::raw(format!("poll {} of {}  ", p.index + 1, p.len)),
+        Span::styled(format_time(p.at), bold),
+        Span::raw("  "),
+        Span::styled(state, bold.fg(color)),
+    ];
+    if let Some(n) = &p.note {
+        spans.push(Span::styled(format!("  {n}"), Style::new().fg(Color::Yellow)));
+    }
+    Line::from(spans)
 }

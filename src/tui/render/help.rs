@@ -1,6 +1,6 @@
 //! The help overlay, generated from the keymap so it never goes stale.
 
-use crate::tui::keymap::BINDINGS;
+use crate::tui::keymap::bindings;
 use crossterm::event::{KeyCode, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -8,6 +8,7 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
 fn key_name(code: KeyCode, m: KeyModifiers) -> String {
     let k = match code {
+        KeyCode::Char(' ') => "space".into(),
         KeyCode::Char(c) => c.to_string(),
         KeyCode::Enter => "Enter".into(),
         KeyCode::Tab => "Tab".into(),
@@ -22,10 +23,11 @@ fn key_name(code: KeyCode, m: KeyModifiers) -> String {
     if m.contains(KeyModifiers::CONTROL) { format!("Ctrl-{k}") } else { k }
 }
 
-pub fn draw(f: &mut Frame, area: Rect) {
+/// The keys in force (a replay's time controls first), one line per help text.
+pub fn draw(f: &mut Frame, area: Rect, replay: bool) {
     // Keys with the same help share a line.
     let mut rows: Vec<(Vec<String>, &str)> = Vec::new();
-    for (code, m, _, help) in BINDINGS {
+    for (code, m, _, help) in bindings(replay) {
         match rows.last_mut() {
             Some((keys, h)) if *h == *help => keys.push(key_name(*code, *m)),
             _ => rows.push((vec![key_name(*code, *m)], *help)),
@@ -33,7 +35,7 @@ pub fn draw(f: &mut Frame, area: Rect) {
     }
     let mut lines: Vec<String> =
         rows.iter().map(|(keys, help)| format!("{:<11} {help}", keys.join(" "))).collect();
-    lines.push("Esc         clear the filter; in the filter line Enter applies, Esc cancels".into());
+    lines.push("Esc         clear the filter; when typing, Enter applies and Esc cancels".into());
     let h = (lines.len() as u16 + 2).min(area.height);
     let w = 78.min(area.width);
     let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h };

@@ -10,10 +10,12 @@ pub mod help;
 pub mod places;
 pub mod table;
 
-use super::app::{App, View};
+use super::Source;
+use super::app::{App, Prompt, View};
 use super::procs::Owners;
 use super::system::SystemInfo;
 use crate::engine::snapshot::{Snapshot, SocketView};
+use crate::replay::Status;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -32,6 +34,9 @@ pub struct Screen<'a> {
     pub rows: &'a [&'a SocketView],
     pub sys: &'a SystemInfo,
     pub owners: &'a Owners,
+    /// Where the snapshot comes from, and for a recording where its play is.
+    pub source: &'a Source,
+    pub playback: Option<&'a Status>,
 }
 
 pub fn draw(f: &mut Frame, v: &Screen) {
@@ -67,9 +72,9 @@ pub fn draw(f: &mut Frame, v: &Screen) {
         View::Closed => closed::draw(f, body, v),
         View::Places => places::draw(f, body, v.snap),
     }
-    draw_footer(f, foot, v.app);
+    draw_footer(f, foot, v.app, v.playback.is_some());
     if v.app.help {
-        help::draw(f, area);
+        help::draw(f, area, v.playback.is_some());
     }
 }
 
@@ -90,13 +95,19 @@ fn draw_tabs(f: &mut Frame, area: Rect, app: &App) {
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
+fn draw_footer(f: &mut Frame, area: Rect, app: &App, replay: bool) {
     let line = if let Some(e) = &app.editing {
+        let prompt = match app.prompt {
+            Prompt::Filter => "/",
+            Prompt::Time => "go to (HH:MM:SS UTC or RFC 3339): ",
+        };
         Line::from(vec![
-            Span::styled("/", Style::new().fg(Color::Yellow)),
+            Span::styled(prompt, Style::new().fg(Color::Yellow)),
             Span::raw(e.clone()),
             Span::raw("█"),
         ])
+    } else if let Some(err) = &app.time_error {
+        Line::from(Span::styled(err.clone(), Style::new().fg(Color::Red)))
     } else if let Some(err) = &app.filter_error {
         Line::from(Span::styled(format!("{err} (kept: {:?})", app.filter_text), Style::new().fg(Color::Red)))
     } else {
@@ -109,7 +120,11 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App) {
                 Style::new().fg(Color::DarkGray),
             ),
             Span::styled(
-                "q quit  / filter  s sort  ←→ cols  enter detail  f freeze  ? help",
+                if replay {
+                    "q quit  space pause  ,. step  [] {} seek  g time  n alert  ? help"
+                } else {
+                    "q quit  / filter  s sort  ←→ cols  enter detail  f freeze  ? help"
+                },
                 Style::new().fg(Color::DarkGray),
             ),
         ])

@@ -1,0 +1,111 @@
+//! `bbrtop compare A B`: two recordings, or two ranges of one, side by side (`crate::compare`).
+//! Reads each side's polls in batches and summarises its sockets as it goes.
+
+use super::Failure;
+use crate::compare::range::SideSpec;
+use crate::compare::summary::Summarizer;
+use crate::compare::{Comparison, Side, SideHead, plot, stats, table};
+use crate::peer_groups::PeerGroups;
+use crate::record::Recording;
+use anyhow::Context;
+use clap::Args;
+use std::path::PathBuf;
+
+/// Polls decoded at a time: bounds the memory a long recording takes while it is read.
+const BATCH: usize = 600;
+
+/// The sides' syntax and the method, for `--help` (its figures from the code that uses them).
+fn long_help() -> String {
+    format!(
+        "Each side is PATH[@FROM..TO]: a recording (a directory `bbrtop record` or `bbrtop lab --record`
+wrote, or one chunk's *.polls.parquet file), optionally cut to the polls at or after FROM and
+before TO. FROM and TO are RFC 3339 times (2026-11-23T03:12:00Z) or offsets from the
+recording's first poll (+90s, +5m); either may be left out. Examples:
+  bbrtop compare lab/cubic lab/bbr
+  bbrtop compare rec@..2026-11-23T12:00:00Z rec@2026-11-23T12:00:00Z..
+  bbrtop compare rec@+0s..+10m rec@+50m..+60m --json
+
+Each socket is summarised over its polls first (its srtt percentiles and median inflation, its
+throughput and goodput as bytes sent and acked over its recorded life, its retransmitted over
+sent bytes); every figure is then the median over sockets of that socket figure, per group (all
+sockets, each cc, each peer group with --peer-groups.file). B-A comes with a {:.0}% percentile
+bootstrap interval over sockets ({} resamples, seed {}: the same input gives the same output);
+with fewer than {} sockets on a side there is no interval, and the table says so.",
+        stats::CONFIDENCE * 100.0,
+        stats::RESAMPLES,
+        stats::SEED,
+        stats::MIN_SOCKETS
+    )
+}
+
+#[derive(Args, Debug)]
+#[command(after_long_help = long_help())]
+pub struct CompareArgs {
+    /// The first side (A): PATH[@FROM..TO] (see --help).
+    #[arg(value_name = "A", value_parser = |s: &str| s.parse::<SideSpec>())]
+    pub a: SideSpec,
+    /// The second side (B); differences are B - A.
+    #[arg(value_name = "B", value_parser = |s: &str| s.parse::<SideSpec>())]
+    pub b: SideSpec,
+    /// Print the comparison as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the srtt distributions (a CDF per side and cc) as DIR/compare-srtt-cdf.svg
+    /// (DIR created if missing), as `bbrtop lab --plot DIR` writes its figures.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// CIDR groups (YAML, as `export` takes): a row per peer group too.
+    #[arg(long = "peer-groups.file", value_name = "FILE")]
+    pub peer_groups: Option<PathBuf>,
+}
+
+/// One side read from its recording: every socket in its range summarised.
+fn read_side(spec: &SideSpec, groups: &PeerGroups) -> Result<Side, Failure> {
+    let mut rec = Recording::open(&spec.path).map_err(|e| Failure::Usage(format!("{e:#}")))?;
+    let times: Vec<_> = rec.polls().iter().map(|p| p.at).collect();
+    let range = spec.select(&times).map_err(Failure::Usage)?;
+    let mut sum = Summarizer::new(groups);
+    let mut at = range.start;
+    while at < range.end {
+        let end = (at + BATCH).min(range.end);
+        let snaps = rec.read(at..end).with_context(|| format!("reading {}", spec.path.display()))?;
+        for s in &snaps {
+            sum.add(s);
+        }
+        at = end;
+    }
+    let sockets = sum.finish();
+    let head = SideHead {
+        spec: spec.text.clone(),
+        from: times[range.start],
+        to: times[range.end - 1],
+        polls: range.len(),
+        sockets: sockets.len(),
+    };
+    Ok(Side { head, sockets })
+}
+
+pub fn run(a: CompareArgs) -> Result<(), Failure> {
+    let groups = match &a.peer_groups {
+        Some(p) => PeerGroups::load(p).map_err(Failure::Usage)?,
+        None => PeerGroups::default(),
+    };
+    let (sa, sb) = (read_side(&a.a, &groups)?, read_side(&a.b, &groups)?);
+    let cmp = Comparison::new(&sa, &sb, a.peer_groups.is_some());
+    if let Some(dir) = &a.plot {
+        let svg = plot::rtt_cdf(&sa, &sb).map_err(|e| Failure::Runtime(anyhow::anyhow!(e)))?;
+        let file = dir.join(plot::FILE);
+        std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::write(&file, svg))
+            .with_context(|| format!("--plot {}", file.display()))?;
+        if !a.json {
+            eprintln!("wrote {}", file.display());
+        }
+    }
+    if a.json {
+        crate::output::json::write_line(&mut std::io::stdout().lock(), &cmp).context("writing to stdout")?;
+    } else {
+        print!("{}", table::render(&cmp));
+    }
+    Ok(())
+}

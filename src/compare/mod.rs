@@ -1,0 +1,115 @@
+//! `bbrtop compare A B`: two recordings, or two ranges of one, side by side. Each socket is
+//! summarised over its polls first ([`summary`]), then each group of sockets (all, per cc, per
+//! peer group) is compared by medians over sockets with a bootstrap interval over sockets
+//! ([`stats`], [`report`]); the result is a table ([`table`]), JSON, or an SVG of the RTT
+//! distributions ([`plot`]). Pure: the command reads the recordings and feeds the snapshots in.
+
+pub mod plot;
+pub mod range;
+pub mod report;
+pub mod stats;
+pub mod summary;
+pub mod table;
+
+use crate::units::serde_time;
+use report::{GroupRows, METHOD, Method};
+use serde::Serialize;
+use std::time::SystemTime;
+use summary::SocketSummary;
+
+/// One side as the report names it: which polls it covers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SideHead {
+    /// As given on the command line (`PATH[@FROM..TO]`).
+    pub spec: String,
+    /// The first and last poll in the range.
+    #[serde(with = "serde_time")]
+    pub from: SystemTime,
+    #[serde(with = "serde_time")]
+    pub to: SystemTime,
+    pub polls: usize,
+    pub sockets: usize,
+}
+
+/// One side: its polls and its sockets' summaries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Side {
+    pub head: SideHead,
+    pub sockets: Vec<SocketSummary>,
+}
+
+/// The whole comparison, as the table and the JSON show it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    pub a: SideHead,
+    pub b: SideHead,
+    pub method: Method,
+    pub groups: Vec<GroupRows>,
+}
+
+impl Comparison {
+    pub fn new(a: &Side, b: &Side, by_peer_group: bool) -> Comparison {
+        Comparison {
+            groups: report::compare(&a.sockets, &b.sockets, by_peer_group),
+            a: a.head.clone(),
+            b: b.head.clone(),
+            method: METHOD,
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// A side of one socket per (cc, median srtt ms), each with that one srtt sample.
+    pub(crate) fn side(sockets: &[(&str, f64)]) -> Side {
+        let t0 = humantime::parse_rfc3339("2026-11-23T03:00:00Z").unwrap();
+        Side {
+            head: SideHead {
+                spec: "rec".into(),
+                from: t0,
+                to: t0 + Duration::from_secs(60),
+                polls: 61,
+                sockets: sockets.len(),
+            },
+            sockets: sockets
+                .iter()
+                .enumerate()
+                .map(|(i, (cc, ms))| SocketSummary {
+                    cookie: i as u64,
+                    cc: cc.to_string(),
+                    peer_group: "other".into(),
+                    polls: 61,
+                    seconds: 60.0,
+                    throughput_bits_per_sec: Some(2e6),
+                    goodput_bits_per_sec: Some(1.98e6),
+                    srtt_p50_ms: Some(*ms),
+                    srtt_p95_ms: Some(ms * 1.1),
+                    srtt_p99_ms: Some(ms * 1.2),
+                    inflation: Some(ms / 40.0),
+                    retrans_ratio: Some(0.01),
+                    srtt_samples_ms: vec![*ms],
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_json_names_sides_method_and_groups() {
+        let a = side(&[("cubic", 1000.0); 5]);
+        let b = side(&[("bbr", 45.0); 5]);
+        let v = serde_json::to_value(Comparison::new(&a, &b, false)).unwrap();
+        assert_eq!(v["a"]["spec"], "rec");
+        assert_eq!(v["a"]["from"], "2026-11-23T03:00:00.000Z");
+        assert_eq!((v["a"]["sockets"].as_u64(), v["a"]["polls"].as_u64()), (Some(5), Some(61)));
+        assert_eq!(v["method"]["resamples"], stats::RESAMPLES);
+        assert_eq!(v["groups"][0]["group"], serde_json::json!({"by": "all"}));
+        assert_eq!(v["groups"][1]["group"], serde_json::json!({"by": "cc", "name": "bbr"}));
+        let p50 = &v["groups"][0]["metrics"][2];
+        assert_eq!(p50["metric"], "srtt_p50_ms");
+        assert_eq!(p50["diff"], -955.0);
+        assert_eq!(p50["diff_ci"], serde_json::json!({"lo": -955.0, "hi": -955.0}));
+    }
+}

@@ -1,0 +1,254 @@
+//! Two sets of socket summaries side by side: per group of sockets (all, each cc, each peer
+//! group), each metric's median over sockets on both sides, B − A, B / A, and the bootstrap
+//! interval of the difference. Pure.
+
+use super::stats::{self, Interval, MIN_SOCKETS};
+use super::summary::SocketSummary;
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// What is compared, each a per-socket figure (see [`SocketSummary`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    ThroughputBitsPerSec,
+    GoodputBitsPerSec,
+    SrttP50Ms,
+    SrttP95Ms,
+    SrttP99Ms,
+    Inflation,
+    RetransRatio,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 7] = [
+        Metric::ThroughputBitsPerSec,
+        Metric::GoodputBitsPerSec,
+        Metric::SrttP50Ms,
+        Metric::SrttP95Ms,
+        Metric::SrttP99Ms,
+        Metric::Inflation,
+        Metric::RetransRatio,
+    ];
+
+    pub fn of(self, s: &SocketSummary) -> Option<f64> {
+        match self {
+            Metric::ThroughputBitsPerSec => s.throughput_bits_per_sec,
+            Metric::GoodputBitsPerSec => s.goodput_bits_per_sec,
+            Metric::SrttP50Ms => s.srtt_p50_ms,
+            Metric::SrttP95Ms => s.srtt_p95_ms,
+            Metric::SrttP99Ms => s.srtt_p99_ms,
+            Metric::Inflation => s.inflation,
+            Metric::RetransRatio => s.retrans_ratio,
+        }
+    }
+
+    /// Whether B / A means something: not for a ratio of ratios near zero (retransmits).
+    fn has_ratio(self) -> bool {
+        self != Metric::RetransRatio
+    }
+}
+
+/// Which sockets a row covers.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(tag = "by", content = "name", rename_all = "snake_case")]
+pub enum Group {
+    All,
+    Cc(String),
+    PeerGroup(String),
+}
+
+impl Group {
+    fn contains(&self, s: &SocketSummary) -> bool {
+        match self {
+            Group::All => true,
+            Group::Cc(cc) => s.cc == *cc,
+            Group::PeerGroup(g) => s.peer_group == *g,
+        }
+    }
+}
+
+/// One side's metric: the median over its sockets that have the figure.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SideValue {
+    pub sockets: usize,
+    pub median: Option<f64>,
+}
+
+/// One metric of one group, A against B.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MetricRow {
+    pub metric: Metric,
+    pub a: SideValue,
+    pub b: SideValue,
+    /// median(B) − median(A).
+    pub diff: Option<f64>,
+    /// median(B) / median(A).
+    pub ratio: Option<f64>,
+    /// The bootstrap interval of `diff`; absent with fewer than [`MIN_SOCKETS`] on a side.
+    pub diff_ci: Option<Interval>,
+    pub ratio_ci: Option<Interval>,
+    /// Why there is no interval ("too few sockets"), if there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GroupRows {
+    pub group: Group,
+    pub sockets_a: usize,
+    pub sockets_b: usize,
+    pub metrics: Vec<MetricRow>,
+}
+
+/// How the figures were made, for the reader of the table or the JSON.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Method {
+    pub unit: &'static str,
+    pub statistic: &'static str,
+    pub interval: &'static str,
+    pub confidence: f64,
+    pub resamples: usize,
+    pub seed: u64,
+    pub min_sockets: usize,
+}
+
+pub const METHOD: Method = Method {
+    unit: "socket: each socket summarised over its polls first",
+    statistic: "median over sockets of each socket's figure",
+    interval: "percentile bootstrap of median(B) - median(A), resampling sockets with replacement",
+    confidence: stats::CONFIDENCE,
+    resamples: stats::RESAMPLES,
+    seed: stats::SEED,
+    min_sockets: MIN_SOCKETS,
+};
+
+/// Rows for every group either side has: all sockets, each cc, and each peer group when
+/// `by_peer_group` (without a peer-groups file every peer is "other", the same as all).
+pub fn compare(a: &[SocketSummary], b: &[SocketSummary], by_peer_group: bool) -> Vec<GroupRows> {
+    let mut groups = BTreeSet::from([Group::All]);
+    for s in a.iter().chain(b) {
+        groups.insert(Group::Cc(s.cc.clone()));
+        if by_peer_group {
+            groups.insert(Group::PeerGroup(s.peer_group.clone()));
+        }
+    }
+    groups
+        .into_iter()
+        .map(|g| {
+            let pick = |side: &[SocketSummary]| -> Vec<SocketSummary> {
+                side.iter().filter(|s| g.contains(s)).cloned().collect()
+            };
+            let (ga, gb) = (pick(a), pick(b));
+            GroupRows {
+                sockets_a: ga.len(),
+                sockets_b: gb.len(),
+                metrics: Metric::ALL.iter().map(|m| metric_row(*m, &ga, &gb)).collect(),
+                group: g,
+            }
+        })
+        .collect()
+}
+
+fn metric_row(metric: Metric, a: &[SocketSummary], b: &[SocketSummary]) -> MetricRow {
+    let values = |side: &[SocketSummary]| -> Vec<f64> { side.iter().filter_map(|s| metric.of(s)).collect() };
+    let (mut va, mut vb) = (values(a), values(b));
+    let side = |v: &mut Vec<f64>| SideValue { sockets: v.len(), median: stats::median(v) };
+    let (sa, sb) = (side(&mut va), side(&mut vb));
+    let diff = sa.median.zip(sb.median).map(|(x, y)| y - x);
+    let ratio = match (sa.median, sb.median) {
+        (Some(x), Some(y)) if metric.has_ratio() && x != 0.0 => Some(y / x),
+        _ => None,
+    };
+    let enough = va.len() >= MIN_SOCKETS && vb.len() >= MIN_SOCKETS;
+    let cis = enough.then(|| stats::bootstrap_median_diff(&va, &vb)).flatten();
+    let note = (!enough).then(|| match (va.len(), vb.len()) {
+        (0, _) => "none in A".to_string(),
+        (_, 0) => "none in B".to_string(),
+        (na, nb) => format!("too few sockets (A {na}, B {nb}; {MIN_SOCKETS} a side needed)"),
+    });
+    MetricRow {
+        metric,
+        a: sa,
+        b: sb,
+        diff,
+        ratio,
+        diff_ci: cis.map(|c| c.0),
+        ratio_ci: cis.and_then(|c| c.1).filter(|_| metric.has_ratio()),
+        note,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn summary(cookie: u64, cc: &str, srtt_ms: f64) -> SocketSummary {
+        SocketSummary {
+            cookie,
+            cc: cc.into(),
+            peer_group: if cookie.is_multiple_of(2) { "even".into() } else { "odd".into() },
+            polls: 10,
+            seconds: 9.0,
+            throughput_bits_per_sec: Some(2e6),
+            goodput_bits_per_sec: Some(1.9e6),
+            srtt_p50_ms: Some(srtt_ms),
+            srtt_p95_ms: Some(srtt_ms * 1.2),
+            srtt_p99_ms: Some(srtt_ms * 1.3),
+            inflation: Some(srtt_ms / 40.0),
+            retrans_ratio: Some(0.0),
+            srtt_samples_ms: vec![srtt_ms],
+        }
+    }
+
+    fn row<'a>(rows: &'a [GroupRows], g: &Group, m: Metric) -> &'a MetricRow {
+        let g = rows.iter().find(|r| r.group == *g).unwrap();
+        g.metrics.iter().find(|r| r.metric == m).unwrap()
+    }
+
+    #[test]
+    fn groups_medians_differences_and_intervals() {
+        let a: Vec<_> = (0..6).map(|i| summary(i, "cubic", 1000.0 + i as f64)).collect();
+        let b: Vec<_> = (10..16).map(|i| summary(i, "bbr", 40.0 + i as f64)).collect();
+        let rows = compare(&a, &b, true);
+        let groups: Vec<_> = rows.iter().map(|r| r.group.clone()).collect();
+        assert_eq!(
+            groups,
+            [
+                Group::All,
+                Group::Cc("bbr".into()),
+                Group::Cc("cubic".into()),
+                Group::PeerGroup("even".into()),
+                Group::PeerGroup("odd".into())
+            ]
+        );
+        let p50 = row(&rows, &Group::All, Metric::SrttP50Ms);
+        // Nearest-rank medians of 1000..1005 and 50..55.
+        assert_eq!((p50.a.median, p50.b.median, p50.diff), (Some(1002.0), Some(52.0), Some(-950.0)));
+        let ci = p50.diff_ci.unwrap();
+        assert!(ci.excludes_zero() && ci.lo <= -950.0 && ci.hi >= -950.0, "{ci:?}");
+        assert!(p50.ratio.unwrap() < 0.06 && p50.note.is_none());
+        // The same throughput on both sides: no difference, an interval around zero.
+        let t = row(&rows, &Group::All, Metric::GoodputBitsPerSec);
+        assert_eq!((t.diff, t.ratio), (Some(0.0), Some(1.0)));
+        assert!(!t.diff_ci.unwrap().excludes_zero());
+        // Retransmit ratios get a difference, no ratio of ratios.
+        let r = row(&rows, &Group::All, Metric::RetransRatio);
+        assert_eq!((r.diff, r.ratio, r.ratio_ci), (Some(0.0), None, None));
+    }
+
+    #[test]
+    fn a_group_on_one_side_only_or_too_small_has_no_interval() {
+        let a: Vec<_> = (0..6).map(|i| summary(i, "cubic", 1000.0)).collect();
+        let b: Vec<_> = (10..14).map(|i| summary(i, "bbr", 40.0)).collect();
+        let rows = compare(&a, &b, false);
+        assert_eq!(rows.len(), 3, "all, bbr, cubic; no peer groups");
+        let cubic = row(&rows, &Group::Cc("cubic".into()), Metric::SrttP50Ms);
+        assert_eq!((cubic.b.sockets, cubic.b.median, cubic.diff, cubic.diff_ci), (0, None, None, None));
+        let all = row(&rows, &Group::All, Metric::SrttP50Ms);
+        assert_eq!(all.b.sockets, 4);
+        assert!(all.diff.is_some() && all.diff_ci.is_none());
+        assert_eq!(all.note.as_deref(), Some("too few sockets (A 6, B 4; 5 a side needed)"));
+        assert_eq!(cubic.note.as_deref(), Some("none in B"));
+    }
+}

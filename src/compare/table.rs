@@ -1,0 +1,150 @@
+//! The comparison as a text table: a block per group of sockets, a line per metric with both
+//! sides' medians over sockets, B − A, B / A, and the interval of B − A. Pure.
+
+use super::Comparison;
+use super::report::{Group, Metric, MetricRow};
+use crate::units::{bitrate, micros, percent};
+use std::fmt::Write;
+
+impl Metric {
+    fn label(self) -> &'static str {
+        match self {
+            Metric::ThroughputBitsPerSec => "throughput",
+            Metric::GoodputBitsPerSec => "goodput",
+            Metric::SrttP50Ms => "srtt p50",
+            Metric::SrttP95Ms => "srtt p95",
+            Metric::SrttP99Ms => "srtt p99",
+            Metric::Inflation => "inflation",
+            Metric::RetransRatio => "retransmits",
+        }
+    }
+
+    /// A value (or a difference, which may be negative) in the metric's unit.
+    fn show(self, v: f64) -> String {
+        let sign = if v < 0.0 { "-" } else { "" };
+        let m = v.abs();
+        let s = match self {
+            Metric::ThroughputBitsPerSec | Metric::GoodputBitsPerSec => bitrate(m / 8.0),
+            Metric::SrttP50Ms | Metric::SrttP95Ms | Metric::SrttP99Ms => {
+                micros((m * 1000.0).round().min(f64::from(u32::MAX)) as u32)
+            }
+            Metric::Inflation => format!("{m:.2}x"),
+            Metric::RetransRatio => percent(m),
+        };
+        format!("{sign}{s}")
+    }
+
+    /// A difference, with its sign always shown.
+    fn show_diff(self, v: f64) -> String {
+        if v < 0.0 { self.show(v) } else { format!("+{}", self.show(v)) }
+    }
+}
+
+fn group_title(g: &Group) -> String {
+    match g {
+        Group::All => "all sockets".into(),
+        Group::Cc(cc) => format!("cc {cc}"),
+        Group::PeerGroup(p) => format!("peer group {p}"),
+    }
+}
+
+/// What the interval says, in words.
+fn verdict(r: &MetricRow) -> String {
+    match (&r.diff_ci, &r.note) {
+        (Some(ci), _) => {
+            let words = if ci.hi < 0.0 {
+                "B lower"
+            } else if ci.lo > 0.0 {
+                "B higher"
+            } else {
+                "no clear difference"
+            };
+            format!("[{}, {}] {words}", r.metric.show_diff(ci.lo), r.metric.show_diff(ci.hi))
+        }
+        (None, Some(note)) => note.clone(),
+        (None, None) => "-".into(),
+    }
+}
+
+fn row(s: &mut String, cells: [&str; 6]) {
+    let _ = writeln!(
+        s,
+        "  {:<12} {:>12} {:>12} {:>13} {:>7}  {}",
+        cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]
+    );
+}
+
+/// The table `bbrtop compare` prints.
+pub fn render(c: &Comparison) -> String {
+    let mut s = String::new();
+    for (name, h) in [("A", &c.a), ("B", &c.b)] {
+        let _ = writeln!(
+            s,
+            "{name}: {} ({} to {}, {} polls, {} sockets)",
+            h.spec,
+            humantime::format_rfc3339_seconds(h.from),
+            humantime::format_rfc3339_seconds(h.to),
+            h.polls,
+            h.sockets
+        );
+    }
+    let m = &c.method;
+    let _ = writeln!(
+        s,
+        "Each figure: the median over sockets of each socket's own (srtt percentiles over its polls; \
+         throughput, goodput and retransmits over its life).\n{:.0}% CI of B-A: percentile bootstrap over \
+         sockets, {} resamples, seed {}; none with fewer than {} sockets a side.",
+        m.confidence * 100.0,
+        m.resamples,
+        m.seed,
+        m.min_sockets
+    );
+    for g in &c.groups {
+        let _ = writeln!(s, "\n{} (A {} sockets, B {})", group_title(&g.group), g.sockets_a, g.sockets_b);
+        row(&mut s, ["", "A", "B", "B-A", "B/A", &format!("{:.0}% CI of B-A", m.confidence * 100.0)]);
+        for r in &g.metrics {
+            let show = |v: Option<f64>| v.map_or("-".to_string(), |v| r.metric.show(v));
+            row(
+                &mut s,
+                [
+                    r.metric.label(),
+                    &show(r.a.median),
+                    &show(r.b.median),
+                    &r.diff.map_or("-".into(), |d| r.metric.show_diff(d)),
+                    &r.ratio.map_or("-".into(), |x| format!("{x:.2}x")),
+                    &verdict(r),
+                ],
+            );
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::tests::side;
+
+    #[test]
+    fn the_table_shows_medians_differences_and_intervals() {
+        let a = side(&[
+            ("cubic", 1000.0),
+            ("cubic", 1100.0),
+            ("cubic", 1050.0),
+            ("cubic", 990.0),
+            ("cubic", 1020.0),
+        ]);
+        let b = side(&[("bbr", 45.0), ("bbr", 50.0), ("bbr", 40.0), ("bbr", 47.0), ("bbr", 44.0)]);
+        let text = render(&Comparison::new(&a, &b, false));
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn signed_units() {
+        assert_eq!(Metric::SrttP50Ms.show_diff(-955.0), "-955.0ms");
+        assert_eq!(Metric::SrttP50Ms.show_diff(1200.0), "+1.20s");
+        assert_eq!(Metric::GoodputBitsPerSec.show(9_500_000.0), "9.5Mbit/s");
+        assert_eq!(Metric::RetransRatio.show_diff(-0.0012), "-0.12%");
+        assert_eq!(Metric::Inflation.show_diff(0.5), "+0.50x");
+    }
+}

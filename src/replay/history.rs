@@ -1,0 +1,92 @@
+//! Each socket's history rebuilt from consecutive recorded polls, in the engine's own history
+//! rings: the sample of poll `j` is the one the live engine took from the same record
+//! (`engine::sample_of`), so a replayed chart is the live one, only longer.
+
+use crate::engine::history::{History, HistoryView};
+use crate::engine::sample_of;
+use crate::engine::snapshot::Snapshot;
+use crate::model::Cookie;
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+
+/// One socket's ring: its samples, the poll it was first seen at (in the window) and last seen.
+#[derive(Clone, Debug)]
+struct Ring {
+    history: Arc<History>,
+    first: u64,
+    last: u64,
+}
+
+/// The rings of every socket seen in the last `cap` polls up to the last one applied.
+#[derive(Clone, Debug)]
+pub struct Histories {
+    cap: usize,
+    rings: FxHashMap<Cookie, Ring>,
+    /// The last poll applied, if any.
+    last: Option<usize>,
+}
+
+impl Histories {
+    /// Empty, keeping `cap` polls (at least one: the poll shown).
+    pub fn new(cap: usize) -> Histories {
+        Histories { cap: cap.max(1), rings: FxHashMap::default(), last: None }
+    }
+
+    pub fn cap(&self) -> usize {
+        self.cap
+    }
+
+    /// The last poll applied.
+    pub fn last(&self) -> Option<usize> {
+        self.last
+    }
+
+    /// Forgets every poll applied.
+    pub fn clear(&mut self) {
+        self.rings.clear();
+        self.last = None;
+    }
+
+    /// Where to start applying polls so that `pos` ends a full window: after the last poll
+    /// applied when that is just behind `pos` (playing forward), else afresh (a seek).
+    pub fn start_for(&mut self, pos: usize) -> usize {
+        match self.last {
+            Some(l) if l < pos && pos - l < self.cap => l + 1,
+            _ => {
+                self.clear();
+                (pos + 1).saturating_sub(self.cap)
+            }
+        }
+    }
+
+    /// Adds poll `j`'s samples (polls come in order, none skipped since the last).
+    pub fn apply(&mut self, j: usize, snap: &Snapshot) {
+        let (seq, cap) = (j as u64, self.cap);
+        for s in &snap.sockets {
+            let sample = sample_of(&s.record);
+            let ring = self.rings.entry(s.record.cookie).or_insert_with(|| Ring {
+                history: Arc::new(History::default()),
+                first: seq,
+                last: seq,
+            });
+            if ring.history.needs_write(seq, &sample, cap) {
+                Arc::make_mut(&mut ring.history).record(seq, sample, cap);
+            }
+            ring.last = seq;
+        }
+        // A socket not seen for a whole window has no sample left in it.
+        self.rings.retain(|_, r| r.last + cap as u64 > seq);
+        self.last = Some(j);
+    }
+
+    /// `snap` (the last poll applied) with each socket's history over the window.
+    pub fn attach(&self, mut snap: Snapshot) -> Snapshot {
+        let end = self.last.unwrap_or_default() as u64;
+        for s in &mut snap.sockets {
+            if let Some(r) = self.rings.get(&s.record.cookie) {
+                s.history = HistoryView::new(Arc::clone(&r.history), r.first, end, self.cap);
+            }
+        }
+        snap
+    }
+}

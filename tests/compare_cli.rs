@@ -1,0 +1,157 @@
+//! `bbrtop compare A B` end to end on recordings written by the recorder: the table, the JSON,
+//! the SVG, time ranges of one recording, and bad input. Unprivileged: the recordings are of an
+//! engine fed synthetic sockets.
+
+use bbrtop::engine::sink::feed_dump;
+use bbrtop::engine::{Engine, EngineConfig, Now};
+use bbrtop::record::{RecordOptions, Recorder};
+use bbrtop::system::SystemInfo;
+use bbrtop::testing::record;
+use bbrtop::wire::Dump;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant, SystemTime};
+
+/// 2026-11-23T03:00:00Z.
+fn t0() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_402_800)
+}
+
+/// `polls` polls a second apart from `start`: `n` sockets of `cc` (cookies from `first`), each
+/// with srtt `srtt_ms` + its index ms and 1 MB acked a second.
+fn write(rec: &mut Recorder, start: SystemTime, polls: u64, cc: &str, first: u64, n: u64, srtt_ms: u32) {
+    let mut e = Engine::new(EngineConfig::default());
+    let t = Now { mono: Instant::now(), wall: start };
+    for p in 0..polls {
+        let now = t.after(Duration::from_secs(p));
+        let sockets = (first..first + n)
+            .map(|c| {
+                record(c, cc)
+                    .local(format!("10.0.0.1:{}", 40000 + c))
+                    .srtt_us((srtt_ms + (c - first) as u32) * 1000)
+                    .min_rtt_us(40_000)
+                    .last_ack_recv_ms(0)
+                    .bytes_sent(p * 1_010_000)
+                    .bytes_acked(p * 1_000_000)
+                    .bytes_retrans(p * 10_000)
+                    .build()
+            })
+            .collect();
+        feed_dump(&mut e, Dump { sockets, ..Dump::default() }, now);
+        rec.write(&e.tick(now)).unwrap();
+    }
+}
+
+fn recorder(dir: &Path) -> Recorder {
+    Recorder::create(dir, RecordOptions::default(), &SystemInfo::default()).unwrap()
+}
+
+fn compare(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bbrtop")).arg("compare").args(args).output().unwrap()
+}
+
+fn json(args: &[&str]) -> Value {
+    let o = compare(&[args, &["--json"]].concat());
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The metric row of a group in the JSON.
+fn metric<'a>(v: &'a Value, group: &Value, metric: &str) -> &'a Value {
+    let g = v["groups"].as_array().unwrap().iter().find(|g| g["group"] == *group).expect("group");
+    g["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == metric).expect("metric")
+}
+
+/// Recordings: A, 6 CUBIC sockets near 500 ms; B, 6 BBR sockets near 40 ms; both, A's polls and
+/// then B's in one recording; few, 3 BBR sockets.
+fn recordings(dir: &Path) {
+    let mut a = recorder(&dir.join("a"));
+    write(&mut a, t0(), 20, "cubic", 1, 6, 500);
+    a.finish().unwrap();
+    let mut b = recorder(&dir.join("b"));
+    write(&mut b, t0(), 20, "bbr", 101, 6, 40);
+    b.finish().unwrap();
+    let mut both = recorder(&dir.join("both"));
+    write(&mut both, t0(), 20, "cubic", 1, 6, 500);
+    write(&mut both, t0() + Duration::from_secs(30), 20, "bbr", 101, 6, 40);
+    both.finish().unwrap();
+    let mut few = recorder(&dir.join("few"));
+    write(&mut few, t0(), 20, "bbr", 201, 3, 40);
+    few.finish().unwrap();
+}
+
+#[test]
+fn compares_recordings_and_ranges_of_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    recordings(d);
+    let p = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let plots = d.join("plots");
+    let v = json(&[&p("a"), &p("b"), "--plot", plots.to_str().unwrap()]);
+    let svg = plots.join("compare-srtt-cdf.svg");
+    assert_eq!((v["a"]["sockets"].as_u64(), v["a"]["polls"].as_u64()), (Some(6), Some(20)));
+    assert_eq!(v["a"]["from"], "2026-11-23T03:00:00.000Z");
+    let all = serde_json::json!({"by": "all"});
+    let p50 = metric(&v, &all, "srtt_p50_ms");
+    // Nearest-rank medians of 500..505 and 40..45 ms.
+    assert_eq!((p50["a"]["median"].as_f64(), p50["b"]["median"].as_f64()), (Some(502.0), Some(42.0)));
+    assert_eq!(p50["diff"].as_f64(), Some(-460.0));
+    assert!(p50["diff_ci"]["hi"].as_f64().unwrap() < 0.0, "{p50}");
+    // 1 MB acked a second, every socket, both sides: the same goodput, no clear difference.
+    let g = metric(&v, &all, "goodput_bits_per_sec");
+    assert_eq!((g["a"]["median"].as_f64(), g["diff"].as_f64()), (Some(8e6), Some(0.0)));
+    let r = metric(&v, &all, "retrans_ratio");
+    assert!((r["a"]["median"].as_f64().unwrap() - 0.01 / 1.01).abs() < 1e-9, "{r}");
+    // The SVG: a line per side and cc, in the cc's colours.
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.starts_with("<svg") && s.contains("A: cubic (6 sockets, 120 samples)"), "{}", &s[..200]);
+    assert!(s.contains("B: bbr (6 sockets, 120 samples)") && s.contains("#1F77B4") && s.contains("#D62728"));
+
+    // Two ranges of one recording give the same comparison.
+    let r = json(&[&format!("{}@..+25s", p("both")), &format!("{}@2026-11-23T03:00:25Z..", p("both"))]);
+    assert_eq!(r["a"]["polls"], 20);
+    assert_eq!(r["b"]["from"], "2026-11-23T03:00:30.000Z");
+    assert_eq!(r["groups"], v["groups"]);
+
+    // The table says it in words.
+    let o = compare(&[&p("a"), &p("b")]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    let line = text.lines().find(|l| l.trim_start().starts_with("srtt p50")).unwrap();
+    assert!(line.contains("-460.0ms") && line.ends_with("B lower"), "{text}");
+    assert!(text.contains("all sockets (A 6 sockets, B 6)") && text.contains("2000 resamples"), "{text}");
+
+    // Three sockets a side: no interval, and the reason.
+    let f = json(&[&p("a"), &p("few")]);
+    let few = metric(&f, &all, "srtt_p50_ms");
+    assert!(few["diff_ci"].is_null() && few["diff"].as_f64().is_some());
+    assert_eq!(few["note"], "too few sockets (A 6, B 3; 5 a side needed)");
+}
+
+#[test]
+fn bad_sides_are_one_line_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    recordings(d);
+    let p = |name: &str| d.join(name).to_str().unwrap().to_string();
+    std::fs::write(d.join("notes.txt"), "not a recording").unwrap();
+    std::fs::create_dir(d.join("empty")).unwrap();
+    let a = p("a");
+    for (side, says) in [
+        (p("notes.txt"), "not a recording"),
+        (p("missing"), "no such file"),
+        (p("empty"), "no complete chunk"),
+        (format!("{a}@+10s..+5s"), "the range is empty"),
+        (format!("{a}@+5s..+5s"), "the range is empty"),
+        (format!("{a}@+1h.."), "outside the recording"),
+        (format!("{a}@2026-11-22T00:00:00Z..2026-11-22T01:00:00Z"), "outside the recording"),
+        (format!("{a}@later.."), "neither an RFC 3339 time"),
+    ] {
+        let o = compare(&[&a, &side]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{side}: {err}");
+        assert!(err.starts_with("bbrtop: error: ") && err.contains(says), "{side}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(o.stdout.is_empty());
+    }
+}

@@ -1,0 +1,114 @@
+//! Hindsight in a real `bbrtop export`: the minutes it holds are written as a recording on an
+//! authenticated `POST /api/hindsight` and on SIGUSR1, and read back; nobody else can ask.
+
+mod support;
+
+use bbrtop::record::Recording;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The exporter, ended with SIGTERM (then SIGKILL) when dropped.
+struct Exporter(Child);
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(5) && self.0.try_wait().ok().flatten().is_none() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `curl -X METHOD`, with `user:password` if given: the status and the body.
+fn curl(method: &str, port: u16, path: &str, auth: Option<&str>) -> (u16, String) {
+    let mut c = Command::new("curl");
+    c.args([
+        "-s",
+        "-m",
+        "20",
+        "-X",
+        method,
+        "-w",
+        "\n%{http_code}",
+        &format!("http://127.0.0.1:{port}{path}"),
+    ]);
+    if let Some(a) = auth {
+        c.args(["-u", a]);
+    }
+    let out = String::from_utf8(c.output().expect("curl").stdout).expect("utf-8");
+    let (body, code) = out.rsplit_once('\n').expect("a status line");
+    (code.parse().unwrap_or(0), body.to_string())
+}
+
+fn dirs(parent: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> =
+        std::fs::read_dir(parent).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    v.sort();
+    v
+}
+
+#[test]
+fn hindsight_is_written_on_request_and_on_sigusr1_and_reads_back() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let hash = bcrypt::hash("s3cret", 4).expect("bcrypt");
+    let web = tmp.path().join("web.yml");
+    std::fs::write(&web, format!("basic_auth_users:\n  ops: '{hash}'\n")).expect("web config");
+    let out = tmp.path().join("hindsight");
+    let port = support::http::free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .args(["export", "--web.listen-address", &format!("127.0.0.1:{port}"), "--web.enable-api"])
+        .args([
+            "--web.config.file",
+            &web.display().to_string(),
+            "--hindsight.dir",
+            &out.display().to_string(),
+        ])
+        .args(["--hindsight.window", "1m", "--interval", "200ms", "--no-collector.bpf"])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bbrtop export");
+    let _exporter = Exporter(child);
+    let t = Instant::now();
+    while curl("GET", port, "/-/healthy", None).0 == 0 {
+        assert!(t.elapsed() < Duration::from_secs(30), "the exporter did not answer in 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(curl("POST", port, "/api/hindsight", None).0, 401, "nobody without the password");
+    assert_eq!(curl("POST", port, "/api/hindsight", Some("ops:wrong")).0, 401);
+    assert_eq!(curl("GET", port, "/api/hindsight", Some("ops:s3cret")).0, 405, "a write is a POST");
+    // Asked until it holds a few polls (a busy host takes longer to poll).
+    let t = Instant::now();
+    let doc = loop {
+        let (code, body) = curl("POST", port, "/api/hindsight", Some("ops:s3cret"));
+        let doc: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        if code == 200 && doc["polls"].as_u64() >= Some(3) {
+            break doc;
+        }
+        assert!(code == 200 || code == 503, "{code} {body}");
+        assert!(t.elapsed() < Duration::from_secs(30), "no three polls held in 30 s: {code} {body}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    let dir = doc["dir"].as_str().expect("dir");
+    let polls = doc["polls"].as_u64().expect("polls");
+    let before = dirs(&out).len();
+    assert!(doc["memory_bytes"].as_u64() > Some(0), "{doc}");
+    let rec = Recording::open(Path::new(dir)).expect("a recording");
+    assert_eq!(rec.polls().len() as u64, polls);
+    assert!(rec.polls().windows(2).all(|w| w[0].seq < w[1].seq));
+
+    // SIGUSR1: a second recording, with the polls since the first among its own.
+    let pid = _exporter.0.id().to_string();
+    assert!(Command::new("kill").args(["-USR1", &pid]).status().expect("kill").success());
+    let t = Instant::now();
+    while dirs(&out).len() <= before {
+        assert!(t.elapsed() < Duration::from_secs(10), "no dump after SIGUSR1: {:?}", dirs(&out));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let second = Recording::open(dirs(&out).last().expect("a dump")).expect("the second recording");
+    assert!(second.polls().len() as u64 > polls, "it holds the first's polls and the newer ones");
+    assert!(_exporter.0.id() > 0 && Path::new(&format!("/proc/{pid}")).exists(), "SIGUSR1 did not end it");
+}
