@@ -31,6 +31,7 @@ pub mod netns;
 pub mod output;
 pub mod peer_groups;
 pub mod record;
+pub mod remote;
 pub mod replay;
 pub mod rule;
 pub mod runtime;

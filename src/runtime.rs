@@ -55,13 +55,26 @@ impl Runtime {
         mut sources: Vec<Box<dyn Source>>,
         interval: Duration,
     ) -> std::io::Result<Runtime> {
-        let published = Published::new(Arc::new(Snapshot::empty(engine.config().rule)));
+        let first = Arc::new(Snapshot::empty(engine.config().rule));
+        Runtime::every(first, interval, move |p| {
+            poll_once(&mut engine, &mut sources, p);
+        })
+    }
+
+    /// Runs `poll` every `interval` on the poller thread, from at once, publishing through the
+    /// `Published` it is handed (which shows `first` until then).
+    pub fn every(
+        first: Arc<Snapshot>,
+        interval: Duration,
+        mut poll: impl FnMut(&Published) + Send + 'static,
+    ) -> std::io::Result<Runtime> {
+        let published = Published::new(first);
         let stop = Arc::new(AtomicBool::new(false));
         let (p, s) = (Arc::clone(&published), Arc::clone(&stop));
         let thread = std::thread::Builder::new().name("bbrtop-poller".into()).spawn(move || {
             let mut next = Instant::now();
             while !s.load(Ordering::Relaxed) {
-                poll_once(&mut engine, &mut sources, &p);
+                poll(&p);
                 next += interval;
                 // Sleep in short steps so that stop is prompt.
                 while !s.load(Ordering::Relaxed) {

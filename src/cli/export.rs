@@ -32,8 +32,9 @@ pub struct ExportArgs {
     #[arg(long = "web.telemetry-path", value_name = "PATH", default_value = "/metrics",
           value_parser = parse_telemetry_path)]
     pub telemetry_path: String,
-    /// Serve the JSON API (/api/sockets, /api/alerts): the host's connection table, so off unless
-    /// asked for; behind the same auth as /metrics.
+    /// Serve the JSON API (/api/sockets, /api/alerts) and the live state `bbrtop --connect` reads
+    /// (/api/v1/frame): the host's connection table, so off unless asked for; behind the same
+    /// auth as /metrics.
     #[arg(long = "web.enable-api")]
     pub enable_api: bool,
     /// exporter-toolkit web config (YAML): TLS and basic auth.
@@ -160,6 +161,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         api: a.enable_api,
         by_pod_namespace: a.by_pod_namespace,
         telemetry_path: a.telemetry_path.clone(),
+        system: crate::system::SystemInfo::read(started.netns.as_ref()),
         hindsight: None,
     };
     let hindsight = start_hindsight(&a, &started)?;

@@ -129,10 +129,12 @@ fn ui_sink(file: Option<&std::path::Path>) -> Result<crate::log::Sink, Failure> 
 }
 
 /// A usage error as one line, like every other failure: clap's message without its usage block.
-fn usage_line(e: &clap::Error) -> String {
+pub(crate) fn usage_line(e: &clap::Error) -> String {
     let text = e.render().to_string();
-    let first = text.lines().next().unwrap_or_default();
-    format!("bbrtop: error: {} (see --help)", first.strip_prefix("error: ").unwrap_or(first))
+    // The first paragraph: some messages list what they name on the lines below the first.
+    let first: Vec<&str> = text.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+    let first = first.join(" ");
+    format!("bbrtop: error: {} (see --help)", first.strip_prefix("error: ").unwrap_or(&first))
 }
 
 /// Runs a command; the exit code on success is the command's (0, or doctor's verdict).

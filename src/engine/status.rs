@@ -37,6 +37,9 @@ pub enum Cause {
     WalkNoHz,
     /// Reading the kernel walk failed.
     WalkFailed,
+    /// `--connect`: the remote exporter gave no frame (down, refused the credentials, sent
+    /// something else).
+    Remote,
 }
 
 impl Cause {
@@ -56,6 +59,7 @@ impl Cause {
             Cause::DumpFailed => "dump_failed",
             Cause::WalkNoHz => "walk_no_hz",
             Cause::WalkFailed => "walk_failed",
+            Cause::Remote => "remote",
         }
     }
 

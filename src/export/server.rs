@@ -8,6 +8,7 @@
 use super::alertmanager::PushStats;
 use super::api::{self, API_RESPONSES};
 use super::auth::Auth;
+use super::frame::{FRAME_RESPONSES, FrameBody, Frames};
 use super::metrics::{self, Scrape};
 use super::probes::Probes;
 use super::web_config::Security;
@@ -59,6 +60,8 @@ pub struct Options {
     pub by_pod_namespace: bool,
     /// Where the metrics are served (`--web.telemetry-path`).
     pub telemetry_path: String,
+    /// The watched namespace's host facts, which the API's frames carry.
+    pub system: crate::system::SystemInfo,
     /// Hindsight, written on `POST /api/hindsight` (with the API on).
     pub hindsight: Option<Arc<super::hindsight::Keeper>>,
 }
@@ -72,6 +75,7 @@ impl Default for Options {
             api: false,
             by_pod_namespace: false,
             telemetry_path: "/metrics".into(),
+            system: Default::default(),
             hindsight: None,
         }
     }
@@ -89,6 +93,8 @@ pub struct App {
     probes: Probes,
     /// Slots for API responses, when the API is on.
     api: Option<Arc<Semaphore>>,
+    /// The frames for `--connect`, and their response slots, when the API is on.
+    frames: Option<(Arc<Frames>, Arc<Semaphore>)>,
     telemetry_path: String,
     landing: Bytes,
     hindsight: Option<Arc<super::hindsight::Keeper>>,
@@ -106,6 +112,9 @@ impl App {
             auth: Auth::new(security.users),
             probes: Probes::new(o.poll_interval),
             api: o.api.then(|| Arc::new(Semaphore::new(API_RESPONSES))),
+            frames: o
+                .api
+                .then(|| (Arc::new(Frames::new(o.system)), Arc::new(Semaphore::new(FRAME_RESPONSES)))),
             landing: landing(&o.telemetry_path).into(),
             hindsight: o.hindsight,
             telemetry_path: o.telemetry_path,
@@ -256,8 +265,16 @@ fn landing(telemetry_path: &str) -> String {
 }
 
 /// Paths the server answers itself, which `--web.telemetry-path` cannot take.
-pub const RESERVED_PATHS: [&str; 7] =
-    ["/", "/-/healthy", "/-/ready", "/api/sockets", "/api/alerts", "/api/hindsight", "/runbook"];
+pub const RESERVED_PATHS: [&str; 8] = [
+    "/",
+    "/-/healthy",
+    "/-/ready",
+    "/api/sockets",
+    "/api/alerts",
+    "/api/hindsight",
+    crate::remote::FRAME_PATH,
+    "/runbook",
+];
 
 /// What each alert means and what to do: the README's runbook section, served with the binary so
 /// it matches the version that fired.
@@ -311,6 +328,7 @@ async fn handle(app: &App, req: Request<Incoming>) -> Resp {
         p if p == app.telemetry_path => metrics_response(app, snap, &req).await,
         path @ ("/api/sockets" | "/api/alerts") => api_response(app, snap, path),
         "/api/hindsight" => hindsight_response(app).await,
+        crate::remote::FRAME_PATH => frame_response(app, snap).await,
         "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", *RUNBOOK),
         "/" => respond(StatusCode::OK, "text/html; charset=utf-8", app.landing.clone()),
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "Not Found\n"),
@@ -337,13 +355,7 @@ async fn hindsight_response(app: &App) -> Resp {
 
 /// The JSON API, when it is on and has a slot free.
 fn api_response(app: &App, snap: Arc<crate::engine::snapshot::Snapshot>, path: &str) -> Resp {
-    let Some(slots) = &app.api else {
-        return respond(
-            StatusCode::NOT_FOUND,
-            "text/plain",
-            "Not Found: the JSON API is off (--web.enable-api)\n",
-        );
-    };
+    let Some(slots) = &app.api else { return api_off() };
     let Ok(permit) = Arc::clone(slots).try_acquire_owned() else {
         return respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "Too many API requests at once\n");
     };
@@ -351,6 +363,27 @@ fn api_response(app: &App, snap: Arc<crate::engine::snapshot::Snapshot>, path: &
         with_body(StatusCode::OK, "application/json", api::sockets_body(snap, permit))
     } else {
         json(&AlertsDoc { taken_at: snap.taken_at, rule: &snap.rule, alerts: &snap.alerts })
+    }
+}
+
+fn api_off() -> Resp {
+    respond(StatusCode::NOT_FOUND, "text/plain", "Not Found: the JSON API is off (--web.enable-api)\n")
+}
+
+/// A poll's frame for `bbrtop --connect`, when the API is on and a frame slot is free.
+async fn frame_response(app: &App, snap: Arc<crate::engine::snapshot::Snapshot>) -> Resp {
+    let Some((frames, slots)) = &app.frames else { return api_off() };
+    let Ok(slot) = Arc::clone(slots).try_acquire_owned() else {
+        return respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "Too many frame requests at once\n");
+    };
+    let frames = Arc::clone(frames);
+    // Encoding 100k sockets takes a while: off the event loop.
+    match tokio::task::spawn_blocking(move || frames.of(&snap)).await {
+        Ok(Ok(frame)) => {
+            with_body(StatusCode::OK, crate::record::frame::CONTENT_TYPE, FrameBody::new(frame, slot))
+        }
+        Ok(Err(e)) => respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", format!("frame: {e:#}\n")),
+        Err(e) => respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", format!("internal error: {e}\n")),
     }
 }
 

@@ -1,0 +1,11 @@
+//! `bbrtop --connect URL`: the live state of a remote `bbrtop export`, read from its frame
+//! endpoint every poll (through its TLS and basic auth) and published as snapshots, so the TUI
+//! shows another host as it shows this one. A source of snapshots, like the poller: it sits
+//! beside `runtime`, below the consumers (the exporter serves what this reads).
+
+pub mod client;
+pub mod poll;
+pub mod target;
+
+/// Where an exporter serves its frames (`record::frame`), behind `--web.enable-api` and its auth.
+pub const FRAME_PATH: &str = "/api/v1/frame";
