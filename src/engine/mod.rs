@@ -6,6 +6,7 @@ pub mod first_sight;
 pub mod hist;
 pub mod history;
 pub mod kernel;
+pub mod rebuilt;
 pub mod sink;
 pub mod snapshot;
 pub mod status;

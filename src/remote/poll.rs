@@ -3,7 +3,7 @@
 //! why (and no sockets), and the next poll tries again.
 
 use super::client::Client;
-use crate::engine::history::Rebuilt;
+use crate::engine::rebuilt::Rebuilt;
 use crate::engine::snapshot::{CollectorStatus, Snapshot};
 use crate::engine::status::{Cause, Health, Reason};
 use crate::rule::RuleConfig;
