@@ -17,6 +17,7 @@ pub mod caps;
 pub mod cli;
 pub mod collect;
 pub mod compare;
+pub mod contained;
 pub mod doctor;
 pub mod engine;
 pub mod export;

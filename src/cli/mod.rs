@@ -81,6 +81,8 @@ pub enum Command {
 }
 
 pub fn main() -> ExitCode {
+    // Damaged recordings and frames are errors, not panics on stderr (`crate::contained`).
+    crate::contained::quiet_when_contained();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         // --help and --version are not errors.

@@ -36,6 +36,11 @@ fn push(out: &mut Vec<u8>, part: &[u8]) {
 
 /// A frame back into the snapshot it was (history empty) and the host's facts.
 pub fn decode(body: &[u8]) -> anyhow::Result<(Snapshot, SystemInfo)> {
+    // Parquet's reader panics on some damaged pages: a bad frame is an error, not the end.
+    crate::contained::contain("the frame", || decode_parts(body))
+}
+
+fn decode_parts(body: &[u8]) -> anyhow::Result<(Snapshot, SystemInfo)> {
     let rest = body.strip_prefix(MAGIC).context("not a bbrtop frame (wrong magic)")?;
     let (socks, rest) = part(rest)?;
     let (poll, rest) = part(rest)?;

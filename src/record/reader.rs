@@ -219,6 +219,10 @@ enum Columns {
 }
 
 fn read_polls(path: &Path, cols: Columns) -> anyhow::Result<(Meta, Vec<polls::Decoded>)> {
+    crate::contained::contain(&path.display().to_string(), || read_polls_of(path, cols))
+}
+
+fn read_polls_of(path: &Path, cols: Columns) -> anyhow::Result<(Meta, Vec<polls::Decoded>)> {
     let (meta, b) = open_parquet(path)?;
     let schema = b.parquet_schema();
     let keep = (0..schema.num_columns())
@@ -232,6 +236,10 @@ fn read_polls(path: &Path, cols: Columns) -> anyhow::Result<(Meta, Vec<polls::De
 }
 
 fn read_sockets(path: &Path, rows: Range<u64>) -> anyhow::Result<Vec<sockets::Decoded>> {
+    crate::contained::contain(&path.display().to_string(), || read_sockets_of(path, rows))
+}
+
+fn read_sockets_of(path: &Path, rows: Range<u64>) -> anyhow::Result<Vec<sockets::Decoded>> {
     let (_, b) = open_parquet(path)?;
     let selection = RowSelection::from(vec![
         RowSelector::skip(rows.start as usize),

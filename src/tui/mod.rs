@@ -130,6 +130,10 @@ fn run(
     // must then stop too, or it would go on drawing over the restored screen.
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        // A panic `contained` turns into an error (damaged data) is not the UI's to end.
+        if crate::contained::is_contained() {
+            return;
+        }
         PANICKED.store(true, Ordering::SeqCst);
         previous(info);
     }));
