@@ -61,6 +61,22 @@ impl SystemInfo {
     }
 }
 
+impl SystemInfo {
+    /// The host facts the TUI's screen tests show in the header.
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn example() -> SystemInfo {
+        SystemInfo {
+            host: "edge-1".into(),
+            kernel: "6.18.44".into(),
+            default_cc: "bbr".into(),
+            qdisc: "fq".into(),
+            netns: None,
+            netns_inode: Some(4026531840),
+            bbr: "bbr v1 (BTF: struct bbr v1 layout)".into(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -83,16 +83,3 @@ impl RecordBuilder {
         self.0
     }
 }
-
-/// The host facts the TUI's screen tests show in the header.
-pub fn system() -> crate::system::SystemInfo {
-    crate::system::SystemInfo {
-        host: "edge-1".into(),
-        kernel: "6.18.44".into(),
-        default_cc: "bbr".into(),
-        qdisc: "fq".into(),
-        netns: None,
-        netns_inode: Some(4026531840),
-        bbr: "bbr v1 (BTF: struct bbr v1 layout)".into(),
-    }
-}

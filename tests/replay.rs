@@ -75,7 +75,7 @@ fn t0() -> SystemTime {
 fn recorded(snaps: &[Snapshot]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let opts = RecordOptions { chunk: Duration::from_secs(30), ..RecordOptions::default() };
-    let mut r = Recorder::create(dir.path(), opts, &bbrtop::testing::system()).unwrap();
+    let mut r = Recorder::create(dir.path(), opts, &bbrtop::system::SystemInfo::example()).unwrap();
     for s in snaps {
         r.write(s).unwrap();
     }
@@ -87,7 +87,7 @@ fn screen(source: &Source, playback: Option<&Status>, app: &App, snap: &Snapshot
     let rows = app.rows(snap);
     let mut app = app.clone();
     app.follow(&rows);
-    let (owners, sys) = (Owners::new(), bbrtop::testing::system());
+    let (owners, sys) = (Owners::new(), bbrtop::system::SystemInfo::example());
     let s = Screen { app: &app, snap, rows: &rows, sys: &sys, owners: &owners, source, playback };
     render::text(&render::buffer_of(&s, w, h))
 }
@@ -111,7 +111,7 @@ fn replayed_screens_are_the_live_screens() {
     let dir = recorded(&live);
     let rec = Recording::open(dir.path()).unwrap();
     assert_eq!(rec.polls().len(), POLLS);
-    assert_eq!(rec.system(), &bbrtop::testing::system());
+    assert_eq!(rec.system(), &bbrtop::system::SystemInfo::example());
     let opts = PlayerOptions { history: 60, speed: 1.0 };
     let t = Instant::now();
     let mut p = Player::new(rec, opts, t).unwrap();
@@ -294,7 +294,9 @@ fn replay_in_tmux_answers_the_time_keys() {
 fn seek_cost_at_1000_sockets() {
     let mut e = Engine::new(EngineConfig::default());
     let (mono, dir) = (Instant::now(), tempfile::tempdir().unwrap());
-    let mut r = Recorder::create(dir.path(), RecordOptions::default(), &bbrtop::testing::system()).unwrap();
+    let mut r =
+        Recorder::create(dir.path(), RecordOptions::default(), &bbrtop::system::SystemInfo::example())
+            .unwrap();
     let polls = 400;
     for i in 0..polls {
         let now = Now { mono: mono + Duration::from_secs(i), wall: t0() + Duration::from_secs(i) };

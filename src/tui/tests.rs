@@ -205,7 +205,7 @@ fn render_from(
 ) -> Buffer {
     let owners: Owners = [(1001, (4242, "nginx".to_string()))].into_iter().collect();
     let rows = app.rows(snap);
-    let sys = crate::testing::system();
+    let sys = crate::system::SystemInfo::example();
     render::buffer_of(&Screen { app, snap, rows: &rows, sys: &sys, owners: &owners, source, playback }, w, h)
 }
 
@@ -430,7 +430,7 @@ fn frame_time_at_10k_sockets() {
                     app: &app,
                     snap: &snap,
                     rows: &rows,
-                    sys: &crate::testing::system(),
+                    sys: &crate::system::SystemInfo::example(),
                     owners: &owners,
                     source: &Source::Local,
                     playback: None,
