@@ -254,13 +254,7 @@ fn a_bad_url_or_a_missing_password_file_is_one_line_and_exit_2() {
         ),
     ] {
         // The remote's flags are read before bbrtop looks for a terminal.
-        let o = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
-            .args(&args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.lines().count() == 1 && err.contains(says), "{args:?}: {err}");
+        let err = support::usage_error(&args);
+        assert!(err.contains(says), "{args:?}: {err}");
     }
 }

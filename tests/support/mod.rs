@@ -45,3 +45,17 @@ pub fn rss_kib(pid: u32) -> u64 {
     let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap_or("0");
     line.trim().trim_end_matches("kB").trim().parse().unwrap_or(0)
 }
+
+/// `bbrtop ARGS` with no terminal on stdin, which must fail as a usage error: exit 2 and one line
+/// on stderr. Returns that line.
+pub fn usage_error<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S]) -> String {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("bbrtop runs");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    err
+}
