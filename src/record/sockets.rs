@@ -42,13 +42,15 @@ pub fn batch(seq: u64, at_ms: i64, sockets: &[SocketView]) -> anyhow::Result<Rec
         let age = AGES.contains(&name);
         let value = |s: &SocketView| s.record.tcp_info.field(off, size);
         columns.push(if age {
-            let mut b = i64::builder(n);
-            order.iter().for_each(|s| i64::append(&mut b, value(s).map(|v| at_ms - v as i64)));
-            i64::finish(&mut b)
+            column::<i64>(&order, |s| value(s).map(|v| at_ms - v as i64))
         } else {
-            let mut b = u64::builder(n);
-            order.iter().for_each(|s| u64::append(&mut b, value(s)));
-            narrow(u64::finish(&mut b), size)?
+            // Each field keeps its width: a u8 column reads as a u8 in DuckDB.
+            match size {
+                1 => column::<u8>(&order, |s| value(s).and_then(|v| v.try_into().ok())),
+                2 => column::<u16>(&order, |s| value(s).and_then(|v| v.try_into().ok())),
+                4 => column::<u32>(&order, |s| value(s).and_then(|v| v.try_into().ok())),
+                _ => column::<u64>(&order, value),
+            }
         });
     }
     Ok(RecordBatch::try_new(Arc::new(schema()), columns)?)
@@ -83,24 +85,11 @@ fn uint(size: usize) -> DataType {
     }
 }
 
-/// tcp_info's narrow fields keep their width: a u8 column reads as a u8 in DuckDB.
-fn narrow(a: ArrayRef, size: usize) -> anyhow::Result<ArrayRef> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::UInt64Type;
-    let v = a.as_primitive::<UInt64Type>();
-    let out: ArrayRef = match uint(size) {
-        DataType::UInt8 => {
-            Arc::new(v.unary_opt::<_, arrow_array::types::UInt8Type>(|x| u8::try_from(x).ok()))
-        }
-        DataType::UInt16 => {
-            Arc::new(v.unary_opt::<_, arrow_array::types::UInt16Type>(|x| u16::try_from(x).ok()))
-        }
-        DataType::UInt32 => {
-            Arc::new(v.unary_opt::<_, arrow_array::types::UInt32Type>(|x| u32::try_from(x).ok()))
-        }
-        _ => Arc::clone(&a),
-    };
-    Ok(out)
+/// One column of `T` from each socket, in order.
+fn column<T: ColumnType>(order: &[&SocketView], value: impl Fn(&SocketView) -> Option<T>) -> ArrayRef {
+    let mut b = T::builder(order.len());
+    order.iter().for_each(|s| T::append(&mut b, value(s)));
+    T::finish(&mut b)
 }
 
 fn filled<T: ColumnType + Clone>(n: usize, v: Option<T>) -> T::Builder {
