@@ -22,7 +22,7 @@
 
 use bbrtop::collect::InetDiag;
 use bbrtop::engine::{Engine, EngineConfig, Now, Update, Walk};
-use bbrtop::model::StateSet;
+use bbrtop_core::model::StateSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, ChildStdout, Command, Stdio};

@@ -8,11 +8,11 @@
 use bbrtop::engine::sink::feed_dump;
 use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::export::metrics::{Scrape, render_openmetrics, to_text_004};
-use bbrtop::model::SocketRecord;
 use bbrtop::output::json::SnapshotDoc;
-use bbrtop::peer_groups::PeerGroups;
-use bbrtop::testing::record;
-use bbrtop::wire::Dump;
+use bbrtop_core::model::SocketRecord;
+use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::testing::record;
+use bbrtop_core::wire::Dump;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

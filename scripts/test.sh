@@ -13,13 +13,13 @@ step() { printf '\n== %s\n' "$*"; }
 step "cargo fmt --check"
 cargo fmt --all -- --check
 step "cargo clippy (all targets, -D warnings)"
-cargo clippy --locked --all-targets -- -D warnings
+cargo clippy --locked --workspace --all-targets -- -D warnings
 step "netlink-only build (--no-default-features)"
 cargo build --locked --no-default-features
 step "cargo test"
 # Tests that shape links and run flows share two cores; one test binary at a time keeps their
 # figures honest, and each binary decides its own parallelism.
 # (no doc tests: the crate has none, and an empty doc-test run would close the log)
-cargo test --locked --lib --bins --tests -- --test-threads="${BBRTOP_TEST_THREADS:-2}"
+cargo test --locked --workspace --lib --bins --tests -- --test-threads="${BBRTOP_TEST_THREADS:-2}"
 step "parser fuzzing (${BBRTOP_FUZZ_CASES:=20000} inputs per parser; src/fuzz.rs has the full run)"
-BBRTOP_FUZZ_CASES="$BBRTOP_FUZZ_CASES" cargo test --locked --lib fuzz -- --ignored
+BBRTOP_FUZZ_CASES="$BBRTOP_FUZZ_CASES" cargo test --locked --workspace --lib fuzz -- --ignored

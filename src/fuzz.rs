@@ -59,10 +59,10 @@ fn fuzz(name: &str, corpus: Vec<Vec<u8>>, parse: impl Fn(&[u8])) {
 #[test]
 #[ignore = "fuzzing: scripts/test.sh runs it, see the module's comment"]
 fn fuzz_netlink_dumps() {
-    use crate::wire::fixtures::{done, full_attrs, v4};
-    use crate::wire::{DumpParser, ends_dump};
+    use bbrtop_core::wire::fixtures::{done, full_attrs, v4};
+    use bbrtop_core::wire::{DumpParser, ends_dump};
     let corpus = vec![
-        crate::wire::fixtures::mixed_dump(),
+        bbrtop_core::wire::fixtures::mixed_dump(),
         [v4(9, &full_attrs(1)), done(0x22)].concat(),
         [v4(9, &[]), done(2)].concat(),
     ];
@@ -94,16 +94,16 @@ fn fuzz_bpf_records() {
     close[event::off::close::CC..event::off::close::CC + 3].copy_from_slice(b"bbr");
     let window: Vec<u8> =
         [7u32, 3, 1200, 1000, 1500].iter().flat_map(|v| v.to_ne_bytes()).chain([1, 2, 5, 1]).collect();
-    let walked = crate::wire::walk::fixture::Rec::v4(1, "bbr").0.to_vec();
+    let walked = bbrtop_core::wire::walk::fixture::Rec::v4(1, "bbr").0.to_vec();
     let corpus = vec![record(1, INFL_LEN), record(2, INFL_LEN), record(3, PHASE_LEN), close, window, walked];
     fuzz("bpf records", corpus, |b| {
-        let _ = crate::wire::walk::parse([b], 7, u64::MAX, &mut crate::wire::CcNames::default());
+        let _ = bbrtop_core::wire::walk::parse([b], 7, u64::MAX, &mut bbrtop_core::wire::CcNames::default());
         let _ = event::decode(b);
-        let _ = crate::model::RttWindow::parse(b, 7);
-        let _ = crate::model::BbrInfo::parse(b, Some("bbr"));
-        let _ = crate::model::BbrInfo::parse(b, Some("bbr2"));
-        let _ = crate::model::DctcpInfo::parse(b);
-        let _ = crate::model::MemInfo::parse(b);
+        let _ = bbrtop_core::model::RttWindow::parse(b, 7);
+        let _ = bbrtop_core::model::BbrInfo::parse(b, Some("bbr"));
+        let _ = bbrtop_core::model::BbrInfo::parse(b, Some("bbr2"));
+        let _ = bbrtop_core::model::DctcpInfo::parse(b);
+        let _ = bbrtop_core::model::MemInfo::parse(b);
     });
 }
 
@@ -111,7 +111,7 @@ fn fuzz_bpf_records() {
 #[ignore = "fuzzing: scripts/test.sh runs it, see the module's comment"]
 fn fuzz_configuration() {
     use crate::export::web_config::WebConfig;
-    use crate::peer_groups::PeerGroups;
+    use bbrtop_core::peer_groups::PeerGroups;
     let corpus: Vec<Vec<u8>> = [
         "groups:\n  edge-as1: [10.0.0.0/8, \"2001:db8::/32\"]\n  transit: [192.0.2.0/24]\n",
         "basic_auth_users:\n  prom: '$2b$04$abcdefghijklmnopqrstuuJZbTvV2pDT5yQMbyGgDy4XdNVcsvTg2'\n",
@@ -125,6 +125,6 @@ fn fuzz_configuration() {
         let text = String::from_utf8_lossy(b);
         let _ = PeerGroups::parse(&text);
         let _ = WebConfig::parse(&text);
-        let _ = crate::filter::Filter::parse_words(&text);
+        let _ = bbrtop_core::filter::Filter::parse_words(&text);
     });
 }

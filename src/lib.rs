@@ -12,7 +12,6 @@
 
 pub mod attrib;
 pub mod bpf;
-pub mod btf;
 pub mod caps;
 pub mod cli;
 pub mod collect;
@@ -21,24 +20,16 @@ pub mod contained;
 pub mod doctor;
 pub mod engine;
 pub mod export;
-pub mod filter;
 #[cfg(test)]
 mod fuzz;
 pub mod lab;
 pub mod log;
 pub mod mem;
-pub mod model;
 pub mod netns;
 pub mod output;
-pub mod peer_groups;
 pub mod record;
 pub mod remote;
 pub mod replay;
-pub mod rule;
 pub mod runtime;
 pub mod system;
-#[cfg(any(test, feature = "test-support"))]
-pub mod testing;
 pub mod tui;
-pub mod units;
-pub mod wire;

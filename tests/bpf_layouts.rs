@@ -7,8 +7,8 @@
 mod support;
 
 use bbrtop::bpf::loader::{self, LoadConfig, Loaded};
-use bbrtop::btf::KIND_STRUCT;
-use bbrtop::model::{BbrLayout, StructBbr};
+use bbrtop_core::btf::KIND_STRUCT;
+use bbrtop_core::model::{BbrLayout, StructBbr};
 use std::sync::Mutex;
 use support::btf::{Edit, Field, layout, struct_entry};
 use support::guard;

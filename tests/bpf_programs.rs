@@ -8,7 +8,7 @@ use bbrtop::bpf::loader::{self, LoadConfig, Loaded};
 use bbrtop::caps::{Cap, CapSet};
 use bbrtop::collect::InetDiag;
 use bbrtop::lab::{Lab, LabConfig};
-use bbrtop::model::{Count, StateSet};
+use bbrtop_core::model::{Count, StateSet};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::fs::MetadataExt;
@@ -390,7 +390,7 @@ fn root_rtt_windows_cover_the_time_since_the_last_read() {
         assert!(min <= w.last_srtt_us && w.last_srtt_us <= max, "{w:?}");
         // The window and tcp_info come from the same moment of the same dump: the window's ACKs
         // are among the segments that came in since the previous read, not since the start.
-        let segs = |r: &bbrtop::model::SocketRecord| u64::from(r.tcp_info.segs_in().expect("segs_in"));
+        let segs = |r: &bbrtop_core::model::SocketRecord| u64::from(r.tcp_info.segs_in().expect("segs_in"));
         let (since, total) = (segs(r) - segs(prev), segs(r));
         assert!(
             u64::from(w.samples) <= since && since < total,

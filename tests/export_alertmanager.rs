@@ -4,9 +4,9 @@ mod support;
 
 use bbrtop::engine::snapshot::{AlertStatus, AlertView, Snapshot};
 use bbrtop::export::alertmanager::{PushConfig, Pusher};
-use bbrtop::peer_groups::PeerGroups;
-use bbrtop::rule::RuleConfig;
 use bbrtop::runtime::Published;
+use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::rule::RuleConfig;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use support::http::free_port;

@@ -5,8 +5,8 @@ mod support;
 use bbrtop::collect::InetDiag;
 use bbrtop::lab::ss::SsSocket;
 use bbrtop::lab::{Flow, Lab, LabConfig, LabError};
-use bbrtop::model::StateSet;
 use bbrtop::netns::NetnsSpec;
+use bbrtop_core::model::StateSet;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::guard;
@@ -236,7 +236,7 @@ fn root_an_ecn_flow_through_ce_marks_counts_them_as_ss_does() {
     let dump = diag.dump().unwrap();
     let after = ss_ecn();
     let r = dump.sockets.iter().find(|r| r.local == f.local && r.peer == f.peer).expect("flow in bbrtop");
-    let ecn = bbrtop::model::Ecn::of(&r.tcp_info).expect("bbrtop sees ECN");
+    let ecn = bbrtop_core::model::Ecn::of(&r.tcp_info).expect("bbrtop sees ECN");
     assert!(ecn.negotiated && before.ecn && after.ecn, "both see ECN negotiated: {ecn:?}, ss {before:?}");
     let ours = r.tcp_info.delivered_ce_segs().expect("delivered_ce");
     let (lo, hi) =

@@ -105,7 +105,10 @@ fn root_a_recorded_lab_run_replays_as_the_live_tui_showed_it() {
         if i > 0 {
             p.control(Control::Step(1), t).unwrap();
         }
-        assert_eq!(p.status().at, bbrtop::units::from_unix_ms(bbrtop::units::unix_ms(snap.taken_at)));
+        assert_eq!(
+            p.status().at,
+            bbrtop_core::units::from_unix_ms(bbrtop_core::units::unix_ms(snap.taken_at))
+        );
         let replayed = screens(p.shown(), &sys);
         assert_eq!(replayed.len(), drawn.len(), "poll {i}");
         for ((name, want), (_, got)) in drawn.iter().zip(&replayed) {

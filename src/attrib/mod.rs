@@ -5,7 +5,7 @@
 
 pub mod kube;
 
-use crate::model::{Origin, Pod};
+use bbrtop_core::model::{Origin, Pod};
 use kube::PodIndex;
 use rustc_hash::FxHashMap as HashMap;
 use std::os::unix::fs::MetadataExt;

@@ -8,7 +8,7 @@ use crate::engine::Update;
 use crate::engine::kernel::{ClosedBbr, ClosedFlow, KernelUpdate};
 use crate::engine::sink::{Feed, Source};
 use crate::engine::status::{BpfPoll, Cause, Reason};
-use crate::model::Phase;
+use bbrtop_core::model::Phase;
 use std::time::{Duration, Instant, SystemTime};
 
 pub struct Collector {

@@ -1,7 +1,7 @@
 //! Ring-buffer events (layouts in bpf/bbrtop.h), decoded by a pure function that never panics.
 
-use crate::model::{BbrState, Count, Tally};
-use crate::wire::record::Reader;
+use bbrtop_core::model::{BbrState, Count, Tally};
+use bbrtop_core::wire::record::Reader;
 use std::net::SocketAddr;
 
 pub const HDR_LEN: usize = 24;
@@ -308,7 +308,10 @@ mod tests {
         let s = p.bbr;
         assert_eq!((s.mode, s.cycle_idx, s.full_bw_reached, s.lt_use_bw), (2, 5, true, false));
         assert_eq!((p.prev_mode, s.min_rtt_us, p.entered), (None, Some(150), 2));
-        assert_eq!(s.phase(), Some(crate::model::Phase::ProbeBw(crate::model::ProbeBwStep::Cruise)));
+        assert_eq!(
+            s.phase(),
+            Some(bbrtop_core::model::Phase::ProbeBw(bbrtop_core::model::ProbeBwStep::Cruise))
+        );
         b[28] = 0;
         let Event::Phase(p) = decode(&b).unwrap() else { panic!("kind") };
         assert_eq!(p.prev_mode, Some(0));
@@ -317,7 +320,10 @@ mod tests {
         b[29] = 1;
         let Event::Phase(p) = decode(&b).unwrap() else { panic!("kind") };
         assert!(p.bbr.cycle_v3);
-        assert_eq!(p.bbr.phase(), Some(crate::model::Phase::ProbeBw(crate::model::ProbeBwStep::Refill)));
+        assert_eq!(
+            p.bbr.phase(),
+            Some(bbrtop_core::model::Phase::ProbeBw(bbrtop_core::model::ProbeBwStep::Refill))
+        );
     }
 
     #[test]

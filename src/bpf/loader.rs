@@ -7,8 +7,8 @@ use super::event::{self, DecodeError, Event};
 use super::{BpfStatus, PROGRAMS};
 use crate::collect::inet_diag::WindowStorage;
 use crate::engine::status::{Cause, Reason};
-use crate::model::{BbrLayout, StructBbr};
-use crate::rule::RuleConfig;
+use bbrtop_core::model::{BbrLayout, StructBbr};
+use bbrtop_core::rule::RuleConfig;
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{
     Link, MapCore, MapFlags, MapHandle, PrintLevel, ProgramHandle, RingBuffer, RingBufferBuilder,
@@ -151,7 +151,7 @@ impl Loaded {
     /// The socket walk, of sockets in `states`, if the object was loaded with it on.
     pub fn walker(
         &self,
-        states: crate::model::StateSet,
+        states: bbrtop_core::model::StateSet,
         resolver: crate::attrib::Resolver,
     ) -> Result<super::walk::Walker, String> {
         let (moved, moved_full) = self.moved.as_ref().ok_or("socket walk off: not asked for at load")?;
@@ -285,14 +285,14 @@ mod tests {
     /// object's BTF), and so do the sizes.
     #[test]
     fn layouts_match_the_c_header() {
-        use crate::model::window_off as w;
+        use bbrtop_core::model::window_off as w;
         use event::off::{close as c, hdr, infl, phase as ph};
         use types::{bbrtop_close, bbrtop_hdr, bbrtop_infl, bbrtop_phase, bbrtop_rtt_window};
         assert_eq!(size_of::<bbrtop_hdr>(), event::HDR_LEN);
         assert_eq!(size_of::<bbrtop_infl>(), event::INFL_LEN);
         assert_eq!(size_of::<bbrtop_phase>(), event::PHASE_LEN);
         assert_eq!(size_of::<bbrtop_close>(), event::CLOSE_LEN);
-        assert_eq!(size_of::<bbrtop_rtt_window>(), crate::model::RttWindow::LEN);
+        assert_eq!(size_of::<bbrtop_rtt_window>(), bbrtop_core::model::RttWindow::LEN);
         // The header leads every event.
         assert_eq!(
             [offset_of!(bbrtop_infl, h), offset_of!(bbrtop_phase, h), offset_of!(bbrtop_close, h)],
@@ -366,7 +366,7 @@ mod tests {
     /// The socket walk's record, field by field, against the offsets its parser reads.
     #[test]
     fn the_walk_record_matches_the_c_header() {
-        use crate::wire::walk::{REC_LEN, off as o};
+        use bbrtop_core::wire::walk::{REC_LEN, off as o};
         use types::bbrtop_sock as s;
         macro_rules! at {
             ($field:ident, $rust:expr) => {

@@ -40,8 +40,8 @@ use crate::collect::inet_diag::WindowStorage;
 use crate::engine::Update;
 use crate::engine::sink::{Feed, Source};
 use crate::engine::status::{BpfPoll, Cause, Reason};
-use crate::model::StateSet;
-use crate::rule::RuleConfig;
+use bbrtop_core::model::StateSet;
+use bbrtop_core::rule::RuleConfig;
 use std::path::Path;
 
 pub use crate::collect::host::VMLINUX_BTF as BTF_PATH;

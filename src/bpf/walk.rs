@@ -7,9 +7,9 @@ use super::clock::ktime_now_ns;
 use crate::attrib::Resolver;
 use crate::engine::sink::{Feed, Source};
 use crate::engine::{Now, Update, Walk};
-use crate::model::{SocketRecord, StateSet, TcpState};
-use crate::wire::CcNames;
-use crate::wire::walk::{self, WalkStats};
+use bbrtop_core::model::{SocketRecord, StateSet, TcpState};
+use bbrtop_core::wire::CcNames;
+use bbrtop_core::wire::walk::{self, WalkStats};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use std::time::Instant;
 
@@ -96,7 +96,7 @@ fn percpu_sum(m: &MapHandle) -> u64 {
 /// What one walk read.
 pub struct Read {
     pub sockets: Vec<SocketRecord>,
-    pub gone: Vec<crate::model::Cookie>,
+    pub gone: Vec<bbrtop_core::model::Cookie>,
     pub stats: WalkStats,
 }
 

@@ -1,11 +1,11 @@
 //! Flags shared by several commands, and their value parsers. Bad values are usage errors.
 
 use crate::engine::EngineConfig;
-use crate::filter::{self, Filter};
-use crate::model::derive::Baseline;
-use crate::model::{StateSet, TcpState};
 use crate::netns::NetnsSpec;
-use crate::rule::RuleConfig;
+use bbrtop_core::filter::{self, Filter};
+use bbrtop_core::model::derive::Baseline;
+use bbrtop_core::model::{StateSet, TcpState};
+use bbrtop_core::rule::RuleConfig;
 use clap::Args;
 use ipnet::IpNet;
 use std::time::Duration;
@@ -263,6 +263,18 @@ pub fn parse_netns(s: &str) -> Result<NetnsSpec, String> {
         return Err(format!("network namespace {s:?} not found ({} does not exist)", spec.0.display()));
     }
     Ok(spec)
+}
+
+/// `--peer-groups.file`: the groups it names, or none. A file that cannot be read or parsed is a
+/// usage error naming it.
+pub fn peer_groups(
+    path: Option<&std::path::Path>,
+) -> Result<bbrtop_core::peer_groups::PeerGroups, super::Failure> {
+    let Some(path) = path else { return Ok(Default::default()) };
+    let fail =
+        |e: &dyn std::fmt::Display| super::Failure::Usage(format!("peer groups {}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).map_err(|e| fail(&e))?;
+    bbrtop_core::peer_groups::PeerGroups::parse(&text).map_err(|e| fail(&e))
 }
 
 #[cfg(test)]

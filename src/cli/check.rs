@@ -5,7 +5,7 @@
 use super::Failure;
 use super::args::SourceArgs;
 use crate::collect::InetDiag;
-use crate::model::StateSet;
+use bbrtop_core::model::StateSet;
 use clap::Args;
 
 #[derive(Args, Debug)]
@@ -36,7 +36,7 @@ fn bpf() -> bool {
         println!("bpf: {reason}");
         return false;
     }
-    let cfg = loader::LoadConfig::from_rule(&crate::rule::RuleConfig::default());
+    let cfg = loader::LoadConfig::from_rule(&bbrtop_core::rule::RuleConfig::default());
     let l = match loader::load(&cfg) {
         Ok(l) => l,
         Err(e) => {

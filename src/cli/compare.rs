@@ -5,9 +5,9 @@ use super::Failure;
 use crate::compare::range::SideSpec;
 use crate::compare::summary::Summarizer;
 use crate::compare::{Comparison, Side, SideHead, plot, stats, table};
-use crate::peer_groups::PeerGroups;
 use crate::record::Recording;
 use anyhow::Context;
+use bbrtop_core::peer_groups::PeerGroups;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -86,10 +86,7 @@ fn read_side(spec: &SideSpec, groups: &PeerGroups) -> Result<Side, Failure> {
 }
 
 pub fn run(a: CompareArgs) -> Result<(), Failure> {
-    let groups = match &a.peer_groups {
-        Some(p) => PeerGroups::load(p).map_err(Failure::Usage)?,
-        None => PeerGroups::default(),
-    };
+    let groups = super::args::peer_groups(a.peer_groups.as_deref())?;
     let (sa, sb) = (read_side(&a.a, &groups)?, read_side(&a.b, &groups)?);
     let cmp = Comparison::new(&sa, &sb, a.peer_groups.is_some());
     if let Some(dir) = &a.plot {

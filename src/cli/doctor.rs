@@ -4,8 +4,8 @@ use super::Failure;
 use super::args::parse_duration;
 use crate::collect::InetDiag;
 use crate::doctor::{self, Bdp, Check, Status, host};
-use crate::model::StateSet;
 use crate::netns::NetnsSpec;
+use bbrtop_core::model::StateSet;
 use clap::Args;
 use std::io::Write;
 

@@ -7,9 +7,9 @@ use crate::export::hindsight::Keeper;
 use crate::export::metrics::TOP_K_CAP;
 use crate::export::server::{self, App, Limits, Options};
 use crate::export::web_config::{Security, WebConfig};
-use crate::peer_groups::PeerGroups;
 use crate::record::{Hindsight, HindsightOptions};
 use anyhow::{Context, anyhow};
+use bbrtop_core::peer_groups::PeerGroups;
 use clap::Args;
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -132,10 +132,7 @@ fn hostname() -> String {
 }
 
 pub fn run(a: ExportArgs) -> Result<(), Failure> {
-    let groups = Arc::new(match &a.peer_groups {
-        Some(p) => PeerGroups::load(p).map_err(Failure::Usage)?,
-        None => PeerGroups::default(),
-    });
+    let groups = Arc::new(super::args::peer_groups(a.peer_groups.as_deref())?);
     let security = match &a.web_config {
         Some(p) => WebConfig::load(p).map_err(Failure::Usage)?,
         None => Security::default(),

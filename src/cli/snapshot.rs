@@ -199,7 +199,7 @@ fn raw_stdout() -> Result<std::fs::File, Failure> {
 mod tests {
     use super::*;
     use crate::engine::sink::feed_dump;
-    use crate::wire::{DumpParser, Progress, fixtures};
+    use bbrtop_core::wire::{DumpParser, Progress, fixtures};
 
     /// The two implementations of the seam agree: a dump streamed through the one-shot sink gives
     /// the very document the engine publishes for it (as `/api/sockets` serves it).

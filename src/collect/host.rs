@@ -2,8 +2,8 @@
 //! in the kernel BTF ([`StructBbr`]), which the loader asks which fields its programs read, and
 //! the version behind the name "bbr" ([`HostBbr`]), which check, doctor and the TUI header show.
 
-use crate::btf::Btf;
-use crate::model::{HostBbr, StructBbr};
+use bbrtop_core::btf::Btf;
+use bbrtop_core::model::{HostBbr, StructBbr};
 use std::path::Path;
 
 /// The running kernel's BTF.
@@ -61,7 +61,7 @@ mod tests {
             .is_ok_and(|a| a.split_whitespace().any(|c| c == "bbr"));
         if bbr && Path::new(VMLINUX_BTF).exists() {
             let s = struct_bbr(None).expect("bbr is available: struct bbr in the kernel BTF");
-            assert!(s.layout != crate::model::BbrLayout::Unknown && s.has_phase(), "{s:?}");
+            assert!(s.layout != bbrtop_core::model::BbrLayout::Unknown && s.has_phase(), "{s:?}");
         }
         assert_eq!(struct_bbr(Some(Path::new("/nonexistent"))), None);
         let h = host_bbr();

@@ -1,14 +1,14 @@
-//! The inet_diag collector: the netlink I/O around [`crate::wire`]. One SOCK_DIAG_BY_FAMILY dump
+//! The inet_diag collector: the netlink I/O around [`bbrtop_core::wire`]. One SOCK_DIAG_BY_FAMILY dump
 //! per family; a dump the kernel flags inconsistent is restarted, a bounded number of times.
 
 use super::socket::{self, DiagSocket};
 use crate::engine::Now;
 use crate::engine::sink::{DumpSink, Dumping, Feed, Source};
-use crate::model::SocketRecord;
-use crate::model::StateSet;
 use crate::netns::{self, NetnsError, NetnsSpec};
-use crate::wire::Dump;
-use crate::wire::{DumpParser, Progress, WireError, ends_dump, request};
+use bbrtop_core::model::SocketRecord;
+use bbrtop_core::model::StateSet;
+use bbrtop_core::wire::Dump;
+use bbrtop_core::wire::{DumpParser, Progress, WireError, ends_dump, request};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::mpsc;
 use std::time::Instant;
@@ -126,7 +126,7 @@ impl InetDiag {
         Ok(d)
     }
 
-    /// Reads bbrtop's eBPF RTT windows with every dump from now on ([`crate::model::RttWindow`]).
+    /// Reads bbrtop's eBPF RTT windows with every dump from now on ([`bbrtop_core::model::RttWindow`]).
     /// Without CAP_BPF the kernel refuses; the dumps then go on without them.
     pub fn read_windows(&mut self, storage: WindowStorage) {
         self.storage = Some(storage);

@@ -5,9 +5,9 @@ use super::socket::scripted::Scripted;
 use crate::engine::sink::{Aborted, DumpSink};
 use crate::engine::status::{Cause, Health};
 use crate::engine::{Engine, EngineConfig, Now};
-use crate::model::{SocketRecord, StateSet};
-use crate::wire::Dump;
-use crate::wire::fixtures::{done, full_attrs, v4};
+use bbrtop_core::model::{SocketRecord, StateSet};
+use bbrtop_core::wire::Dump;
+use bbrtop_core::wire::fixtures::{done, full_attrs, v4};
 use netlink_packet_core::NLM_F_DUMP_INTR;
 
 const MULTI: u16 = 2;

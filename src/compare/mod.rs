@@ -11,7 +11,7 @@ pub mod stats;
 pub mod summary;
 pub mod table;
 
-use crate::units::serde_time;
+use bbrtop_core::units::serde_time;
 use report::{GroupRows, METHOD, Method};
 use serde::Serialize;
 use std::time::SystemTime;

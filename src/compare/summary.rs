@@ -4,8 +4,8 @@
 
 use crate::engine::aggregate::percentiles;
 use crate::engine::snapshot::Snapshot;
-use crate::model::{Cookie, Count, Tally};
-use crate::peer_groups::PeerGroups;
+use bbrtop_core::model::{Cookie, Count, Tally};
+use bbrtop_core::peer_groups::PeerGroups;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -131,8 +131,8 @@ fn summarise(cookie: Cookie, acc: Acc) -> SocketSummary {
 mod tests {
     use super::*;
     use crate::engine::{Engine, EngineConfig, Now, sink};
-    use crate::testing::record;
-    use crate::wire::Dump;
+    use bbrtop_core::testing::record;
+    use bbrtop_core::wire::Dump;
     use std::time::Duration;
 
     fn sock(
@@ -142,7 +142,7 @@ mod tests {
         srtt_us: u32,
         sent: u64,
         retrans: u64,
-    ) -> crate::model::SocketRecord {
+    ) -> bbrtop_core::model::SocketRecord {
         record(cookie, cc)
             .local(format!("10.0.0.1:{}", 40000 + cookie))
             .peer(peer)

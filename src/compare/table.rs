@@ -3,7 +3,7 @@
 
 use super::Comparison;
 use super::report::{Group, Metric, MetricRow};
-use crate::units::{bitrate, micros, percent};
+use bbrtop_core::units::{bitrate, micros, percent};
 use std::fmt::Write;
 
 impl Metric {

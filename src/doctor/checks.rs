@@ -3,7 +3,7 @@
 
 use super::{BbrModule, Bdp, Check, Live, Readings, Status, kernel_version};
 use crate::caps::{Cap, CapSet};
-use crate::model::HostBbr;
+use bbrtop_core::model::HostBbr;
 
 /// Every check, in the order the guides walk them.
 pub fn checks(r: &Readings, bdp: Bdp) -> Vec<Check> {

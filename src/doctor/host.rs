@@ -2,7 +2,7 @@
 
 use super::{BbrModule, Live, Readings};
 use crate::caps::CapSet;
-use crate::wire::Dump;
+use bbrtop_core::wire::Dump;
 use std::path::Path;
 
 fn read(path: &str) -> Option<String> {

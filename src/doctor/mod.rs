@@ -71,7 +71,7 @@ pub struct Readings {
     pub default_qdisc: Option<String>,
     pub bbr_module: Option<BbrModule>,
     /// Which BBR runs as "bbr" (`None` where it was not read).
-    pub bbr: Option<crate::model::HostBbr>,
+    pub bbr: Option<bbrtop_core::model::HostBbr>,
     pub btf: bool,
     #[serde(skip)]
     pub caps: Option<CapSet>,

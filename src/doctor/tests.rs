@@ -8,7 +8,7 @@ fn good() -> Readings {
         cc: Some("bbr".into()),
         default_qdisc: Some("fq".into()),
         bbr_module: Some(BbrModule::Builtin),
-        bbr: Some(crate::model::HostBbr::detect(&["bbr".into()], None, Some(v1_struct()))),
+        bbr: Some(bbrtop_core::model::HostBbr::detect(&["bbr".into()], None, Some(v1_struct()))),
         btf: true,
         caps: Some(CapSet(u64::MAX)),
         rmem_max: Some(64 << 20),
@@ -23,8 +23,8 @@ fn good() -> Readings {
     }
 }
 
-fn v1_struct() -> crate::model::StructBbr {
-    crate::model::StructBbr::from_members(["min_rtt_us", "bw", "lt_use_bw", "mode", "cycle_idx"])
+fn v1_struct() -> bbrtop_core::model::StructBbr {
+    bbrtop_core::model::StructBbr::from_members(["min_rtt_us", "bw", "lt_use_bw", "mode", "cycle_idx"])
 }
 
 fn status_of(checks: &[Check], name: &str) -> Status {
@@ -67,7 +67,7 @@ fn each_problem_is_flagged_with_a_fix() {
         ("no btf", |r| r.btf = false, "btf", Status::Warn),
         (
             "bbr renamed, nothing tells",
-            |r| r.bbr = Some(crate::model::HostBbr::detect(&["bbr".into(), "bbr1".into()], None, None)),
+            |r| r.bbr = Some(bbrtop_core::model::HostBbr::detect(&["bbr".into(), "bbr1".into()], None, None)),
             "bbr_version",
             Status::Info,
         ),

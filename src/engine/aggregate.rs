@@ -2,7 +2,7 @@
 
 use super::snapshot::SocketView;
 use super::totals::Growth;
-use crate::model::{Count, Tally};
+use bbrtop_core::model::{Count, Tally};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -42,7 +42,7 @@ pub struct CcAggregate {
     #[serde(
         skip_serializing_if = "BTreeMap::is_empty",
         default,
-        deserialize_with = "crate::units::interned::keys"
+        deserialize_with = "bbrtop_core::units::interned::keys"
     )]
     pub phases: BTreeMap<&'static str, usize>,
     /// Counts since bbrtop started, closed sockets included (see `engine::totals`).
@@ -166,7 +166,7 @@ pub fn by_cc<'a>(sockets: impl IntoIterator<Item = &'a SocketView>) -> Vec<CcAgg
     groups
         .into_values()
         .map(|(mut agg, mut rtts, mut ratios, [ce, all])| {
-            agg.ce_marked_fraction = crate::model::ecn::ce_fraction(ce, all);
+            agg.ce_marked_fraction = bbrtop_core::model::ecn::ce_fraction(ce, all);
             let r = percentiles(&mut rtts, &[50.0, 95.0, 99.0], u32::cmp);
             (agg.srtt_p50_us, agg.srtt_p95_us, agg.srtt_p99_us) = (r[0], r[1], r[2]);
             let r = percentiles(&mut ratios, &[50.0, 95.0], f64::total_cmp);
@@ -185,11 +185,11 @@ mod tests {
     #[test]
     fn ecn_sockets_and_ce_fraction_per_cc() {
         use crate::engine::snapshot::{Derived, RecordRef, SocketView};
-        use crate::testing::record;
+        use bbrtop_core::testing::record;
         let view = |cookie, cc: &str, options, delivered, ce| {
             let r =
                 record(cookie, cc).options(options).delivered_segs(delivered).delivered_ce_segs(ce).build();
-            let derived = Derived { ecn: crate::model::Ecn::of(&r.tcp_info), ..Derived::default() };
+            let derived = Derived { ecn: bbrtop_core::model::Ecn::of(&r.tcp_info), ..Derived::default() };
             SocketView {
                 record: RecordRef::single(r),
                 derived,

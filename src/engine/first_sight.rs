@@ -5,8 +5,8 @@
 use super::sink::{Aborted, DumpSink};
 use super::snapshot::{RecordRef, SocketView};
 use super::{EngineConfig, Now};
-use crate::model::{Cookie, SocketRecord};
-use crate::wire::{Dump, DumpStats};
+use bbrtop_core::model::{Cookie, SocketRecord};
+use bbrtop_core::wire::{Dump, DumpStats};
 use rustc_hash::FxHashSet;
 use std::sync::Arc;
 

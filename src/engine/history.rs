@@ -5,7 +5,7 @@
 //! poll to the next. A run stores where it began, not its length, so an unchanged sample costs no
 //! write at all, and a snapshot can share the ring (an `Arc`) without the engine copying it.
 
-use crate::model::Phase;
+use bbrtop_core::model::Phase;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -3,8 +3,8 @@
 
 use super::hist::{Hist, RATE_BOUNDS, RTT_BOUNDS};
 use super::status::CollectorStatus;
-use crate::model::{BbrState, Cookie, Count, Tally};
-use crate::units::serde_time;
+use bbrtop_core::model::{BbrState, Cookie, Count, Tally};
+use bbrtop_core::units::serde_time;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -99,8 +99,8 @@ pub struct ClosedFlow {
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClosedBbr {
-    #[serde(deserialize_with = "crate::units::interned::deserialize")]
-    pub mode: crate::units::interned::Name,
+    #[serde(deserialize_with = "bbrtop_core::units::interned::deserialize")]
+    pub mode: bbrtop_core::units::interned::Name,
     pub min_rtt_us: u32,
     pub bw_bytes_per_sec: u64,
 }

@@ -14,12 +14,12 @@ pub mod totals;
 pub mod update;
 pub mod verdict;
 
-use crate::filter::Filter;
-use crate::model::derive::{self, Counters, LimitedBy, Rates};
-use crate::model::{Cookie, SocketRecord, Source, Tally};
-use crate::peer_groups::PeerGroups;
-use crate::rule::{AlertTracker, RuleConfig, Sample as RuleSample, Transition};
-use crate::wire::Dump;
+use bbrtop_core::filter::Filter;
+use bbrtop_core::model::derive::{self, Counters, LimitedBy, Rates};
+use bbrtop_core::model::{Cookie, SocketRecord, Source, Tally};
+use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::rule::{AlertTracker, RuleConfig, Sample as RuleSample, Transition};
+use bbrtop_core::wire::Dump;
 use history::{History, HistoryView, Sample};
 use kernel::KernelOnset;
 use rustc_hash::FxHashMap;
@@ -578,7 +578,7 @@ fn derived(rule: &RuleConfig, t: &Tracked, r: &SocketRecord, now: Instant) -> De
         inflated_for_seconds: t.alert.onset.map(|o| now.saturating_duration_since(o).as_secs_f64()),
         alert_firing: t.alert.firing(),
         limited_by: t.limited_by,
-        ecn: crate::model::Ecn::of(&r.tcp_info),
+        ecn: bbrtop_core::model::Ecn::of(&r.tcp_info),
         retrans_ratio: r.tcp_info.retrans_ratio(),
         rates: t.rates,
         seen_for_seconds: now.saturating_duration_since(t.first_seen).as_secs_f64(),

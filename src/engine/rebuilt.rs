@@ -12,7 +12,7 @@ pub struct Rebuilt {
     cap: usize,
     poll: u64,
     /// Each socket's ring and the poll it was first seen at.
-    rings: rustc_hash::FxHashMap<crate::model::Cookie, (Arc<History>, u64)>,
+    rings: rustc_hash::FxHashMap<bbrtop_core::model::Cookie, (Arc<History>, u64)>,
 }
 
 impl Rebuilt {
@@ -50,7 +50,7 @@ mod tests {
     fn rebuilt_history_is_the_engines() {
         use crate::engine::sink::feed_dump;
         use crate::engine::{Engine, EngineConfig, Now};
-        use crate::testing::record;
+        use bbrtop_core::testing::record;
         use std::time::Duration;
         let mut engine = Engine::new(EngineConfig { history: 5, ..EngineConfig::default() });
         let mut rebuilt = Rebuilt::new(5);
@@ -65,7 +65,7 @@ mod tests {
                 recs.push(record(3, "cubic").srtt_us(srtt + 1).build());
             }
             now = now.after(Duration::from_secs(1));
-            feed_dump(&mut engine, crate::wire::Dump { sockets: recs, ..Default::default() }, now);
+            feed_dump(&mut engine, bbrtop_core::wire::Dump { sockets: recs, ..Default::default() }, now);
             let live = engine.tick(now);
             let mut bare = (*live).clone();
             for s in &mut bare.sockets {

@@ -9,8 +9,8 @@
 //! vector that [`DumpSink::end`] then delivers whole.
 
 use super::{Now, Update};
-use crate::model::SocketRecord;
-use crate::wire::Dump;
+use bbrtop_core::model::SocketRecord;
+use bbrtop_core::wire::Dump;
 use std::time::Duration;
 
 /// Why a dump ended before its end.
@@ -116,7 +116,7 @@ mod tests {
     }
 
     fn rec(cookie: u64) -> SocketRecord {
-        crate::testing::record(cookie, "cubic").build()
+        bbrtop_core::testing::record(cookie, "cubic").build()
     }
 
     #[test]

@@ -3,10 +3,10 @@
 pub use super::aggregate::CcAggregate;
 use super::history::HistoryView;
 pub use super::status::CollectorStatus;
-use crate::model::derive::{LimitedBy, Rates};
-use crate::model::{Cookie, Phase, SocketRecord, Source};
-use crate::rule::RuleConfig;
-use crate::units::serde_time;
+use bbrtop_core::model::derive::{LimitedBy, Rates};
+use bbrtop_core::model::{Cookie, Phase, SocketRecord, Source};
+use bbrtop_core::rule::RuleConfig;
+use bbrtop_core::units::serde_time;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -39,7 +39,7 @@ pub struct Derived {
     pub limited_by: Option<LimitedBy>,
     /// ECN: negotiated, seen, CE marks (absent for a socket with neither ECN nor marks).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ecn: Option<crate::model::Ecn>,
+    pub ecn: Option<bbrtop_core::model::Ecn>,
     /// Bytes retransmitted over bytes sent, over the socket's life.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retrans_ratio: Option<f64>,

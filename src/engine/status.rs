@@ -169,15 +169,19 @@ impl<'de> Deserialize<'de> for Health {
 /// One collector's health and counters.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CollectorStatus {
-    #[serde(deserialize_with = "crate::units::interned::deserialize")]
-    pub name: crate::units::interned::Name,
+    #[serde(deserialize_with = "bbrtop_core::units::interned::deserialize")]
+    pub name: bbrtop_core::units::interned::Name,
     /// What this collector is for on this host, and why (socket collectors).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
     #[serde(flatten)]
     pub health: Health,
     /// When a poll last succeeded (readiness and the staleness rule read it).
-    #[serde(skip_serializing_if = "Option::is_none", default, with = "crate::units::serde_time::option")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        default,
+        with = "bbrtop_core::units::serde_time::option"
+    )]
     pub last_success_at: Option<SystemTime>,
     pub last_duration_seconds: f64,
     pub polls_total: u64,
@@ -201,7 +205,7 @@ pub struct CollectorStatus {
     #[serde(
         skip_serializing_if = "BTreeMap::is_empty",
         default,
-        deserialize_with = "crate::units::interned::keys"
+        deserialize_with = "bbrtop_core::units::interned::keys"
     )]
     pub recursion_misses_total: BTreeMap<&'static str, u64>,
 }
@@ -234,7 +238,7 @@ impl CollectorStatus {
 
     /// Counts one kernel walk, read at `at`. Without the kernel's HZ its records carry no
     /// tcp_info, which is a degraded walk.
-    pub fn saw_walk(&mut self, w: &crate::wire::walk::WalkStats, duration: Duration, at: SystemTime) {
+    pub fn saw_walk(&mut self, w: &bbrtop_core::wire::walk::WalkStats, duration: Duration, at: SystemTime) {
         self.polls_total += 1;
         self.walk_records_dropped_total = Some(w.dropped_total);
         self.last_duration_seconds = duration.as_secs_f64();
@@ -271,7 +275,7 @@ impl CollectorStatus {
     }
 
     /// Counts one successful netlink dump, read at `at`.
-    pub fn saw_dump(&mut self, d: &crate::wire::DumpStats, at: SystemTime) {
+    pub fn saw_dump(&mut self, d: &bbrtop_core::wire::DumpStats, at: SystemTime) {
         self.polls_total += 1;
         self.health = Health::Ok;
         self.last_success_at = Some(at);

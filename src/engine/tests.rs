@@ -1,9 +1,9 @@
 //! Engine scenarios driven by a hand-held clock.
 
 use super::*;
-use crate::model::{Phase, ProbeBwStep};
-use crate::testing::record;
-use crate::wire::DumpStats;
+use bbrtop_core::model::{Phase, ProbeBwStep};
+use bbrtop_core::testing::record;
+use bbrtop_core::wire::DumpStats;
 use sink::DumpSink;
 use status::{BpfPoll, Cause, Health, Reason};
 
@@ -197,7 +197,7 @@ fn filter_and_collector_status() {
 #[test]
 fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
     use super::kernel::{ClosedFlow, KernelUpdate};
-    use crate::model::BbrState;
+    use bbrtop_core::model::BbrState;
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     // Netlink alone: BBR cruise (inferred), and the CUBIC socket is not inflated.
@@ -246,7 +246,7 @@ fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
         peer: "10.0.0.2:5201".parse().unwrap(),
         closed_at: t1.wall,
         lifetime_seconds: Some(7.0),
-        counts: crate::model::Tally::from_counts([(crate::model::Count::BytesAcked, 1000)]),
+        counts: bbrtop_core::model::Tally::from_counts([(bbrtop_core::model::Count::BytesAcked, 1000)]),
         srtt_us: 20_000,
         min_rtt_us: 20_000,
         delivery_rate_bytes_per_sec: None,
@@ -298,7 +298,7 @@ fn observed_dumps_abort_and_restart() {
 #[test]
 fn kernel_state_of_unlisted_sockets_is_pruned() {
     use super::kernel::KernelUpdate;
-    use crate::model::BbrState;
+    use bbrtop_core::model::BbrState;
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     let phase = |cookie| {
@@ -320,7 +320,7 @@ fn kernel_state_of_unlisted_sockets_is_pruned() {
 #[test]
 fn window_state_gives_the_kernel_phase() {
     use super::kernel::KernelUpdate;
-    use crate::model::{BbrState, RttWindow};
+    use bbrtop_core::model::{BbrState, RttWindow};
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     // The last event said STARTUP; the window says PROBE_BW, draining (cycle_idx 1).
@@ -350,8 +350,8 @@ fn window_state_gives_the_kernel_phase() {
 /// A v3 socket's phase is the one its netlink info names, even where eBPF reads `struct bbr`.
 #[test]
 fn v3_phase_from_netlink() {
-    use crate::model::bbr::fixtures;
-    use crate::model::{BbrInfo, BbrState, RttWindow};
+    use bbrtop_core::model::bbr::fixtures;
+    use bbrtop_core::model::{BbrInfo, BbrState, RttWindow};
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     let v3 = |cookie: u64, window: Option<RttWindow>| {
@@ -405,7 +405,8 @@ fn a_bpf_limit_is_a_reason_not_a_failure() {
 }
 
 fn walk(e: &mut Engine, sockets: Vec<SocketRecord>, now: Now) {
-    let stats = crate::wire::walk::WalkStats { records: sockets.len() as u64, hz: 250, ..Default::default() };
+    let stats =
+        bbrtop_core::wire::walk::WalkStats { records: sockets.len() as u64, hz: 250, ..Default::default() };
     e.apply(Update::Walked(Box::new(Walk {
         sockets,
         gone: Vec::new(),
@@ -480,7 +481,7 @@ fn walked_sockets_stay_until_they_close() {
 /// seen again (a dump that failed midway, a state that left the filter) nothing twice.
 #[test]
 fn counters_never_fall_as_sockets_close() {
-    use crate::model::{Count, Tally};
+    use bbrtop_core::model::{Count, Tally};
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     let at = |s: u64| t0.after(Duration::from_secs(s));

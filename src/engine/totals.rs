@@ -8,8 +8,8 @@
 //! seen.
 
 use super::kernel::ClosedFlow;
-use crate::model::{Cookie, Tally};
-use crate::peer_groups::PeerGroups;
+use bbrtop_core::model::{Cookie, Tally};
+use bbrtop_core::peer_groups::PeerGroups;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -143,7 +143,7 @@ impl Totals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Count;
+    use bbrtop_core::model::Count;
 
     fn sent(bytes: u64, retrans: u64) -> Tally {
         Tally::from_counts([(Count::BytesSent, bytes), (Count::BytesRetrans, retrans)])

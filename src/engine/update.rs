@@ -17,10 +17,10 @@ pub enum Update {
 /// One socket walk's records: every socket that moved since the last walk, of every network
 /// namespace.
 pub struct Walk {
-    pub sockets: Vec<crate::model::SocketRecord>,
+    pub sockets: Vec<bbrtop_core::model::SocketRecord>,
     /// Sockets the walk saw enter CLOSE: gone, whether or not their close record comes.
-    pub gone: Vec<crate::model::Cookie>,
-    pub stats: crate::wire::walk::WalkStats,
+    pub gone: Vec<bbrtop_core::model::Cookie>,
+    pub stats: bbrtop_core::wire::walk::WalkStats,
     pub duration: std::time::Duration,
     /// When it was read.
     pub now: super::Now,

@@ -3,7 +3,7 @@
 //! retransmits and a starved CUBIC.
 
 use super::aggregate::CcAggregate;
-use crate::units::percent;
+use bbrtop_core::units::percent;
 
 /// The congestion control the others are judged against.
 pub const REFERENCE: &str = "cubic";

@@ -10,9 +10,9 @@
 //! [`Tracker`] decides what is due (pure, clock passed in); the workers do the I/O.
 
 use crate::engine::snapshot::{AlertView, Snapshot};
-use crate::peer_groups::PeerGroups;
 use crate::runtime::Published;
-use crate::units::micros;
+use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::units::micros;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -50,9 +50,9 @@ pub struct PushConfig {
 pub struct AmAlert {
     pub labels: BTreeMap<&'static str, String>,
     pub annotations: BTreeMap<&'static str, String>,
-    #[serde(with = "crate::units::serde_time")]
+    #[serde(with = "bbrtop_core::units::serde_time")]
     pub starts_at: SystemTime,
-    #[serde(with = "crate::units::serde_time")]
+    #[serde(with = "bbrtop_core::units::serde_time")]
     pub ends_at: SystemTime,
     #[serde(rename = "generatorURL")]
     pub generator_url: String,

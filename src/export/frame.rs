@@ -118,7 +118,7 @@ mod tests {
         let recs = (1..=n)
             .map(|c| {
                 let peer = format!("10.{}.{}.{}:{}", c / 65536, (c / 256) % 256, c % 256, 40_000 + c % 1000);
-                crate::testing::record(c, if c % 3 == 0 { "cubic" } else { "bbr" })
+                bbrtop_core::testing::record(c, if c % 3 == 0 { "cubic" } else { "bbr" })
                     .peer(peer.as_str())
                     .srtt_us(20_000 + (c % 977) as u32 * 13)
                     .min_rtt_us(10_000)
@@ -129,7 +129,7 @@ mod tests {
             .collect();
         let mut e = Engine::new(EngineConfig::default());
         let now = Now::system();
-        feed_dump(&mut e, crate::wire::Dump { sockets: recs, ..Default::default() }, now);
+        feed_dump(&mut e, bbrtop_core::wire::Dump { sockets: recs, ..Default::default() }, now);
         let snap = e.tick(now);
         let sys = SystemInfo::default();
         let rounds = 5;

@@ -46,7 +46,7 @@ fn fresh(at: Option<SystemTime>, now: SystemTime, within: Duration) -> bool {
 mod tests {
     use super::*;
     use crate::engine::status::CollectorStatus;
-    use crate::rule::RuleConfig;
+    use bbrtop_core::rule::RuleConfig;
 
     fn snap(seq: u64, taken_at: SystemTime, netlink_ok_at: Option<SystemTime>) -> Snapshot {
         let netlink = CollectorStatus { last_success_at: netlink_ok_at, ..CollectorStatus::netlink() };

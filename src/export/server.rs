@@ -12,8 +12,8 @@ use super::frame::{FRAME_RESPONSES, FrameBody, Frames};
 use super::metrics::{self, Scrape};
 use super::probes::Probes;
 use super::web_config::Security;
-use crate::peer_groups::PeerGroups;
 use crate::runtime::Published;
+use bbrtop_core::peer_groups::PeerGroups;
 use bytes::Bytes;
 use http_body_util::Full;
 use http_body_util::combinators::BoxBody;
@@ -427,9 +427,9 @@ async fn blocking(f: impl FnOnce() -> Resp + Send + 'static) -> Resp {
 
 #[derive(Serialize)]
 struct AlertsDoc<'a> {
-    #[serde(with = "crate::units::serde_time")]
+    #[serde(with = "bbrtop_core::units::serde_time")]
     taken_at: std::time::SystemTime,
-    rule: &'a crate::rule::RuleConfig,
+    rule: &'a bbrtop_core::rule::RuleConfig,
     alerts: &'a [crate::engine::snapshot::AlertView],
 }
 

@@ -2,7 +2,7 @@
 //! with the figures the guides published. Pure: the runner lives in [`super::run`].
 
 use crate::engine::aggregate::percentile;
-use crate::units::{opt, percent};
+use bbrtop_core::units::{opt, percent};
 use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;

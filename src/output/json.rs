@@ -10,7 +10,7 @@ use std::io::Write;
 /// The document `snapshot --json` prints.
 #[derive(Serialize)]
 pub struct SnapshotDoc<'a> {
-    #[serde(with = "crate::units::serde_time")]
+    #[serde(with = "bbrtop_core::units::serde_time")]
     pub taken_at: std::time::SystemTime,
     pub sockets: Vec<&'a SocketView>,
     pub by_cc: &'a [CcAggregate],
@@ -84,7 +84,7 @@ pub fn encode_sockets(buf: &mut Vec<u8>, sockets: &[SocketView]) -> std::io::Res
 /// One `watch --ndjson` line: a socket at one poll.
 #[derive(Serialize)]
 pub struct SocketLine<'a> {
-    #[serde(with = "crate::units::serde_time")]
+    #[serde(with = "bbrtop_core::units::serde_time")]
     pub ts: std::time::SystemTime,
     pub seq: u64,
     #[serde(flatten)]
@@ -103,9 +103,9 @@ mod tests {
     use super::*;
     use crate::engine::sink::feed_dump;
     use crate::engine::{Engine, EngineConfig, Now};
-    use crate::model::SocketRecord;
-    use crate::testing::record;
-    use crate::wire::Dump;
+    use bbrtop_core::model::SocketRecord;
+    use bbrtop_core::testing::record;
+    use bbrtop_core::wire::Dump;
 
     #[test]
     fn streamed_document_is_the_whole_one() {

@@ -1,7 +1,7 @@
 //! The aligned table `bbrtop snapshot` prints: one row per socket, ss-like units.
 
 use crate::engine::snapshot::SocketView;
-use crate::units::{bitrate, micros, opt};
+use bbrtop_core::units::{bitrate, micros, opt};
 use std::io::Write;
 
 /// Column headers, in order.

@@ -5,11 +5,11 @@
 use super::{polls, sockets};
 use crate::engine::kernel::ClosedFlow;
 use crate::engine::snapshot::Snapshot;
-use crate::rule::RuleConfig;
 use crate::system::SystemInfo;
 use anyhow::Context;
 use arrow_array::RecordBatch;
 use arrow_schema::Schema;
+use bbrtop_core::rule::RuleConfig;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
@@ -112,7 +112,7 @@ impl<W: Write + Send> Pair<W> {
     pub fn write(&mut self, snap: &Snapshot, closed: &[ClosedFlow]) -> anyhow::Result<()> {
         write(
             &mut self.sockets,
-            &sockets::batch(snap.seq, crate::units::unix_ms(snap.taken_at), &snap.sockets)?,
+            &sockets::batch(snap.seq, bbrtop_core::units::unix_ms(snap.taken_at), &snap.sockets)?,
         )?;
         write(&mut self.polls, &polls::batch(&[polls::Poll { snap, closed }])?)?;
         self.polls_written += 1;

@@ -61,9 +61,9 @@ pub struct Dumped {
     pub bytes: u64,
     /// In memory, when asked (the held chunks and the encoder's buffers).
     pub memory_bytes: u64,
-    #[serde(with = "crate::units::serde_time::option")]
+    #[serde(with = "bbrtop_core::units::serde_time::option")]
     pub from: Option<SystemTime>,
-    #[serde(with = "crate::units::serde_time::option")]
+    #[serde(with = "bbrtop_core::units::serde_time::option")]
     pub to: Option<SystemTime>,
 }
 
@@ -188,8 +188,8 @@ mod tests {
     use super::*;
     use crate::engine::{Engine, EngineConfig, Now};
     use crate::record::Recording;
-    use crate::testing::record;
-    use crate::wire::Dump;
+    use bbrtop_core::testing::record;
+    use bbrtop_core::wire::Dump;
     use std::time::Instant;
 
     /// `n` polls a second apart of `sockets` sockets, each acking more every poll.

@@ -7,8 +7,8 @@ use super::columns::table;
 use crate::engine::kernel::{ClosedAggregate, ClosedFlow};
 use crate::engine::snapshot::{AlertView, CcAggregate, CollectorStatus, Snapshot};
 use crate::engine::totals::CcTotals;
-use crate::units::{from_unix_ms, unix_ms};
 use arrow_array::RecordBatch;
+use bbrtop_core::units::{from_unix_ms, unix_ms};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
@@ -41,7 +41,7 @@ impl Decoded {
     pub fn into_snapshot(
         self,
         sockets: Vec<crate::engine::snapshot::SocketView>,
-        rule: crate::rule::RuleConfig,
+        rule: bbrtop_core::rule::RuleConfig,
     ) -> Snapshot {
         Snapshot {
             seq: self.seq,

@@ -12,15 +12,15 @@ use super::columns::{ColumnType, table};
 use crate::engine::history::HistoryView;
 use crate::engine::kernel::KernelSocket;
 use crate::engine::snapshot::{Derived, RecordRef, SocketView};
-use crate::model::derive::LimitedBy;
-use crate::model::tcp_info::TCP_INFO_LAYOUT;
-use crate::model::{
-    BbrExt, BbrInfo, BbrState, BbrVersion, DctcpInfo, Ecn, MemInfo, Origin, Phase, Pod, RttWindow,
-    SocketRecord, Source, TcpState,
-};
 use anyhow::Context;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
+use bbrtop_core::model::derive::LimitedBy;
+use bbrtop_core::model::tcp_info::TCP_INFO_LAYOUT;
+use bbrtop_core::model::{
+    BbrExt, BbrInfo, BbrState, BbrVersion, DctcpInfo, Ecn, MemInfo, Origin, Phase, Pod, RttWindow,
+    SocketRecord, Source, TcpState,
+};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 

@@ -4,10 +4,10 @@ use super::*;
 use crate::engine::sink::feed_dump;
 use crate::engine::snapshot::Snapshot;
 use crate::engine::{Engine, EngineConfig, Now};
-use crate::model::SocketRecord;
 use crate::system::SystemInfo;
-use crate::testing::record;
-use crate::wire::Dump;
+use bbrtop_core::model::SocketRecord;
+use bbrtop_core::testing::record;
+use bbrtop_core::wire::Dump;
 use std::time::{Duration, Instant, SystemTime};
 
 fn sock(cookie: u64, cc: &str, srtt: u32, acked: u64) -> SocketRecord {

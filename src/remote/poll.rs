@@ -6,9 +6,9 @@ use super::client::Client;
 use crate::engine::rebuilt::Rebuilt;
 use crate::engine::snapshot::{CollectorStatus, Snapshot};
 use crate::engine::status::{Cause, Health, Reason};
-use crate::rule::RuleConfig;
 use crate::runtime::{Published, Runtime};
 use crate::system::SystemInfo;
+use bbrtop_core::rule::RuleConfig;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -142,7 +142,7 @@ mod tests {
     use super::*;
     use crate::engine::sink::feed_dump;
     use crate::engine::{Engine, EngineConfig, Now};
-    use crate::testing::record;
+    use bbrtop_core::testing::record;
 
     fn no_decode(_: &[u8]) -> anyhow::Result<(Snapshot, SystemInfo)> {
         anyhow::bail!("unused")
@@ -150,7 +150,7 @@ mod tests {
 
     /// The engine's snapshot of one socket with this srtt, as a frame carries it: no history.
     fn frame(engine: &mut Engine, now: Now, srtt_us: u32) -> (Snapshot, SystemInfo) {
-        let dump = crate::wire::Dump {
+        let dump = bbrtop_core::wire::Dump {
             sockets: vec![record(7, "bbr").srtt_us(srtt_us).build()],
             ..Default::default()
         };

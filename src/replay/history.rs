@@ -5,7 +5,7 @@
 use crate::engine::history::{History, HistoryView};
 use crate::engine::sample_of;
 use crate::engine::snapshot::Snapshot;
-use crate::model::Cookie;
+use bbrtop_core::model::Cookie;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 

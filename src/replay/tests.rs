@@ -5,9 +5,9 @@ use super::*;
 use crate::engine::history::Sample;
 use crate::engine::sink::feed_dump;
 use crate::engine::{Engine, EngineConfig, Now};
-use crate::model::SocketRecord;
-use crate::testing::record;
-use crate::wire::Dump;
+use bbrtop_core::model::SocketRecord;
+use bbrtop_core::testing::record;
+use bbrtop_core::wire::Dump;
 use std::time::{Duration, Instant, SystemTime};
 
 const T0: u64 = 1_790_000_000;

@@ -2,9 +2,9 @@
 //! become [`Action`]s (see `keymap`), and [`App::update`] is the only place state changes.
 
 use crate::engine::snapshot::{Snapshot, SocketView};
-use crate::filter::Filter;
-use crate::model::Cookie;
 use crate::replay::Control;
+use bbrtop_core::filter::Filter;
+use bbrtop_core::model::Cookie;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
@@ -130,7 +130,7 @@ impl Column {
             Column::Peer => ra.peer.cmp(&rb.peer),
             Column::Process => ra.inode.cmp(&rb.inode),
             Column::Where => {
-                fn label(r: &crate::model::SocketRecord) -> Option<std::borrow::Cow<'_, str>> {
+                fn label(r: &bbrtop_core::model::SocketRecord) -> Option<std::borrow::Cow<'_, str>> {
                     r.origin.as_deref()?.label()
                 }
                 opt(label(ra), label(rb))

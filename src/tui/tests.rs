@@ -11,11 +11,11 @@ use crate::engine::snapshot::{
     AlertStatus, AlertView, CollectorStatus, Derived, RecordRef, Snapshot, SocketView,
 };
 use crate::engine::status::{Cause, Health, Reason};
-use crate::model::derive::{LimitedBy, Rates};
-use crate::model::{Phase, ProbeBwStep};
 use crate::replay::Status;
-use crate::rule::RuleConfig;
-use crate::testing::record;
+use bbrtop_core::model::derive::{LimitedBy, Rates};
+use bbrtop_core::model::{Phase, ProbeBwStep};
+use bbrtop_core::rule::RuleConfig;
+use bbrtop_core::testing::record;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
@@ -72,12 +72,12 @@ fn socket(
         .delivered_segs(1000)
         .delivered_ce_segs(90)
         .build();
-    let (ecn, retrans_ratio) = (crate::model::Ecn::of(&r.tcp_info), r.tcp_info.retrans_ratio());
+    let (ecn, retrans_ratio) = (bbrtop_core::model::Ecn::of(&r.tcp_info), r.tcp_info.retrans_ratio());
     SocketView {
         record: RecordRef::single(r),
         derived: Derived {
             phase,
-            phase_source: phase.map(|_| crate::model::Source::Kernel),
+            phase_source: phase.map(|_| bbrtop_core::model::Source::Kernel),
             baseline_rtt_us: Some(20_000),
             queue_delay_us: Some(srtt.saturating_sub(20_000)),
             inflation_ratio: Some(srtt as f64 / 20_000.0),
@@ -149,8 +149,10 @@ fn fixture() -> Snapshot {
 }
 
 /// Per-cc counts: (cc, bytes sent and acked, bytes retransmitted, of them spurious, RTOs).
-fn counted(ccs: &[(&str, u64, u64, u64, u64)]) -> std::collections::BTreeMap<String, crate::model::Tally> {
-    use crate::model::{Count, Tally};
+fn counted(
+    ccs: &[(&str, u64, u64, u64, u64)],
+) -> std::collections::BTreeMap<String, bbrtop_core::model::Tally> {
+    use bbrtop_core::model::{Count, Tally};
     ccs.iter()
         .map(|&(cc, sent, retrans, dsack, rto)| {
             let t = Tally::from_counts([
@@ -176,11 +178,11 @@ fn closed(cookie: u64, cc: &str, closed_at: SystemTime, peak: f64) -> ClosedFlow
         peer: "10.77.2.2:5201".parse().unwrap(),
         closed_at,
         lifetime_seconds: Some(12.5),
-        counts: crate::model::Tally::from_counts([
-            (crate::model::Count::BytesAcked, 31_250_000),
-            (crate::model::Count::BytesSent, 31_400_000),
-            (crate::model::Count::BytesRetrans, 5_792),
-            (crate::model::Count::RetransSegs, 4),
+        counts: bbrtop_core::model::Tally::from_counts([
+            (bbrtop_core::model::Count::BytesAcked, 31_250_000),
+            (bbrtop_core::model::Count::BytesSent, 31_400_000),
+            (bbrtop_core::model::Count::BytesRetrans, 5_792),
+            (bbrtop_core::model::Count::RetransSegs, 4),
         ]),
         srtt_us: 26_000,
         min_rtt_us: 20_000,
@@ -249,7 +251,7 @@ fn small_terminal_and_empty_states() {
     let empty = Snapshot::empty(RuleConfig::default());
     let t = text(&render(&App::default(), &empty, 100, 30));
     assert!(t.contains("No TCP sockets"), "{t}");
-    let filtered = app_with(|a| a.filter = crate::filter::Filter::parse_words("port 9").unwrap());
+    let filtered = app_with(|a| a.filter = bbrtop_core::filter::Filter::parse_words("port 9").unwrap());
     assert!(text(&render(&filtered, &snap, 100, 30)).contains("No socket matches the filter"));
     // At 80 columns not every column fits, but the sort column always does.
     for col in Column::ALL {
@@ -264,7 +266,7 @@ fn small_terminal_and_empty_states() {
     // Sorted by WHERE, the column shows each socket's pod, namespace name or cgroup ("-": none).
     let mut placed = fixture();
     let mut rec = (*placed.sockets[0].record).clone();
-    let origin = crate::model::Origin { netns_name: Some("blue".into()), ..Default::default() };
+    let origin = bbrtop_core::model::Origin { netns_name: Some("blue".into()), ..Default::default() };
     rec.origin = Some(std::sync::Arc::new(origin));
     placed.sockets[0].record = crate::engine::snapshot::RecordRef::single(rec);
     let t = text(&render(&app_with(|a| a.sort = Column::Where), &placed, 100, 30));
@@ -379,7 +381,7 @@ fn sorting_and_filtering_rows() {
     assert_eq!(ports(&App::default()), vec![40002, 40003, 40001]);
     assert_eq!(ports(&app_with(|a| a.descending = false)), vec![40001, 40003, 40002]);
     assert_eq!(
-        ports(&app_with(|a| a.filter = crate::filter::Filter::parse_words("cc cubic").unwrap())),
+        ports(&app_with(|a| a.filter = bbrtop_core::filter::Filter::parse_words("cc cubic").unwrap())),
         vec![40002, 40003]
     );
     assert_eq!(
@@ -414,7 +416,10 @@ fn frame_time_at_10k_sockets() {
         ("table", App::default()),
         ("table + detail", app_with(|a| a.detail = true)),
         ("sorted by LOCAL", app_with(|a| a.sort = Column::Local)),
-        ("filter cc cubic", app_with(|a| a.filter = crate::filter::Filter::parse_words("cc cubic").unwrap())),
+        (
+            "filter cc cubic",
+            app_with(|a| a.filter = bbrtop_core::filter::Filter::parse_words("cc cubic").unwrap()),
+        ),
     ];
     for (w, h) in [(200, 50), (120, 40), (80, 24)] {
         let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
@@ -478,7 +483,7 @@ fn the_selection_follows_its_socket_through_a_resort() {
 fn detail_shows_the_per_ack_srtt_spread() {
     let mut snap = fixture();
     let mut r = (*snap.sockets[0].record).clone();
-    r.kernel_rtt = Some(crate::model::RttWindow {
+    r.kernel_rtt = Some(bbrtop_core::model::RttWindow {
         samples: 412,
         last_srtt_us: 24_000,
         min_srtt_us: Some(21_500),
@@ -500,7 +505,7 @@ fn detail_shows_the_per_ack_srtt_spread() {
 fn where_view_groups_sockets_by_place_and_cc() {
     let mut snap = fixture();
     let mut rec = (*snap.sockets[0].record).clone();
-    let origin = crate::model::Origin { netns_name: Some("blue".into()), ..Default::default() };
+    let origin = bbrtop_core::model::Origin { netns_name: Some("blue".into()), ..Default::default() };
     rec.origin = Some(std::sync::Arc::new(origin));
     let cc = rec.cc_name().to_string();
     snap.sockets[0].record = crate::engine::snapshot::RecordRef::single(rec);

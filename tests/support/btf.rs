@@ -6,9 +6,9 @@
 //! ids to stay as they are (`tp_btf` targets and `bpf_core_type_id_kernel` resolve by id), so the
 //! edit keeps every entry where it is: it renames an entry, or replaces `struct bbr`'s entry with
 //! one of other members, and appends the few new types (arrays) and names at the ends of their
-//! sections, where they take new ids and offsets. `bbrtop::btf` walks the entries.
+//! sections, where they take new ids and offsets. `bbrtop_core::btf` walks the entries.
 
-use bbrtop::btf::{Btf, KIND_STRUCT, TypeEntry};
+use bbrtop_core::btf::{Btf, KIND_STRUCT, TypeEntry};
 use std::io::Write;
 
 const KIND_INT: u32 = 1;
@@ -62,7 +62,7 @@ impl Edit {
     }
 
     /// The struct's members as the kernel has them.
-    pub fn members(&self, id: u32) -> Vec<bbrtop::btf::Member> {
+    pub fn members(&self, id: u32) -> Vec<bbrtop_core::btf::Member> {
         Btf::parse(&self.orig).unwrap().members(self.entry(id))
     }
 

@@ -1,6 +1,6 @@
 use super::*;
 use crate::engine::snapshot::AlertStatus;
-use crate::rule::RuleConfig;
+use bbrtop_core::rule::RuleConfig;
 
 fn cfg() -> PushConfig {
     PushConfig {

@@ -2,9 +2,9 @@ use super::*;
 use crate::engine::sink::feed_dump;
 use crate::engine::status::{Cause, CollectorStatus, Health, Reason};
 use crate::engine::{Engine, EngineConfig, Now};
-use crate::model::SocketRecord;
-use crate::testing::record;
-use crate::wire::Dump;
+use bbrtop_core::model::SocketRecord;
+use bbrtop_core::testing::record;
+use bbrtop_core::wire::Dump;
 
 fn rec(cookie: u64, cc: &str, peer: &str, srtt_us: u32, min_rtt_us: u32) -> SocketRecord {
     record(cookie, cc)
@@ -204,7 +204,7 @@ fn ecn_sockets_and_ce_marked_ratio_per_cc() {
 /// `--metrics.by-pod-namespace`: pods' sockets by namespace and cc; the node's own are left out.
 #[test]
 fn aggregates_by_pod_namespace_are_opt_in() {
-    use crate::model::{Origin, Pod};
+    use bbrtop_core::model::{Origin, Pod};
     let in_pod = |cookie, cc: &str, ns: &str, srtt| {
         let mut r = rec(cookie, cc, "10.0.0.2:443", srtt, 10_000);
         let pod = Pod {

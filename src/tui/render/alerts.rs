@@ -2,7 +2,7 @@
 
 use super::{ago, fitted_table, ratio};
 use crate::engine::snapshot::{AlertStatus, Snapshot};
-use crate::units::micros;
+use bbrtop_core::units::micros;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};

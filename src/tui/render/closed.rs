@@ -1,7 +1,7 @@
 //! Closed flows, from eBPF close records: the last ones, newest first, and per-cc totals.
 
-use crate::model::Count;
-use crate::units::{bitrate, micros, opt, percent};
+use bbrtop_core::model::Count;
+use bbrtop_core::units::{bitrate, micros, opt, percent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;

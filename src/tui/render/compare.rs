@@ -4,7 +4,7 @@
 
 use crate::engine::snapshot::Snapshot;
 use crate::engine::verdict;
-use crate::units::{bitrate, micros, opt, percent};
+use bbrtop_core::units::{bitrate, micros, opt, percent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;

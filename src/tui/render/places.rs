@@ -3,7 +3,7 @@
 
 use crate::engine::aggregate;
 use crate::engine::snapshot::{Snapshot, SocketView};
-use crate::units::{bitrate, micros, opt};
+use bbrtop_core::units::{bitrate, micros, opt};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;

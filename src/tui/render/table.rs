@@ -4,7 +4,7 @@
 use super::Screen;
 use crate::engine::snapshot::SocketView;
 use crate::tui::app::Column;
-use crate::units::{bitrate, micros, opt, percent};
+use bbrtop_core::units::{bitrate, micros, opt, percent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};

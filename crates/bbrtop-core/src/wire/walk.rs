@@ -148,7 +148,7 @@ pub fn parse<'a>(
 }
 
 /// A record's bytes, as the hooks write it, for tests and the fuzz corpus.
-#[cfg(test)]
+#[cfg(any(test, feature = "test-support"))]
 pub mod fixture {
     use super::{REC_LEN, off as o};
 

@@ -3,8 +3,8 @@
 //! `tcp_bbr_info` and skmeminfo are decoded here because the crate hands them back as raw bytes.
 
 pub mod dump;
-#[cfg(test)]
-pub(crate) mod fixtures;
+#[cfg(any(test, feature = "test-support"))]
+pub mod fixtures;
 pub mod record;
 pub mod request;
 pub mod walk;

@@ -14,7 +14,6 @@ use ipnet::IpNet;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::Path;
 
 /// The `peer_group` of a peer no group contains (and of every peer without `--peer-groups.file`).
 pub const UNMATCHED: &str = "other";
@@ -34,12 +33,6 @@ pub struct PeerGroups {
 }
 
 impl PeerGroups {
-    pub fn load(path: &Path) -> Result<PeerGroups, String> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("peer groups {}: {e}", path.display()))?;
-        PeerGroups::parse(&text).map_err(|e| format!("peer groups {}: {e}", path.display()))
-    }
-
     /// Parses the YAML text. Errors are one line.
     pub fn parse(text: &str) -> Result<PeerGroups, String> {
         let f: File = serde_norway::from_str(text).map_err(|e| e.to_string().replace('\n', " "))?;

@@ -362,8 +362,8 @@ impl fmt::Display for HostBbr {
 }
 
 /// Layouts as the kernels send them, for this module's tests and the wire parser's.
-#[cfg(test)]
-pub(crate) mod fixtures {
+#[cfg(any(test, feature = "test-support"))]
+pub mod fixtures {
     fn u32s(v: &[u32]) -> Vec<u8> {
         v.iter().flat_map(|v| v.to_ne_bytes()).collect()
     }

@@ -1,0 +1,12 @@
+//! bbrtop's pure core: what the kernel says about a TCP socket, decoded, and the rules bbrtop
+//! judges it by. Nothing here opens a socket, reads a file or starts a thread.
+
+pub mod btf;
+pub mod filter;
+pub mod model;
+pub mod peer_groups;
+pub mod rule;
+#[cfg(any(test, feature = "test-support"))]
+pub mod testing;
+pub mod units;
+pub mod wire;
