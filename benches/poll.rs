@@ -21,8 +21,9 @@
 //! It asserts nothing.
 
 use bbrtop::collect::InetDiag;
-use bbrtop::engine::{Engine, EngineConfig, Now, Update, Walk};
 use bbrtop_core::model::StateSet;
+use bbrtop_core::seam::{DumpSink, Now, Walk};
+use bbrtop_engine::{Engine, EngineConfig};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -171,13 +172,7 @@ fn walk_rows(holders: &mut Holders, seen: usize, raw_ms: f64) {
                 moved.push(sockets.len() as f64);
                 dropped = stats.dropped_total;
                 let now = Now::system();
-                engine.apply(Update::Walked(Box::new(Walk {
-                    sockets,
-                    gone,
-                    stats,
-                    duration: Duration::ZERO,
-                    now,
-                })));
+                engine.walked(Ok(Walk { sockets, gone, stats, duration: Duration::ZERO, now }));
             }));
             tick.push(time(|| drop(std::hint::black_box(engine.tick(Now::system())))));
         }

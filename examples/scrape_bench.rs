@@ -5,14 +5,15 @@
 //!
 //!     cargo run --release --example scrape_bench [N...]     (default: 10000 100000)
 
-use bbrtop::engine::sink::feed_dump;
-use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::export::metrics::{Scrape, render_openmetrics, to_text_004};
 use bbrtop::output::json::SnapshotDoc;
 use bbrtop_core::model::SocketRecord;
 use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::seam::Now;
+use bbrtop_core::seam::feed_dump;
 use bbrtop_core::testing::record;
 use bbrtop_core::wire::Dump;
+use bbrtop_engine::{Engine, EngineConfig};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

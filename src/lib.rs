@@ -1,9 +1,9 @@
 //! bbrtop: per-socket TCP congestion-control monitor.
 //!
 //! The pipeline (ARCHITECTURE.md): collectors read the kernel and feed the engine through one
-//! seam ([`engine::sink`]); the [`engine::Engine`] is the single writer and publishes immutable
-//! [`engine::snapshot::Snapshot`]s; consumers (table, JSON, TUI, exporter, alerts) only read
-//! snapshots; [`cli`] alone wires them together. ARCHITECTURE.md lists the layers and the one
+//! seam (`bbrtop_core::seam`); the engine (`bbrtop_engine::Engine`) is the single writer and
+//! publishes immutable snapshots (`bbrtop_core::snapshot`); consumers (table, JSON, TUI,
+//! exporter, alerts) only read snapshots; [`cli`] alone wires them together. ARCHITECTURE.md lists the layers and the one
 //! direction imports go.
 //!
 //! Below [`cli`] nothing prints to stderr: logs go through [`log`]'s one sink (the lint below
@@ -18,7 +18,6 @@ pub mod collect;
 pub mod compare;
 pub mod contained;
 pub mod doctor;
-pub mod engine;
 pub mod export;
 #[cfg(test)]
 mod fuzz;

@@ -2,9 +2,10 @@
 //! snapshot published for any number of readers. Readers never block the poller: they clone an
 //! `Arc` under a lock held for nanoseconds, never across a syscall.
 
-use crate::engine::sink::Source;
-use crate::engine::snapshot::Snapshot;
-use crate::engine::{Engine, Now};
+use bbrtop_core::seam::Now;
+use bbrtop_core::seam::Source;
+use bbrtop_core::snapshot::Snapshot;
+use bbrtop_engine::Engine;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;

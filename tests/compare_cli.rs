@@ -2,12 +2,13 @@
 //! the SVG, time ranges of one recording, and bad input. Unprivileged: the recordings are of an
 //! engine fed synthetic sockets.
 
-use bbrtop::engine::sink::feed_dump;
-use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::record::{RecordOptions, Recorder};
 use bbrtop::system::SystemInfo;
+use bbrtop_core::seam::Now;
+use bbrtop_core::seam::feed_dump;
 use bbrtop_core::testing::record;
 use bbrtop_core::wire::Dump;
+use bbrtop_engine::{Engine, EngineConfig};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};

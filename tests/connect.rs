@@ -66,7 +66,7 @@ fn frames_come_through_tls_and_auth_and_failures_say_why() {
     let bytes = client(&url, Some(PASSWORD), Roots::File(&ca)).fetch().unwrap();
     let (got, _) = bbrtop::record::frame::decode(&bytes).unwrap();
     let want = snapshot();
-    let peers = |s: &bbrtop::engine::snapshot::Snapshot| {
+    let peers = |s: &bbrtop_core::snapshot::Snapshot| {
         let mut p: Vec<_> = s
             .sockets
             .iter()

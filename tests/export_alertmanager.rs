@@ -2,11 +2,11 @@
 
 mod support;
 
-use bbrtop::engine::snapshot::{AlertStatus, AlertView, Snapshot};
 use bbrtop::export::alertmanager::{PushConfig, Pusher};
 use bbrtop::runtime::Published;
 use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::rule::RuleConfig;
+use bbrtop_core::snapshot::{AlertStatus, AlertView, Snapshot};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use support::http::free_port;

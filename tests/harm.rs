@@ -6,7 +6,6 @@
 mod support;
 
 use bbrtop::collect::InetDiag;
-use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::export::metrics::count_metric;
 use bbrtop::lab::run::lab_config;
 use bbrtop::lab::scenario::Scenario;
@@ -14,6 +13,8 @@ use bbrtop::lab::ss::SsSocket;
 use bbrtop::lab::{Flow, Lab, LabConfig};
 use bbrtop::netns::NetnsSpec;
 use bbrtop_core::model::{Count, StateSet};
+use bbrtop_core::seam::Now;
+use bbrtop_engine::{Engine, EngineConfig};
 use std::time::Duration;
 use support::lab::ss_established;
 use support::servers::Prometheus;

@@ -6,12 +6,13 @@
 mod support;
 
 use bbrtop::collect::InetDiag;
-use bbrtop::engine::snapshot::{Snapshot, SocketView};
-use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::lab::ss::SsSocket;
 use bbrtop::lab::{Flow, Lab, LabConfig};
 use bbrtop::netns::NetnsSpec;
 use bbrtop_core::model::{Phase, StateSet};
+use bbrtop_core::seam::Now;
+use bbrtop_core::snapshot::{Snapshot, SocketView};
+use bbrtop_engine::{Engine, EngineConfig};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::guard;

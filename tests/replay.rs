@@ -6,9 +6,6 @@
 
 mod support;
 
-use bbrtop::engine::sink::feed_dump;
-use bbrtop::engine::snapshot::Snapshot;
-use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::record::{RecordOptions, Recorder, Recording};
 use bbrtop::replay::{Control, Player, PlayerOptions, Status};
 use bbrtop::tui::Source;
@@ -16,8 +13,12 @@ use bbrtop::tui::app::{App, View};
 use bbrtop::tui::procs::Owners;
 use bbrtop::tui::render::{self, Screen};
 use bbrtop_core::model::SocketRecord;
+use bbrtop_core::seam::Now;
+use bbrtop_core::seam::feed_dump;
+use bbrtop_core::snapshot::Snapshot;
 use bbrtop_core::testing::record;
 use bbrtop_core::wire::Dump;
+use bbrtop_engine::{Engine, EngineConfig};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime};
 use support::tmux::Tmux;

@@ -7,8 +7,6 @@
 mod support;
 
 use bbrtop::collect::InetDiag;
-use bbrtop::engine::snapshot::Snapshot;
-use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::lab::Lab;
 use bbrtop::netns::NetnsSpec;
 use bbrtop::record::{RecordOptions, Recorder, Recording};
@@ -18,6 +16,9 @@ use bbrtop::tui::Source;
 use bbrtop::tui::app::{App, View};
 use bbrtop::tui::procs::Owners;
 use bbrtop::tui::render::{self, Screen};
+use bbrtop_core::seam::Now;
+use bbrtop_core::snapshot::Snapshot;
+use bbrtop_engine::{Engine, EngineConfig};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::guard;
@@ -67,7 +68,7 @@ fn root_a_recorded_lab_run_replays_as_the_live_tui_showed_it() {
     if let Some(w) = bpf.windows {
         diag.read_windows(w);
     }
-    let mut sources: Vec<Box<dyn bbrtop::engine::sink::Source>> = vec![Box::new(diag)];
+    let mut sources: Vec<Box<dyn bbrtop_core::seam::Source>> = vec![Box::new(diag)];
     sources.extend(bpf.sources);
     let mut engine = Engine::new(cfg);
     let dir = tempfile::tempdir().unwrap();

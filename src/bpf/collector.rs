@@ -4,11 +4,14 @@
 use super::clock::{instant_of, ktime_now_ns};
 use super::event::{Close, Event};
 use super::loader::Loaded;
-use crate::engine::Update;
-use crate::engine::kernel::{ClosedBbr, ClosedFlow, KernelUpdate};
-use crate::engine::sink::{Feed, Source};
-use crate::engine::status::{BpfPoll, Cause, Reason};
 use bbrtop_core::model::Phase;
+use bbrtop_core::seam::Update;
+use bbrtop_core::seam::{BpfPoll, Cause, Reason};
+use bbrtop_core::seam::{Feed, Source};
+use bbrtop_core::{
+    model::{ClosedBbr, ClosedFlow},
+    seam::KernelUpdate,
+};
 use std::time::{Duration, Instant, SystemTime};
 
 pub struct Collector {

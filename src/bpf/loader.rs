@@ -6,9 +6,9 @@
 use super::event::{self, DecodeError, Event};
 use super::{BpfStatus, PROGRAMS};
 use crate::collect::inet_diag::WindowStorage;
-use crate::engine::status::{Cause, Reason};
 use bbrtop_core::model::{BbrLayout, StructBbr};
 use bbrtop_core::rule::RuleConfig;
+use bbrtop_core::snapshot::status::{Cause, Reason};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{
     Link, MapCore, MapFlags, MapHandle, PrintLevel, ProgramHandle, RingBuffer, RingBufferBuilder,

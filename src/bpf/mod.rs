@@ -37,11 +37,11 @@ pub mod walk;
 
 use crate::caps::{self, Cap, CapSet};
 use crate::collect::inet_diag::WindowStorage;
-use crate::engine::Update;
-use crate::engine::sink::{Feed, Source};
-use crate::engine::status::{BpfPoll, Cause, Reason};
 use bbrtop_core::model::StateSet;
 use bbrtop_core::rule::RuleConfig;
+use bbrtop_core::seam::Update;
+use bbrtop_core::seam::{BpfPoll, Cause, Reason};
+use bbrtop_core::seam::{Feed, Source};
 use std::path::Path;
 
 pub use crate::collect::host::VMLINUX_BTF as BTF_PATH;

@@ -5,9 +5,9 @@
 
 use super::clock::ktime_now_ns;
 use crate::attrib::Resolver;
-use crate::engine::sink::{Feed, Source};
-use crate::engine::{Now, Update, Walk};
 use bbrtop_core::model::{SocketRecord, StateSet, TcpState};
+use bbrtop_core::seam::{Feed, Source};
+use bbrtop_core::seam::{Now, Walk, WalkFailed};
 use bbrtop_core::wire::CcNames;
 use bbrtop_core::wire::walk::{self, WalkStats};
 use libbpf_rs::{MapCore, MapFlags, MapHandle};
@@ -159,13 +159,13 @@ fn read_u32(m: &MapHandle) -> Option<u32> {
 impl Source for Walker {
     fn poll(&mut self, feed: &mut dyn Feed) {
         let started = Instant::now();
-        let update = match self.walk() {
+        let walk = match self.walk() {
             Ok(Read { sockets, gone, stats }) => {
                 let now = Now::system();
-                Update::Walked(Box::new(Walk { sockets, gone, stats, duration: started.elapsed(), now }))
+                Ok(Walk { sockets, gone, stats, duration: started.elapsed(), now })
             }
-            Err(error) => Update::WalkFailed { error, duration: started.elapsed() },
+            Err(error) => Err(WalkFailed { error, duration: started.elapsed() }),
         };
-        feed.apply(update);
+        feed.walked(walk);
     }
 }

@@ -1,11 +1,11 @@
 //! Flags shared by several commands, and their value parsers. Bad values are usage errors.
 
-use crate::engine::EngineConfig;
 use crate::netns::NetnsSpec;
 use bbrtop_core::filter::{self, Filter};
 use bbrtop_core::model::derive::Baseline;
 use bbrtop_core::model::{StateSet, TcpState};
 use bbrtop_core::rule::RuleConfig;
+use bbrtop_engine::EngineConfig;
 use clap::Args;
 use ipnet::IpNet;
 use std::time::Duration;

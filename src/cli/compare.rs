@@ -4,10 +4,11 @@
 use super::Failure;
 use crate::compare::range::SideSpec;
 use crate::compare::summary::Summarizer;
-use crate::compare::{Comparison, Side, SideHead, plot, stats, table};
+use crate::compare::{Comparison, Side, SideHead, plot, table};
 use crate::record::Recording;
 use anyhow::Context;
 use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::stats;
 use clap::Args;
 use std::path::PathBuf;
 

@@ -3,7 +3,6 @@
 use super::Failure;
 use super::args::parse_duration_in;
 use crate::caps::{Cap, CapSet};
-use crate::engine::snapshot::Snapshot;
 use crate::lab::run;
 use crate::lab::scenario::Report;
 use crate::lab::scenario::Scenario;
@@ -12,6 +11,7 @@ use crate::runtime::Published;
 use crate::system::SystemInfo;
 use anyhow::Context;
 use bbrtop_core::rule::RuleConfig;
+use bbrtop_core::snapshot::Snapshot;
 use clap::Args;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};

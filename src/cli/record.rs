@@ -86,7 +86,7 @@ struct Cost {
 }
 
 impl Cost {
-    fn add(&mut self, snap: &crate::engine::snapshot::Snapshot, writing: Duration) {
+    fn add(&mut self, snap: &bbrtop_core::snapshot::Snapshot, writing: Duration) {
         self.polls += 1;
         self.socket_polls += snap.sockets.len() as u64;
         self.writing += writing;

@@ -3,12 +3,14 @@
 use super::Failure;
 use super::args::PollArgs;
 use crate::collect::{CollectError, InetDiag};
-use crate::engine::first_sight::FirstSight;
-use crate::engine::sink::DumpSink;
-use crate::engine::snapshot::{CcAggregate, CollectorStatus, SocketView};
-use crate::engine::{Engine, EngineConfig, Now, aggregate};
 use crate::output::{json, table};
 use anyhow::Context;
+use bbrtop_core::seam::DumpSink;
+use bbrtop_core::seam::Now;
+use bbrtop_core::snapshot::aggregate;
+use bbrtop_core::snapshot::{CcAggregate, CollectorStatus, SocketView};
+use bbrtop_engine::first_sight::FirstSight;
+use bbrtop_engine::{Engine, EngineConfig};
 use clap::Args;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -198,7 +200,7 @@ fn raw_stdout() -> Result<std::fs::File, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::sink::feed_dump;
+    use bbrtop_core::seam::feed_dump;
     use bbrtop_core::wire::{DumpParser, Progress, fixtures};
 
     /// The two implementations of the seam agree: a dump streamed through the one-shot sink gives

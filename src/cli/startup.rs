@@ -7,13 +7,13 @@ use super::Failure;
 use super::args::{PollArgs, Want};
 use crate::bpf::{BpfStatus, Loading};
 use crate::collect::{Every, InetDiag};
-use crate::engine::sink::Source;
-use crate::engine::{Engine, EngineConfig};
 use crate::lab::{Lab, LabConfig};
 use crate::netns::NetnsSpec;
 use crate::runtime::Runtime;
 use anyhow::Context;
 use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::seam::Source;
+use bbrtop_engine::{Engine, EngineConfig};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -200,7 +200,7 @@ pub fn bpf_note(status: &BpfStatus) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::status::{Cause, Reason};
+    use bbrtop_core::snapshot::status::{Cause, Reason};
 
     #[test]
     fn netlinks_role_says_why_the_walk_is_not_used() {

@@ -133,7 +133,7 @@ fn run_remote(a: &TuiArgs, client: Client) -> Result<(), Failure> {
         client,
         crate::record::frame::decode,
         a.poll.source.interval,
-        crate::engine::history::DEFAULT_HISTORY,
+        bbrtop_core::snapshot::history::DEFAULT_HISTORY,
     )
     .map_err(|e| Failure::Runtime(anyhow::anyhow!("starting the poller: {e}")))?;
     let published = remote.runtime.published();

@@ -2,11 +2,11 @@
 //! per family; a dump the kernel flags inconsistent is restarted, a bounded number of times.
 
 use super::socket::{self, DiagSocket};
-use crate::engine::Now;
-use crate::engine::sink::{DumpSink, Dumping, Feed, Source};
 use crate::netns::{self, NetnsError, NetnsSpec};
 use bbrtop_core::model::SocketRecord;
 use bbrtop_core::model::StateSet;
+use bbrtop_core::seam::Now;
+use bbrtop_core::seam::{DumpSink, Dumping, Feed, Source};
 use bbrtop_core::wire::Dump;
 use bbrtop_core::wire::{DumpParser, Progress, WireError, ends_dump, request};
 use std::os::fd::{AsRawFd, OwnedFd};

@@ -1,4 +1,4 @@
-//! Collectors: kernel bytes in, plain [`crate::engine::Update`]s out. They never sort, filter
+//! Collectors: kernel bytes in, plain [`bbrtop_core::seam::Update`]s out. They never sort, filter
 //! for display, or format.
 
 pub mod host;
@@ -7,7 +7,7 @@ pub mod socket;
 
 pub use inet_diag::{CollectError, InetDiag};
 
-use crate::engine::sink::{Feed, Source};
+use bbrtop_core::seam::{Feed, Source};
 
 /// A collector polled at its first poll and every `every` polls after: netlink, when the kernel
 /// walk reads the sockets that move, seeds the sockets that predate bbrtop and reconciles.

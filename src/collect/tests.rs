@@ -2,12 +2,13 @@
 
 use super::InetDiag;
 use super::socket::scripted::Scripted;
-use crate::engine::sink::{Aborted, DumpSink};
-use crate::engine::status::{Cause, Health};
-use crate::engine::{Engine, EngineConfig, Now};
 use bbrtop_core::model::{SocketRecord, StateSet};
+use bbrtop_core::seam::Now;
+use bbrtop_core::seam::{Aborted, DumpSink};
+use bbrtop_core::snapshot::status::{Cause, Health};
 use bbrtop_core::wire::Dump;
 use bbrtop_core::wire::fixtures::{done, full_attrs, v4};
+use bbrtop_engine::{Engine, EngineConfig};
 use netlink_packet_core::NLM_F_DUMP_INTR;
 
 const MULTI: u16 = 2;
@@ -49,6 +50,9 @@ impl DumpSink for Places {
     }
     fn abort(&mut self, why: Aborted) {
         self.aborted = Some(why);
+    }
+    fn walked(&mut self, _: Result<bbrtop_core::seam::Walk, bbrtop_core::seam::WalkFailed>) {
+        unreachable!("netlink does not walk")
     }
 }
 

@@ -1,13 +1,12 @@
 //! `bbrtop compare A B`: two recordings, or two ranges of one, side by side. Each socket is
 //! summarised over its polls first ([`summary`]), then each group of sockets (all, per cc, per
 //! peer group) is compared by medians over sockets with a bootstrap interval over sockets
-//! ([`stats`], [`report`]); the result is a table ([`table`]), JSON, or an SVG of the RTT
+//! (`bbrtop_core::stats`, [`report`]); the result is a table ([`table`]), JSON, or an SVG of the RTT
 //! distributions ([`plot`]). Pure: the command reads the recordings and feeds the snapshots in.
 
 pub mod plot;
 pub mod range;
 pub mod report;
-pub mod stats;
 pub mod summary;
 pub mod table;
 
@@ -104,7 +103,7 @@ pub(crate) mod tests {
         assert_eq!(v["a"]["spec"], "rec");
         assert_eq!(v["a"]["from"], "2026-11-23T03:00:00.000Z");
         assert_eq!((v["a"]["sockets"].as_u64(), v["a"]["polls"].as_u64()), (Some(5), Some(61)));
-        assert_eq!(v["method"]["resamples"], stats::RESAMPLES);
+        assert_eq!(v["method"]["resamples"], bbrtop_core::stats::RESAMPLES);
         assert_eq!(v["groups"][0]["group"], serde_json::json!({"by": "all"}));
         assert_eq!(v["groups"][1]["group"], serde_json::json!({"by": "cc", "name": "bbr"}));
         let p50 = &v["groups"][0]["metrics"][2];

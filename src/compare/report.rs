@@ -2,8 +2,8 @@
 //! group), each metric's median over sockets on both sides, B − A, B / A, and the bootstrap
 //! interval of the difference. Pure.
 
-use super::stats::{self, Interval, MIN_SOCKETS};
 use super::summary::SocketSummary;
+use bbrtop_core::stats::{self, Interval, MIN_SOCKETS};
 use serde::Serialize;
 use std::collections::BTreeSet;
 

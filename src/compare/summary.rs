@@ -2,10 +2,10 @@
 //! socket, not the poll, so a long-lived socket weighs as much as a short one and consecutive
 //! polls of one socket (which are far from independent) are not counted as evidence many times.
 
-use crate::engine::aggregate::percentiles;
-use crate::engine::snapshot::Snapshot;
 use bbrtop_core::model::{Cookie, Count, Tally};
 use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::snapshot::Snapshot;
+use bbrtop_core::stats::percentiles;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::time::SystemTime;
@@ -67,7 +67,11 @@ pub struct Summarizer<'a> {
 
 impl<'a> Summarizer<'a> {
     pub fn new(groups: &'a PeerGroups) -> Summarizer<'a> {
-        Summarizer { groups, sockets: BTreeMap::new(), rng: fastrand::Rng::with_seed(super::stats::SEED) }
+        Summarizer {
+            groups,
+            sockets: BTreeMap::new(),
+            rng: fastrand::Rng::with_seed(bbrtop_core::stats::SEED),
+        }
     }
 
     pub fn add(&mut self, snap: &Snapshot) {
@@ -130,9 +134,10 @@ fn summarise(cookie: Cookie, acc: Acc) -> SocketSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Engine, EngineConfig, Now, sink};
+    use bbrtop_core::seam::{self as sink, Now};
     use bbrtop_core::testing::record;
     use bbrtop_core::wire::Dump;
+    use bbrtop_engine::{Engine, EngineConfig};
     use std::time::Duration;
 
     fn sock(

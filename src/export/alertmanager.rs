@@ -9,9 +9,9 @@
 //!
 //! [`Tracker`] decides what is due (pure, clock passed in); the workers do the I/O.
 
-use crate::engine::snapshot::{AlertView, Snapshot};
 use crate::runtime::Published;
 use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::snapshot::{AlertView, Snapshot};
 use bbrtop_core::units::micros;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap, HashSet};

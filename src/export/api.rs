@@ -3,8 +3,8 @@
 //! [`API_RESPONSES`] readers at once, and written a chunk at a time, so a slow reader holds a
 //! megabyte, not the whole table (130 MB at 100k sockets).
 
-use crate::engine::snapshot::Snapshot;
 use crate::output::json::{DocStream, encode_sockets};
+use bbrtop_core::snapshot::Snapshot;
 use bytes::Bytes;
 use hyper::body::{Body, Frame};
 use std::convert::Infallible;

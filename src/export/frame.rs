@@ -5,8 +5,8 @@
 //! under way at once, each handed to the connection a chunk at a time, so slow readers hold a
 //! bounded number of frames.
 
-use crate::engine::snapshot::Snapshot;
 use crate::system::SystemInfo;
+use bbrtop_core::snapshot::Snapshot;
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use std::convert::Infallible;
@@ -111,8 +111,9 @@ mod tests {
     #[test]
     #[ignore]
     fn frame_cost() {
-        use crate::engine::sink::feed_dump;
-        use crate::engine::{Engine, EngineConfig, Now};
+        use bbrtop_core::seam::Now;
+        use bbrtop_core::seam::feed_dump;
+        use bbrtop_engine::{Engine, EngineConfig};
         use std::time::Instant;
         let n = 10_000u64;
         let recs = (1..=n)

@@ -5,12 +5,12 @@
 //! prometheus-client encodes OpenMetrics text; [`to_text_004`] turns it into the classic text
 //! format for scrapers (and `promtool check metrics`) that do not ask for OpenMetrics.
 
-use crate::engine::aggregate::CcAggregate;
-use crate::engine::kernel::ClosedAggregate;
-use crate::engine::snapshot::{CollectorStatus, Snapshot, SocketView};
-use crate::engine::totals::CcTotals;
 use bbrtop_core::model::{Count, Phase, TcpState};
 use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::snapshot::CcAggregate;
+use bbrtop_core::snapshot::CcTotals;
+use bbrtop_core::snapshot::ClosedAggregate;
+use bbrtop_core::snapshot::{CollectorStatus, Snapshot, SocketView};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -21,7 +21,7 @@ use std::sync::Arc;
 /// The hard cap on `--metrics.per-socket.top-k`.
 pub const TOP_K_CAP: usize = 1000;
 
-pub use crate::engine::hist::{Hist, RATE_BOUNDS, RATIO_BOUNDS, RTT_BOUNDS};
+pub use bbrtop_core::snapshot::hist::{Hist, RATE_BOUNDS, RATIO_BOUNDS, RTT_BOUNDS};
 
 /// `bbrtop_alertmanager_posts_total` values: ((alertmanager, result), count).
 pub type PostCounts = Vec<((String, &'static str), u64)>;

@@ -3,7 +3,7 @@
 //! netlink collector, the one every socket comes from, has succeeded recently. Both answer
 //! without auth, as Prometheus' own probes do: they tell nothing private.
 
-use crate::engine::snapshot::Snapshot;
+use bbrtop_core::snapshot::Snapshot;
 use std::time::{Duration, Instant, SystemTime};
 
 /// How old the newest data may be: three polls, and never less than 10 s, so that one slow poll
@@ -45,8 +45,8 @@ fn fresh(at: Option<SystemTime>, now: SystemTime, within: Duration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::status::CollectorStatus;
     use bbrtop_core::rule::RuleConfig;
+    use bbrtop_core::snapshot::status::CollectorStatus;
 
     fn snap(seq: u64, taken_at: SystemTime, netlink_ok_at: Option<SystemTime>) -> Snapshot {
         let netlink = CollectorStatus { last_success_at: netlink_ok_at, ..CollectorStatus::netlink() };

@@ -354,7 +354,7 @@ async fn hindsight_response(app: &App) -> Resp {
 }
 
 /// The JSON API, when it is on and has a slot free.
-fn api_response(app: &App, snap: Arc<crate::engine::snapshot::Snapshot>, path: &str) -> Resp {
+fn api_response(app: &App, snap: Arc<bbrtop_core::snapshot::Snapshot>, path: &str) -> Resp {
     let Some(slots) = &app.api else { return api_off() };
     let Ok(permit) = Arc::clone(slots).try_acquire_owned() else {
         return respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "Too many API requests at once\n");
@@ -371,7 +371,7 @@ fn api_off() -> Resp {
 }
 
 /// A poll's frame for `bbrtop --connect`, when the API is on and a frame slot is free.
-async fn frame_response(app: &App, snap: Arc<crate::engine::snapshot::Snapshot>) -> Resp {
+async fn frame_response(app: &App, snap: Arc<bbrtop_core::snapshot::Snapshot>) -> Resp {
     let Some((frames, slots)) = &app.frames else { return api_off() };
     let Ok(slot) = Arc::clone(slots).try_acquire_owned() else {
         return respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "Too many frame requests at once\n");
@@ -389,7 +389,7 @@ async fn frame_response(app: &App, snap: Arc<crate::engine::snapshot::Snapshot>)
 
 async fn metrics_response(
     app: &App,
-    snap: Arc<crate::engine::snapshot::Snapshot>,
+    snap: Arc<bbrtop_core::snapshot::Snapshot>,
     req: &Request<Incoming>,
 ) -> Resp {
     let om = req
@@ -430,7 +430,7 @@ struct AlertsDoc<'a> {
     #[serde(with = "bbrtop_core::units::serde_time")]
     taken_at: std::time::SystemTime,
     rule: &'a bbrtop_core::rule::RuleConfig,
-    alerts: &'a [crate::engine::snapshot::AlertView],
+    alerts: &'a [bbrtop_core::snapshot::AlertView],
 }
 
 #[cfg(test)]

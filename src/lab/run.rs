@@ -4,10 +4,11 @@
 use super::scenario::{self, FlowResult, Plan, Report, Scenario};
 use super::{Lab, LabConfig, LabError, PACKET_BYTES};
 use crate::collect::InetDiag;
-use crate::engine::snapshot::Snapshot;
-use crate::engine::{Engine, EngineConfig, Now};
 use crate::netns::NetnsSpec;
 use bbrtop_core::model::{Count, StateSet, Tally};
+use bbrtop_core::seam::Now;
+use bbrtop_core::snapshot::Snapshot;
+use bbrtop_engine::{Engine, EngineConfig};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

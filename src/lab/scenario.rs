@@ -1,7 +1,7 @@
 //! The BBR guides' scenarios, as lab settings, and the report that compares what bbrtop measured
 //! with the figures the guides published. Pure: the runner lives in [`super::run`].
 
-use crate::engine::aggregate::percentile;
+use bbrtop_core::stats::percentile;
 use bbrtop_core::units::{opt, percent};
 use serde::Serialize;
 use std::fmt;

@@ -3,7 +3,7 @@
 //! Field names are stable and carry their units (`srtt_us`, `pacing_rate_bytes_per_sec`). A field
 //! the kernel did not send is absent, never zero. The README documents every field.
 
-use crate::engine::snapshot::{CcAggregate, CollectorStatus, Snapshot, SocketView};
+use bbrtop_core::snapshot::{CcAggregate, CollectorStatus, Snapshot, SocketView};
 use serde::Serialize;
 use std::io::Write;
 
@@ -101,11 +101,12 @@ pub fn write_line<W: Write, T: Serialize>(w: &mut W, v: &T) -> std::io::Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::sink::feed_dump;
-    use crate::engine::{Engine, EngineConfig, Now};
     use bbrtop_core::model::SocketRecord;
+    use bbrtop_core::seam::Now;
+    use bbrtop_core::seam::feed_dump;
     use bbrtop_core::testing::record;
     use bbrtop_core::wire::Dump;
+    use bbrtop_engine::{Engine, EngineConfig};
 
     #[test]
     fn streamed_document_is_the_whole_one() {

@@ -1,6 +1,6 @@
 //! The aligned table `bbrtop snapshot` prints: one row per socket, ss-like units.
 
-use crate::engine::snapshot::SocketView;
+use bbrtop_core::snapshot::SocketView;
 use bbrtop_core::units::{bitrate, micros, opt};
 use std::io::Write;
 

@@ -8,9 +8,9 @@
 
 use super::chunk::{self, Meta, Pair};
 use super::writer::{POLLS_SUFFIX, SOCKETS_SUFFIX, TMP, put_in_place};
-use crate::engine::snapshot::Snapshot;
 use crate::system::SystemInfo;
 use anyhow::Context;
+use bbrtop_core::snapshot::Snapshot;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::io::Write;
@@ -186,10 +186,11 @@ impl Hindsight {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{Engine, EngineConfig, Now};
     use crate::record::Recording;
+    use bbrtop_core::seam::Now;
     use bbrtop_core::testing::record;
     use bbrtop_core::wire::Dump;
+    use bbrtop_engine::{Engine, EngineConfig};
     use std::time::Instant;
 
     /// `n` polls a second apart of `sockets` sockets, each acking more every poll.
@@ -201,7 +202,7 @@ mod tests {
             let now = t0.after(Duration::from_secs(i));
             let socks = (0..sockets)
                 .map(|c| record(c + 1, "bbr").srtt_us(20_000 + i as u32).bytes_acked(i * c).build());
-            crate::engine::sink::feed_dump(&mut e, Dump { sockets: socks.collect(), ..Dump::default() }, now);
+            bbrtop_core::seam::feed_dump(&mut e, Dump { sockets: socks.collect(), ..Dump::default() }, now);
             h.push(&e.tick(now)).unwrap();
         }
     }

@@ -4,11 +4,11 @@
 //! as `bbrtop snapshot --json` and `/api`.
 
 use super::columns::table;
-use crate::engine::kernel::{ClosedAggregate, ClosedFlow};
-use crate::engine::snapshot::{AlertView, CcAggregate, CollectorStatus, Snapshot};
-use crate::engine::totals::CcTotals;
 use arrow_array::RecordBatch;
+use bbrtop_core::snapshot::CcTotals;
+use bbrtop_core::snapshot::{AlertView, CcAggregate, CollectorStatus, Snapshot};
 use bbrtop_core::units::{from_unix_ms, unix_ms};
+use bbrtop_core::{model::ClosedFlow, snapshot::ClosedAggregate};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
@@ -40,7 +40,7 @@ impl Decoded {
     /// The snapshot this poll was, with `sockets` (and the recording's rule).
     pub fn into_snapshot(
         self,
-        sockets: Vec<crate::engine::snapshot::SocketView>,
+        sockets: Vec<bbrtop_core::snapshot::SocketView>,
         rule: bbrtop_core::rule::RuleConfig,
     ) -> Snapshot {
         Snapshot {

@@ -5,11 +5,11 @@
 use super::chunk::Meta;
 use super::writer::{POLLS_SUFFIX, SOCKETS_SUFFIX, chunks};
 use super::{polls, sockets};
-use crate::engine::kernel::{ClosedFlow, DEFAULT_KEEP_CLOSED};
-use crate::engine::snapshot::{AlertStatus, Snapshot, SocketView};
 use crate::system::SystemInfo;
 use anyhow::Context;
+use bbrtop_core::snapshot::{AlertStatus, Snapshot, SocketView};
 use bbrtop_core::units::from_unix_ms;
+use bbrtop_core::{model::ClosedFlow, snapshot::DEFAULT_KEEP_CLOSED};
 use parquet::arrow::ProjectionMask;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReaderBuilder, RowSelection, RowSelector};
 use std::collections::{BTreeMap, VecDeque};

@@ -9,9 +9,6 @@
 //! (`tcpi_last_data_sent_at_ms`...). Decoding turns them back.
 
 use super::columns::{ColumnType, table};
-use crate::engine::history::HistoryView;
-use crate::engine::kernel::KernelSocket;
-use crate::engine::snapshot::{Derived, RecordRef, SocketView};
 use anyhow::Context;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
@@ -21,6 +18,9 @@ use bbrtop_core::model::{
     BbrExt, BbrInfo, BbrState, BbrVersion, DctcpInfo, Ecn, MemInfo, Origin, Phase, Pod, RttWindow,
     SocketRecord, Source, TcpState,
 };
+use bbrtop_core::snapshot::KernelSocket;
+use bbrtop_core::snapshot::history::HistoryView;
+use bbrtop_core::snapshot::{Derived, RecordRef, SocketView};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::sync::Arc;
 

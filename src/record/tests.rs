@@ -1,13 +1,14 @@
 //! A snapshot through a frame and through a recording comes back as the JSON document it was.
 
 use super::*;
-use crate::engine::sink::feed_dump;
-use crate::engine::snapshot::Snapshot;
-use crate::engine::{Engine, EngineConfig, Now};
 use crate::system::SystemInfo;
 use bbrtop_core::model::SocketRecord;
+use bbrtop_core::seam::Now;
+use bbrtop_core::seam::feed_dump;
+use bbrtop_core::snapshot::Snapshot;
 use bbrtop_core::testing::record;
 use bbrtop_core::wire::Dump;
+use bbrtop_engine::{Engine, EngineConfig};
 use std::time::{Duration, Instant, SystemTime};
 
 fn sock(cookie: u64, cc: &str, srtt: u32, acked: u64) -> SocketRecord {

@@ -4,8 +4,8 @@
 //! chunk being written. One recorder per directory: a lock file says so.
 
 use super::chunk::{self, Meta};
-use crate::engine::snapshot::Snapshot;
 use anyhow::Context;
+use bbrtop_core::snapshot::Snapshot;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};

@@ -3,12 +3,12 @@
 //! why (and no sockets), and the next poll tries again.
 
 use super::client::Client;
-use crate::engine::rebuilt::Rebuilt;
-use crate::engine::snapshot::{CollectorStatus, Snapshot};
-use crate::engine::status::{Cause, Health, Reason};
 use crate::runtime::{Published, Runtime};
 use crate::system::SystemInfo;
 use bbrtop_core::rule::RuleConfig;
+use bbrtop_core::snapshot::rebuilt::Rebuilt;
+use bbrtop_core::snapshot::status::{Cause, Health, Reason};
+use bbrtop_core::snapshot::{CollectorStatus, Snapshot};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -140,9 +140,10 @@ impl Poller {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::sink::feed_dump;
-    use crate::engine::{Engine, EngineConfig, Now};
+    use bbrtop_core::seam::Now;
+    use bbrtop_core::seam::feed_dump;
     use bbrtop_core::testing::record;
+    use bbrtop_engine::{Engine, EngineConfig};
 
     fn no_decode(_: &[u8]) -> anyhow::Result<(Snapshot, SystemInfo)> {
         anyhow::bail!("unused")
@@ -157,7 +158,7 @@ mod tests {
         feed_dump(engine, dump, now);
         let mut snap = (*engine.tick(now)).clone();
         for s in &mut snap.sockets {
-            s.history = crate::engine::history::HistoryView::none();
+            s.history = bbrtop_core::snapshot::history::HistoryView::none();
         }
         (snap, SystemInfo { host: "edge-1".into(), ..SystemInfo::default() })
     }

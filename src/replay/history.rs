@@ -1,11 +1,11 @@
 //! Each socket's history rebuilt from consecutive recorded polls, in the engine's own history
 //! rings: the sample of poll `j` is the one the live engine took from the same record
-//! (`engine::sample_of`), so a replayed chart is the live one, only longer.
+//! (`bbrtop_core::snapshot::history::sample_of`), so a replayed chart is the live one, only longer.
 
-use crate::engine::history::{History, HistoryView};
-use crate::engine::sample_of;
-use crate::engine::snapshot::Snapshot;
 use bbrtop_core::model::Cookie;
+use bbrtop_core::snapshot::Snapshot;
+use bbrtop_core::snapshot::history::sample_of;
+use bbrtop_core::snapshot::history::{History, HistoryView};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 

@@ -15,7 +15,7 @@ pub use history::Histories;
 pub use player::{Control, MAX_SPEED, MIN_SPEED, Player, PlayerOptions, Status};
 pub use time::{format_time, parse_time};
 
-use crate::engine::snapshot::Snapshot;
+use bbrtop_core::snapshot::Snapshot;
 use std::ops::Range;
 use std::time::SystemTime;
 

@@ -3,7 +3,7 @@
 //! ([`Player::wait`]) and calls [`Player::advance`] when it wakes.
 
 use super::{Histories, Polls, format_time};
-use crate::engine::snapshot::Snapshot;
+use bbrtop_core::snapshot::Snapshot;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 

@@ -1,8 +1,8 @@
 //! A recording on disk as the player reads it.
 
 use super::Polls;
-use crate::engine::snapshot::Snapshot;
 use crate::record::Recording;
+use bbrtop_core::snapshot::Snapshot;
 use std::ops::Range;
 use std::time::SystemTime;
 

@@ -2,12 +2,13 @@
 //! a hand-held clock.
 
 use super::*;
-use crate::engine::history::Sample;
-use crate::engine::sink::feed_dump;
-use crate::engine::{Engine, EngineConfig, Now};
 use bbrtop_core::model::SocketRecord;
+use bbrtop_core::seam::Now;
+use bbrtop_core::seam::feed_dump;
+use bbrtop_core::snapshot::history::Sample;
 use bbrtop_core::testing::record;
 use bbrtop_core::wire::Dump;
+use bbrtop_engine::{Engine, EngineConfig};
 use std::time::{Duration, Instant, SystemTime};
 
 const T0: u64 = 1_790_000_000;
@@ -250,7 +251,7 @@ fn history_at_the_live_window_is_the_live_history() {
     let snaps = run(150);
     let live = snaps.clone();
     let t = Instant::now();
-    let mut p = player(snaps, crate::engine::history::DEFAULT_HISTORY, t);
+    let mut p = player(snaps, bbrtop_core::snapshot::history::DEFAULT_HISTORY, t);
     p.control(Control::TogglePause, t).unwrap();
     for (i, snap) in live.iter().enumerate() {
         if i > 0 {

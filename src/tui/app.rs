@@ -1,10 +1,10 @@
 //! View state, kept apart from the data: what is selected, sorted, filtered, frozen, shown. Keys
 //! become [`Action`]s (see `keymap`), and [`App::update`] is the only place state changes.
 
-use crate::engine::snapshot::{Snapshot, SocketView};
 use crate::replay::Control;
 use bbrtop_core::filter::Filter;
 use bbrtop_core::model::Cookie;
+use bbrtop_core::snapshot::{Snapshot, SocketView};
 use std::cmp::Ordering;
 use std::sync::Arc;
 

@@ -13,11 +13,11 @@ mod tty;
 
 pub use source::Source;
 
-use crate::engine::snapshot::Snapshot;
 use crate::replay::{Control, Player, Polls, Status};
 use crate::runtime::Published;
 use anyhow::Context;
 use app::App;
+use bbrtop_core::snapshot::Snapshot;
 use crossterm::event::{self, Event, KeyEventKind};
 use std::path::Path;
 use std::sync::Arc;

@@ -5,16 +5,16 @@ use super::Source;
 use super::app::{Action, App, Column, View};
 use super::procs::Owners;
 use super::render::{self, Screen};
-use crate::engine::history::{History, HistoryView, Sample};
-use crate::engine::kernel::ClosedFlow;
-use crate::engine::snapshot::{
-    AlertStatus, AlertView, CollectorStatus, Derived, RecordRef, Snapshot, SocketView,
-};
-use crate::engine::status::{Cause, Health, Reason};
 use crate::replay::Status;
+use bbrtop_core::model::ClosedFlow;
 use bbrtop_core::model::derive::{LimitedBy, Rates};
 use bbrtop_core::model::{Phase, ProbeBwStep};
 use bbrtop_core::rule::RuleConfig;
+use bbrtop_core::snapshot::history::{History, HistoryView, Sample};
+use bbrtop_core::snapshot::status::{Cause, Health, Reason};
+use bbrtop_core::snapshot::{
+    AlertStatus, AlertView, CollectorStatus, Derived, RecordRef, Snapshot, SocketView,
+};
 use bbrtop_core::testing::record;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -116,9 +116,9 @@ fn fixture() -> Snapshot {
         fired_at: at(45),
         resolved_at: resolved,
     };
-    let mut by_cc = crate::engine::aggregate::by_cc(&sockets);
+    let mut by_cc = bbrtop_core::snapshot::aggregate::by_cc(&sockets);
     let sums = counted(&[("bbr", 40_000_000, 1_200_000, 30, 2), ("cubic", 40_000_000, 400_000, 5, 0)]);
-    crate::engine::aggregate::add_totals(&mut by_cc, sums.clone(), Some((60.0, sums)));
+    bbrtop_engine::aggregate::add_totals(&mut by_cc, sums.clone(), Some((60.0, sums)));
     Snapshot {
         seq: 60,
         taken_at: at(60),
@@ -268,7 +268,7 @@ fn small_terminal_and_empty_states() {
     let mut rec = (*placed.sockets[0].record).clone();
     let origin = bbrtop_core::model::Origin { netns_name: Some("blue".into()), ..Default::default() };
     rec.origin = Some(std::sync::Arc::new(origin));
-    placed.sockets[0].record = crate::engine::snapshot::RecordRef::single(rec);
+    placed.sockets[0].record = bbrtop_core::snapshot::RecordRef::single(rec);
     let t = text(&render(&app_with(|a| a.sort = Column::Where), &placed, 100, 30));
     assert!(t.lines().any(|l| l.contains("WHERE↓")) && t.contains(" blue ") && t.contains(" - "), "{t}");
     // Without the eBPF collector the closed-flows view says so instead of showing stale rows.
@@ -508,7 +508,7 @@ fn where_view_groups_sockets_by_place_and_cc() {
     let origin = bbrtop_core::model::Origin { netns_name: Some("blue".into()), ..Default::default() };
     rec.origin = Some(std::sync::Arc::new(origin));
     let cc = rec.cc_name().to_string();
-    snap.sockets[0].record = crate::engine::snapshot::RecordRef::single(rec);
+    snap.sockets[0].record = bbrtop_core::snapshot::RecordRef::single(rec);
     let t = text(&render(&app_with(|a| a.view = View::Places), &snap, 100, 30));
     let row = |place: &str| t.lines().filter(|l| l.split_whitespace().next() == Some(place)).count();
     assert_eq!(row("blue"), 1, "{t}");

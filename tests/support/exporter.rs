@@ -1,16 +1,17 @@
 //! The exporter in process: a synthetic snapshot served on a free loopback port, and `promtool`
 //! to check what it serves.
 
-use bbrtop::engine::sink::feed_dump;
-use bbrtop::engine::snapshot::Snapshot;
-use bbrtop::engine::{Engine, EngineConfig, Now};
 use bbrtop::export::server::{self, App, Limits, Options};
 use bbrtop::export::web_config::Security;
 use bbrtop::runtime::Published;
 use bbrtop_core::model::SocketRecord;
 use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::seam::Now;
+use bbrtop_core::seam::feed_dump;
+use bbrtop_core::snapshot::Snapshot;
 use bbrtop_core::testing::record;
 use bbrtop_core::wire::Dump;
+use bbrtop_engine::{Engine, EngineConfig};
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::sync::Arc;

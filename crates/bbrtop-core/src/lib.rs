@@ -6,6 +6,9 @@ pub mod filter;
 pub mod model;
 pub mod peer_groups;
 pub mod rule;
+pub mod seam;
+pub mod snapshot;
+pub mod stats;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 pub mod units;

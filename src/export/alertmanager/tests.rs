@@ -1,6 +1,6 @@
 use super::*;
-use crate::engine::snapshot::AlertStatus;
 use bbrtop_core::rule::RuleConfig;
+use bbrtop_core::snapshot::AlertStatus;
 
 fn cfg() -> PushConfig {
     PushConfig {

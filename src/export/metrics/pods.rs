@@ -3,8 +3,8 @@
 //! (namespace, cc) with sockets; the node's own sockets stay in the default families only.
 
 use super::{Enc, gauges};
-use crate::engine::aggregate::percentiles;
-use crate::engine::snapshot::SocketView;
+use bbrtop_core::snapshot::SocketView;
+use bbrtop_core::stats::percentiles;
 use std::collections::BTreeMap;
 
 #[derive(Default)]

@@ -1,10 +1,11 @@
 use super::*;
-use crate::engine::sink::feed_dump;
-use crate::engine::status::{Cause, CollectorStatus, Health, Reason};
-use crate::engine::{Engine, EngineConfig, Now};
 use bbrtop_core::model::SocketRecord;
+use bbrtop_core::seam::Now;
+use bbrtop_core::seam::feed_dump;
+use bbrtop_core::snapshot::status::{Cause, CollectorStatus, Health, Reason};
 use bbrtop_core::testing::record;
 use bbrtop_core::wire::Dump;
+use bbrtop_engine::{Engine, EngineConfig};
 
 fn rec(cookie: u64, cc: &str, peer: &str, srtt_us: u32, min_rtt_us: u32) -> SocketRecord {
     record(cookie, cc)

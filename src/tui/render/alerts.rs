@@ -1,7 +1,7 @@
 //! Alerts: firing first, then recently resolved, with how long each lasted.
 
 use super::{ago, fitted_table, ratio};
-use crate::engine::snapshot::{AlertStatus, Snapshot};
+use bbrtop_core::snapshot::{AlertStatus, Snapshot};
 use bbrtop_core::units::micros;
 use ratatui::Frame;
 use ratatui::layout::Rect;

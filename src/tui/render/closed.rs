@@ -36,7 +36,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &super::Screen) {
         return;
     }
     // eBPF sees every namespace's sockets close; show the watched one's.
-    let ours = |c: &&crate::engine::kernel::ClosedFlow| v.sys.netns_inode.is_none_or(|i| c.netns == i);
+    let ours = |c: &&bbrtop_core::model::ClosedFlow| v.sys.netns_inode.is_none_or(|i| c.netns == i);
     if !snap.closed.iter().any(|c| ours(&c)) {
         f.render_widget(Paragraph::new("No flow has closed since bbrtop started.").block(block), area);
         return;

@@ -2,8 +2,8 @@
 //! risks (retransmits, spurious ones, timeouts, goodput share) over the last minute, and a verdict
 //! in words under it.
 
-use crate::engine::snapshot::Snapshot;
-use crate::engine::verdict;
+use bbrtop_core::snapshot::Snapshot;
+use bbrtop_core::snapshot::verdict;
 use bbrtop_core::units::{bitrate, micros, opt, percent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};

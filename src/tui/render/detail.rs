@@ -2,10 +2,10 @@
 
 use super::Screen;
 use super::table::cell;
-use crate::engine::history::Sample;
-use crate::engine::snapshot::SocketView;
 use bbrtop_core::model::Phase;
 use bbrtop_core::rule::RuleConfig;
+use bbrtop_core::snapshot::SocketView;
+use bbrtop_core::snapshot::history::Sample;
 use bbrtop_core::units::{bitrate, micros};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -2,8 +2,8 @@
 //! cc and qdisc, which BBR, sockets per cc, collectors, alerts.
 
 use super::Screen;
-use crate::engine::status::Health;
 use crate::replay::{Status, format_time};
+use bbrtop_core::snapshot::status::Health;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};

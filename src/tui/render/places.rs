@@ -1,8 +1,8 @@
 //! Where the sockets live: one row per place (pod, namespace name or cgroup; "node" for sockets
 //! with no origin) and congestion control, with the per-cc figures of the BBR-vs-CUBIC view.
 
-use crate::engine::aggregate;
-use crate::engine::snapshot::{Snapshot, SocketView};
+use bbrtop_core::snapshot::aggregate;
+use bbrtop_core::snapshot::{Snapshot, SocketView};
 use bbrtop_core::units::{bitrate, micros, opt};
 use ratatui::Frame;
 use ratatui::layout::Rect;

@@ -2,8 +2,8 @@
 //! 10k rows of strings.
 
 use super::Screen;
-use crate::engine::snapshot::SocketView;
 use crate::tui::app::Column;
+use bbrtop_core::snapshot::SocketView;
 use bbrtop_core::units::{bitrate, micros, opt, percent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};

@@ -2,6 +2,7 @@
 //! Values derived from it live in [`derive`].
 
 pub mod bbr;
+pub mod closed;
 pub mod derive;
 pub mod ecn;
 pub mod origin;
@@ -11,6 +12,7 @@ pub mod tally;
 pub mod tcp_info;
 
 pub use bbr::{BbrExt, BbrInfo, BbrLayout, BbrVersion, DctcpInfo, HostBbr, StructBbr};
+pub use closed::{ClosedBbr, ClosedFlow};
 pub use ecn::Ecn;
 pub use origin::{Origin, Pod};
 pub use phase::{Phase, ProbeBwStep, Source};

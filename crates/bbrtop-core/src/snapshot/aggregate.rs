@@ -1,8 +1,9 @@
-//! Per-cc aggregates: the BBR-vs-CUBIC table of the BBR guides, computed from one snapshot.
+//! Per-cc aggregates: the BBR-vs-CUBIC table of the BBR guides, as a snapshot carries it, and
+//! how it is computed from sockets' views (the engine at each tick, the TUI per place).
 
-use super::snapshot::SocketView;
-use super::totals::Growth;
-use bbrtop_core::model::{Count, Tally};
+use super::SocketView;
+use crate::model::Tally;
+use crate::stats::percentiles;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -42,10 +43,10 @@ pub struct CcAggregate {
     #[serde(
         skip_serializing_if = "BTreeMap::is_empty",
         default,
-        deserialize_with = "bbrtop_core::units::interned::keys"
+        deserialize_with = "crate::units::interned::keys"
     )]
     pub phases: BTreeMap<&'static str, usize>,
-    /// Counts since bbrtop started, closed sockets included (see `engine::totals`).
+    /// Counts since bbrtop started, closed sockets included (the engine keeps them; see [`crate::snapshot::totals`]).
     pub counts: Tally,
     /// The same counts over the last minute, as ratios and rates.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -67,68 +68,6 @@ pub struct Recent {
     /// This cc's share of every cc's goodput.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub goodput_share: Option<f64>,
-}
-
-/// Adds the counts since start and their recent growth to the aggregates; a cc whose sockets all
-/// closed gets an aggregate of no sockets, so its counts stay visible.
-pub fn add_totals(by_cc: &mut Vec<CcAggregate>, sums: BTreeMap<String, Tally>, growth: Option<Growth>) {
-    let acked_all: u64 = growth.iter().flat_map(|(_, g)| g.values()).map(|t| t[Count::BytesAcked]).sum();
-    for (cc, counts) in sums {
-        let i = match by_cc.iter().position(|a| a.cc == cc) {
-            Some(i) => i,
-            None if counts == Tally::default() => continue,
-            None => {
-                by_cc.push(CcAggregate { cc: cc.clone(), ..CcAggregate::default() });
-                by_cc.len() - 1
-            }
-        };
-        by_cc[i].counts = counts;
-        by_cc[i].recent =
-            growth.as_ref().and_then(|(secs, g)| g.get(&cc).map(|t| recent(*secs, t, acked_all)));
-    }
-    by_cc.sort_by(|a, b| a.cc.cmp(&b.cc));
-}
-
-fn recent(seconds: f64, t: &Tally, acked_all: u64) -> Recent {
-    let acked = t[Count::BytesAcked];
-    Recent {
-        seconds,
-        retrans_ratio: t.retrans_ratio(),
-        spurious_share: t.spurious_share(),
-        rto_per_sec: t[Count::Rto] as f64 / seconds,
-        goodput_bytes_per_sec: acked as f64 / seconds,
-        goodput_share: (acked_all > 0).then(|| acked as f64 / acked_all as f64),
-    }
-}
-
-/// The nearest-rank percentile (0 < p <= 100) of sorted values.
-pub fn percentile<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
-    Some(sorted[rank(sorted.len(), p)?])
-}
-
-/// The index of the nearest-rank percentile `p` in `n` sorted values.
-fn rank(n: usize, p: f64) -> Option<usize> {
-    (n > 0).then(|| ((p / 100.0) * n as f64).ceil().clamp(1.0, n as f64) as usize - 1)
-}
-
-/// Nearest-rank percentiles of unsorted values, by selection: O(n) each, no full sort. `ps`
-/// ascending.
-pub fn percentiles<T: Copy>(
-    v: &mut [T],
-    ps: &[f64],
-    cmp: impl Fn(&T, &T) -> std::cmp::Ordering + Copy,
-) -> Vec<Option<T>> {
-    let mut lo = 0;
-    ps.iter()
-        .map(|&p| {
-            let i = rank(v.len(), p)?;
-            // Everything left of an earlier pick is no larger: select in the rest only.
-            let start = lo.min(i);
-            v[start..].select_nth_unstable_by(i - start, cmp);
-            lo = i;
-            Some(v[i])
-        })
-        .collect()
 }
 
 /// One cc's aggregate while sockets are added: srtts, inflation ratios, and delivered CE-marked
@@ -166,7 +105,7 @@ pub fn by_cc<'a>(sockets: impl IntoIterator<Item = &'a SocketView>) -> Vec<CcAgg
     groups
         .into_values()
         .map(|(mut agg, mut rtts, mut ratios, [ce, all])| {
-            agg.ce_marked_fraction = bbrtop_core::model::ecn::ce_fraction(ce, all);
+            agg.ce_marked_fraction = crate::model::ecn::ce_fraction(ce, all);
             let r = percentiles(&mut rtts, &[50.0, 95.0, 99.0], u32::cmp);
             (agg.srtt_p50_us, agg.srtt_p95_us, agg.srtt_p99_us) = (r[0], r[1], r[2]);
             let r = percentiles(&mut ratios, &[50.0, 95.0], f64::total_cmp);
@@ -184,17 +123,13 @@ mod tests {
     /// delivered segments (a socket without ECN delivers unmarked ones).
     #[test]
     fn ecn_sockets_and_ce_fraction_per_cc() {
-        use crate::engine::snapshot::{Derived, RecordRef, SocketView};
-        use bbrtop_core::testing::record;
+        use crate::snapshot::{Derived, HistoryView, RecordRef};
+        use crate::testing::record;
         let view = |cookie, cc: &str, options, delivered, ce| {
             let r =
                 record(cookie, cc).options(options).delivered_segs(delivered).delivered_ce_segs(ce).build();
-            let derived = Derived { ecn: bbrtop_core::model::Ecn::of(&r.tcp_info), ..Derived::default() };
-            SocketView {
-                record: RecordRef::single(r),
-                derived,
-                history: crate::engine::history::HistoryView::none(),
-            }
+            let derived = Derived { ecn: crate::model::Ecn::of(&r.tcp_info), ..Derived::default() };
+            SocketView { record: RecordRef::single(r), derived, history: HistoryView::none() }
         };
         let socks = [view(1, "bbr", 8 | 16, 900, 90), view(2, "bbr", 0, 100, 0), view(3, "cubic", 8, 0, 0)];
         let aggs = by_cc(&socks);
@@ -204,21 +139,5 @@ mod tests {
         assert_eq!((cubic.ecn_sockets, cubic.ce_marked_fraction), (1, None), "nothing delivered yet");
         let json = serde_json::to_value(cubic).unwrap();
         assert!(json.get("ce_marked_fraction").is_none() && json["ecn_sockets"] == 1);
-    }
-
-    #[test]
-    fn nearest_rank() {
-        let v: Vec<u32> = (1..=100).collect();
-        assert_eq!(percentile(&v, 50.0), Some(50));
-        assert_eq!(percentile(&v, 95.0), Some(95));
-        assert_eq!(percentile(&v, 99.0), Some(99));
-        assert_eq!(percentile(&[7u32], 99.0), Some(7));
-        assert_eq!(percentile::<u32>(&[], 50.0), None);
-        assert_eq!(percentile(&[1u32, 2], 1.0), Some(1));
-        // Selection agrees with sorting, on shuffled values.
-        let mut shuffled: Vec<u32> = (1..=1000).map(|i| (i * 7919) % 1000 + 1).collect();
-        let got = percentiles(&mut shuffled, &[50.0, 95.0, 99.0], u32::cmp);
-        assert_eq!(got, vec![Some(500), Some(950), Some(990)]);
-        assert_eq!(percentiles::<u32>(&mut [], &[50.0], u32::cmp), vec![None]);
     }
 }

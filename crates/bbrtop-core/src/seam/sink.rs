@@ -1,16 +1,20 @@
-//! The one way in for sockets. A collector reads a dump and hands each socket to a
-//! [`DumpSink`] as soon as it is parsed, while the kernel is still dumping the rest; the engine is
-//! one sink, the streaming one-shot `snapshot --json` another. [`Feed`] adds what else a
-//! collector learns (kernel events, its own status), and [`Source`] is a collector as the poller
-//! sees it.
+//! The one way in for sockets. Two collectors feed it:
 //!
-//! Two collectors feed this seam: the netlink dump (`collect::inet_diag`), and, in time, a
-//! kernel-side walk of the sockets that moved. Both hand over records by their place in the
-//! vector that [`DumpSink::end`] then delivers whole.
+//! - the netlink dump of one namespace (`collect::inet_diag`) hands each socket to a
+//!   [`DumpSink`] as soon as it is parsed, while the kernel is still dumping the rest, by its
+//!   place in the vector that [`DumpSink::end`] then delivers whole; a socket of that namespace
+//!   the dump does not list has closed;
+//! - the kernel walk (`bpf::walk`) hands over the sockets that moved since its last read, in
+//!   every namespace, with [`DumpSink::walked`]: a partial dump, whose missing sockets did not
+//!   move.
+//!
+//! The engine is one sink, the streaming one-shot `snapshot --json` another. [`Feed`] adds what
+//! else a collector learns (kernel events, closes, its own health), and [`Source`] is a collector
+//! as the poller sees it.
 
-use super::{Now, Update};
-use bbrtop_core::model::SocketRecord;
-use bbrtop_core::wire::Dump;
+use super::{Now, Update, Walk, WalkFailed};
+use crate::model::SocketRecord;
+use crate::wire::Dump;
 use std::time::Duration;
 
 /// Why a dump ended before its end.
@@ -34,6 +38,9 @@ pub trait DumpSink {
     fn end(&mut self, dump: Dump);
     /// The dump is dropped; places handed over since [`DumpSink::begin`] point nowhere.
     fn abort(&mut self, why: Aborted);
+    /// The kernel walk's read: the sockets that moved since the last one (the others did not),
+    /// or why it could not be read.
+    fn walked(&mut self, walk: Result<Walk, WalkFailed>);
 }
 
 /// A dump being read into a sink: begun on creation, aborted on drop unless ended, so a
@@ -113,10 +120,13 @@ mod tests {
         fn abort(&mut self, why: Aborted) {
             self.0.push(format!("abort {why:?}"));
         }
+        fn walked(&mut self, _: Result<Walk, WalkFailed>) {
+            self.0.push("walked".into());
+        }
     }
 
     fn rec(cookie: u64) -> SocketRecord {
-        bbrtop_core::testing::record(cookie, "cubic").build()
+        crate::testing::record(cookie, "cubic").build()
     }
 
     #[test]

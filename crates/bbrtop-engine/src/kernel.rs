@@ -1,143 +1,13 @@
-//! The eBPF half of the engine: per-cookie kernel state (true BBR phase, kernel-timed inflation
-//! onset), closed flows with per-cc aggregates, and the BPF collector's status.
+//! The eBPF half of the engine's state: per-cookie kernel state (true BBR phase, kernel-timed
+//! inflation onset), closed flows with per-cc aggregates, and the BPF collector's status.
 
-use super::hist::{Hist, RATE_BOUNDS, RTT_BOUNDS};
-use super::status::CollectorStatus;
-use bbrtop_core::model::{BbrState, Cookie, Count, Tally};
-use bbrtop_core::units::serde_time;
+use bbrtop_core::model::{ClosedFlow, Cookie};
+use bbrtop_core::seam::KernelUpdate;
+use bbrtop_core::snapshot::kernel::{KernelOnset, KernelSocket};
+use bbrtop_core::snapshot::{ClosedAggregate, CollectorStatus, DEFAULT_KEEP_CLOSED};
 use rustc_hash::FxHashMap;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
-use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
-
-/// What the BPF collector learned about one live socket.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum KernelUpdate {
-    Phase {
-        cookie: Cookie,
-        netns: u32,
-        bbr: BbrState,
-        entered: u32,
-    },
-    /// `onset` is None when the spell ended.
-    Inflation {
-        cookie: Cookie,
-        netns: u32,
-        onset: Option<Instant>,
-        peak_ratio: f64,
-    },
-}
-
-impl KernelUpdate {
-    pub fn cookie(&self) -> Cookie {
-        match self {
-            KernelUpdate::Phase { cookie, .. } | KernelUpdate::Inflation { cookie, .. } => *cookie,
-        }
-    }
-}
-
-/// What the kernel's per-ACK timing says of one socket's inflation.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum KernelOnset {
-    /// The kernel has not timed this socket: the netlink path evaluates the rule on its own.
-    #[default]
-    Untimed,
-    /// Not inflated.
-    Calm,
-    /// Inflated since then (the kernel's onset is authoritative).
-    Since(Instant),
-}
-
-impl KernelOnset {
-    pub fn since(self) -> Option<Instant> {
-        match self {
-            KernelOnset::Since(t) => Some(t),
-            _ => None,
-        }
-    }
-}
-
-/// The latest kernel state of one socket, shown in the snapshot's `derived.kernel`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct KernelSocket {
-    pub netns: u32,
-    pub bbr: Option<BbrState>,
-    /// Mode-change events seen (PROBE_BW steps come with each dump, in the RTT window).
-    pub phase_changes: u64,
-    /// Times the present mode was entered.
-    pub mode_entered: u32,
-    #[serde(skip)]
-    pub inflation: KernelOnset,
-    pub peak_ratio: f64,
-}
-
-/// One closed TCP socket, from the kernel at destroy time.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ClosedFlow {
-    /// Monotonic per engine: consumers stream records with a seq above the last they printed.
-    pub seq: u64,
-    pub cookie: Cookie,
-    pub netns: u32,
-    pub cc: String,
-    pub local: SocketAddr,
-    pub peer: SocketAddr,
-    #[serde(with = "serde_time")]
-    pub closed_at: SystemTime,
-    /// None when tcp_probe never saw the socket (no RTT sample).
-    pub lifetime_seconds: Option<f64>,
-    /// Its counters at the close (bytes sent, retransmitted, acked, ...).
-    #[serde(flatten)]
-    pub counts: Tally,
-    pub srtt_us: u32,
-    pub min_rtt_us: u32,
-    pub delivery_rate_bytes_per_sec: Option<u64>,
-    pub bbr: Option<ClosedBbr>,
-    pub peak_inflation_ratio: f64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ClosedBbr {
-    #[serde(deserialize_with = "bbrtop_core::units::interned::deserialize")]
-    pub mode: bbrtop_core::units::interned::Name,
-    pub min_rtt_us: u32,
-    pub bw_bytes_per_sec: u64,
-}
-
-/// Closed flows of one congestion control since start.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ClosedAggregate {
-    pub cc: String,
-    pub count: u64,
-    pub bytes_acked_total: u64,
-    /// Final smoothed RTTs, in seconds.
-    pub srtt_seconds: Hist,
-    /// Bytes acked over the flow's life, per second (flows whose lifetime is known).
-    pub throughput_bytes_per_second: Hist,
-}
-
-impl ClosedAggregate {
-    fn new(cc: &str) -> ClosedAggregate {
-        ClosedAggregate {
-            cc: cc.to_string(),
-            count: 0,
-            bytes_acked_total: 0,
-            srtt_seconds: Hist::new(RTT_BOUNDS),
-            throughput_bytes_per_second: Hist::new(RATE_BOUNDS),
-        }
-    }
-
-    fn add(&mut self, c: &ClosedFlow) {
-        self.count += 1;
-        let acked = c.counts[Count::BytesAcked];
-        self.bytes_acked_total += acked;
-        self.srtt_seconds.observe(f64::from(c.srtt_us) / 1e6);
-        if let Some(life) = c.lifetime_seconds.filter(|l| *l > 0.0) {
-            self.throughput_bytes_per_second.observe(acked as f64 / life);
-        }
-    }
-}
 
 /// Kernel state the engine holds.
 pub struct KernelState {
@@ -152,9 +22,6 @@ pub struct KernelState {
     keep_closed: usize,
     pub status: CollectorStatus,
 }
-
-/// The closed records kept in each snapshot.
-pub const DEFAULT_KEEP_CLOSED: usize = 16384;
 
 impl Default for KernelState {
     fn default() -> Self {
@@ -205,6 +72,7 @@ impl KernelState {
     }
 
     /// Sockets with kernel state held.
+    #[cfg(test)]
     pub fn held(&self) -> usize {
         self.sockets.len()
     }
@@ -237,31 +105,9 @@ impl KernelState {
 }
 
 #[cfg(test)]
-impl ClosedFlow {
-    /// A closed flow for tests: cookie 1, 10 bytes acked in 2 s.
-    pub fn example(cc: &str, srtt_us: u32, rate: Option<u64>) -> ClosedFlow {
-        ClosedFlow {
-            seq: 0,
-            cookie: 1,
-            netns: 1,
-            cc: cc.into(),
-            local: "10.0.0.1:1".parse().unwrap(),
-            peer: "10.0.0.2:2".parse().unwrap(),
-            closed_at: SystemTime::UNIX_EPOCH,
-            lifetime_seconds: Some(2.0),
-            counts: Tally::from_counts([(Count::BytesAcked, 10)]),
-            srtt_us,
-            min_rtt_us: 0,
-            delivery_rate_bytes_per_sec: rate,
-            bbr: None,
-            peak_inflation_ratio: 0.0,
-        }
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
+    use bbrtop_core::model::BbrState;
 
     fn flow(cc: &str, srtt_us: u32, rate: Option<u64>) -> ClosedFlow {
         ClosedFlow::example(cc, srtt_us, rate)

@@ -3,7 +3,7 @@
 //! retransmits and a starved CUBIC.
 
 use super::aggregate::CcAggregate;
-use bbrtop_core::units::percent;
+use crate::units::percent;
 
 /// The congestion control the others are judged against.
 pub const REFERENCE: &str = "cubic";
@@ -43,7 +43,7 @@ pub fn all(by_cc: &[CcAggregate]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::aggregate::Recent;
+    use crate::snapshot::aggregate::Recent;
 
     fn agg(cc: &str, p95: u32, retrans: Option<f64>, share: f64) -> CcAggregate {
         CcAggregate {

@@ -1,9 +1,39 @@
-//! The statistics `compare` reports: medians over sockets and a percentile bootstrap of their
-//! difference, resampling sockets (not polls). Pure and deterministic: the generator has a fixed
-//! seed, so the same recordings give the same intervals.
+//! Statistics, in one place: nearest-rank percentiles (the per-cc aggregates, the lab's reports,
+//! the metrics), and the medians over sockets and percentile bootstrap that `compare` reports,
+//! resampling sockets (not polls). Pure and deterministic: the generator has a fixed seed, so the
+//! same recordings give the same intervals.
 
-use crate::engine::aggregate::percentiles;
 use serde::Serialize;
+
+/// The nearest-rank percentile (0 < p <= 100) of sorted values.
+pub fn percentile<T: Copy>(sorted: &[T], p: f64) -> Option<T> {
+    Some(sorted[rank(sorted.len(), p)?])
+}
+
+/// The index of the nearest-rank percentile `p` in `n` sorted values.
+fn rank(n: usize, p: f64) -> Option<usize> {
+    (n > 0).then(|| ((p / 100.0) * n as f64).ceil().clamp(1.0, n as f64) as usize - 1)
+}
+
+/// Nearest-rank percentiles of unsorted values, by selection: O(n) each, no full sort. `ps`
+/// ascending.
+pub fn percentiles<T: Copy>(
+    v: &mut [T],
+    ps: &[f64],
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering + Copy,
+) -> Vec<Option<T>> {
+    let mut lo = 0;
+    ps.iter()
+        .map(|&p| {
+            let i = rank(v.len(), p)?;
+            // Everything left of an earlier pick is no larger: select in the rest only.
+            let start = lo.min(i);
+            v[start..].select_nth_unstable_by(i - start, cmp);
+            lo = i;
+            Some(v[i])
+        })
+        .collect()
+}
 
 /// Resamples per interval: enough for a stable 95% percentile interval (its ends move by well
 /// under a percent of their width between seeds at this count).
@@ -16,7 +46,7 @@ pub const MIN_SOCKETS: usize = 5;
 /// The interval's confidence.
 pub const CONFIDENCE: f64 = 0.95;
 
-/// The nearest-rank median (`engine::aggregate::percentile`'s rank), of unsorted values.
+/// The nearest-rank median ([`percentile`]'s rank), of unsorted values.
 pub fn median(v: &mut [f64]) -> Option<f64> {
     percentiles(v, &[50.0], f64::total_cmp)[0]
 }
@@ -75,6 +105,22 @@ fn interval(v: &mut [f64]) -> Interval {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nearest_rank() {
+        let v: Vec<u32> = (1..=100).collect();
+        assert_eq!(percentile(&v, 50.0), Some(50));
+        assert_eq!(percentile(&v, 95.0), Some(95));
+        assert_eq!(percentile(&v, 99.0), Some(99));
+        assert_eq!(percentile(&[7u32], 99.0), Some(7));
+        assert_eq!(percentile::<u32>(&[], 50.0), None);
+        assert_eq!(percentile(&[1u32, 2], 1.0), Some(1));
+        // Selection agrees with sorting, on shuffled values.
+        let mut shuffled: Vec<u32> = (1..=1000).map(|i| (i * 7919) % 1000 + 1).collect();
+        let got = percentiles(&mut shuffled, &[50.0, 95.0, 99.0], u32::cmp);
+        assert_eq!(got, vec![Some(500), Some(950), Some(990)]);
+        assert_eq!(percentiles::<u32>(&mut [], &[50.0], u32::cmp), vec![None]);
+    }
     use proptest::prelude::*;
 
     #[test]

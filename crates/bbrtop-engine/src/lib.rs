@@ -2,54 +2,28 @@
 //! immutable [`Snapshot`] on each tick. Time is always a parameter ([`Now`]), so tests drive it.
 
 pub mod aggregate;
+mod alerts;
 pub mod first_sight;
-pub mod hist;
-pub mod history;
-pub mod kernel;
-pub mod rebuilt;
-pub mod sink;
-pub mod snapshot;
-pub mod status;
-pub mod totals;
-pub mod update;
-pub mod verdict;
+mod kernel;
+mod totals;
+mod tracked;
+mod view;
 
+use alerts::Alerts;
 use bbrtop_core::filter::Filter;
-use bbrtop_core::model::derive::{self, Counters, LimitedBy, Rates};
-use bbrtop_core::model::{Cookie, SocketRecord, Source, Tally};
+use bbrtop_core::model::derive::{self, Counters, Rates};
+use bbrtop_core::model::{Cookie, SocketRecord, Tally};
 use bbrtop_core::peer_groups::PeerGroups;
-use bbrtop_core::rule::{AlertTracker, RuleConfig, Sample as RuleSample, Transition};
+use bbrtop_core::rule::{RuleConfig, Sample as RuleSample};
+use bbrtop_core::seam::{self, Now, Update, Walk, WalkFailed};
+use bbrtop_core::snapshot::history::{self, HistoryView};
+use bbrtop_core::snapshot::{CollectorStatus, RecordRef, Snapshot, SocketView};
 use bbrtop_core::wire::Dump;
-use history::{History, HistoryView, Sample};
-use kernel::KernelOnset;
 use rustc_hash::FxHashMap;
-use snapshot::{AlertStatus, AlertView, CollectorStatus, Derived, RecordRef, Snapshot, SocketView};
-use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
-pub use update::{Update, Walk};
-
-/// The moment an update or tick happens: monotonic for arithmetic, wall-clock for reports.
-#[derive(Clone, Copy, Debug)]
-pub struct Now {
-    pub mono: Instant,
-    pub wall: SystemTime,
-}
-
-impl Now {
-    pub fn system() -> Now {
-        Now { mono: Instant::now(), wall: SystemTime::now() }
-    }
-
-    /// The wall-clock time of an earlier monotonic instant.
-    pub fn wall_of(&self, t: Instant) -> SystemTime {
-        self.wall - self.mono.saturating_duration_since(t)
-    }
-
-    pub fn after(&self, d: Duration) -> Now {
-        Now { mono: self.mono + d, wall: self.wall + d }
-    }
-}
+use std::time::Duration;
+use tracked::{GRACE, Tracked, evaluate};
+use view::{derived, overlay, quiet_view};
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -74,107 +48,6 @@ impl Default for EngineConfig {
             groups: Arc::default(),
         }
     }
-}
-
-/// What the engine keeps of one socket between polls. The record itself stays in the dump or
-/// walk it came from, so a poll moves no record.
-struct Tracked {
-    cookie: Cookie,
-    /// Its latest record, in a dump or walk that ended (`None` until it is in one).
-    rec: Option<RecordRef>,
-    /// Its place in the dump being read.
-    next_idx: u32,
-    first_seen: Instant,
-    counters: Counters,
-    counters_at: Instant,
-    rates: Rates,
-    /// The verdict over the last interval, or over the socket's life when it was idle.
-    limited_by: Option<LimitedBy>,
-    history: Arc<History>,
-    /// The poll this socket was first seen at.
-    first_poll: u64,
-    alert: AlertTracker,
-    /// The dump generation that last saw this socket.
-    generation: u64,
-    /// Complete dumps in a row that did not list it (see [`GRACE`]).
-    missed: u8,
-    /// eBPF sent its close record: the next dump that does not list it ends it, without grace.
-    closed: bool,
-    /// Its view's place in the last snapshot, which a quiet socket's next view is copied from.
-    view: u32,
-    /// Something besides a new record changed its view (its alert aged, a kernel event).
-    stale_view: bool,
-    /// What of its counts went into the counters.
-    account: totals::Account,
-}
-
-/// Complete dumps a tracked socket may be missing from before it counts as closed. A dump is not
-/// atomic: a socket can slip through one (moved between hash buckets while the kernel walked
-/// them), and ending it there would resolve its alert only to fire it again.
-const GRACE: u8 = 1;
-
-impl Tracked {
-    fn new(
-        rec: &SocketRecord,
-        counters: Counters,
-        now: Instant,
-        generation: u64,
-        account: totals::Account,
-    ) -> Tracked {
-        Tracked {
-            cookie: rec.cookie,
-            rec: None,
-            next_idx: 0,
-            first_seen: now,
-            counters,
-            counters_at: now,
-            rates: Rates::default(),
-            // No interval yet: the socket's life so far.
-            limited_by: counters.limits.and_then(|l| derive::limited_by(l, rec.tcp_info.app_limited())),
-            history: Arc::new(History::default()),
-            first_poll: generation,
-            alert: AlertTracker::default(),
-            generation,
-            missed: 0,
-            closed: false,
-            view: u32::MAX,
-            stale_view: true,
-            account,
-        }
-    }
-}
-
-/// Steps a socket's alert tracker on its new record. `kernel_onset` is the kernel's timing of the
-/// inflation (eBPF), when it has one.
-fn evaluate(
-    rule: &RuleConfig,
-    t: &mut Tracked,
-    r: &SocketRecord,
-    kernel_onset: KernelOnset,
-    now: Instant,
-) -> (Option<RuleSample>, Option<Transition>) {
-    let baseline = rule.baseline.of(r);
-    let active = rule.active(r.tcp_info.last_ack_recv_ms().map(|ms| Duration::from_millis(ms.into())));
-    let sample = match (r.tcp_info.srtt_us(), baseline) {
-        (Some(srtt_us), Some(baseline_us)) => Some(RuleSample { srtt_us, baseline_us, active }),
-        _ => None,
-    };
-    let tr = match (kernel_onset, sample) {
-        // The kernel timed the onset per ACK; netlink still says whether ACKs arrive.
-        (k @ (KernelOnset::Calm | KernelOnset::Since(_)), Some(s)) if s.active => {
-            t.alert.step(rule, now, k.since(), Some(s.ratio()))
-        }
-        _ => t.alert.eval(rule, now, sample),
-    };
-    (sample, tr)
-}
-
-/// The view the engine would publish of a socket it sees for the first time, without tracking
-/// it: for one-shot reads that stream sockets while the kernel is still dumping them.
-fn first_sight(rule: &RuleConfig, record: RecordRef, now: Instant) -> SocketView {
-    let mut t = Tracked::new(&record, Counters::of(&record.tcp_info), now, 0, Default::default());
-    evaluate(rule, &mut t, &record, KernelOnset::Untimed, now);
-    SocketView { derived: derived(rule, &t, &record, now), history: HistoryView::none(), record }
 }
 
 pub struct Engine {
@@ -261,8 +134,6 @@ impl Engine {
                 self.kernel.close(*c)
             }
             Update::BpfStatus(poll) => self.kernel.status.bpf_poll(poll),
-            Update::Walked(w) => self.walked(*w),
-            Update::WalkFailed { error, duration } => self.walk.walk_failed(error, duration),
         }
     }
 
@@ -299,7 +170,7 @@ impl Engine {
 
         let (sample, tr) = evaluate(&rule, t, rec, self.kernel.onset(cookie), now.mono);
         self.alerts.record(rec, &t.alert, sample, tr, now);
-        let sample = sample_of(rec);
+        let sample = history::sample_of(rec);
         // Only a change is written: an idle socket's ring stays shared with the snapshots.
         if t.history.needs_write(generation, &sample, cap) {
             Arc::make_mut(&mut t.history).record(generation, sample, cap);
@@ -347,7 +218,7 @@ impl Engine {
     /// second sign, for a close record the kernel did not trace). Each walked record gets an
     /// allocation of its own: a socket that stays quiet for hours must not keep a whole
     /// walk's batch alive.
-    fn walked(&mut self, w: Walk) {
+    fn walk_moved(&mut self, w: Walk) {
         self.generation += 1;
         // The walk hands over only the states asked for, as the kernel does for a dump.
         self.unfiltered = Filter { states: None, ..self.cfg.filter.clone() }.is_empty();
@@ -486,7 +357,7 @@ impl Engine {
             (t.view, t.stale_view) = (sockets.len() as u32, false);
             sockets.push(view);
         }
-        let mut by_cc = aggregate::by_cc(&sockets);
+        let mut by_cc = bbrtop_core::snapshot::aggregate::by_cc(&sockets);
         let (sums, growth) = self.totals.tick(now.mono);
         aggregate::add_totals(&mut by_cc, sums, growth);
         let alerts = self.alerts.firing.values().rev().chain(self.alerts.recent.iter()).cloned().collect();
@@ -508,7 +379,7 @@ impl Engine {
     }
 }
 
-impl sink::DumpSink for Engine {
+impl seam::DumpSink for Engine {
     fn begin(&mut self, now: Now) {
         self.reading = now;
         self.generation += 1;
@@ -525,152 +396,24 @@ impl sink::DumpSink for Engine {
         self.end_dump(dump, self.reading);
     }
 
-    fn abort(&mut self, why: sink::Aborted) {
+    fn walked(&mut self, walk: Result<Walk, WalkFailed>) {
+        match walk {
+            Ok(w) => self.walk_moved(w),
+            Err(WalkFailed { error, duration }) => self.walk.walk_failed(error, duration),
+        }
+    }
+
+    fn abort(&mut self, why: seam::Aborted) {
         self.abort_dump();
-        if let sink::Aborted::Failed { error, duration } = why {
+        if let seam::Aborted::Failed { error, duration } = why {
             self.netlink.failed(error, duration);
         }
     }
 }
 
-impl sink::Feed for Engine {
+impl seam::Feed for Engine {
     fn apply(&mut self, update: Update) {
         Engine::apply(self, update);
-    }
-}
-
-/// A record's history sample: what the detail pane's charts plot for one poll (the replay
-/// rebuilds history from recorded records with it).
-pub fn sample_of(r: &SocketRecord) -> Sample {
-    let i = &r.tcp_info;
-    Sample {
-        srtt_us: i.srtt_us().unwrap_or(0),
-        min_rtt_us: i.min_rtt_us().unwrap_or(0),
-        cwnd_segs: i.snd_cwnd_segs().unwrap_or(0),
-        bbr_bw_bytes_per_sec: r.bbr.map_or(0.0, |b| b.bw_bytes_per_sec as f32),
-        delivery_rate_bytes_per_sec: i.delivery_rate_bytes_per_sec().unwrap_or(0) as f32,
-        pacing_rate_bytes_per_sec: i.pacing_rate_bytes_per_sec().unwrap_or(0) as f32,
-        phase: derive::netlink_phase(r).map(|(p, _)| p),
-    }
-}
-
-/// The view of a socket that did not move since `v` was made: the same, with no rate, and its
-/// clocks (how long seen, how long inflated) and history window brought to `now`.
-fn quiet_view(v: &SocketView, t: &Tracked, history: HistoryView, now: Instant) -> SocketView {
-    let mut d = v.derived.clone();
-    d.rates = Rates::default();
-    d.seen_for_seconds = now.saturating_duration_since(t.first_seen).as_secs_f64();
-    d.inflated_for_seconds = t.alert.onset.map(|o| now.saturating_duration_since(o).as_secs_f64());
-    SocketView { record: v.record.clone(), derived: d, history }
-}
-
-fn derived(rule: &RuleConfig, t: &Tracked, r: &SocketRecord, now: Instant) -> Derived {
-    let baseline = rule.baseline.of(r);
-    let srtt = r.tcp_info.srtt_us();
-    let phase = derive::netlink_phase(r);
-    Derived {
-        phase: phase.map(|(p, _)| p),
-        phase_source: phase.map(|(_, s)| s),
-        baseline_rtt_us: baseline,
-        queue_delay_us: srtt.zip(baseline).map(|(s, b)| s.saturating_sub(b)),
-        inflation_ratio: derive::inflation_ratio(srtt, baseline),
-        inflated: t.alert.onset.is_some(),
-        inflated_for_seconds: t.alert.onset.map(|o| now.saturating_duration_since(o).as_secs_f64()),
-        alert_firing: t.alert.firing(),
-        limited_by: t.limited_by,
-        ecn: bbrtop_core::model::Ecn::of(&r.tcp_info),
-        retrans_ratio: r.tcp_info.retrans_ratio(),
-        rates: t.rates,
-        seen_for_seconds: now.saturating_duration_since(t.first_seen).as_secs_f64(),
-        kernel: None,
-    }
-}
-
-/// Overlays kernel values on what netlink inferred: the phase says where it came from. BBR's
-/// state at the socket's latest ACK (the RTT window read with the dump) is the freshest; the last
-/// mode-change event stands in when there is no window. A phase the kernel said over netlink
-/// (v2alpha, v3) stays: it was read with the same dump and names REFILL, which eBPF's reading
-/// of v1's `struct bbr` cannot.
-fn overlay(mut d: Derived, k: Option<&Arc<kernel::KernelSocket>>, r: &SocketRecord) -> Derived {
-    let from_window = r.kernel_rtt.and_then(|w| w.bbr).and_then(|b| b.phase());
-    let from_kernel = from_window.or_else(|| k.and_then(|k| k.bbr).and_then(|b| b.phase()));
-    if let Some(p) = from_kernel.filter(|_| d.phase_source != Some(Source::Netlink)) {
-        d.phase = Some(p);
-        d.phase_source = Some(Source::Kernel);
-    }
-    d.kernel = k.cloned();
-    d
-}
-
-/// Firing and recently resolved alerts, and onset counts, kept in step with the trackers.
-#[derive(Default)]
-struct Alerts {
-    firing: BTreeMap<Cookie, AlertView>,
-    recent: VecDeque<AlertView>,
-    onsets: BTreeMap<String, u64>,
-    keep: usize,
-}
-
-impl Alerts {
-    fn record(
-        &mut self,
-        r: &SocketRecord,
-        tracker: &AlertTracker,
-        sample: Option<RuleSample>,
-        tr: Option<Transition>,
-        now: Now,
-    ) {
-        match tr {
-            Some(Transition::Onset) => *self.onsets.entry(r.cc_name().to_string()).or_default() += 1,
-            Some(Transition::Fired { began }) => {
-                if began {
-                    *self.onsets.entry(r.cc_name().to_string()).or_default() += 1;
-                }
-                if let (Some(onset), Some(fired)) = (tracker.onset, tracker.fired) {
-                    self.firing.insert(
-                        r.cookie,
-                        AlertView {
-                            cookie: r.cookie,
-                            cc: r.cc_name().to_string(),
-                            local: r.local,
-                            peer: r.peer,
-                            status: AlertStatus::Firing,
-                            srtt_us: 0,
-                            baseline_rtt_us: 0,
-                            ratio: 0.0,
-                            peak_ratio: 0.0,
-                            since: now.wall_of(onset),
-                            fired_at: now.wall_of(fired),
-                            resolved_at: None,
-                        },
-                    );
-                }
-            }
-            tr @ Some(Transition::Ended { .. }) => self.ended(r.cookie, tr, now),
-            None => {}
-        }
-        // Keep a firing alert's figures current.
-        if let (Some(a), Some(s)) = (self.firing.get_mut(&r.cookie), sample) {
-            a.srtt_us = s.srtt_us;
-            a.baseline_rtt_us = s.baseline_us;
-            a.ratio = s.ratio();
-            a.peak_ratio = tracker.peak_ratio;
-        }
-    }
-}
-
-impl Alerts {
-    /// A socket's inflation ended, or the socket closed: its firing alert, if any, resolves.
-    fn ended(&mut self, cookie: Cookie, tr: Option<Transition>, now: Now) {
-        if !matches!(tr, Some(Transition::Ended { .. })) {
-            return;
-        }
-        if let Some(mut a) = self.firing.remove(&cookie) {
-            a.status = AlertStatus::Resolved;
-            a.resolved_at = Some(now.wall);
-            self.recent.push_front(a);
-            self.recent.truncate(self.keep);
-        }
     }
 }
 

@@ -1,11 +1,12 @@
 //! Engine scenarios driven by a hand-held clock.
 
 use super::*;
-use bbrtop_core::model::{Phase, ProbeBwStep};
+use bbrtop_core::model::{Phase, ProbeBwStep, Source};
+use bbrtop_core::seam::{BpfPoll, DumpSink, KernelUpdate, feed_dump};
+use bbrtop_core::snapshot::AlertStatus;
+use bbrtop_core::snapshot::{Cause, Health, Reason};
 use bbrtop_core::testing::record;
 use bbrtop_core::wire::DumpStats;
-use sink::DumpSink;
-use status::{BpfPoll, Cause, Health, Reason};
 
 fn sock(cookie: u64, cc: &str, srtt: u32, min_rtt: u32, acked: u64) -> SocketRecord {
     record(cookie, cc)
@@ -22,7 +23,7 @@ fn sock(cookie: u64, cc: &str, srtt: u32, min_rtt: u32, acked: u64) -> SocketRec
 
 /// A whole dump through the seam, as a collector would hand it over.
 fn dump(e: &mut Engine, sockets: Vec<SocketRecord>, now: Now) {
-    sink::feed_dump(e, Dump { sockets, ..Dump::default() }, now);
+    seam::feed_dump(e, Dump { sockets, ..Dump::default() }, now);
 }
 
 #[test]
@@ -144,7 +145,7 @@ fn a_socket_missing_from_one_dump_keeps_its_alert_and_history() {
     assert_eq!(s.history.len(), 8, "every poll since it was first seen, the gap included");
 
     // eBPF's close record: the next dump that does not list it ends it at once.
-    e.apply(Update::Closed(Box::new(super::kernel::ClosedFlow {
+    e.apply(Update::Closed(Box::new(bbrtop_core::model::ClosedFlow {
         seq: 0,
         cookie: 7,
         netns: 1,
@@ -177,12 +178,12 @@ fn filter_and_collector_status() {
         duration: Duration::from_millis(4),
         ..Default::default()
     };
-    sink::feed_dump(
+    seam::feed_dump(
         &mut e,
         Dump { sockets: vec![sock(1, "bbr", 1, 1, 0), sock(2, "cubic", 1, 1, 0)], stats, netns: None },
         t0,
     );
-    sink::Dumping::begin(&mut e, t0).fail("boom".into(), Duration::ZERO);
+    seam::Dumping::begin(&mut e, t0).fail("boom".into(), Duration::ZERO);
     let s = e.tick(t0);
     assert_eq!(s.sockets.len(), 1);
     let c = &s.collectors[0];
@@ -196,8 +197,9 @@ fn filter_and_collector_status() {
 
 #[test]
 fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
-    use super::kernel::{ClosedFlow, KernelUpdate};
     use bbrtop_core::model::BbrState;
+    use bbrtop_core::model::ClosedFlow;
+    use bbrtop_core::seam::KernelUpdate;
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     // Netlink alone: BBR cruise (inferred), and the CUBIC socket is not inflated.
@@ -272,7 +274,7 @@ fn observed_dumps_abort_and_restart() {
     e.begin(at(1));
     e.record(0, &sock(3, "bbr", 1000, 1000, 0));
     e.record(1, &sock(2, "cubic", 1000, 1000, 5000));
-    e.abort(sink::Aborted::Dropped);
+    e.abort(seam::Aborted::Dropped);
     let s = e.tick(at(1));
     let mut cookies: Vec<_> = s.sockets.iter().map(|v| v.record.cookie).collect();
     cookies.sort();
@@ -297,8 +299,8 @@ fn observed_dumps_abort_and_restart() {
 /// namespace) is forgotten after a poll of grace; a listed socket's is kept however quiet.
 #[test]
 fn kernel_state_of_unlisted_sockets_is_pruned() {
-    use super::kernel::KernelUpdate;
     use bbrtop_core::model::BbrState;
+    use bbrtop_core::seam::KernelUpdate;
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     let phase = |cookie| {
@@ -319,8 +321,8 @@ fn kernel_state_of_unlisted_sockets_is_pruned() {
 /// included, and outranks the last mode-change event.
 #[test]
 fn window_state_gives_the_kernel_phase() {
-    use super::kernel::KernelUpdate;
     use bbrtop_core::model::{BbrState, RttWindow};
+    use bbrtop_core::seam::KernelUpdate;
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     // The last event said STARTUP; the window says PROBE_BW, draining (cycle_idx 1).
@@ -407,13 +409,7 @@ fn a_bpf_limit_is_a_reason_not_a_failure() {
 fn walk(e: &mut Engine, sockets: Vec<SocketRecord>, now: Now) {
     let stats =
         bbrtop_core::wire::walk::WalkStats { records: sockets.len() as u64, hz: 250, ..Default::default() };
-    e.apply(Update::Walked(Box::new(Walk {
-        sockets,
-        gone: Vec::new(),
-        stats,
-        duration: Duration::ZERO,
-        now,
-    })));
+    e.walked(Ok(Walk { sockets, gone: Vec::new(), stats, duration: Duration::ZERO, now }));
 }
 
 /// The socket walk hands over only the sockets that moved: the others stay, quiet (no rate), an
@@ -446,28 +442,23 @@ fn walked_sockets_stay_until_they_close() {
     let q = e.tick(at(2));
     assert_eq!(q.socket(2).unwrap().derived.seen_for_seconds, 2.0);
     assert_eq!(q.socket(2).unwrap().derived.kernel, None);
-    e.apply(Update::Kernel(kernel::KernelUpdate::Inflation {
-        cookie: 2,
-        netns: 20,
-        onset: None,
-        peak_ratio: 4.5,
-    }));
+    e.apply(Update::Kernel(KernelUpdate::Inflation { cookie: 2, netns: 20, onset: None, peak_ratio: 4.5 }));
     let k = e.tick(at(2));
     assert!(k.socket(2).unwrap().derived.kernel.is_some(), "the kernel's state is shown at once");
 
     // Netlink reconciles namespace 10, which lists only socket 1: socket 2 is not its to end.
-    sink::feed_dump(&mut e, Dump { sockets: vec![a(2_000_000)], netns: Some(10), ..Dump::default() }, at(2));
-    sink::feed_dump(&mut e, Dump { sockets: vec![a(2_000_000)], netns: Some(10), ..Dump::default() }, at(3));
+    seam::feed_dump(&mut e, Dump { sockets: vec![a(2_000_000)], netns: Some(10), ..Dump::default() }, at(2));
+    seam::feed_dump(&mut e, Dump { sockets: vec![a(2_000_000)], netns: Some(10), ..Dump::default() }, at(3));
     assert_eq!(e.tick(at(3)).sockets.len(), 2);
 
-    e.apply(Update::Closed(Box::new(kernel::ClosedFlow::example("bbr", 20_000, None))));
+    e.apply(Update::Closed(Box::new(bbrtop_core::model::ClosedFlow::example("bbr", 20_000, None))));
     walk(&mut e, vec![], at(4));
     let s = e.tick(at(4));
     assert_eq!(s.sockets.iter().map(|v| v.record.cookie).collect::<Vec<_>>(), [2], "closed at once");
 
     // A socket that opened, moved and closed between two walks: its close record comes first,
     // and the walk's record of its last move must not bring it back (it would stay for ever).
-    let mut brief = kernel::ClosedFlow::example("cubic", 1000, None);
+    let mut brief = bbrtop_core::model::ClosedFlow::example("cubic", 1000, None);
     brief.cookie = 3;
     e.apply(Update::Closed(Box::new(brief)));
     walk(&mut e, vec![record(3, "cubic").netns(20).build()], at(5));
@@ -489,7 +480,7 @@ fn counters_never_fall_as_sockets_close() {
         s.totals.iter().filter(|t| t.cc == cc).map(|t| t.counts[Count::BytesAcked]).sum()
     };
     let close = |cookie: u64, cc: &str, acked: u64| {
-        let mut c = super::kernel::ClosedFlow::example(cc, 1000, None);
+        let mut c = bbrtop_core::model::ClosedFlow::example(cc, 1000, None);
         (c.cookie, c.counts) = (cookie, Tally::from_counts([(Count::BytesAcked, acked)]));
         Update::Closed(Box::new(c))
     };
@@ -505,7 +496,7 @@ fn counters_never_fall_as_sockets_close() {
     // An aborted dump sees 2 grow; the next complete one does not count that growth again.
     e.begin(at(2));
     e.record(0, &sock(2, "cubic", 1000, 1000, 600));
-    e.abort(sink::Aborted::Dropped);
+    e.abort(seam::Aborted::Dropped);
     dump(&mut e, vec![sock(2, "cubic", 1000, 1000, 600)], at(3));
     let s = e.tick(at(3));
     assert_eq!((acked(&s, "bbr"), acked(&s, "cubic")), (1800, 500 + 300 + 100));
@@ -522,11 +513,46 @@ fn counters_never_fall_as_sockets_close() {
     assert_eq!(acked(&e.tick(at(6)), "cubic"), 950, "only the 50 it acked since");
 
     // Netlink reads one namespace: a close in another is not this host's view to count.
-    sink::feed_dump(&mut e, Dump { netns: Some(1), ..Dump::default() }, at(7));
-    let mut elsewhere = super::kernel::ClosedFlow::example("cubic", 1000, None);
+    seam::feed_dump(&mut e, Dump { netns: Some(1), ..Dump::default() }, at(7));
+    let mut elsewhere = bbrtop_core::model::ClosedFlow::example("cubic", 1000, None);
     (elsewhere.cookie, elsewhere.netns) = (20, 2);
     elsewhere.counts = Tally::from_counts([(Count::BytesAcked, 10_000)]);
     e.apply(Update::Closed(Box::new(elsewhere)));
     e.apply(close(21, "cubic", 50));
     assert_eq!(acked(&e.tick(at(7)), "cubic"), 1000, "namespace 1's close only");
+}
+
+/// Snapshots without history, as a remote sends them, get the history the engine that made
+/// them keeps.
+#[test]
+fn rebuilt_history_is_the_engines() {
+    use bbrtop_core::snapshot::Sample;
+    use bbrtop_core::snapshot::rebuilt::Rebuilt;
+    use bbrtop_core::testing::record;
+    let mut engine = Engine::new(EngineConfig { history: 5, ..EngineConfig::default() });
+    let mut rebuilt = Rebuilt::new(5);
+    let mut now = Now::system();
+    for (poll, srtt) in [10_000, 12_000, 12_000, 15_000, 9_000, 9_000, 20_000].into_iter().enumerate() {
+        // Socket 2 closes after the third poll; socket 3 opens at the fifth.
+        let mut recs = vec![record(1, "bbr").srtt_us(srtt).build()];
+        if poll < 3 {
+            recs.push(record(2, "cubic").srtt_us(srtt * 2).build());
+        }
+        if poll >= 4 {
+            recs.push(record(3, "cubic").srtt_us(srtt + 1).build());
+        }
+        now = now.after(Duration::from_secs(1));
+        feed_dump(&mut engine, bbrtop_core::wire::Dump { sockets: recs, ..Default::default() }, now);
+        let live = engine.tick(now);
+        let mut bare = (*live).clone();
+        for s in &mut bare.sockets {
+            s.history = HistoryView::none();
+        }
+        rebuilt.add(&mut bare);
+        let samples = |s: &Snapshot| {
+            s.sockets.iter().map(|v| (v.record.cookie, v.history.iter().copied().collect())).collect()
+        };
+        let (want, got): (Vec<(u64, Vec<Sample>)>, Vec<_>) = (samples(&live), samples(&bare));
+        assert_eq!(got, want, "poll {poll}");
+    }
 }

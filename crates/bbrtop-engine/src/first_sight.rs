@@ -2,10 +2,10 @@
 //! moment it arrives, as the engine would on first sight, tracks nothing, and hands the views
 //! over in batches, so `snapshot --json` writes while the kernel is still dumping.
 
-use super::sink::{Aborted, DumpSink};
-use super::snapshot::{RecordRef, SocketView};
-use super::{EngineConfig, Now};
+use crate::EngineConfig;
 use bbrtop_core::model::{Cookie, SocketRecord};
+use bbrtop_core::seam::{Aborted, DumpSink, Now, Walk, WalkFailed};
+use bbrtop_core::snapshot::{RecordRef, SocketView};
 use bbrtop_core::wire::{Dump, DumpStats};
 use rustc_hash::FxHashSet;
 use std::sync::Arc;
@@ -48,7 +48,9 @@ impl<F: FnMut(Vec<SocketView>)> FirstSight<F> {
         }
         let batch = Arc::new(std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH)));
         let views = (0..batch.len() as u32)
-            .map(|i| super::first_sight(&self.cfg.rule, RecordRef::new(Arc::clone(&batch), i), self.now.mono))
+            .map(|i| {
+                crate::view::first_sight(&self.cfg.rule, RecordRef::new(Arc::clone(&batch), i), self.now.mono)
+            })
             .collect();
         (self.out)(views);
     }
@@ -77,4 +79,7 @@ impl<F: FnMut(Vec<SocketView>)> DumpSink for FirstSight<F> {
     fn abort(&mut self, _: Aborted) {
         self.batch.clear();
     }
+
+    /// A one-shot read takes one namespace's dump; it starts no walk.
+    fn walked(&mut self, _: Result<Walk, WalkFailed>) {}
 }

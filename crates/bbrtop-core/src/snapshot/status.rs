@@ -1,92 +1,11 @@
 //! Collector health, for every place the tool reports status: the TUI header, `/metrics` and
 //! the snapshot's `collectors`.
 
+use crate::seam::health::BpfPoll;
+pub use crate::seam::health::{Cause, Reason};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt;
 use std::time::{Duration, SystemTime};
-
-/// Why a collector is off or degraded. A fixed set, so the metric that carries it keeps a bounded
-/// number of series; the human detail rides beside it in [`Reason`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cause {
-    /// Turned off by a flag (`--no-collector.bpf`).
-    Disabled,
-    /// Built without the `bpf` feature.
-    NotBuilt,
-    /// No kernel BTF.
-    NoBtf,
-    /// CAP_BPF or CAP_PERFMON missing.
-    MissingCapabilities,
-    /// The object did not load (the verifier, most often).
-    LoadFailed,
-    /// It loaded, but no program attached.
-    NotAttached,
-    /// The programs cannot read `struct bbr` here (a limit: polls still succeed).
-    BbrStateOff,
-    /// The programs read BBR's phase but not all of `struct bbr`'s fields (a limit too).
-    BbrStatePartial,
-    /// Draining the ring buffer failed.
-    RingBuffer,
-    /// Ring-buffer records this build could not decode.
-    UndecodableEvents,
-    /// A netlink dump failed.
-    DumpFailed,
-    /// The kernel walk's records carry no tcp_info: the kernel's HZ is unknown.
-    WalkNoHz,
-    /// Reading the kernel walk failed.
-    WalkFailed,
-    /// `--connect`: the remote exporter gave no frame (down, refused the credentials, sent
-    /// something else).
-    Remote,
-}
-
-impl Cause {
-    /// The value of the `reason` label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Cause::Disabled => "disabled",
-            Cause::NotBuilt => "not_built",
-            Cause::NoBtf => "no_btf",
-            Cause::MissingCapabilities => "missing_capabilities",
-            Cause::LoadFailed => "load_failed",
-            Cause::NotAttached => "not_attached",
-            Cause::BbrStateOff => "bbr_state_off",
-            Cause::BbrStatePartial => "bbr_state_partial",
-            Cause::RingBuffer => "ring_buffer",
-            Cause::UndecodableEvents => "undecodable_events",
-            Cause::DumpFailed => "dump_failed",
-            Cause::WalkNoHz => "walk_no_hz",
-            Cause::WalkFailed => "walk_failed",
-            Cause::Remote => "remote",
-        }
-    }
-
-    /// A limit of what the collector can do here, rather than a failure of its polls.
-    pub fn is_limit(self) -> bool {
-        matches!(self, Cause::BbrStateOff | Cause::BbrStatePartial | Cause::WalkNoHz)
-    }
-}
-
-/// A cause, and one line for people.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Reason {
-    pub cause: Cause,
-    pub detail: String,
-}
-
-impl Reason {
-    pub fn new(cause: Cause, detail: impl Into<String>) -> Reason {
-        Reason { cause, detail: detail.into() }
-    }
-}
-
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.detail)
-    }
-}
 
 /// Where a collector stands.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -169,19 +88,15 @@ impl<'de> Deserialize<'de> for Health {
 /// One collector's health and counters.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CollectorStatus {
-    #[serde(deserialize_with = "bbrtop_core::units::interned::deserialize")]
-    pub name: bbrtop_core::units::interned::Name,
+    #[serde(deserialize_with = "crate::units::interned::deserialize")]
+    pub name: crate::units::interned::Name,
     /// What this collector is for on this host, and why (socket collectors).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub role: Option<String>,
     #[serde(flatten)]
     pub health: Health,
     /// When a poll last succeeded (readiness and the staleness rule read it).
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        default,
-        with = "bbrtop_core::units::serde_time::option"
-    )]
+    #[serde(skip_serializing_if = "Option::is_none", default, with = "crate::units::serde_time::option")]
     pub last_success_at: Option<SystemTime>,
     pub last_duration_seconds: f64,
     pub polls_total: u64,
@@ -205,24 +120,9 @@ pub struct CollectorStatus {
     #[serde(
         skip_serializing_if = "BTreeMap::is_empty",
         default,
-        deserialize_with = "bbrtop_core::units::interned::keys"
+        deserialize_with = "crate::units::interned::keys"
     )]
     pub recursion_misses_total: BTreeMap<&'static str, u64>,
-}
-
-/// One poll of the eBPF collector, as it reports it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BpfPoll {
-    /// When the poll was made.
-    pub at: Option<SystemTime>,
-    pub programs_attached: u32,
-    pub ringbuf_lost_total: u64,
-    pub undecodable_events_total: u64,
-    pub recursion_misses_total: BTreeMap<&'static str, u64>,
-    /// This poll failed (or, with nothing attached, why eBPF is off).
-    pub failure: Option<Reason>,
-    /// What the attached programs cannot do on this kernel; the collector still works.
-    pub limit: Option<Reason>,
 }
 
 impl CollectorStatus {
@@ -238,7 +138,7 @@ impl CollectorStatus {
 
     /// Counts one kernel walk, read at `at`. Without the kernel's HZ its records carry no
     /// tcp_info, which is a degraded walk.
-    pub fn saw_walk(&mut self, w: &bbrtop_core::wire::walk::WalkStats, duration: Duration, at: SystemTime) {
+    pub fn saw_walk(&mut self, w: &crate::wire::walk::WalkStats, duration: Duration, at: SystemTime) {
         self.polls_total += 1;
         self.walk_records_dropped_total = Some(w.dropped_total);
         self.last_duration_seconds = duration.as_secs_f64();
@@ -275,7 +175,7 @@ impl CollectorStatus {
     }
 
     /// Counts one successful netlink dump, read at `at`.
-    pub fn saw_dump(&mut self, d: &bbrtop_core::wire::DumpStats, at: SystemTime) {
+    pub fn saw_dump(&mut self, d: &crate::wire::DumpStats, at: SystemTime) {
         self.polls_total += 1;
         self.health = Health::Ok;
         self.last_success_at = Some(at);

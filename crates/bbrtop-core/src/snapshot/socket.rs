@@ -1,16 +1,12 @@
-//! The immutable snapshot the engine publishes on each tick. Consumers only ever read these.
+//! One socket in a snapshot: its record (shared with the dump it came from), what bbrtop
+//! derived from it at that tick, and its history.
 
-pub use super::aggregate::CcAggregate;
 use super::history::HistoryView;
-pub use super::status::CollectorStatus;
-use bbrtop_core::model::derive::{LimitedBy, Rates};
-use bbrtop_core::model::{Cookie, Phase, SocketRecord, Source};
-use bbrtop_core::rule::RuleConfig;
-use bbrtop_core::units::serde_time;
-use serde::{Deserialize, Serialize};
-use std::net::SocketAddr;
+use super::kernel::KernelSocket;
+use crate::model::derive::{LimitedBy, Rates};
+use crate::model::{Phase, SocketRecord, Source};
+use serde::Serialize;
 use std::sync::Arc;
-use std::time::SystemTime;
 
 /// Values derived for one socket at one tick.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -39,7 +35,7 @@ pub struct Derived {
     pub limited_by: Option<LimitedBy>,
     /// ECN: negotiated, seen, CE marks (absent for a socket with neither ECN nor marks).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ecn: Option<bbrtop_core::model::Ecn>,
+    pub ecn: Option<crate::model::Ecn>,
     /// Bytes retransmitted over bytes sent, over the socket's life.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retrans_ratio: Option<f64>,
@@ -49,7 +45,7 @@ pub struct Derived {
     pub seen_for_seconds: f64,
     /// The kernel's own state of this socket (eBPF), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<Arc<super::kernel::KernelSocket>>,
+    pub kernel: Option<Arc<KernelSocket>>,
 }
 
 /// One socket's record, inside the dump it came from. A dump's records stay in the one vector
@@ -100,82 +96,4 @@ pub struct SocketView {
     pub derived: Derived,
     #[serde(skip)]
     pub history: HistoryView,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AlertStatus {
-    Firing,
-    Resolved,
-}
-
-/// A queue-delay alert on one socket.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct AlertView {
-    pub cookie: Cookie,
-    pub cc: String,
-    pub local: SocketAddr,
-    pub peer: SocketAddr,
-    pub status: AlertStatus,
-    /// srtt, baseline and their ratio at the latest evaluation.
-    pub srtt_us: u32,
-    pub baseline_rtt_us: u32,
-    pub ratio: f64,
-    pub peak_ratio: f64,
-    /// When inflation began.
-    #[serde(with = "serde_time")]
-    pub since: SystemTime,
-    /// When it had lasted the hold time.
-    #[serde(with = "serde_time")]
-    pub fired_at: SystemTime,
-    #[serde(skip_serializing_if = "Option::is_none", default, with = "serde_time::option")]
-    pub resolved_at: Option<SystemTime>,
-}
-
-/// Everything consumers see at one tick.
-#[derive(Clone, Debug, Serialize)]
-pub struct Snapshot {
-    pub seq: u64,
-    #[serde(with = "serde_time")]
-    pub taken_at: SystemTime,
-    pub sockets: Vec<SocketView>,
-    pub by_cc: Vec<CcAggregate>,
-    /// Firing alerts, then recently resolved ones, newest first.
-    pub alerts: Vec<AlertView>,
-    pub collectors: Vec<CollectorStatus>,
-    /// Inflation onsets since start, per cc.
-    pub inflation_onsets_total: Vec<(String, u64)>,
-    pub rule: RuleConfig,
-    /// Recently closed flows (eBPF), newest first.
-    pub closed: Vec<super::kernel::ClosedFlow>,
-    /// Closed flows since start, per cc.
-    pub closed_by_cc: Vec<super::kernel::ClosedAggregate>,
-    /// Counts since start per cc and peer group, closed sockets included; never falling.
-    pub totals: Vec<super::totals::CcTotals>,
-}
-
-impl Snapshot {
-    pub fn empty(rule: RuleConfig) -> Snapshot {
-        Snapshot {
-            seq: 0,
-            taken_at: SystemTime::UNIX_EPOCH,
-            sockets: Vec::new(),
-            by_cc: Vec::new(),
-            alerts: Vec::new(),
-            collectors: Vec::new(),
-            inflation_onsets_total: Vec::new(),
-            rule,
-            closed: Vec::new(),
-            closed_by_cc: Vec::new(),
-            totals: Vec::new(),
-        }
-    }
-
-    pub fn socket(&self, cookie: Cookie) -> Option<&SocketView> {
-        self.sockets.iter().find(|s| s.record.cookie == cookie)
-    }
-
-    pub fn firing(&self) -> impl Iterator<Item = &AlertView> {
-        self.alerts.iter().filter(|a| a.status == AlertStatus::Firing)
-    }
 }

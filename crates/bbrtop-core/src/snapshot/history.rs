@@ -5,7 +5,7 @@
 //! poll to the next. A run stores where it began, not its length, so an unchanged sample costs no
 //! write at all, and a snapshot can share the ring (an `Arc`) without the engine copying it.
 
-use bbrtop_core::model::Phase;
+use crate::model::{Phase, SocketRecord};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -20,6 +20,21 @@ pub struct Sample {
     pub delivery_rate_bytes_per_sec: f32,
     pub pacing_rate_bytes_per_sec: f32,
     pub phase: Option<Phase>,
+}
+
+/// A record's history sample: what the detail pane's charts plot for one poll (the replay
+/// rebuilds history from recorded records with it).
+pub fn sample_of(r: &SocketRecord) -> Sample {
+    let i = &r.tcp_info;
+    Sample {
+        srtt_us: i.srtt_us().unwrap_or(0),
+        min_rtt_us: i.min_rtt_us().unwrap_or(0),
+        cwnd_segs: i.snd_cwnd_segs().unwrap_or(0),
+        bbr_bw_bytes_per_sec: r.bbr.map_or(0.0, |b| b.bw_bytes_per_sec as f32),
+        delivery_rate_bytes_per_sec: i.delivery_rate_bytes_per_sec().unwrap_or(0) as f32,
+        pacing_rate_bytes_per_sec: i.pacing_rate_bytes_per_sec().unwrap_or(0) as f32,
+        phase: crate::model::derive::netlink_phase(r).map(|(p, _)| p),
+    }
 }
 
 /// How many samples a socket keeps by default: 60 s at the default 1 s interval.

@@ -7,24 +7,14 @@
 //! two polls. The one loss: without eBPF, a socket that opens and closes between two polls is never
 //! seen.
 
-use super::kernel::ClosedFlow;
-use bbrtop_core::model::{Cookie, Tally};
+use bbrtop_core::model::{ClosedFlow, Cookie, Tally};
 use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::snapshot::CcTotals;
 use rustc_hash::FxHashMap;
-use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// The counts of one congestion control's sockets towards one peer group, since bbrtop started
-/// (sockets open then count their whole life so far).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CcTotals {
-    pub cc: String,
-    pub peer_group: String,
-    pub counts: Tally,
-}
 
 /// Where one socket's counts go, and how much of it was counted already.
 #[derive(Clone, Copy, Debug, Default)]
