@@ -1,5 +1,6 @@
-//! Compiles bpf/bbrtop.bpf.c into a libbpf-rs skeleton in OUT_DIR, only with the `bpf` feature.
-//! Nothing is fetched: the kernel types come from the vendored bpf/vmlinux_min.h.
+//! Compiles the lab's loss program (bpf/lab_loss.bpf.c) and a program the verifier rejects (for
+//! the tests) into libbpf-rs skeletons in OUT_DIR, only with the `bpf` feature; bbrtop's own
+//! programs are the collectors' (crates/bbrtop-collect/build.rs).
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -23,26 +24,12 @@ mod bpf {
     use std::path::PathBuf;
 
     pub fn build() {
-        const SRC: &str = "bpf/bbrtop.bpf.c";
         const LOSS: &str = "bpf/lab_loss.bpf.c";
         const REJECT: &str = "bpf/tests/reject.bpf.c";
-        for f in
-            [SRC, LOSS, REJECT, "bpf/bbrtop.h", "bpf/sock_state.h", "bpf/sock_record.h", "bpf/vmlinux_min.h"]
-        {
+        for f in [LOSS, REJECT] {
             println!("cargo:rerun-if-changed={f}");
         }
         let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-        let arch = match std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() {
-            Ok("x86_64") => "x86",
-            Ok("aarch64") => "arm64",
-            Ok(other) => panic!("bpf feature: no target arch mapping for {other}"),
-            Err(_) => "x86",
-        };
-        libbpf_cargo::SkeletonBuilder::new()
-            .source(SRC)
-            .clang_args(["-I", "bpf", "-D", &format!("__TARGET_ARCH_{arch}")])
-            .build_and_generate(out.join("bbrtop.skel.rs"))
-            .expect("building the BPF skeleton (clang and libbpf headers are needed)");
         // The lab's loss program uses only UAPI headers; the multiarch include dir has asm/.
         let multiarch =
             format!("/usr/include/{}-linux-gnu", std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default());

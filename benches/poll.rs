@@ -20,7 +20,7 @@
 //! without hindsight) and what `bbrtop record` writes and spends per poll.
 //! It asserts nothing.
 
-use bbrtop::collect::InetDiag;
+use bbrtop_collect::InetDiag;
 use bbrtop_core::model::StateSet;
 use bbrtop_core::seam::{DumpSink, Now, Walk};
 use bbrtop_engine::{Engine, EngineConfig};
@@ -146,14 +146,15 @@ fn footprints(bin: &std::path::Path) {
 /// The socket walk against the raw dump of the same run (`raw_ms`), with 1% and all of the
 /// connections moving between polls.
 fn walk_rows(holders: &mut Holders, seen: usize, raw_ms: f64) {
-    use bbrtop::bpf::loader::{self, LoadConfig};
+    use bbrtop_collect::bpf::loader::{self, LoadConfig};
     let cfg = LoadConfig { walk: true, ..LoadConfig::from_rule(&Default::default()) };
     let Ok(loaded) = loader::load(&cfg) else {
         println!("         walk: eBPF did not load here (root with CAP_BPF and CAP_PERFMON needed)");
         return;
     };
-    let mut walker =
-        loaded.walker(StateSet::default_filter(), bbrtop::attrib::Resolver::new(None)).expect("the walk");
+    let mut walker = loaded
+        .walker(StateSet::default_filter(), bbrtop_collect::attrib::Resolver::new(None))
+        .expect("the walk");
     let mut engine = Engine::new(EngineConfig::default());
     let mut d = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
     d.dump_into(&mut engine, Now::system()).expect("seed");
@@ -167,7 +168,7 @@ fn walk_rows(holders: &mut Holders, seen: usize, raw_ms: f64) {
             std::thread::sleep(Duration::from_millis(60));
             walk.push(time(|| {
                 let t = Instant::now();
-                let bbrtop::bpf::walk::Read { sockets, gone, stats } = walker.walk().expect("walk");
+                let bbrtop_collect::bpf::walk::Read { sockets, gone, stats } = walker.walk().expect("walk");
                 read_ms.push(t.elapsed().as_secs_f64() * 1e3);
                 moved.push(sockets.len() as f64);
                 dropped = stats.dropped_total;

@@ -10,11 +10,7 @@
 //! checks it; `cli` alone writes its one-line failures there).
 #![deny(clippy::print_stderr)]
 
-pub mod attrib;
-pub mod bpf;
-pub mod caps;
 pub mod cli;
-pub mod collect;
 pub mod compare;
 pub mod contained;
 pub mod doctor;
@@ -24,11 +20,10 @@ mod fuzz;
 pub mod lab;
 pub mod log;
 pub mod mem;
-pub mod netns;
 pub mod output;
 pub mod record;
 pub mod remote;
 pub mod replay;
 pub mod runtime;
-pub mod system;
+
 pub mod tui;

@@ -6,7 +6,7 @@
 
 mod support;
 
-use bbrtop::bpf::loader::{self, LoadConfig, Loaded};
+use bbrtop_collect::bpf::loader::{self, LoadConfig, Loaded};
 use bbrtop_core::btf::KIND_STRUCT;
 use bbrtop_core::model::{BbrLayout, StructBbr};
 use std::sync::Mutex;
@@ -170,7 +170,7 @@ fn the_layout_rules_reproduce_the_kernels_own_struct_bbr() {
     assert_eq!(ours, theirs);
     let kernel_size = {
         let t = e.entry(id);
-        let b = std::fs::read(bbrtop::bpf::BTF_PATH).unwrap();
+        let b = std::fs::read(bbrtop_collect::bpf::BTF_PATH).unwrap();
         u32::from_le_bytes(b[t.pos + 8..t.pos + 12].try_into().unwrap())
     };
     assert_eq!((size, kernel_size), (104, 104));
@@ -190,7 +190,7 @@ fn load_against(btf: &std::path::Path) -> (Loaded, String) {
     })
     .unwrap_or_else(|e| panic!("loads and passes the verifier: {e}"));
     assert!(l.failed.is_empty(), "attach failures: {:?}", l.failed);
-    assert_eq!(l.links.len(), bbrtop::bpf::PROGRAMS.len());
+    assert_eq!(l.links.len(), bbrtop_collect::bpf::PROGRAMS.len());
     (l, loader::last_load_log())
 }
 
@@ -220,7 +220,7 @@ fn root_loads_against_mainlines_struct_bbr() {
         return;
     }
     let _one = LOADS.lock().unwrap_or_else(|e| e.into_inner());
-    let (l, log) = load_against(std::path::Path::new(bbrtop::bpf::BTF_PATH));
+    let (l, log) = load_against(std::path::Path::new(bbrtop_collect::bpf::BTF_PATH));
     let want =
         StructBbr::from_members(["min_rtt_us", "bw", "mode", "cycle_idx", "full_bw_reached", "lt_use_bw"]);
     assert_eq!(l.struct_bbr, Some(want));

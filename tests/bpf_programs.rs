@@ -3,11 +3,11 @@
 
 mod support;
 
-use bbrtop::bpf::event::{Close, Event};
-use bbrtop::bpf::loader::{self, LoadConfig, Loaded};
-use bbrtop::caps::{Cap, CapSet};
-use bbrtop::collect::InetDiag;
 use bbrtop::lab::{Lab, LabConfig};
+use bbrtop_collect::InetDiag;
+use bbrtop_collect::bpf::event::{Close, Event};
+use bbrtop_collect::bpf::loader::{self, LoadConfig, Loaded};
+use bbrtop_collect::caps::{Cap, CapSet};
 use bbrtop_core::model::{Count, StateSet};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -17,13 +17,13 @@ use std::time::{Duration, Instant};
 use support::guard;
 
 // The object the verifier rejects (bpf/tests/reject.bpf.c).
-bbrtop::bpf_skeleton!(reject, "reject.skel.rs");
+bbrtop_collect::bpf_skeleton!(reject, "reject.skel.rs");
 
 fn load_with(btf: Option<std::path::PathBuf>) -> Loaded {
     let l = loader::load(&LoadConfig { btf, walk: true, ..LoadConfig::from_rule(&Default::default()) })
         .expect("load");
     assert!(l.failed.is_empty(), "attach failures: {:?}", l.failed);
-    assert_eq!(l.links.len(), bbrtop::bpf::PROGRAMS.len());
+    assert_eq!(l.links.len(), bbrtop_collect::bpf::PROGRAMS.len());
     l
 }
 
@@ -124,7 +124,7 @@ fn root_bbr_lab_flow_goes_startup_then_probe_bw_from_the_kernel() {
     let mut lab = Lab::new(LabConfig::default()).expect("lab");
     let ns = netns_inode(lab.sender_netns());
     let l = load();
-    let spec = bbrtop::netns::NetnsSpec(lab.sender_netns().to_path_buf());
+    let spec = bbrtop_collect::netns::NetnsSpec(lab.sender_netns().to_path_buf());
     let mut diag = InetDiag::open(Some(&spec), StateSet::default_filter()).expect("netlink");
     diag.read_windows(l.window_storage().expect("window storage"));
     let flow = lab.start_flow("bbr").expect("bbr flow");
@@ -178,7 +178,7 @@ fn root_without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
 
     let mut lab = Lab::new(LabConfig::default()).expect("lab");
     let ns = netns_inode(lab.sender_netns());
-    let spec = bbrtop::netns::NetnsSpec(lab.sender_netns().to_path_buf());
+    let spec = bbrtop_collect::netns::NetnsSpec(lab.sender_netns().to_path_buf());
     let mut diag = InetDiag::open(Some(&spec), StateSet::default_filter()).expect("netlink");
     diag.read_windows(l.window_storage().expect("window storage"));
     let flow = lab.start_flow("bbr").expect("bbr flow");
@@ -276,7 +276,7 @@ fn root_no_program_of_ours_survives_the_process() {
         .lines()
         .filter_map(|l| l.split("(prog id ").nth(1)?.trim_end_matches(')').parse().ok())
         .collect();
-    assert_eq!(ids.len(), bbrtop::bpf::PROGRAMS.len(), "{text}");
+    assert_eq!(ids.len(), bbrtop_collect::bpf::PROGRAMS.len(), "{text}");
     let left = still_loaded(&ids);
     assert!(left.is_empty(), "programs still loaded after exit: {left:?}");
 }
@@ -294,7 +294,7 @@ fn root_sigint_sigterm_and_a_panic_detach_every_program() {
             .expect("run bbrtop watch");
         let start = Instant::now();
         let mut ids = Vec::new();
-        while ids.len() < bbrtop::bpf::PROGRAMS.len() && start.elapsed() < Duration::from_secs(10) {
+        while ids.len() < bbrtop_collect::bpf::PROGRAMS.len() && start.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(20));
             ids = linked_prog_ids(child.id());
         }
@@ -311,7 +311,11 @@ fn root_sigint_sigterm_and_a_panic_detach_every_program() {
             let _ = child.kill();
             let _ = child.wait();
         }
-        assert_eq!(ids.len(), bbrtop::bpf::PROGRAMS.len(), "SIG{sig}: links held before the signal: {ids:?}");
+        assert_eq!(
+            ids.len(),
+            bbrtop_collect::bpf::PROGRAMS.len(),
+            "SIG{sig}: links held before the signal: {ids:?}"
+        );
         assert!(killed.success() && status.is_some(), "SIG{sig}: bbrtop watch did not exit within 10 s");
         let left = still_loaded(&ids);
         assert!(left.is_empty(), "SIG{sig}: programs still loaded after exit: {left:?}");
@@ -371,7 +375,7 @@ fn root_rtt_windows_cover_the_time_since_the_last_read() {
     let mut lab = Lab::new(LabConfig::default()).expect("lab");
     let l = load();
     let flow = lab.start_flow("bbr").expect("bbr flow");
-    let ns = bbrtop::netns::NetnsSpec(lab.sender_netns().to_path_buf());
+    let ns = bbrtop_collect::netns::NetnsSpec(lab.sender_netns().to_path_buf());
     let mut diag = InetDiag::open(Some(&ns), StateSet::default_filter()).expect("netlink");
     diag.read_windows(l.window_storage().expect("window storage"));
     let mut reads = Vec::new();

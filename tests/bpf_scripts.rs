@@ -2,8 +2,8 @@
 
 mod support;
 
-use bbrtop::caps::Cap;
 use bbrtop::lab::{Lab, LabConfig, ss};
+use bbrtop_collect::caps::Cap;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};

@@ -3,9 +3,9 @@
 //! engine fed synthetic sockets.
 
 use bbrtop::record::{RecordOptions, Recorder};
-use bbrtop::system::SystemInfo;
 use bbrtop_core::seam::Now;
 use bbrtop_core::seam::feed_dump;
+use bbrtop_core::system::SystemInfo;
 use bbrtop_core::testing::record;
 use bbrtop_core::wire::Dump;
 use bbrtop_engine::{Engine, EngineConfig};

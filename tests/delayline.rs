@@ -3,7 +3,7 @@
 mod support;
 
 use bbrtop::lab::delayline::DelayLine;
-use bbrtop::netns::{NetnsSpec, run_in};
+use bbrtop_collect::netns::{NetnsSpec, run_in};
 use std::net::{TcpListener, TcpStream};
 use std::time::{Duration, Instant};
 use support::guard;

@@ -215,8 +215,8 @@ fn live_scrape_passes_promtool_and_closed_sockets_leave_no_series() {
         .find(|l| l.starts_with("bbrtop_bpf_programs_attached") && !l.starts_with("# "))
         .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .unwrap_or(0.0);
-    let caps =
-        bbrtop::caps::CapSet::effective().missing(&[bbrtop::caps::Cap::Bpf, bbrtop::caps::Cap::Perfmon]);
+    let caps = bbrtop_collect::caps::CapSet::effective()
+        .missing(&[bbrtop_collect::caps::Cap::Bpf, bbrtop_collect::caps::Cap::Perfmon]);
     if caps.is_empty() {
         assert!(attached > 0.0, "eBPF should be on as root: {text}");
     }

@@ -5,13 +5,13 @@
 
 mod support;
 
-use bbrtop::collect::InetDiag;
 use bbrtop::export::metrics::count_metric;
 use bbrtop::lab::run::lab_config;
 use bbrtop::lab::scenario::Scenario;
 use bbrtop::lab::ss::SsSocket;
 use bbrtop::lab::{Flow, Lab, LabConfig};
-use bbrtop::netns::NetnsSpec;
+use bbrtop_collect::InetDiag;
+use bbrtop_collect::netns::NetnsSpec;
 use bbrtop_core::model::{Count, StateSet};
 use bbrtop_core::seam::Now;
 use bbrtop_engine::{Engine, EngineConfig};

@@ -2,10 +2,10 @@
 
 mod support;
 
-use bbrtop::caps::Cap;
-use bbrtop::collect::InetDiag;
 use bbrtop::lab::cc::set_congestion;
-use bbrtop::netns::{NetnsSpec, run_in};
+use bbrtop_collect::InetDiag;
+use bbrtop_collect::caps::Cap;
+use bbrtop_collect::netns::{NetnsSpec, run_in};
 use bbrtop_core::model::{SocketRecord, StateSet};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -2,10 +2,10 @@
 
 mod support;
 
-use bbrtop::collect::InetDiag;
 use bbrtop::lab::ss::SsSocket;
 use bbrtop::lab::{Flow, Lab, LabConfig, LabError};
-use bbrtop::netns::NetnsSpec;
+use bbrtop_collect::InetDiag;
+use bbrtop_collect::netns::NetnsSpec;
 use bbrtop_core::model::StateSet;
 use std::process::Command;
 use std::time::{Duration, Instant};

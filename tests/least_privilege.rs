@@ -4,7 +4,7 @@
 
 mod support;
 
-use bbrtop::caps::{Cap, CapSet};
+use bbrtop_collect::caps::{Cap, CapSet};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Output};
 use support::guard;

@@ -5,10 +5,10 @@
 
 mod support;
 
-use bbrtop::collect::InetDiag;
 use bbrtop::lab::ss::SsSocket;
 use bbrtop::lab::{Flow, Lab, LabConfig};
-use bbrtop::netns::NetnsSpec;
+use bbrtop_collect::InetDiag;
+use bbrtop_collect::netns::NetnsSpec;
 use bbrtop_core::model::{Phase, StateSet};
 use bbrtop_core::seam::Now;
 use bbrtop_core::snapshot::{Snapshot, SocketView};

@@ -76,7 +76,7 @@ fn t0() -> SystemTime {
 fn recorded(snaps: &[Snapshot]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let opts = RecordOptions { chunk: Duration::from_secs(30), ..RecordOptions::default() };
-    let mut r = Recorder::create(dir.path(), opts, &bbrtop::system::SystemInfo::example()).unwrap();
+    let mut r = Recorder::create(dir.path(), opts, &bbrtop_core::system::SystemInfo::example()).unwrap();
     for s in snaps {
         r.write(s).unwrap();
     }
@@ -88,7 +88,7 @@ fn screen(source: &Source, playback: Option<&Status>, app: &App, snap: &Snapshot
     let rows = app.rows(snap);
     let mut app = app.clone();
     app.follow(&rows);
-    let (owners, sys) = (Owners::new(), bbrtop::system::SystemInfo::example());
+    let (owners, sys) = (Owners::new(), bbrtop_core::system::SystemInfo::example());
     let s = Screen { app: &app, snap, rows: &rows, sys: &sys, owners: &owners, source, playback };
     render::text(&render::buffer_of(&s, w, h))
 }
@@ -112,7 +112,7 @@ fn replayed_screens_are_the_live_screens() {
     let dir = recorded(&live);
     let rec = Recording::open(dir.path()).unwrap();
     assert_eq!(rec.polls().len(), POLLS);
-    assert_eq!(rec.system(), &bbrtop::system::SystemInfo::example());
+    assert_eq!(rec.system(), &bbrtop_core::system::SystemInfo::example());
     let opts = PlayerOptions { history: 60, speed: 1.0 };
     let t = Instant::now();
     let mut p = Player::new(rec, opts, t).unwrap();
@@ -288,7 +288,7 @@ fn seek_cost_at_1000_sockets() {
     let mut e = Engine::new(EngineConfig::default());
     let (mono, dir) = (Instant::now(), tempfile::tempdir().unwrap());
     let mut r =
-        Recorder::create(dir.path(), RecordOptions::default(), &bbrtop::system::SystemInfo::example())
+        Recorder::create(dir.path(), RecordOptions::default(), &bbrtop_core::system::SystemInfo::example())
             .unwrap();
     let polls = 400;
     for i in 0..polls {

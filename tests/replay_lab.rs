@@ -6,18 +6,18 @@
 
 mod support;
 
-use bbrtop::collect::InetDiag;
 use bbrtop::lab::Lab;
-use bbrtop::netns::NetnsSpec;
 use bbrtop::record::{RecordOptions, Recorder, Recording};
 use bbrtop::replay::{Control, Player, PlayerOptions};
-use bbrtop::system::SystemInfo;
 use bbrtop::tui::Source;
 use bbrtop::tui::app::{App, View};
 use bbrtop::tui::procs::Owners;
 use bbrtop::tui::render::{self, Screen};
+use bbrtop_collect::InetDiag;
+use bbrtop_collect::netns::NetnsSpec;
 use bbrtop_core::seam::Now;
 use bbrtop_core::snapshot::Snapshot;
+use bbrtop_core::system::SystemInfo;
 use bbrtop_engine::{Engine, EngineConfig};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -58,12 +58,12 @@ fn root_a_recorded_lab_run_replays_as_the_live_tui_showed_it() {
     lab.start_flow("bbr").expect("a BBR flow");
     let cubic = lab.start_flow("cubic").expect("a CUBIC flow");
     let ns = NetnsSpec(lab.sender_netns().to_path_buf());
-    let sys = SystemInfo::read(Some(&ns));
+    let sys = bbrtop_collect::host::system_info(Some(&ns));
     let cfg = EngineConfig::default();
     let mut diag = InetDiag::open(Some(&ns), cfg.filter.state_set()).expect("netlink");
     // eBPF too, as the TUI runs it on one namespace: closed flows, BBR's phase from the kernel,
     // every ACK's RTT read with the dump.
-    let bpf = bbrtop::bpf::load(&cfg.rule, None);
+    let bpf = bbrtop_collect::bpf::load(&cfg.rule, None);
     assert!(bpf.status.reason.is_none(), "eBPF: {:?}", bpf.status.reason);
     if let Some(w) = bpf.windows {
         diag.read_windows(w);

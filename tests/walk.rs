@@ -5,11 +5,11 @@
 
 mod support;
 
-use bbrtop::bpf::loader::{self, LoadConfig};
-use bbrtop::collect::InetDiag;
 use bbrtop::lab::ss::SsSocket;
 use bbrtop::lab::{Flow, Lab, LabConfig};
-use bbrtop::netns::NetnsSpec;
+use bbrtop_collect::InetDiag;
+use bbrtop_collect::bpf::loader::{self, LoadConfig};
+use bbrtop_collect::netns::NetnsSpec;
 use bbrtop_core::model::{SocketRecord, StateSet};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -127,7 +127,7 @@ fn root_walk_agrees_with_netlink_and_ss_field_by_field() {
     let cfg =
         LoadConfig { walk: true, walk_refresh: Duration::ZERO, ..LoadConfig::from_rule(&Default::default()) };
     let loaded = loader::load(&cfg).expect("load");
-    let mut walker = loaded.walker(states, bbrtop::attrib::Resolver::new(None)).expect("the walk");
+    let mut walker = loaded.walker(states, bbrtop_collect::attrib::Resolver::new(None)).expect("the walk");
     let mut diag = InetDiag::open(Some(&NetnsSpec(lab.sender_netns().to_path_buf())), states).unwrap();
     let ns_inode = std::fs::metadata(lab.sender_netns()).unwrap().ino();
     std::thread::sleep(Duration::from_secs(6));
@@ -139,7 +139,7 @@ fn root_walk_agrees_with_netlink_and_ss_field_by_field() {
         walker.walk().unwrap();
         std::thread::sleep(Duration::from_secs(1));
         let before = ss_established(&lab);
-        let bbrtop::bpf::walk::Read { sockets: walked, stats, .. } = walker.walk().unwrap();
+        let bbrtop_collect::bpf::walk::Read { sockets: walked, stats, .. } = walker.walk().unwrap();
         let listed = diag.dump().unwrap().sockets;
         let after = ss_established(&lab);
         assert!(stats.hz > 0 && stats.skipped == 0, "read {read}: {stats:?}");
@@ -281,7 +281,7 @@ fn root_as_the_daemonset_it_sees_flows_in_every_namespace_with_their_cgroup() {
     for (i, cc) in ["bbr", "cubic"].into_iter().enumerate() {
         let ns = Netns::new(format!("bbrtop-walk-{tag}-{i}"));
         let cg = Cgroup(
-            bbrtop::attrib::cgroup2_root()
+            bbrtop_collect::attrib::cgroup2_root()
                 .expect("a cgroup2 hierarchy")
                 .join(format!("bbrtop-walk-{tag}-{i}")),
         );

@@ -1,6 +1,6 @@
 //! Flags shared by several commands, and their value parsers. Bad values are usage errors.
 
-use crate::netns::NetnsSpec;
+use bbrtop_collect::netns::NetnsSpec;
 use bbrtop_core::filter::{self, Filter};
 use bbrtop_core::model::derive::Baseline;
 use bbrtop_core::model::{StateSet, TcpState};
@@ -91,11 +91,11 @@ pub struct SourceArgs {
     /// the API server's pods of this node) as an http:// URL or a file. Without it, pods are
     /// named by uid and container id, from their cgroup.
     #[arg(long = "kubernetes.pods", value_name = "URL|PATH", value_parser = parse_pod_source)]
-    pub kubernetes_pods: Option<crate::attrib::PodSource>,
+    pub kubernetes_pods: Option<bbrtop_collect::attrib::PodSource>,
 }
 
-fn parse_pod_source(s: &str) -> Result<crate::attrib::PodSource, String> {
-    use crate::attrib::PodSource;
+fn parse_pod_source(s: &str) -> Result<bbrtop_collect::attrib::PodSource, String> {
+    use bbrtop_collect::attrib::PodSource;
     if s.starts_with("https://") {
         return Err("https is not supported yet: use an http:// URL (a local proxy) or a file".into());
     }

@@ -4,7 +4,7 @@
 
 use super::Failure;
 use super::args::SourceArgs;
-use crate::collect::InetDiag;
+use bbrtop_collect::InetDiag;
 use bbrtop_core::model::StateSet;
 use clap::Args;
 
@@ -16,7 +16,7 @@ pub struct CheckArgs {
 
 pub fn run(a: CheckArgs) -> Result<u8, Failure> {
     let mut ok = true;
-    println!("host: {}", crate::collect::host::host_bbr());
+    println!("host: {}", bbrtop_collect::host::host_bbr());
     match InetDiag::open(a.source.netns.as_ref(), StateSet::default_filter()).and_then(|mut d| d.dump()) {
         Ok(d) => println!("netlink: ok, {} sockets", d.sockets.len()),
         Err(e) => {
@@ -30,9 +30,11 @@ pub fn run(a: CheckArgs) -> Result<u8, Failure> {
 
 #[cfg(feature = "bpf")]
 fn bpf() -> bool {
-    use crate::bpf::{self, loader};
+    use bbrtop_collect::bpf::{self, loader};
     use std::path::Path;
-    if let Some(reason) = bpf::unavailable(crate::caps::CapSet::effective(), Path::new(bpf::BTF_PATH)) {
+    if let Some(reason) =
+        bpf::unavailable(bbrtop_collect::caps::CapSet::effective(), Path::new(bpf::BTF_PATH))
+    {
         println!("bpf: {reason}");
         return false;
     }

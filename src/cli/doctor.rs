@@ -2,9 +2,9 @@
 
 use super::Failure;
 use super::args::parse_duration;
-use crate::collect::InetDiag;
 use crate::doctor::{self, Bdp, Check, Status, host};
-use crate::netns::NetnsSpec;
+use bbrtop_collect::InetDiag;
+use bbrtop_collect::netns::NetnsSpec;
 use bbrtop_core::model::StateSet;
 use clap::Args;
 use std::io::Write;
@@ -50,7 +50,7 @@ pub fn run(a: DoctorArgs) -> Result<u8, Failure> {
     let bdp = bdp(&a)?;
     let mut checks = doctor::checks(&readings(), bdp);
     if let Some(ns) = &a.netns {
-        let r = crate::netns::run_in(ns, readings).map_err(Failure::from_netns)?;
+        let r = bbrtop_collect::netns::run_in(ns, readings).map_err(Failure::from_netns)?;
         let theirs = doctor::checks(&r, bdp);
         checks.extend(doctor::netns_checks(&checks, &theirs));
     }

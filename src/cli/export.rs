@@ -158,7 +158,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         api: a.enable_api,
         by_pod_namespace: a.by_pod_namespace,
         telemetry_path: a.telemetry_path.clone(),
-        system: crate::system::SystemInfo::read(started.netns.as_ref()),
+        system: bbrtop_collect::host::system_info(started.netns.as_ref()),
         hindsight: None,
     };
     let hindsight = start_hindsight(&a, &started)?;
@@ -184,7 +184,7 @@ fn start_hindsight(a: &ExportArgs, started: &super::startup::Started) -> Result<
         return Ok(None);
     }
     let opts = HindsightOptions { window: a.hindsight_window, max_bytes: a.hindsight_max };
-    let sys = crate::system::SystemInfo::read(started.netns.as_ref());
+    let sys = bbrtop_collect::host::system_info(started.netns.as_ref());
     let keeper = Keeper::new(Hindsight::new(opts, sys), a.hindsight_dir.clone());
     let wanted = Arc::new(std::sync::atomic::AtomicBool::new(false));
     signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&wanted)).context("SIGUSR1")?;

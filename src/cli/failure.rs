@@ -12,16 +12,16 @@ pub enum Failure {
 }
 
 impl Failure {
-    pub fn from_collect(e: crate::collect::CollectError) -> Failure {
-        use crate::collect::CollectError as E;
+    pub fn from_collect(e: bbrtop_collect::CollectError) -> Failure {
+        use bbrtop_collect::CollectError as E;
         match e {
             E::Netns(e) => Failure::from_netns(e),
             e => Failure::Runtime(e.into()),
         }
     }
 
-    pub fn from_netns(e: crate::netns::NetnsError) -> Failure {
-        use crate::netns::NetnsError as E;
+    pub fn from_netns(e: bbrtop_collect::netns::NetnsError) -> Failure {
+        use bbrtop_collect::netns::NetnsError as E;
         match e {
             e @ E::Privilege(_) => Failure::Privilege(e.to_string()),
             e @ E::Open { .. } => Failure::Usage(e.to_string()),

@@ -2,16 +2,16 @@
 
 use super::Failure;
 use super::args::parse_duration_in;
-use crate::caps::{Cap, CapSet};
 use crate::lab::run;
 use crate::lab::scenario::Report;
 use crate::lab::scenario::Scenario;
 use crate::record::{RecordOptions, Recorder};
 use crate::runtime::Published;
-use crate::system::SystemInfo;
 use anyhow::Context;
+use bbrtop_collect::caps::{Cap, CapSet};
 use bbrtop_core::rule::RuleConfig;
 use bbrtop_core::snapshot::Snapshot;
+use bbrtop_core::system::SystemInfo;
 use clap::Args;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -86,7 +86,7 @@ fn with_tui(
             r.map(|r| (r, recordings))
         })
         .context("starting the lab")?;
-    let sys = crate::system::SystemInfo::read(None);
+    let sys = bbrtop_collect::host::system_info(None);
     let ui = crate::tui::ui_loop(&published, stop, sys);
     stop.store(true, Ordering::Relaxed);
     let report = runner.join().map_err(|_| Failure::Runtime(anyhow::anyhow!("the lab thread panicked")))?;
@@ -122,7 +122,13 @@ impl Recordings {
             dirs.push(d);
         }
         std::fs::create_dir_all(dir).map_err(|e| format!("--record {}: {e}", dir.display()))?;
-        Ok(Recordings { dirs, open: None, done: Vec::new(), sys: SystemInfo::read(None), failed: None })
+        Ok(Recordings {
+            dirs,
+            open: None,
+            done: Vec::new(),
+            sys: bbrtop_collect::host::system_info(None),
+            failed: None,
+        })
     }
 
     fn tick(&mut self, t: &run::Tick, stop: &AtomicBool) {
@@ -197,7 +203,7 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
     if !missing.is_empty() {
         return Err(Failure::Privilege(format!(
             "the lab builds network namespaces and shapes links: it needs {}",
-            crate::caps::names(&missing)
+            bbrtop_collect::caps::names(&missing)
         )));
     }
     let Some(scenario) = a.scenario else {

@@ -5,8 +5,8 @@ use super::Failure;
 use super::args::{PollArgs, parse_duration_in, parse_size};
 use super::startup;
 use crate::record::{RecordOptions, Recorder};
-use crate::system::SystemInfo;
 use anyhow::Context;
+use bbrtop_core::system::SystemInfo;
 use clap::Args;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
@@ -57,7 +57,7 @@ pub fn run(a: RecordArgs) -> Result<(), Failure> {
     drop(Recorder::create(&a.dir, opts, &placeholder).map_err(usage)?);
     let lab = a.lab.then(startup::live_lab);
     let started = startup::start(&a.poll, Default::default(), lab, &mut |line| tracing::warn!("{line}"))?;
-    let sys = SystemInfo::read(started.netns.as_ref());
+    let sys = bbrtop_collect::host::system_info(started.netns.as_ref());
     let mut rec = Recorder::create(&a.dir, opts, &sys).map_err(usage)?;
     tracing::info!(dir = %a.dir.display(), chunk = ?a.chunk, "recording");
     let (published, stop) = (started.runtime.published(), &started.stop);

@@ -2,9 +2,9 @@
 
 use super::Failure;
 use super::args::PollArgs;
-use crate::collect::{CollectError, InetDiag};
 use crate::output::{json, table};
 use anyhow::Context;
+use bbrtop_collect::{CollectError, InetDiag};
 use bbrtop_core::seam::DumpSink;
 use bbrtop_core::seam::Now;
 use bbrtop_core::snapshot::aggregate;

@@ -5,12 +5,12 @@
 
 use super::Failure;
 use super::args::{PollArgs, Want};
-use crate::bpf::{BpfStatus, Loading};
-use crate::collect::{Every, InetDiag};
 use crate::lab::{Lab, LabConfig};
-use crate::netns::NetnsSpec;
 use crate::runtime::Runtime;
 use anyhow::Context;
+use bbrtop_collect::bpf::{BpfStatus, Loading};
+use bbrtop_collect::netns::NetnsSpec;
+use bbrtop_collect::{Every, InetDiag};
 use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::seam::Source;
 use bbrtop_engine::{Engine, EngineConfig};
@@ -52,10 +52,11 @@ pub fn start(
     let mut diag = InetDiag::open(netns.as_ref(), states).map_err(Failure::from_collect)?;
     let (bpf_want, walk_want) = (poll.source.bpf(), poll.source.walk());
     let want_walk = wants_walk(bpf_want, walk_want, netns.is_some())?;
-    let ask = want_walk.then(|| crate::bpf::WalkAsk { states, pods: poll.source.kubernetes_pods.clone() });
+    let ask =
+        want_walk.then(|| bbrtop_collect::bpf::WalkAsk { states, pods: poll.source.kubernetes_pods.clone() });
     let mut bpf = match bpf_want {
-        Want::Off => crate::bpf::disabled("--no-collector.bpf"),
-        _ => crate::bpf::load(&cfg.rule, ask),
+        Want::Off => bbrtop_collect::bpf::disabled("--no-collector.bpf"),
+        _ => bbrtop_collect::bpf::load(&cfg.rule, ask),
     };
     if let (Want::On, Some(reason)) = (bpf_want, &bpf.status.reason) {
         return Err(Failure::Privilege(format!("--collector.bpf: {reason}")));
@@ -93,7 +94,7 @@ pub fn start(
 /// The first step of every long-running command: SIGINT, SIGTERM, SIGHUP (a terminal or SSH
 /// session that goes away) and SIGQUIT set the returned flag instead of killing the process, so
 /// it can restore the terminal and tear the lab down. Registered before anything is set up.
-use crate::bpf::RECONCILE_EVERY;
+use bbrtop_collect::bpf::RECONCILE_EVERY;
 const NETLINK_SEEDS: &str = "seeds the host namespace's sockets at start and reconciles them every 60 polls";
 const WALK_READS: &str = "reads the sockets that moved since the last poll, in every network namespace";
 
@@ -179,8 +180,8 @@ fn drop_privileges(bpf: &Loading, note: &mut dyn FnMut(&str)) {
     if drop.is_empty() {
         return;
     }
-    if let Err(e) = crate::caps::drop(drop) {
-        note(&format!("bbrtop: could not drop {}: {e}", crate::caps::names(drop)));
+    if let Err(e) = bbrtop_collect::caps::drop(drop) {
+        note(&format!("bbrtop: could not drop {}: {e}", bbrtop_collect::caps::names(drop)));
     }
 }
 
@@ -191,7 +192,7 @@ pub fn bpf_note(status: &BpfStatus) -> Option<String> {
     }
     let mut parts = Vec::new();
     if !status.failed.is_empty() {
-        parts.push(format!("partly attached: {}", crate::bpf::describe_failures(status)));
+        parts.push(format!("partly attached: {}", bbrtop_collect::bpf::describe_failures(status)));
     }
     parts.extend(status.limits.iter().map(|r| r.detail.clone()));
     (!parts.is_empty()).then(|| format!("bbrtop: eBPF {}", parts.join("; ")))

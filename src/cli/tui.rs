@@ -6,8 +6,8 @@ use super::args::PollArgs;
 use super::startup;
 use crate::remote::client::{Client, Roots};
 use crate::remote::target::{self, Target};
-use crate::system::SystemInfo;
 use crate::tui::source::Source;
+use bbrtop_core::system::SystemInfo;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -117,7 +117,7 @@ pub fn run(a: TuiArgs) -> Result<(), Failure> {
     if let Some(l) = &started.lab {
         tracing::info!(lab = l.name(), path = l.path_description(), "lab started");
     }
-    let sys = SystemInfo::read(started.netns.as_ref());
+    let sys = bbrtop_collect::host::system_info(started.netns.as_ref());
     let result = crate::tui::ui_loop(&started.runtime.published(), &started.stop, sys);
     started.runtime.stop();
     drop(started);

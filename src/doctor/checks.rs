@@ -2,7 +2,7 @@
 //! the readings it judges; [`checks`] lists them.
 
 use super::{BbrModule, Bdp, Check, Live, Readings, Status, kernel_version};
-use crate::caps::{Cap, CapSet};
+use bbrtop_collect::caps::{Cap, CapSet};
 use bbrtop_core::model::HostBbr;
 
 /// Every check, in the order the guides walk them.
@@ -230,7 +230,10 @@ fn capabilities(caps: CapSet) -> Check {
             "capabilities",
             Status::Info,
             value,
-            &format!("Missing {}: bbrtop runs on netlink only (eBPF off).", crate::caps::names(&missing)),
+            &format!(
+                "Missing {}: bbrtop runs on netlink only (eBPF off).",
+                bbrtop_collect::caps::names(&missing)
+            ),
             &["setcap cap_bpf,cap_perfmon+ep $(command -v bbrtop)".into()],
         )
     }

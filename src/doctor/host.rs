@@ -1,7 +1,7 @@
 //! Reading the host for doctor: /proc/sys, /sys and one netlink dump. The I/O edge.
 
 use super::{BbrModule, Live, Readings};
-use crate::caps::CapSet;
+use bbrtop_collect::caps::CapSet;
 use bbrtop_core::wire::Dump;
 use std::path::Path;
 
@@ -49,7 +49,7 @@ pub fn read_readings() -> Readings {
             module_files.as_deref(),
         )),
         available_cc,
-        bbr: Some(crate::collect::host::host_bbr()),
+        bbr: Some(bbrtop_collect::host::host_bbr()),
         cc: read("/proc/sys/net/ipv4/tcp_congestion_control"),
         default_qdisc: read("/proc/sys/net/core/default_qdisc"),
         btf: Path::new("/sys/kernel/btf/vmlinux").exists(),

@@ -7,7 +7,7 @@ pub mod qdisc;
 
 pub use checks::checks;
 
-use crate::caps::CapSet;
+use bbrtop_collect::caps::CapSet;
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -5,8 +5,8 @@
 //! under way at once, each handed to the connection a chunk at a time, so slow readers hold a
 //! bounded number of frames.
 
-use crate::system::SystemInfo;
 use bbrtop_core::snapshot::Snapshot;
+use bbrtop_core::system::SystemInfo;
 use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use std::convert::Infallible;

@@ -61,7 +61,7 @@ pub struct Options {
     /// Where the metrics are served (`--web.telemetry-path`).
     pub telemetry_path: String,
     /// The watched namespace's host facts, which the API's frames carry.
-    pub system: crate::system::SystemInfo,
+    pub system: bbrtop_core::system::SystemInfo,
     /// Hindsight, written on `POST /api/hindsight` (with the API on).
     pub hindsight: Option<Arc<super::hindsight::Keeper>>,
 }

@@ -141,9 +141,9 @@ fn open_tun_in(ns: &Path, name: &str) -> std::io::Result<File> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ {
         return Err(std::io::Error::other(format!("bad interface name {name:?}")));
     }
-    let spec = crate::netns::NetnsSpec(ns.to_path_buf());
+    let spec = bbrtop_collect::netns::NetnsSpec(ns.to_path_buf());
     let name = name.to_string();
-    crate::netns::run_in(&spec, move || open_tun(&name)).map_err(std::io::Error::other)?
+    bbrtop_collect::netns::run_in(&spec, move || open_tun(&name)).map_err(std::io::Error::other)?
 }
 
 fn open_tun(name: &str) -> std::io::Result<File> {

@@ -5,7 +5,7 @@
 //! The figures are pure functions of the arrivals; [`probe`] is the I/O edge.
 
 use super::{Lab, LabError};
-use crate::netns::{NetnsSpec, run_in};
+use bbrtop_collect::netns::{NetnsSpec, run_in};
 use bbrtop_core::stats::percentile;
 use serde::Serialize;
 use std::net::{SocketAddr, UdpSocket};

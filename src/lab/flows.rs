@@ -4,7 +4,7 @@
 
 use super::LabError;
 use super::cc::set_congestion;
-use crate::netns::{NetnsSpec, run_in};
+use bbrtop_collect::netns::{NetnsSpec, run_in};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};

@@ -2,7 +2,7 @@
 //! interface's egress. Netem and a marking AQM would do this elsewhere; this kernel has neither.
 
 use super::LabError;
-use crate::netns::NetnsSpec;
+use bbrtop_collect::netns::NetnsSpec;
 
 /// The program's threshold for a loss fraction: drop when a random u32 is below it.
 pub fn threshold(fraction: f64) -> u32 {
@@ -16,7 +16,8 @@ pub fn threshold(fraction: f64) -> u32 {
 pub fn attach(ns: &NetnsSpec, dev: &str, loss: f64, ce: f64) -> Result<(), LabError> {
     let dev = dev.to_string();
     let (t, c) = (threshold(loss), threshold(ce));
-    crate::netns::run_in(ns, move || imp::attach(&dev, t, c)).map_err(|e| LabError::Collect(e.to_string()))?
+    bbrtop_collect::netns::run_in(ns, move || imp::attach(&dev, t, c))
+        .map_err(|e| LabError::Collect(e.to_string()))?
 }
 
 #[cfg(not(feature = "bpf"))]
@@ -35,7 +36,7 @@ mod imp {
     use std::mem::MaybeUninit;
     use std::os::fd::AsFd;
 
-    crate::bpf_skeleton!(skel, "lab_loss.skel.rs");
+    bbrtop_collect::bpf_skeleton!(skel, "lab_loss.skel.rs");
 
     fn err(what: &str, e: impl std::fmt::Display) -> LabError {
         LabError::Unsupported(format!("lab loss program: {what}: {e}"))

@@ -24,8 +24,8 @@ pub mod scenario;
 #[cfg(any(test, feature = "test-support"))]
 pub mod ss;
 
-use crate::caps::{Cap, CapSet};
-use crate::netns::{NetnsSpec, run_in};
+use bbrtop_collect::caps::{Cap, CapSet};
+use bbrtop_collect::netns::{NetnsSpec, run_in};
 use delayline::DelayLine;
 use flows::{Flows, Sink};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -138,7 +138,7 @@ impl Lab {
     pub fn new(cfg: LabConfig) -> Result<Lab, LabError> {
         let missing = CapSet::effective().missing(&[Cap::NetAdmin, Cap::SysAdmin]);
         if !missing.is_empty() {
-            return Err(LabError::Privilege(crate::caps::names(&missing)));
+            return Err(LabError::Privilege(bbrtop_collect::caps::names(&missing)));
         }
         owner::remove_dead();
         let name = owner::Owner::me().lab_name(NEXT.fetch_add(1, Ordering::Relaxed));

@@ -3,8 +3,8 @@
 
 use super::scenario::{self, FlowResult, Plan, Report, Scenario};
 use super::{Lab, LabConfig, LabError, PACKET_BYTES};
-use crate::collect::InetDiag;
-use crate::netns::NetnsSpec;
+use bbrtop_collect::InetDiag;
+use bbrtop_collect::netns::NetnsSpec;
 use bbrtop_core::model::{Count, StateSet, Tally};
 use bbrtop_core::seam::Now;
 use bbrtop_core::snapshot::Snapshot;

@@ -3,13 +3,13 @@
 //! the metadata every file carries.
 
 use super::{polls, sockets};
-use crate::system::SystemInfo;
 use anyhow::Context;
 use arrow_array::RecordBatch;
 use arrow_schema::Schema;
 use bbrtop_core::model::ClosedFlow;
 use bbrtop_core::rule::RuleConfig;
 use bbrtop_core::snapshot::Snapshot;
+use bbrtop_core::system::SystemInfo;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;

@@ -4,9 +4,9 @@
 
 use super::chunk::{self, Meta};
 use super::{polls, sockets};
-use crate::system::SystemInfo;
 use anyhow::Context;
 use bbrtop_core::snapshot::{Snapshot, SocketView};
+use bbrtop_core::system::SystemInfo;
 use bbrtop_core::units::unix_ms;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;

@@ -8,9 +8,9 @@
 
 use super::chunk::{self, Meta, Pair};
 use super::writer::{POLLS_SUFFIX, SOCKETS_SUFFIX, TMP, put_in_place};
-use crate::system::SystemInfo;
 use anyhow::Context;
 use bbrtop_core::snapshot::Snapshot;
+use bbrtop_core::system::SystemInfo;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::io::Write;

@@ -5,9 +5,9 @@
 use super::chunk::Meta;
 use super::writer::{POLLS_SUFFIX, SOCKETS_SUFFIX, chunks};
 use super::{polls, sockets};
-use crate::system::SystemInfo;
 use anyhow::Context;
 use bbrtop_core::snapshot::{AlertStatus, Snapshot, SocketView};
+use bbrtop_core::system::SystemInfo;
 use bbrtop_core::units::from_unix_ms;
 use bbrtop_core::{model::ClosedFlow, snapshot::DEFAULT_KEEP_CLOSED};
 use parquet::arrow::ProjectionMask;

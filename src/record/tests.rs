@@ -1,11 +1,11 @@
 //! A snapshot through a frame and through a recording comes back as the JSON document it was.
 
 use super::*;
-use crate::system::SystemInfo;
 use bbrtop_core::model::SocketRecord;
 use bbrtop_core::seam::Now;
 use bbrtop_core::seam::feed_dump;
 use bbrtop_core::snapshot::Snapshot;
+use bbrtop_core::system::SystemInfo;
 use bbrtop_core::testing::record;
 use bbrtop_core::wire::Dump;
 use bbrtop_engine::{Engine, EngineConfig};

@@ -42,7 +42,7 @@ struct Open {
 pub struct Recorder {
     dir: PathBuf,
     opts: RecordOptions,
-    system: crate::system::SystemInfo,
+    system: bbrtop_core::system::SystemInfo,
     open: Option<Open>,
     /// The newest closed flow written: each is written once, at the first poll that lists it.
     closed_seq: u64,
@@ -57,7 +57,7 @@ impl Recorder {
     pub fn create(
         dir: &Path,
         opts: RecordOptions,
-        system: &crate::system::SystemInfo,
+        system: &bbrtop_core::system::SystemInfo,
     ) -> anyhow::Result<Recorder> {
         anyhow::ensure!(!opts.chunk.is_zero(), "the chunk length must be above zero");
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;

@@ -4,11 +4,11 @@
 
 use super::client::Client;
 use crate::runtime::{Published, Runtime};
-use crate::system::SystemInfo;
 use bbrtop_core::rule::RuleConfig;
 use bbrtop_core::snapshot::rebuilt::Rebuilt;
 use bbrtop_core::snapshot::status::{Cause, Health, Reason};
 use bbrtop_core::snapshot::{CollectorStatus, Snapshot};
+use bbrtop_core::system::SystemInfo;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 

@@ -8,7 +8,7 @@ pub mod keymap;
 pub mod procs;
 pub mod render;
 pub mod source;
-pub use crate::system;
+use bbrtop_core::system::SystemInfo;
 mod tty;
 
 pub use source::Source;
@@ -38,7 +38,7 @@ static PANICKED: AtomicBool = AtomicBool::new(false);
 
 /// Draws `published` snapshots of this host until q, Ctrl-C or `stop` (a signal, or the end of a
 /// lab run). `sys` is the header's host facts (those of the watched namespace).
-pub fn ui_loop(published: &Published, stop: &AtomicBool, sys: system::SystemInfo) -> anyhow::Result<()> {
+pub fn ui_loop(published: &Published, stop: &AtomicBool, sys: SystemInfo) -> anyhow::Result<()> {
     ui_loop_from(Source::Local, published, stop, sys)
 }
 
@@ -48,7 +48,7 @@ pub fn ui_loop_from(
     source: Source,
     published: &Published,
     stop: &AtomicBool,
-    sys: system::SystemInfo,
+    sys: SystemInfo,
 ) -> anyhow::Result<()> {
     run(&mut Live(published), &source, stop, &sys)
 }
@@ -59,7 +59,7 @@ pub fn replay_loop<P: Polls>(
     player: &mut Player<P>,
     path: &Path,
     stop: &AtomicBool,
-    sys: system::SystemInfo,
+    sys: SystemInfo,
 ) -> anyhow::Result<()> {
     run(player, &Source::Recording(path.to_path_buf()), stop, &sys)
 }
@@ -112,12 +112,7 @@ impl<P: Polls> Frames for Player<P> {
 }
 
 /// The loop: draws what `frames` has, hands it keys, until q, Ctrl-C, `stop` or a hangup.
-fn run(
-    frames: &mut impl Frames,
-    source: &Source,
-    stop: &AtomicBool,
-    sys: &system::SystemInfo,
-) -> anyhow::Result<()> {
+fn run(frames: &mut impl Frames, source: &Source, stop: &AtomicBool, sys: &SystemInfo) -> anyhow::Result<()> {
     // The guard first: if setup fails half-way (raw mode on, no alternate screen), it still undoes it.
     let _guard = TerminalGuard;
     let tty = tty::Tty::open().context("opening the terminal")?;
@@ -174,7 +169,7 @@ fn run(
 struct View<'a> {
     source: &'a Source,
     playback: Option<&'a Status>,
-    sys: &'a system::SystemInfo,
+    sys: &'a SystemInfo,
     procs: &'a procs::ProcTable,
 }
 

@@ -207,7 +207,7 @@ fn render_from(
 ) -> Buffer {
     let owners: Owners = [(1001, (4242, "nginx".to_string()))].into_iter().collect();
     let rows = app.rows(snap);
-    let sys = crate::system::SystemInfo::example();
+    let sys = bbrtop_core::system::SystemInfo::example();
     render::buffer_of(&Screen { app, snap, rows: &rows, sys: &sys, owners: &owners, source, playback }, w, h)
 }
 
@@ -435,7 +435,7 @@ fn frame_time_at_10k_sockets() {
                     app: &app,
                     snap: &snap,
                     rows: &rows,
-                    sys: &crate::system::SystemInfo::example(),
+                    sys: &bbrtop_core::system::SystemInfo::example(),
                     owners: &owners,
                     source: &Source::Local,
                     playback: None,

@@ -32,7 +32,7 @@ pub struct Edit {
 
 impl Edit {
     pub fn kernel() -> Edit {
-        let orig = std::fs::read(bbrtop::bpf::BTF_PATH).expect("kernel BTF");
+        let orig = std::fs::read(bbrtop_collect::bpf::BTF_PATH).expect("kernel BTF");
         let btf = Btf::parse(&orig).expect("raw little-endian BTF");
         let types = btf.types().expect("BTF types");
         let names = types.iter().map(|t| btf.name(t.name_off).to_string()).collect();

@@ -4,7 +4,7 @@
 //! A test that calls `caps`, `lab`, `bpf` or `root`, or starts a real server, is named `root_...`
 //! (tests/README.md).
 
-use bbrtop::caps::{Cap, CapSet, names};
+use bbrtop_collect::caps::{Cap, CapSet, names};
 
 /// What to do when the test cannot run for `why`: under `CI=true` panic with `why`, elsewhere
 /// say SKIP and return false (the caller returns).

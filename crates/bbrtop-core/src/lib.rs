@@ -3,12 +3,15 @@
 
 pub mod btf;
 pub mod filter;
+#[cfg(test)]
+mod fuzz;
 pub mod model;
 pub mod peer_groups;
 pub mod rule;
 pub mod seam;
 pub mod snapshot;
 pub mod stats;
+pub mod system;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
 pub mod units;

@@ -2,7 +2,7 @@
 //! real one is a NETLINK_SOCK_DIAG socket; tests put scripted bytes in its place, a test double
 //! of the kernel that can interrupt a dump or fail it midway.
 
-use super::CollectError;
+use crate::error::CollectError;
 use netlink_sys::{Socket, SocketAddr, protocols::NETLINK_SOCK_DIAG};
 
 /// The socket's receive buffer: room for the kernel to queue several datagrams of a dump ahead.

@@ -36,7 +36,7 @@ pub mod loader;
 pub mod walk;
 
 use crate::caps::{self, Cap, CapSet};
-use crate::collect::inet_diag::WindowStorage;
+use crate::inet_diag::WindowStorage;
 use bbrtop_core::model::StateSet;
 use bbrtop_core::rule::RuleConfig;
 use bbrtop_core::seam::Update;
@@ -44,7 +44,7 @@ use bbrtop_core::seam::{BpfPoll, Cause, Reason};
 use bbrtop_core::seam::{Feed, Source};
 use std::path::Path;
 
-pub use crate::collect::host::VMLINUX_BTF as BTF_PATH;
+pub use crate::host::VMLINUX_BTF as BTF_PATH;
 
 /// Polls between netlink's reconciling dumps when the socket walk reads the sockets.
 pub const RECONCILE_EVERY: u64 = 60;

@@ -5,7 +5,7 @@
 
 use super::event::{self, DecodeError, Event};
 use super::{BpfStatus, PROGRAMS};
-use crate::collect::inet_diag::WindowStorage;
+use crate::inet_diag::WindowStorage;
 use bbrtop_core::model::{BbrLayout, StructBbr};
 use bbrtop_core::rule::RuleConfig;
 use bbrtop_core::snapshot::status::{Cause, Reason};
@@ -258,7 +258,7 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     let handle = |m| MapHandle::try_from(m).map_err(|e: libbpf_rs::Error| LoadError::RingBuf(e.to_string()));
     let (lost, socks, read_epoch) =
         (handle(&skel.maps.lost)?, handle(&skel.maps.socks)?, handle(&skel.maps.read_epoch)?);
-    let struct_bbr = crate::collect::host::struct_bbr(cfg.btf.as_deref());
+    let struct_bbr = crate::host::struct_bbr(cfg.btf.as_deref());
     let moved =
         if cfg.walk { Some((handle(&skel.maps.moved)?, handle(&skel.maps.moved_full)?)) } else { None };
     Ok(Loaded {

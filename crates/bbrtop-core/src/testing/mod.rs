@@ -1,6 +1,9 @@
-//! Synthetic socket records, the one builder the unit tests, integration tests, examples and
-//! benches share. Compiled for this crate's unit tests and under the `test-support` feature, which
-//! Cargo.toml turns on for the other test targets only: a `cargo build` never has it.
+//! Test support, shared by every crate's tests, examples and benches: synthetic socket records
+//! (the one builder) and the fuzz harness ([`fuzz`]). Compiled for this crate's unit tests and
+//! under the `test-support` feature, which the other crates turn on for their test targets only:
+//! a `cargo build` never has it.
+
+pub mod fuzz;
 
 use crate::model::{BbrInfo, SocketRecord, TcpState};
 use std::fmt::Debug;

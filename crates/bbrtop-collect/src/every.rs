@@ -1,11 +1,4 @@
-//! Collectors: kernel bytes in, plain [`bbrtop_core::seam::Update`]s out. They never sort, filter
-//! for display, or format.
-
-pub mod host;
-pub mod inet_diag;
-pub mod socket;
-
-pub use inet_diag::{CollectError, InetDiag};
+//! A collector polled less often than the poller ticks.
 
 use bbrtop_core::seam::{Feed, Source};
 
@@ -31,6 +24,3 @@ impl<S: Source> Source for Every<S> {
         self.polls += 1;
     }
 }
-
-#[cfg(test)]
-mod tests;

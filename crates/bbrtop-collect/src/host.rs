@@ -2,8 +2,10 @@
 //! in the kernel BTF ([`StructBbr`]), which the loader asks which fields its programs read, and
 //! the version behind the name "bbr" ([`HostBbr`]), which check, doctor and the TUI header show.
 
+use crate::netns::{NetnsSpec, run_in};
 use bbrtop_core::btf::Btf;
 use bbrtop_core::model::{HostBbr, StructBbr};
+use bbrtop_core::system::SystemInfo;
 use std::path::Path;
 
 /// The running kernel's BTF.
@@ -49,6 +51,43 @@ pub fn host_bbr() -> HostBbr {
     HostBbr::detect(&names, module_version.as_deref(), struct_bbr(None))
 }
 
+fn read_line(path: &str) -> String {
+    std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into())
+}
+
+fn default_cc() -> String {
+    read_line("/proc/sys/net/ipv4/tcp_congestion_control")
+}
+
+/// Host facts, with the net sysctls read inside `netns` when given ("?" where unreadable).
+pub fn system_info(netns: Option<&NetnsSpec>) -> SystemInfo {
+    let default_cc = match netns {
+        // /proc/sys/net read by a thread that entered the namespace is that namespace's.
+        Some(ns) => run_in(ns, default_cc).unwrap_or_else(|_| "?".into()),
+        None => default_cc(),
+    };
+    let ns_path = netns.map_or_else(|| std::path::PathBuf::from("/proc/self/ns/net"), |n| n.0.clone());
+    let netns_inode = std::fs::metadata(ns_path).ok().map(|m| std::os::unix::fs::MetadataExt::ino(&m) as u32);
+    SystemInfo {
+        host: read_line("/proc/sys/kernel/hostname"),
+        kernel: read_line("/proc/sys/kernel/osrelease"),
+        default_cc,
+        qdisc: read_line("/proc/sys/net/core/default_qdisc"),
+        bbr: host_bbr().to_string(),
+        netns_inode,
+        netns: netns.map(|ns| {
+            let p = &ns.0;
+            // `ip netns` names read better than /run/netns/NAME.
+            match p.parent() {
+                Some(d) if d == std::path::Path::new("/run/netns") => {
+                    p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into())
+                }
+                _ => p.display().to_string(),
+            }
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +106,19 @@ mod tests {
         let h = host_bbr();
         assert_eq!(h.names.iter().any(|c| c == "bbr"), bbr, "{h:?}");
         assert_eq!(h.version.is_some(), bbr, "{h}");
+    }
+
+    #[test]
+    fn our_own_namespace_and_a_path_to_it() {
+        let here = system_info(None);
+        assert_ne!(here.kernel, "?");
+        assert_eq!(here.netns, None);
+        assert_ne!(here.qdisc, "?");
+        let ino = std::fs::metadata("/proc/self/ns/net").map(|m| std::os::unix::fs::MetadataExt::ino(&m));
+        assert_eq!(here.netns_inode.map(u64::from), ino.ok());
+        // Entering our own namespace by path needs CAP_SYS_ADMIN; without it the values are "?".
+        let there = system_info(Some(&NetnsSpec("/proc/self/ns/net".into())));
+        assert_eq!(there.netns.as_deref(), Some("/proc/self/ns/net"));
+        assert!(there.default_cc == here.default_cc || there.default_cc == "?", "{there:?}");
     }
 }

@@ -2,7 +2,8 @@
 //! per family; a dump the kernel flags inconsistent is restarted, a bounded number of times.
 
 use super::socket::{self, DiagSocket};
-use crate::netns::{self, NetnsError, NetnsSpec};
+use crate::error::CollectError;
+use crate::netns::{self, NetnsSpec};
 use bbrtop_core::model::SocketRecord;
 use bbrtop_core::model::StateSet;
 use bbrtop_core::seam::Now;
@@ -22,22 +23,6 @@ const DATAGRAM_MAX: usize = 32 << 10;
 /// Received buffers waiting for the parser; with one being filled and one parsed, the most a
 /// collector holds.
 const IN_FLIGHT: usize = 2;
-
-#[derive(Debug, thiserror::Error)]
-pub enum CollectError {
-    /// The namespace could not be entered (a missing CAP_SYS_ADMIN among the reasons).
-    #[error(transparent)]
-    Netns(#[from] NetnsError),
-    /// The kernel has no inet_diag for TCP.
-    #[error("inet_diag unavailable: {0} (is tcp_diag built in or loaded? try `modprobe tcp_diag`)")]
-    Unsupported(String),
-    #[error("netlink: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("{0}")]
-    Wire(#[from] WireError),
-    #[error("the dump was interrupted {0} times in a row (sockets changing too fast); giving up")]
-    Interrupted(u32),
-}
 
 /// Where bbrtop's eBPF programs keep each socket's RTT window, for the collector to read with
 /// each dump: the socket-local storage map, and a way to start the next windows.
