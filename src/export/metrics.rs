@@ -242,25 +242,23 @@ impl Hists {
     }
 }
 
-/// Per-socket values, in the units the metrics use.
+/// The values the live histograms observe, in the units the metrics use.
 struct Values {
     srtt: Option<f64>,
     min_rtt: Option<f64>,
     ratio: Option<f64>,
     bbr_bw: Option<f64>,
     delivery: Option<f64>,
-    retrans_ratio: Option<f64>,
 }
 
 fn values(s: &SocketView) -> Values {
-    let i = &s.record.tcp_info;
+    use bbrtop_core::columns::{BBR_BW, DELIVERY, INFLATION, MIN_RTT, SRTT};
     Values {
-        srtt: i.srtt_us().map(|v| v as f64 / 1e6),
-        min_rtt: i.min_rtt_us().filter(|&v| v > 0).map(|v| v as f64 / 1e6),
-        ratio: s.derived.inflation_ratio,
-        bbr_bw: s.record.bbr.map(|b| b.bw_bytes_per_sec as f64),
-        delivery: i.delivery_rate_bytes_per_sec().map(|v| v as f64),
-        retrans_ratio: s.derived.retrans_ratio,
+        srtt: SRTT.base_value(s),
+        min_rtt: MIN_RTT.base_value(s),
+        ratio: INFLATION.base_value(s),
+        bbr_bw: BBR_BW.base_value(s),
+        delivery: DELIVERY.base_value(s),
     }
 }
 
@@ -269,7 +267,6 @@ type Enc<'a> = DescriptorEncoder<'a>;
 /// A metric family: name, help, and how to read its value.
 type Family<F> = (&'static str, &'static str, F);
 type HistPick = fn(&Hists) -> &Hist;
-type ValuePick = fn(&Values) -> Option<f64>;
 
 const NO_LABELS: [(&str, &str); 0] = [];
 
@@ -518,32 +515,14 @@ fn most_inflated(sockets: &[SocketView], k: usize) -> Vec<&SocketView> {
     worst.into_iter().map(|(s, _)| s).collect()
 }
 
-/// The `k` sockets with the highest inflation ratio, as per-socket gauges.
+/// The `k` sockets with the highest inflation ratio, as per-socket gauges: one family for each
+/// column of the catalog that names a metric.
 fn encode_top_k(enc: &mut Enc, sockets: &[SocketView], groups: &PeerGroups, k: usize) -> std::fmt::Result {
-    let rows: Vec<([(&str, String); 5], Values)> =
-        most_inflated(sockets, k).into_iter().map(|s| (socket_labels(s, groups), values(s))).collect();
-    let fams: [Family<ValuePick>; 6] = [
-        ("bbrtop_socket_srtt_seconds", "Smoothed RTT of one of the top-K inflated sockets.", |v| v.srtt),
-        ("bbrtop_socket_min_rtt_seconds", "tcp_info min RTT of one of the top-K sockets.", |v| v.min_rtt),
-        ("bbrtop_socket_rtt_inflation_ratio", "srtt / baseline of one of the top-K sockets.", |v| v.ratio),
-        (
-            "bbrtop_socket_bbr_bandwidth_bytes_per_second",
-            "BBR bandwidth estimate of one of the top-K sockets.",
-            |v| v.bbr_bw,
-        ),
-        (
-            "bbrtop_socket_delivery_rate_bytes_per_second",
-            "tcp_info delivery rate of one of the top-K sockets.",
-            |v| v.delivery,
-        ),
-        (
-            "bbrtop_socket_retransmit_ratio",
-            "Bytes retransmitted over bytes sent, over the life of one of the top-K sockets.",
-            |v| v.retrans_ratio,
-        ),
-    ];
-    for (name, help, pick) in fams {
-        gauges(enc, name, help, rows.iter().filter_map(|(l, v)| Some((l.as_slice(), pick(v)?))))?;
+    let rows: Vec<([(&str, String); 5], &SocketView)> =
+        most_inflated(sockets, k).into_iter().map(|s| (socket_labels(s, groups), s)).collect();
+    for c in bbrtop_core::columns::ALL {
+        let Some(m) = c.metric else { continue };
+        gauges(enc, m.name, m.help, rows.iter().filter_map(|(l, s)| Some((l.as_slice(), c.base_value(s)?))))?;
     }
     Ok(())
 }

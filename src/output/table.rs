@@ -1,61 +1,34 @@
-//! The aligned table `bbrtop snapshot` prints: one row per socket, ss-like units.
+//! The aligned table `bbrtop snapshot` prints: one row per socket, ss-like units, its columns
+//! from the catalog (`bbrtop_core::columns`), each header one word (spaces become `_`) so that
+//! `awk` and `column -t` split it.
 
+use bbrtop_core::columns::{self, Column};
 use bbrtop_core::snapshot::SocketView;
-use bbrtop_core::units::{bitrate, micros, opt};
 use std::io::Write;
+use std::sync::LazyLock;
 
-/// Column headers, in order.
-pub const COLUMNS: [&str; 18] = [
-    "LOCAL", "PEER", "STATE", "CC", "PHASE", "BBR_BW", "BBR_MRTT", "P_GAIN", "C_GAIN", "SRTT", "MINRTT",
-    "INFL", "PACING", "DELIVERY", "CWND", "RETRANS", "LIMIT", "ALERT",
-];
+/// The columns, in order: the catalog's that say they are shown here.
+pub static COLUMNS: LazyLock<Vec<&'static Column>> = LazyLock::new(|| columns::in_table().collect());
 
-/// The cells of one socket's row.
-pub fn row(s: &SocketView) -> [String; 18] {
-    let r = &s.record;
-    let i = &r.tcp_info;
-    let d = &s.derived;
-    let gain = |g: f64| format!("{g:.2}");
-    [
-        r.local.to_string(),
-        r.peer.to_string(),
-        r.state.name().to_string(),
-        r.cc_name().to_string(),
-        opt(d.phase, |p| p.label().to_string()),
-        opt(r.bbr, |b| bitrate(b.bw_bytes_per_sec as f64)),
-        opt(r.bbr, |b| micros(b.min_rtt_us)),
-        opt(r.bbr, |b| gain(b.pacing_gain)),
-        opt(r.bbr, |b| gain(b.cwnd_gain)),
-        opt(i.srtt_us(), micros),
-        opt(i.min_rtt_us(), micros),
-        opt(d.inflation_ratio, |x| format!("{x:.2}x")),
-        opt(i.pacing_rate_bytes_per_sec(), |v| bitrate(v as f64)),
-        opt(i.delivery_rate_bytes_per_sec(), |v| bitrate(v as f64)),
-        opt(i.snd_cwnd_segs(), |v| v.to_string()),
-        opt(i.total_retrans_segs(), |v| v.to_string()),
-        opt(d.limited_by, |l| l.label().to_string()),
-        if d.alert_firing {
-            "FIRING".into()
-        } else if d.inflated {
-            "inflated".into()
-        } else {
-            "-".into()
-        },
-    ]
+/// A column's header as this table writes it.
+pub fn header(c: &Column) -> String {
+    c.header.replace(' ', "_")
 }
 
 /// Writes the header and one aligned row per socket.
 pub fn write<W: Write>(w: &mut W, sockets: &[&SocketView]) -> std::io::Result<()> {
-    let rows: Vec<[String; 18]> = sockets.iter().map(|s| row(s)).collect();
-    let mut width = COLUMNS.map(str::len);
+    let head: Vec<String> = COLUMNS.iter().map(|c| header(c)).collect();
+    let rows: Vec<Vec<String>> =
+        sockets.iter().map(|s| COLUMNS.iter().map(|c| c.text(s)).collect()).collect();
+    let mut width: Vec<usize> = head.iter().map(String::len).collect();
     for r in &rows {
         for (w, c) in width.iter_mut().zip(r) {
             *w = (*w).max(c.len());
         }
     }
-    let line = |w: &mut W, cells: &[&str]| -> std::io::Result<()> {
+    let line = |w: &mut W, cells: &[String]| -> std::io::Result<()> {
         let mut out = String::new();
-        for (i, (c, wd)) in cells.iter().zip(width).enumerate() {
+        for (i, (c, wd)) in cells.iter().zip(&width).enumerate() {
             if i + 1 == cells.len() {
                 out.push_str(c);
             } else {
@@ -64,9 +37,45 @@ pub fn write<W: Write>(w: &mut W, sockets: &[&SocketView]) -> std::io::Result<()
         }
         writeln!(w, "{}", out.trim_end())
     };
-    line(w, &COLUMNS)?;
+    line(w, &head)?;
     for r in &rows {
-        line(w, &r.each_ref().map(String::as_str))?;
+        line(w, r)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bbrtop_core::testing::record;
+
+    /// The README's table of columns is the catalog's, row for row.
+    #[test]
+    fn the_readme_lists_the_catalog() {
+        let readme = include_str!("../../README.md");
+        let table = columns::markdown();
+        assert!(
+            readme.contains(&table),
+            "README.md's column table differs from the catalog; it should read:\n{table}"
+        );
+    }
+
+    #[test]
+    fn headers_are_one_word_and_rows_align() {
+        let s = bbrtop_core::snapshot::SocketView {
+            record: bbrtop_core::snapshot::RecordRef::single(record(1, "bbr").srtt_us(1234).build()),
+            derived: Default::default(),
+            history: bbrtop_core::snapshot::HistoryView::none(),
+        };
+        let mut out = Vec::new();
+        write(&mut out, &[&s]).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let head: Vec<&str> = lines[0].split_whitespace().collect();
+        assert_eq!(head.len(), COLUMNS.len(), "{text}");
+        assert_eq!(&head[5..7], ["BBR_BW", "BBR_MRTT"]);
+        assert_eq!(&head[9..11], ["SRTT", "MIN_RTT"]);
+        let srtt = lines[0].find("SRTT").unwrap();
+        assert_eq!(&lines[1][srtt..srtt + 7], "1.234ms", "{text}");
+    }
 }

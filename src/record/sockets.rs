@@ -404,3 +404,22 @@ mod view {
         kernel_bbr_min_rtt_us: u32 = |x| kern(x)?.bbr?.min_rtt_us, |d, v| kernel_bbr(d).min_rtt_us = Some(v);
     }}
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every column of the catalog that names a recording column is one, and reads back as the
+    /// value it was.
+    #[test]
+    fn the_catalogs_columns_are_recorded_and_read_back() {
+        let v = bbrtop_core::testing::full_view();
+        let batch = batch(1, 1_000, std::slice::from_ref(&v)).unwrap();
+        let back = decode(&batch).unwrap().pop().unwrap().into_view();
+        for c in bbrtop_core::columns::ALL {
+            let Some(name) = c.parquet else { continue };
+            assert!(batch.schema().column_with_name(name).is_some(), "{}: no column {name}", c.key);
+            assert_eq!(c.text(&back), c.text(&v), "{}", c.key);
+        }
+    }
+}

@@ -2,11 +2,11 @@
 //! become [`Action`]s (see `keymap`), and [`App::update`] is the only place state changes.
 
 use crate::replay::Control;
+use bbrtop_core::columns::{self, Column};
 use bbrtop_core::filter::Filter;
 use bbrtop_core::model::Cookie;
 use bbrtop_core::snapshot::{Snapshot, SocketView};
-use std::cmp::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
@@ -37,121 +37,14 @@ impl View {
     }
 }
 
-/// The socket table's columns, each sortable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Column {
-    Local,
-    Peer,
-    Process,
-    /// Where the socket lives: pod, namespace name or cgroup (the socket walk's attribution).
-    Where,
-    Cc,
-    Phase,
-    BbrBw,
-    MinRtt,
-    Srtt,
-    Inflation,
-    Pacing,
-    Delivery,
-    Cwnd,
-    Gains,
-    Retrans,
-    /// Bytes retransmitted over bytes sent, over the socket's life.
-    RetransRatio,
-    Limited,
-}
+/// The socket table's columns, each sortable, in their usual order: the catalog's
+/// (`bbrtop_core::columns`) that say they are shown here.
+pub static COLUMNS: LazyLock<Vec<&'static Column>> = LazyLock::new(|| columns::in_tui().collect());
 
-impl Column {
-    pub const ALL: [Column; 17] = [
-        Column::Local,
-        Column::Peer,
-        Column::Process,
-        Column::Where,
-        Column::Cc,
-        Column::Phase,
-        Column::BbrBw,
-        Column::MinRtt,
-        Column::Srtt,
-        Column::Inflation,
-        Column::Pacing,
-        Column::Delivery,
-        Column::Cwnd,
-        Column::Gains,
-        Column::Retrans,
-        Column::RetransRatio,
-        Column::Limited,
-    ];
-
-    pub fn header(self) -> &'static str {
-        match self {
-            Column::Local => "LOCAL",
-            Column::Peer => "PEER",
-            Column::Process => "PROCESS",
-            Column::Where => "WHERE",
-            Column::Cc => "CC",
-            Column::Phase => "PHASE",
-            Column::BbrBw => "BBR BW",
-            Column::MinRtt => "MIN RTT",
-            Column::Srtt => "SRTT",
-            Column::Inflation => "INFL",
-            Column::Pacing => "PACING",
-            Column::Delivery => "DELIVERY",
-            Column::Cwnd => "CWND",
-            Column::Gains => "GAINS",
-            Column::Retrans => "RETR",
-            Column::RetransRatio => "RETX%",
-            Column::Limited => "LIMIT",
-        }
-    }
-
-    fn index(self) -> usize {
-        Column::ALL.iter().position(|c| *c == self).unwrap_or(0)
-    }
-
-    fn step(self, by: isize) -> Column {
-        let n = Column::ALL.len() as isize;
-        Column::ALL[(self.index() as isize + by).rem_euclid(n) as usize]
-    }
-
-    /// Orders two sockets by this column (unknown values last).
-    pub fn compare(self, a: &SocketView, b: &SocketView) -> Ordering {
-        let (ra, rb) = (&a.record, &b.record);
-        let (ia, ib) = (&ra.tcp_info, &rb.tcp_info);
-        fn opt<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Ordering {
-            match (a, b) {
-                (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
-                (Some(_), None) => Ordering::Less,
-                (None, Some(_)) => Ordering::Greater,
-                (None, None) => Ordering::Equal,
-            }
-        }
-        match self {
-            Column::Local => ra.local.cmp(&rb.local),
-            Column::Peer => ra.peer.cmp(&rb.peer),
-            Column::Process => ra.inode.cmp(&rb.inode),
-            Column::Where => {
-                fn label(r: &bbrtop_core::model::SocketRecord) -> Option<std::borrow::Cow<'_, str>> {
-                    r.origin.as_deref()?.label()
-                }
-                opt(label(ra), label(rb))
-            }
-            Column::Cc => ra.cc_name().cmp(rb.cc_name()),
-            Column::Phase => opt(a.derived.phase.map(|p| p.label()), b.derived.phase.map(|p| p.label())),
-            Column::BbrBw => opt(ra.bbr.map(|x| x.bw_bytes_per_sec), rb.bbr.map(|x| x.bw_bytes_per_sec)),
-            Column::MinRtt => opt(a.derived.baseline_rtt_us, b.derived.baseline_rtt_us),
-            Column::Srtt => opt(ia.srtt_us(), ib.srtt_us()),
-            Column::Inflation => opt(a.derived.inflation_ratio, b.derived.inflation_ratio),
-            Column::Pacing => opt(ia.pacing_rate_bytes_per_sec(), ib.pacing_rate_bytes_per_sec()),
-            Column::Delivery => opt(ia.delivery_rate_bytes_per_sec(), ib.delivery_rate_bytes_per_sec()),
-            Column::Cwnd => opt(ia.snd_cwnd_segs(), ib.snd_cwnd_segs()),
-            Column::Gains => opt(ra.bbr.map(|x| x.pacing_gain), rb.bbr.map(|x| x.pacing_gain)),
-            Column::Retrans => opt(ia.total_retrans_segs(), ib.total_retrans_segs()),
-            Column::RetransRatio => opt(a.derived.retrans_ratio, b.derived.retrans_ratio),
-            Column::Limited => {
-                opt(a.derived.limited_by.map(|l| l.label()), b.derived.limited_by.map(|l| l.label()))
-            }
-        }
-    }
+/// The column `by` places after `c` in [`COLUMNS`], round.
+fn step(c: &Column, by: isize) -> &'static Column {
+    let i = COLUMNS.iter().position(|x| *x == c).unwrap_or(0) as isize;
+    COLUMNS[(i + by).rem_euclid(COLUMNS.len() as isize) as usize]
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -204,7 +97,7 @@ pub enum Prompt {
 #[derive(Clone, Debug)]
 pub struct App {
     pub view: View,
-    pub sort: Column,
+    pub sort: &'static Column,
     pub descending: bool,
     pub selected: usize,
     /// The socket the selection is on: re-sorting live data keeps it, not its row number.
@@ -235,7 +128,7 @@ impl Default for App {
     fn default() -> Self {
         App {
             view: View::Sockets,
-            sort: Column::Inflation,
+            sort: &columns::INFLATION,
             descending: true,
             selected: 0,
             pinned: None,
@@ -274,8 +167,8 @@ impl App {
             Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::Top | Action::Bottom => {
                 self.move_selection(&action, rows)
             }
-            Action::NextSort => self.sort = self.sort.step(1),
-            Action::PrevSort => self.sort = self.sort.step(-1),
+            Action::NextSort => self.sort = step(self.sort, 1),
+            Action::PrevSort => self.sort = step(self.sort, -1),
             Action::ReverseSort => self.descending = !self.descending,
             Action::StartFilter => {
                 self.editing = Some(self.filter_text.clone());
@@ -314,7 +207,7 @@ impl App {
             Action::Show(v) => self.view = v,
             Action::NextView => self.view = self.view.next(),
             Action::ToggleHelp => self.help = !self.help,
-            Action::ScrollRight => self.col_offset = (self.col_offset + 1).min(Column::ALL.len() - 2),
+            Action::ScrollRight => self.col_offset = (self.col_offset + 1).min(COLUMNS.len() - 2),
             Action::ScrollLeft => self.col_offset = self.col_offset.saturating_sub(1),
             Action::Time(c) => {
                 self.time_error = None;

@@ -2,10 +2,11 @@
 //! snapshots; styles checked cell by cell; the update function driven by a table.
 
 use super::Source;
-use super::app::{Action, App, Column, View};
+use super::app::{Action, App, COLUMNS, View};
 use super::procs::Owners;
 use super::render::{self, Screen};
 use crate::replay::Status;
+use bbrtop_core::columns;
 use bbrtop_core::model::ClosedFlow;
 use bbrtop_core::model::derive::{LimitedBy, Rates};
 use bbrtop_core::model::{Phase, ProbeBwStep};
@@ -254,22 +255,22 @@ fn small_terminal_and_empty_states() {
     let filtered = app_with(|a| a.filter = bbrtop_core::filter::Filter::parse_words("port 9").unwrap());
     assert!(text(&render(&filtered, &snap, 100, 30)).contains("No socket matches the filter"));
     // At 80 columns not every column fits, but the sort column always does.
-    for col in Column::ALL {
+    for &col in COLUMNS.iter() {
         let t = text(&render(&app_with(|a| a.sort = col), &snap, 80, 24));
-        assert!(t.contains(&format!("{}↓", col.header())), "{col:?}:\n{t}");
+        assert!(t.contains(&format!("{}↓", col.header)), "{col:?}:\n{t}");
     }
     // Scrolled right, the columns that did not fit at 80: LOCAL stays, the rest follow in order.
     let t = text(&render(&app_with(|a| a.col_offset = 11), &snap, 80, 24));
     let head = t.lines().find(|l| l.starts_with("LOCAL")).unwrap();
     let cols: Vec<&str> = head.split_whitespace().collect();
-    assert_eq!(cols, ["LOCAL", "CWND", "GAINS", "RETR", "RETX%", "LIMIT"], "{t}");
+    assert_eq!(cols, ["LOCAL", "CWND", "GAINS", "RETRANS", "RETX%", "LIMIT"], "{t}");
     // Sorted by WHERE, the column shows each socket's pod, namespace name or cgroup ("-": none).
     let mut placed = fixture();
     let mut rec = (*placed.sockets[0].record).clone();
     let origin = bbrtop_core::model::Origin { netns_name: Some("blue".into()), ..Default::default() };
     rec.origin = Some(std::sync::Arc::new(origin));
     placed.sockets[0].record = bbrtop_core::snapshot::RecordRef::single(rec);
-    let t = text(&render(&app_with(|a| a.sort = Column::Where), &placed, 100, 30));
+    let t = text(&render(&app_with(|a| a.sort = &columns::WHERE), &placed, 100, 30));
     assert!(t.lines().any(|l| l.contains("WHERE↓")) && t.contains(" blue ") && t.contains(" - "), "{t}");
     // Without the eBPF collector the closed-flows view says so instead of showing stale rows.
     let mut no_bpf = fixture();
@@ -317,8 +318,8 @@ fn update_table() {
         (vec![Action::Down, Action::Down, Action::Down], |a| a.selected == 2),
         (vec![Action::Down, Action::Up, Action::Up], |a| a.selected == 0),
         (vec![Action::Bottom], |a| a.selected == 2),
-        (vec![Action::NextSort], |a| a.sort == Column::Pacing),
-        (vec![Action::PrevSort, Action::PrevSort], |a| a.sort == Column::MinRtt),
+        (vec![Action::NextSort], |a| a.sort == &columns::PACING),
+        (vec![Action::PrevSort, Action::PrevSort], |a| a.sort == &columns::BASE_RTT),
         (vec![Action::ReverseSort], |a| !a.descending),
         (
             vec![
@@ -360,7 +361,7 @@ fn update_table() {
         (vec![Action::Show(View::Closed), Action::NextView], |a| a.view == View::Places),
         (vec![Action::Show(View::Places), Action::NextView], |a| a.view == View::Sockets),
         (vec![Action::ToggleHelp], |a| a.help),
-        (vec![Action::ScrollRight; 40], |a| a.col_offset == Column::ALL.len() - 2),
+        (vec![Action::ScrollRight; 40], |a| a.col_offset == COLUMNS.len() - 2),
         (vec![Action::ScrollRight, Action::ScrollLeft, Action::ScrollLeft], |a| a.col_offset == 0),
         (vec![Action::Quit], |a| a.quit),
     ];
@@ -386,7 +387,7 @@ fn sorting_and_filtering_rows() {
     );
     assert_eq!(
         ports(&app_with(|a| {
-            a.sort = Column::Local;
+            a.sort = &columns::LOCAL;
             a.descending = false;
         })),
         vec![40001, 40002, 40003]
@@ -415,7 +416,7 @@ fn frame_time_at_10k_sockets() {
     let apps = [
         ("table", App::default()),
         ("table + detail", app_with(|a| a.detail = true)),
-        ("sorted by LOCAL", app_with(|a| a.sort = Column::Local)),
+        ("sorted by LOCAL", app_with(|a| a.sort = &columns::LOCAL)),
         (
             "filter cc cubic",
             app_with(|a| a.filter = bbrtop_core::filter::Filter::parse_words("cc cubic").unwrap()),

@@ -2,6 +2,7 @@
 //! judges it by. Nothing here opens a socket, reads a file or starts a thread.
 
 pub mod btf;
+pub mod columns;
 pub mod filter;
 #[cfg(test)]
 mod fuzz;

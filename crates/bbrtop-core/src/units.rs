@@ -30,6 +30,20 @@ pub fn micros(us: u32) -> String {
     }
 }
 
+/// An inflation ratio in at most 7 cells: "1.52x", "45.3x", "10436x" (a µs-scale baseline behind a
+/// deep queue gives ratios in the thousands).
+pub fn ratio(x: f64) -> String {
+    if x < 10.0 {
+        format!("{x:.2}x")
+    } else if x < 100.0 {
+        format!("{x:.1}x")
+    } else if x < 1e6 {
+        format!("{x:.0}x")
+    } else {
+        format!("{:.0}Mx", x / 1e6)
+    }
+}
+
 /// A fraction as a percentage: "0.42%", "3.1%", "27%" (two significant digits below 10%, where
 /// retransmit ratios live).
 pub fn percent(fraction: f64) -> String {
@@ -154,6 +168,16 @@ pub mod interned {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios_fit_their_columns() {
+        for (x, want) in
+            [(1.2, "1.20x"), (9.994, "9.99x"), (45.34, "45.3x"), (10436.41, "10436x"), (2.5e7, "25Mx")]
+        {
+            assert_eq!(ratio(x), want);
+            assert!(ratio(x).len() <= 7, "{x}");
+        }
+    }
 
     #[test]
     fn formats() {

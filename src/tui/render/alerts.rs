@@ -1,8 +1,9 @@
 //! Alerts: firing first, then recently resolved, with how long each lasted.
 
-use super::{ago, fitted_table, ratio};
+use super::{ago, fitted_table};
 use bbrtop_core::snapshot::{AlertStatus, Snapshot};
 use bbrtop_core::units::micros;
+use bbrtop_core::units::ratio;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};

@@ -69,7 +69,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &super::Screen) {
             micros(c.srtt_us),
             micros(c.min_rtt_us),
             opt(c.delivery_rate_bytes_per_sec, |d| bitrate(d as f64)),
-            super::ratio(c.peak_inflation_ratio),
+            bbrtop_core::units::ratio(c.peak_inflation_ratio),
         ];
         (cells, Style::new())
     });

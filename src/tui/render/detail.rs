@@ -66,16 +66,16 @@ fn phase_color(p: Option<Phase>) -> Color {
 
 /// The selected socket's values the table may have had no room for.
 fn summary_line(s: &SocketView, v: &Screen) -> String {
-    use crate::tui::app::Column as C;
+    use bbrtop_core::columns::{CWND, GAINS, LIMIT, PACING, PROCESS, RETRANS};
     let d = &s.derived;
     let mut parts = vec![
-        format!("process {}", cell(C::Process, s, v)),
+        format!("process {}", cell(&PROCESS, s, v)),
         s.record.state.name().to_string(),
-        format!("pacing {}", cell(C::Pacing, s, v)),
-        format!("cwnd {}", cell(C::Cwnd, s, v)),
-        format!("gains {}", cell(C::Gains, s, v)),
-        format!("retrans {}", cell(C::Retrans, s, v)),
-        format!("limited {}", cell(C::Limited, s, v)),
+        format!("pacing {}", cell(&PACING, s, v)),
+        format!("cwnd {}", cell(&CWND, s, v)),
+        format!("gains {}", cell(&GAINS, s, v)),
+        format!("retrans {}", cell(&RETRANS, s, v)),
+        format!("limited {}", cell(&LIMIT, s, v)),
     ];
     if let Some(q) = d.queue_delay_us {
         parts.push(format!("queue +{}", micros(q)));

@@ -2,59 +2,22 @@
 //! 10k rows of strings.
 
 use super::Screen;
-use crate::tui::app::Column;
+use crate::tui::app::COLUMNS;
+use bbrtop_core::columns::{self, Column};
 use bbrtop_core::snapshot::SocketView;
-use bbrtop_core::units::{bitrate, micros, opt, percent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table};
 
-fn width(c: Column) -> u16 {
-    match c {
-        Column::Local | Column::Peer => 21,
-        Column::Process => 14,
-        Column::Where => 24,
-        Column::Cc => 6,
-        Column::Phase => 9,
-        Column::BbrBw | Column::Pacing | Column::Delivery => 11,
-        // "180.0ms", "MIN RTT↓"; ratios are at most 7 cells (`render::ratio`).
-        Column::MinRtt | Column::Srtt => 8,
-        Column::Inflation => 7,
-        Column::Cwnd | Column::Retrans | Column::RetransRatio => 6,
-        Column::Gains => 9,
-        Column::Limited => 6,
+/// The text of one cell: the catalog's, but the process that holds the socket where the
+/// catalog has its inode.
+pub fn cell(c: &Column, s: &SocketView, v: &Screen) -> String {
+    if *c == columns::PROCESS {
+        let owner = v.owners.get(&s.record.inode);
+        return owner.map_or_else(|| "-".into(), |(pid, comm)| format!("{pid}/{comm}"));
     }
-}
-
-/// The text of one cell.
-pub fn cell(c: Column, s: &SocketView, v: &Screen) -> String {
-    let r = &s.record;
-    let i = &r.tcp_info;
-    let d = &s.derived;
-    match c {
-        Column::Local => r.local.to_string(),
-        Column::Peer => r.peer.to_string(),
-        Column::Process => {
-            v.owners.get(&r.inode).map_or_else(|| "-".into(), |(pid, comm)| format!("{pid}/{comm}"))
-        }
-        Column::Where => {
-            r.origin.as_deref().and_then(|o| o.label()).map_or_else(|| "-".into(), |l| l.into_owned())
-        }
-        Column::Cc => r.cc_name().to_string(),
-        Column::Phase => opt(d.phase, |p| p.label().to_string()),
-        Column::BbrBw => opt(r.bbr, |b| bitrate(b.bw_bytes_per_sec as f64)),
-        Column::MinRtt => opt(d.baseline_rtt_us, micros),
-        Column::Srtt => opt(i.srtt_us(), micros),
-        Column::Inflation => opt(d.inflation_ratio, super::ratio),
-        Column::Pacing => opt(i.pacing_rate_bytes_per_sec(), |x| bitrate(x as f64)),
-        Column::Delivery => opt(i.delivery_rate_bytes_per_sec(), |x| bitrate(x as f64)),
-        Column::Cwnd => opt(i.snd_cwnd_segs(), |x| x.to_string()),
-        Column::Gains => opt(r.bbr, |b| format!("{:.2}/{:.2}", b.pacing_gain, b.cwnd_gain)),
-        Column::Retrans => opt(i.total_retrans_segs(), |x| x.to_string()),
-        Column::RetransRatio => opt(d.retrans_ratio, percent),
-        Column::Limited => opt(d.limited_by, |l| l.label().to_string()),
-    }
+    c.text(s)
 }
 
 /// Inflated rows stand out; firing ones more.
@@ -68,45 +31,28 @@ pub fn row_style(s: &SocketView) -> Style {
     }
 }
 
-/// Which columns to keep when not all fit, most wanted first.
-const PRIORITY: [Column; 17] = [
-    Column::Local,
-    Column::Cc,
-    Column::Srtt,
-    Column::Inflation,
-    Column::Phase,
-    Column::BbrBw,
-    Column::MinRtt,
-    Column::Peer,
-    Column::Delivery,
-    Column::Pacing,
-    Column::Cwnd,
-    Column::RetransRatio,
-    Column::Process,
-    Column::Retrans,
-    Column::Gains,
-    Column::Limited,
-    Column::Where,
-];
-
 /// The columns that fit in `w` cells, by priority, shown in their usual order. The sort column
 /// comes right after LOCAL, so sorting on any column shows that column.
-fn fitting(w: u16, sort: Column, offset: usize) -> Vec<Column> {
-    let widths = Column::ALL.map(width);
+fn fitting(w: u16, sort: &Column, offset: usize) -> Vec<&'static Column> {
+    let widths: Vec<u16> = COLUMNS.iter().map(|c| c.width).collect();
     if offset > 0 {
         // Scrolled: LOCAL, then the columns in their usual order from the offset on.
         // Contiguous: stop at the first column that does not fit.
         let mut used = widths[0];
-        let rest = Column::ALL.iter().skip(1 + offset).take_while(|c| {
-            used += width(**c) + 1;
+        let rest = COLUMNS.iter().skip(1 + offset).take_while(|c| {
+            used += c.width + 1;
             used <= w
         });
-        return std::iter::once(Column::Local).chain(rest.copied()).collect();
+        return std::iter::once(COLUMNS[0]).chain(rest.copied()).collect();
     }
-    let index = |c: Column| Column::ALL.iter().position(|x| *x == c).unwrap_or(0);
-    let mut priority = vec![index(Column::Local), index(sort)];
-    priority.extend(PRIORITY.into_iter().filter(|c| *c != Column::Local && *c != sort).map(index));
-    super::fitting(&widths, &priority, w).into_iter().map(|i| Column::ALL[i]).collect()
+    let index = |c: &Column| COLUMNS.iter().position(|x| *x == c).unwrap_or(0);
+    // LOCAL, the sort column, then the rest by the catalog's priority.
+    let local = &columns::LOCAL;
+    let mut rest: Vec<&Column> = COLUMNS.iter().copied().filter(|c| *c != local && *c != sort).collect();
+    rest.sort_by_key(|c| c.tui);
+    let mut priority = vec![index(local), index(sort)];
+    priority.extend(rest.into_iter().map(index));
+    super::fitting(&widths, &priority, w).into_iter().map(|i| COLUMNS[i]).collect()
 }
 
 pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
@@ -128,7 +74,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let first = selected.saturating_sub(height.saturating_sub(1));
     let header = Row::new(cols.iter().map(|c| {
         let mark = if *c == v.app.sort { if v.app.descending { "↓" } else { "↑" } } else { "" };
-        Cell::from(format!("{}{mark}", c.header()))
+        Cell::from(format!("{}{mark}", c.header))
     }))
     .style(Style::new().add_modifier(Modifier::BOLD).fg(Color::Cyan));
     let body: Vec<Row> = rows
@@ -139,9 +85,9 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
         .map(|(i, s)| {
             let style = row_style(s);
             let style = if i == selected { style.add_modifier(Modifier::REVERSED) } else { style };
-            Row::new(cols.iter().map(|c| Cell::from(cell(*c, s, v)))).style(style)
+            Row::new(cols.iter().map(|c| Cell::from(cell(c, s, v)))).style(style)
         })
         .collect();
-    let widths: Vec<Constraint> = cols.iter().map(|c| Constraint::Length(width(*c))).collect();
+    let widths: Vec<Constraint> = cols.iter().map(|c| Constraint::Length(c.width)).collect();
     f.render_widget(Table::new(body, widths).header(header).block(block), area);
 }

@@ -86,3 +86,39 @@ impl RecordBuilder {
         self.0
     }
 }
+
+/// A socket whose every catalog value (`crate::columns`) is known: the fixture the tests that
+/// hold the catalog's names to the JSON document and the recording use.
+pub fn full_view() -> crate::snapshot::SocketView {
+    use crate::model::derive::LimitedBy;
+    use crate::model::{Origin, Phase, ProbeBwStep, Source};
+    use crate::snapshot::{Derived, HistoryView, RecordRef};
+    let mut r = record(7, "bbr")
+        .inode(4242)
+        .srtt_us(30_000)
+        .min_rtt_us(20_000)
+        .snd_cwnd_segs(40)
+        .total_retrans_segs(3)
+        .bytes_sent(100_000)
+        .bytes_retrans(1_000)
+        .pacing_rate_bytes_per_sec(2_500_000)
+        .delivery_rate_bytes_per_sec(2_400_000)
+        .bbr(2_450_000, 20_000, 1.25, 2.0)
+        .build();
+    r.origin = Some(std::sync::Arc::new(Origin { netns_name: Some("blue".into()), ..Origin::default() }));
+    let derived = Derived {
+        phase: Some(Phase::ProbeBw(ProbeBwStep::Up)),
+        phase_source: Some(Source::Inferred),
+        baseline_rtt_us: Some(20_000),
+        queue_delay_us: Some(10_000),
+        inflation_ratio: Some(1.5),
+        inflated: true,
+        inflated_for_seconds: Some(6.0),
+        alert_firing: true,
+        limited_by: Some(LimitedBy::Network),
+        retrans_ratio: r.tcp_info.retrans_ratio(),
+        seen_for_seconds: 60.0,
+        ..Derived::default()
+    };
+    crate::snapshot::SocketView { record: RecordRef::single(r), derived, history: HistoryView::none() }
+}
