@@ -93,7 +93,13 @@ pub fn full_view() -> crate::snapshot::SocketView {
     use crate::model::derive::LimitedBy;
     use crate::model::{Origin, Phase, ProbeBwStep, Source};
     use crate::snapshot::{Derived, HistoryView, RecordRef};
-    let mut r = record(7, "bbr")
+    let mut r = record(7, "bbr");
+    // Every tcp_info field known (field i is i + 1), so a column of any of them has a value;
+    // the ones below are set to values that read well.
+    for (i, &(_, off, size)) in crate::model::tcp_info::TCP_INFO_LAYOUT.iter().enumerate() {
+        r.0.tcp_info.set_field(off, size, i as u64 + 1);
+    }
+    let mut r = r
         .inode(4242)
         .srtt_us(30_000)
         .min_rtt_us(20_000)
@@ -103,6 +109,7 @@ pub fn full_view() -> crate::snapshot::SocketView {
         .bytes_retrans(1_000)
         .pacing_rate_bytes_per_sec(2_500_000)
         .delivery_rate_bytes_per_sec(2_400_000)
+        .last_ack_recv_ms(0)
         .bbr(2_450_000, 20_000, 1.25, 2.0)
         .build();
     r.origin = Some(std::sync::Arc::new(Origin { netns_name: Some("blue".into()), ..Origin::default() }));
