@@ -102,6 +102,9 @@ fn root_bbrtop_agrees_with_ss_on_bbr_and_cubic_flows() {
                 0.0,
                 0.1,
             );
+            let wnd = |s: &SsSocket| s.snd_wnd.map(f64::from);
+            let ours = bbrtop_core::columns::SND_WND.base_value(v).expect("snd_wnd");
+            between("snd_wnd", ours, wnd(b), wnd(a), 0.0, 0.0);
             let bps = |v: Option<u64>| v.unwrap() as f64 * 8.0;
             between(
                 "pacing_rate",

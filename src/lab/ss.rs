@@ -30,6 +30,8 @@ pub struct SsSocket {
     pub bytes_retrans: Option<u64>,
     /// `dsack_dups:` (absent while 0).
     pub dsack_dups: Option<u32>,
+    /// `snd_wnd:`, in bytes.
+    pub snd_wnd: Option<u32>,
 }
 
 /// "19.6Mbps", "1911880bps", "2.1Gbps", "950Kbps" in bits per second.
@@ -79,6 +81,8 @@ fn parse_details(line: &str, s: &mut SsSocket) {
             s.bytes_retrans = v.parse().ok();
         } else if let Some(v) = w.strip_prefix("dsack_dups:") {
             s.dsack_dups = v.parse().ok();
+        } else if let Some(v) = w.strip_prefix("snd_wnd:") {
+            s.snd_wnd = v.parse().ok();
         } else if w == "ecn" {
             s.ecn = true;
         } else if let Some(v) = w.strip_prefix("bbr:(") {
@@ -187,6 +191,7 @@ ESTAB 0 0 [::1]:443 [::ffff:10.0.0.9]:80
         assert_eq!(c.cwnd.unwrap().to_string(), field(text, "cwnd:"));
         assert_eq!(c.bytes_acked.unwrap().to_string(), field(text, "bytes_acked:"));
         assert_eq!(c.minrtt_ms.unwrap().to_string(), field(text, "minrtt:"));
+        assert_eq!(c.snd_wnd.unwrap().to_string(), field(text, "snd_wnd:"));
         assert!(text.contains(&format!("pacing_rate {}bps", c.pacing_rate_bps.unwrap())));
         assert!(text.contains(&format!("delivery_rate {}bps", c.delivery_rate_bps.unwrap())));
         assert!(c.rtt_ms.unwrap() > 50.0 * c.minrtt_ms.unwrap(), "cubic filled the deep queue");

@@ -458,6 +458,21 @@ pub static CWND: Column = Column {
     ..BASE
 };
 
+pub static SND_WND: Column = Column {
+    key: "snd_wnd",
+    header: "SND WND",
+    doc: "The peer's receive window, as the sender sees it, in bytes.",
+    unit: Unit::Count,
+    width: 8,
+    json: Some("tcp_info.snd_wnd_bytes"),
+    parquet: Some("tcpi_snd_wnd_bytes"),
+    ss: Some("snd_wnd"),
+    tui: Some(17),
+    table: true,
+    value: |s| num(s.record.tcp_info.snd_wnd_bytes()),
+    ..BASE
+};
+
 pub static RETRANS: Column = Column {
     key: "retrans",
     header: "RETRANS",
@@ -543,6 +558,7 @@ pub static ALL: &[&Column] = &[
     &DELIVERY,
     &CWND,
     &GAINS,
+    &SND_WND,
     &RETRANS,
     &RETX,
     &LIMIT,
