@@ -8,7 +8,6 @@ use bbrtop::lab::fidelity::{self, Fidelity};
 use bbrtop::lab::run::lab_config;
 use bbrtop::lab::scenario::Scenario;
 use bbrtop::lab::{Lab, LabConfig};
-use std::time::Duration;
 use support::guard;
 
 fn measure(cfg: LabConfig) -> Fidelity {
@@ -38,31 +37,4 @@ fn root_the_bufferbloat_path_is_what_it_claims() {
     let b = f.burst_packets.expect("burst figures");
     let bucket = f64::from(cfg.burst_bytes) / 1500.0;
     assert!(b.max <= bucket.ceil() + 1.0, "a train of {} packets from a {bucket:.1}-packet bucket", b.max);
-}
-
-/// The highest rate whose delay error stays under 1 ms at the 99th percentile with the path 90%
-/// loaded: the rate the lossy scenario runs at. Long (a minute or so):
-/// `cargo test --release --test lab_fidelity -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn root_fidelity_sweep() {
-    if !guard::lab("lab fidelity sweep") {
-        return;
-    }
-    let one_way = Duration::from_millis(50);
-    eprintln!("{:>10} {:>10} {:>10} {:>10} {:>10}", "Mbit/s", "p50 ms", "p99 ms", "max ms", "delivered");
-    for mbit in [50u64, 100, 200, 300, 400, 800] {
-        let rate = mbit * 1_000_000;
-        let cfg = LabConfig {
-            rate_bit_per_sec: rate,
-            burst_bytes: bbrtop::lab::burst_for(rate),
-            delay: Some(one_way),
-            ..LabConfig::default()
-        };
-        let lab = Lab::new(cfg.clone()).expect("lab");
-        let (d, delivered) =
-            fidelity::delay_under_load(&lab, cfg.rate_bit_per_sec, one_way, 0.9, 2).expect("probe");
-        let d = d.unwrap_or_default();
-        eprintln!("{mbit:>10} {:>10.3} {:>10.3} {:>10.3} {:>10.3}", d.p50, d.p99, d.max, delivered);
-    }
 }

@@ -279,39 +279,3 @@ fn replay_in_tmux_answers_the_time_keys() {
     t.type_text("q");
     t.back_at_shell("q");
 }
-
-/// What a seek and a step cost on a recording of 1,000 sockets a poll (run by hand: `cargo test
-/// --release --test replay seek_cost -- --ignored --nocapture`). Prints, asserts nothing about time.
-#[test]
-#[ignore]
-fn seek_cost_at_1000_sockets() {
-    let mut e = Engine::new(EngineConfig::default());
-    let (mono, dir) = (Instant::now(), tempfile::tempdir().unwrap());
-    let mut r =
-        Recorder::create(dir.path(), RecordOptions::default(), &bbrtop_core::system::SystemInfo::example())
-            .unwrap();
-    let polls = 400;
-    for i in 0..polls {
-        let now = Now { mono: mono + Duration::from_secs(i), wall: t0() + Duration::from_secs(i) };
-        let sockets = (0..1000)
-            .map(|c| {
-                sock(c + 1, if c % 2 == 0 { "bbr" } else { "cubic" }, 20_000 + (i as u32 % 9) * 500, i * 1000)
-            })
-            .collect();
-        feed_dump(&mut e, Dump { sockets, ..Dump::default() }, now);
-        r.write(&e.tick(now)).unwrap();
-    }
-    r.finish().unwrap();
-    let t = Instant::now();
-    let mut p = Player::new(Recording::open(dir.path()).unwrap(), PlayerOptions::default(), t).unwrap();
-    let timed = |p: &mut Player<Recording>, what: &str, c: Control| {
-        let start = Instant::now();
-        p.control(c, t).unwrap();
-        println!("{what}: {:.1} ms (poll {})", start.elapsed().as_secs_f64() * 1e3, p.status().index + 1);
-    };
-    timed(&mut p, "seek to the last poll (its 300 polls of history read)", Control::Skip(3600));
-    timed(&mut p, "one poll back (one poll read)", Control::Step(-1));
-    timed(&mut p, "one poll forward (one poll read)", Control::Step(1));
-    timed(&mut p, "1 min back (one poll read)", Control::Skip(-60));
-    timed(&mut p, "2 min further back (the window read again)", Control::Skip(-120));
-}

@@ -105,53 +105,6 @@ mod tests {
         assert_eq!(crate::record::frame::decode(&b).unwrap().0.seq, 1);
     }
 
-    /// What a frame costs at 10k sockets: bytes per socket on the wire, the exporter's encode and
-    /// the remote TUI's decode per poll. Figures only, no assertion on time:
-    /// `cargo test --release --lib frame_cost -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn frame_cost() {
-        use bbrtop_core::seam::Now;
-        use bbrtop_core::seam::feed_dump;
-        use bbrtop_engine::{Engine, EngineConfig};
-        use std::time::Instant;
-        let n = 10_000u64;
-        let recs = (1..=n)
-            .map(|c| {
-                let peer = format!("10.{}.{}.{}:{}", c / 65536, (c / 256) % 256, c % 256, 40_000 + c % 1000);
-                bbrtop_core::testing::record(c, if c % 3 == 0 { "cubic" } else { "bbr" })
-                    .peer(peer.as_str())
-                    .srtt_us(20_000 + (c % 977) as u32 * 13)
-                    .min_rtt_us(10_000)
-                    .last_ack_recv_ms(0)
-                    .bbr(1_250_000 + c * 7, 10_000, 1.25, 2.0)
-                    .build()
-            })
-            .collect();
-        let mut e = Engine::new(EngineConfig::default());
-        let now = Now::system();
-        feed_dump(&mut e, bbrtop_core::wire::Dump { sockets: recs, ..Default::default() }, now);
-        let snap = e.tick(now);
-        let sys = SystemInfo::default();
-        let rounds = 5;
-        let t = Instant::now();
-        let mut frame = Vec::new();
-        for _ in 0..rounds {
-            frame = crate::record::frame::encode(&snap, &sys).unwrap();
-        }
-        let encode = t.elapsed() / rounds;
-        let t = Instant::now();
-        for _ in 0..rounds {
-            assert_eq!(crate::record::frame::decode(&frame).unwrap().0.sockets.len(), n as usize);
-        }
-        let decode = t.elapsed() / rounds;
-        println!(
-            "frame of {n} sockets: {} bytes ({:.1} per socket); encode {encode:?}, decode {decode:?} per poll",
-            frame.len(),
-            frame.len() as f64 / n as f64
-        );
-    }
-
     #[test]
     fn the_body_is_the_frame_in_chunks_and_frees_its_slot_at_the_end() {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();

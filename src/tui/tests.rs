@@ -17,8 +17,6 @@ use bbrtop_core::snapshot::{
     AlertStatus, AlertView, CollectorStatus, Derived, RecordRef, Snapshot, SocketView,
 };
 use bbrtop_core::testing::record;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
 use std::sync::Arc;
@@ -399,64 +397,6 @@ fn sorting_and_filtering_rows() {
         })),
         vec![40001, 40002, 40003]
     );
-}
-
-/// Frame time at 10k sockets (run by hand: `cargo test --release --lib frame_time -- --ignored
-/// --nocapture`). Prints, asserts nothing about time.
-#[test]
-#[ignore]
-fn frame_time_at_10k_sockets() {
-    let mut snap = fixture();
-    let base = snap.sockets.clone();
-    snap.sockets = (0..10_000u64)
-        .map(|i| {
-            let mut s = base[(i % 3) as usize].clone();
-            let mut r = (*s.record).clone();
-            r.cookie = i + 10;
-            r.local.set_port(10_000 + (i % 50_000) as u16);
-            s.record = RecordRef::single(r);
-            s.derived.inflation_ratio = Some((i % 997) as f64 / 100.0);
-            s
-        })
-        .collect();
-    let owners = Owners::new();
-    let apps = [
-        ("table", App::default()),
-        ("table + detail", app_with(|a| a.detail = true)),
-        ("sorted by LOCAL", app_with(|a| a.sort = &columns::LOCAL)),
-        (
-            "filter cc cubic",
-            app_with(|a| a.filter = bbrtop_core::filter::Filter::parse_words("cc cubic").unwrap()),
-        ),
-    ];
-    for (w, h) in [(200, 50), (120, 40), (80, 24)] {
-        let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
-        for (name, app) in &apps {
-            let mut app = app.clone();
-            let n = 50;
-            let start = std::time::Instant::now();
-            for _ in 0..n {
-                // What the loop does per frame: filter and sort, follow the selection, draw.
-                let rows = app.rows(&snap);
-                app.follow(&rows);
-                let screen = Screen {
-                    app: &app,
-                    snap: &snap,
-                    rows: &rows,
-                    sys: &bbrtop_core::system::SystemInfo::example(),
-                    owners: &owners,
-                    source: &Source::Local,
-                    playback: None,
-                };
-                t.draw(|f| render::draw(f, &screen)).unwrap();
-            }
-            println!(
-                "{w}x{h} {name}: {:.2} ms/frame at {} sockets",
-                start.elapsed().as_secs_f64() * 1e3 / n as f64,
-                snap.sockets.len()
-            );
-        }
-    }
 }
 
 #[test]

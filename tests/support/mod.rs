@@ -2,6 +2,7 @@
 //! it, hence the allow below.
 #![allow(dead_code)]
 
+pub mod alert_rig;
 pub mod btf;
 pub mod exporter;
 pub mod grafana;
