@@ -272,7 +272,7 @@ pub const RESERVED_PATHS: [&str; 8] = [
     "/api/sockets",
     "/api/alerts",
     "/api/hindsight",
-    crate::remote::FRAME_PATH,
+    crate::record::frame::PATH,
     "/runbook",
 ];
 
@@ -328,7 +328,7 @@ async fn handle(app: &App, req: Request<Incoming>) -> Resp {
         p if p == app.telemetry_path => metrics_response(app, snap, &req).await,
         path @ ("/api/sockets" | "/api/alerts") => api_response(app, snap, path),
         "/api/hindsight" => hindsight_response(app).await,
-        crate::remote::FRAME_PATH => frame_response(app, snap).await,
+        crate::record::frame::PATH => frame_response(app, snap).await,
         "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", *RUNBOOK),
         "/" => respond(StatusCode::OK, "text/html; charset=utf-8", app.landing.clone()),
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "Not Found\n"),

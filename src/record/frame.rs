@@ -11,6 +11,9 @@ use bbrtop_core::units::unix_ms;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
+/// Where an exporter serves its frames, behind `--web.enable-api` and its auth.
+pub const PATH: &str = "/api/v1/frame";
+
 /// The body's first bytes.
 pub const MAGIC: &[u8] = b"bbrtop-frame 1\n";
 /// The media type of a frame.

@@ -7,5 +7,4 @@ pub mod client;
 pub mod poll;
 pub mod target;
 
-/// Where an exporter serves its frames (`record::frame`), behind `--web.enable-api` and its auth.
-pub const FRAME_PATH: &str = "/api/v1/frame";
+pub use crate::record::frame::PATH as FRAME_PATH;
