@@ -19,7 +19,8 @@ cargo build --locked --no-default-features
 step "cargo test"
 # Tests that shape links and run flows share two cores; one test binary at a time keeps their
 # figures honest, and each binary decides its own parallelism.
-# (no doc tests: the crate has none, and an empty doc-test run would close the log)
 cargo test --locked --workspace --lib --bins --tests -- --test-threads="${BBRTOP_TEST_THREADS:-2}"
+step "doc tests (bbrtop-core's examples)"
+cargo test --locked -p bbrtop-core --doc
 step "parser fuzzing (${BBRTOP_FUZZ_CASES:=20000} inputs per parser; crates/bbrtop-core/src/testing/fuzz.rs has the full run)"
 BBRTOP_FUZZ_CASES="$BBRTOP_FUZZ_CASES" cargo test --locked --workspace --lib fuzz -- --ignored
