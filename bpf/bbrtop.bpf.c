@@ -142,7 +142,7 @@ static __always_inline void copy_in6(__u8 *dst, const struct in6_addr *a)
 /* The socket walk (userspace's `walk` collector): a record per socket that moved, keyed by
  * cookie, which userspace takes and deletes at each poll. Hooks fill a socket's record at its
  * first move after each read, then at most every refresh_ns while it keeps moving, so a busy
- * socket costs a fill a few times a second, not one per ACK. */
+ * socket costs a fill a few times a second, not one per ACK; a change of state, at once. */
 const volatile __u8 walk_on = 0;
 const volatile __u64 refresh_ns = 250000000;
 
@@ -186,7 +186,9 @@ static __always_inline void note_move(struct sock *sk, struct sock_state *st, __
 	/* TCP's own clock (µs of CLOCK_MONOTONIC, taken for this packet): a load, where
 	 * bpf_ktime_get_ns() would be a helper call on every ACK. */
 	__u64 now = tp->tcp_mstamp * 1000;
-	if (st->filled_epoch == epoch && now - st->filled_ns < refresh_ns)
+	/* A change of state is always written: a socket closed within refresh_ns of its last
+	 * record, whose path then went quiet, would otherwise stay ESTABLISHED for good. */
+	if (state < 0 && st->filled_epoch == epoch && now - st->filled_ns < refresh_ns)
 		return;
 	struct bbrtop_sock *r = bpf_map_lookup_elem(&scratch, &k);
 	if (!r)
@@ -228,7 +230,24 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	if (!st)
 		return 0;
 
-	srtt = tp->srtt_us >> 3;
+	__u32 srtt8 = tp->srtt_us;
+	srtt = srtt8 >> 3;
+	/* The RTT sample the previous ACK took, if it took one: srtt's step undone
+	 * (tcp_rtt_estimator: srtt8 += m - srtt8 / 8, or srtt8 = m * 8 at the first), and whether
+	 * that ACK left data in flight (snd_una still before the snd_nxt it was sent against). Each
+	 * segment runs this hook, then tcp_ack, so one step is one sample. */
+	__u32 sample = 0;
+	bool prompt = 0;
+	if (st->samples && srtt8 != st->prev_srtt8) {
+		__u32 prev = st->prev_srtt8;
+		__s64 m = prev ? (__s64)srtt8 - prev + (prev >> 3) : srtt8 >> 3;
+		if (m > 0 && m < 0xffffffffLL) {
+			sample = (__u32)m;
+			prompt = (__s32)(tp->snd_una - st->prev_snd_nxt) < 0;
+		}
+	}
+	st->prev_srtt8 = srtt8;
+	st->prev_snd_nxt = tp->snd_nxt;
 	if (!st->samples && !st->first_ns) /* established before we loaded */
 		st->first_ns = bpf_ktime_get_ns();
 	st->samples++;
@@ -239,6 +258,8 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 		st->w.samples = 0;
 		st->w.min_srtt_us = srtt;
 		st->w.max_srtt_us = srtt;
+		st->w.rtt_samples = 0;
+		st->w.prompt_samples = 0;
 	}
 	st->w.samples++;
 	st->w.last_srtt_us = srtt;
@@ -246,6 +267,16 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 		st->w.min_srtt_us = srtt;
 	if (srtt > st->w.max_srtt_us)
 		st->w.max_srtt_us = srtt;
+	if (sample) {
+		if (!st->w.rtt_samples || sample < st->w.rtt_min_us)
+			st->w.rtt_min_us = sample;
+		st->w.rtt_samples++;
+		if (prompt) {
+			if (!st->w.prompt_samples || sample < st->w.prompt_min_us)
+				st->w.prompt_min_us = sample;
+			st->w.prompt_samples++;
+		}
+	}
 	note_move(sk, st, epoch, 1, -1);
 
 	/* BBR's state moves at round-trip pace, and tcp_probe fires before BBR updates it for this
@@ -269,24 +300,27 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 			base = st->bbr_min_rtt_us;
 	}
 
-	if (srtt && base && base != ~0U) {
+	/* Judged on prompt samples only: a delayed ACK or an idle application cannot raise one,
+	 * and a standing queue raises every one. A spell lasts while they stay inflated. */
+	if (prompt && base && base != ~0U) {
 		/* No division on the common path: the ratio is computed only while inflated. */
-		bool inflated = (__u64)srtt * 1000 >= (__u64)ratio_milli * base && srtt - base >= floor_us;
+		bool inflated = sample > base && (__u64)sample * 1000 >= (__u64)ratio_milli * base &&
+				sample - base >= floor_us;
 		if (inflated) {
-			__u32 ratio = (__u32)(((__u64)srtt * 1000) / base);
+			__u32 ratio = (__u32)(((__u64)sample * 1000) / base);
 			if (!st->onset_ns) {
 				__u64 now = bpf_ktime_get_ns();
 				st->onset_ns = now;
 				st->peak_ratio_milli = ratio;
 				st->inflations++;
-				emit_infl(sk, BBRTOP_INFL_START, st, srtt, base, now);
+				emit_infl(sk, BBRTOP_INFL_START, st, sample, base, now);
 			} else if (ratio > st->peak_ratio_milli) {
 				st->peak_ratio_milli = ratio;
 			}
 			if (ratio > st->peak_ratio_all)
 				st->peak_ratio_all = ratio;
 		} else if (st->onset_ns) {
-			emit_infl(sk, BBRTOP_INFL_END, st, srtt, base, bpf_ktime_get_ns());
+			emit_infl(sk, BBRTOP_INFL_END, st, sample, base, bpf_ktime_get_ns());
 			st->onset_ns = 0;
 		}
 	}

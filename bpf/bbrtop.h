@@ -19,7 +19,8 @@ struct bbrtop_hdr {
 	__u64 ts_ns;   /* bpf_ktime_get_ns() when sent */
 };
 
-/* INFL_START / INFL_END: 48 bytes. */
+/* INFL_START / INFL_END: 48 bytes. The kernel times a spell of inflation per prompt RTT
+ * sample (see struct bbrtop_rtt_window): `srtt_us` is that sample, not the smoothed RTT. */
 struct bbrtop_infl {
 	struct bbrtop_hdr h;
 	__u32 srtt_us;
@@ -82,14 +83,21 @@ struct bbrtop_close {
 };
 
 /* The RTT window of one socket, first in its socket-local storage, which userspace reads with
- * each inet_diag dump (INET_DIAG_REQ_SK_BPF_STORAGES): 24 bytes. Userspace bumps the epoch
+ * each inet_diag dump (INET_DIAG_REQ_SK_BPF_STORAGES): 40 bytes. Userspace bumps the epoch
  * (map read_epoch) after each dump, and the socket's next ACK starts a new window, so a window
  * holds the RTT samples since the last read. A window whose epoch is not the current one saw no
  * ACK since the last read. For BBR sockets it also holds BBR's state at the latest ACK, so
- * PROBE_BW's steps need no event of their own. */
+ * PROBE_BW's steps need no event of their own.
+ *
+ * Besides srtt after each ACK, it keeps the RTT samples themselves (what tcp_rtt_estimator was
+ * handed, recovered from srtt's step), and apart the "prompt" ones: taken by an ACK that left
+ * data in flight. The ACK of a response's last segment acks everything; the peer's delayed-ACK
+ * timer often sent it, so its sample carries that wait. A prompt sample cannot: more data was
+ * coming, and the receiver acks every second full segment at once. A standing queue raises
+ * every prompt sample; the alert judges those (ARCHITECTURE.md, "The alert rule"). */
 struct bbrtop_rtt_window {
 	__u32 epoch;
-	__u32 samples;         /* RTT samples (ACKs) in this window */
+	__u32 samples;         /* ACKs with data in flight in this window */
 	__u32 last_srtt_us;
 	__u32 min_srtt_us;
 	__u32 max_srtt_us;
@@ -97,13 +105,18 @@ struct bbrtop_rtt_window {
 	__u8 bbr_mode;         /* struct bbr: mode */
 	__u8 cycle_idx;        /* struct bbr: cycle_idx */
 	__u8 bbr_flags;        /* bit 0: full_bw_reached, bit 1: lt_use_bw, bit 2: v3's cycle_idx */
+	__u32 rtt_samples;     /* RTT samples in this window, prompt or not */
+	__u32 rtt_min_us;      /* the smallest of them */
+	__u32 prompt_samples;  /* those taken with data still in flight after their ACK */
+	__u32 prompt_min_us;   /* the smallest of those */
 };
 
 /* struct tcp_info (include/uapi/linux/tcp.h) through tcpi_total_rto_time: 248 bytes, filled by
  * the hooks as tcp_get_info fills it. Userspace decodes it with the same code as netlink's copy. */
 #define BBRTOP_TCP_INFO_LEN 248
 
-/* The socket walk's record of one socket that moved (bpf/sock_record.h): 392 bytes. */
+/* The socket walk's record of one socket that moved (bpf/sock_record.h): 416 bytes (412 and
+ * the alignment's padding). */
 struct bbrtop_sock {
 	__u64 cookie;
 	__u64 cgroup_id;       /* cgroup v2 id (the inode of its directory), 0 if none */

@@ -13,6 +13,10 @@ struct sock_state {
 	__u8 is_bbr, mode, seen_phase, _pad;
 	const void *ca_ops;        /* the ops is_bbr was computed for */
 	__u64 onset_ns;            /* 0: not inflated */
+	/* As of the last segment seen with data in flight: the RTT sample its ACK takes is srtt's
+	 * next step, and that ACK was prompt if snd_una then stays before this snd_nxt. */
+	__u32 prev_srtt8;          /* tcp_sock srtt_us (x8) */
+	__u32 prev_snd_nxt;
 	__u32 bbr_min_rtt_us;      /* struct bbr's, as of the last read of it */
 	/* Touched on transitions. */
 	__u64 first_ns;

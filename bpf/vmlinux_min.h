@@ -205,6 +205,7 @@ struct tcp_sock {
 	u32 lsndtime;
 	u32 rcv_tstamp;
 	u32 write_seq;
+	u32 snd_una;
 	u32 snd_nxt;
 	u8 chrono_type;
 	u32 chrono_start;

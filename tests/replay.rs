@@ -32,6 +32,7 @@ fn sock(cookie: u64, cc: &str, srtt: u32, acked: u64) -> SocketRecord {
         .srtt_us(srtt)
         .min_rtt_us(20_000)
         .last_ack_recv_ms(0)
+        .sending()
         .snd_cwnd_segs(10 + (srtt / 1000) % 50)
         .bytes_acked(acked)
         .bytes_sent(acked + acked / 50)

@@ -19,11 +19,17 @@ pub struct PollArgs {
     pub filter: FilterArgs,
     #[command(flatten)]
     pub alert: AlertArgs,
+    /// Judge loopback sockets by the alert rule and count them in the per-cc figures too. They
+    /// are listed either way; left out, since a host talking to itself has no bottleneck queue
+    /// and its microsecond RTTs drown a comparison.
+    #[arg(long)]
+    pub loopback: bool,
 }
 
 impl PollArgs {
     pub fn engine_config(&self) -> EngineConfig {
-        EngineConfig { rule: self.alert.rule(), filter: self.filter.filter(), ..EngineConfig::default() }
+        let rule = RuleConfig { loopback: self.loopback, ..self.alert.rule() };
+        EngineConfig { rule, filter: self.filter.filter(), ..EngineConfig::default() }
     }
 }
 

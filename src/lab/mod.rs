@@ -13,6 +13,7 @@
 
 pub mod cc;
 pub mod delayline;
+pub mod exchange;
 pub mod fidelity;
 pub mod flows;
 pub mod loss;
@@ -332,6 +333,20 @@ impl Lab {
     pub fn short_flows(&self, cc: &str, n: usize) -> Result<usize, LabError> {
         let to = self.sink_addr()?;
         flows::short(&NetnsSpec(self.sender.clone()), to, cc, n)
+    }
+
+    /// Starts request/response traffic on one keep-alive connection: a server in the sender
+    /// namespace with congestion control `cc`, answering a client in the receiver namespace
+    /// (the responses cross the bottleneck). It runs until the handle drops, which must be
+    /// before the lab.
+    pub fn start_exchange(
+        &self,
+        cc: &str,
+        cfg: exchange::ExchangeConfig,
+    ) -> Result<exchange::Exchange, LabError> {
+        let server = SocketAddr::new(SENDER_ADDR.into(), 0);
+        let (s, r) = (NetnsSpec(self.sender.clone()), NetnsSpec(self.receiver.clone()));
+        exchange::Exchange::start(&s, server, &r, cc, cfg)
     }
 
     /// Runs `f` on a thread inside the sender namespace (to run `ss` there, say).

@@ -264,6 +264,10 @@ fn krtt(d: &mut Decoded) -> &mut RttWindow {
         min_srtt_us: None,
         max_srtt_us: None,
         bbr: None,
+        rtt_samples: 0,
+        rtt_min_us: None,
+        prompt_samples: 0,
+        prompt_min_us: None,
     })
 }
 
@@ -365,6 +369,10 @@ mod view {
         ebpf_rtt_last_srtt_us: u32 = |x| Some(rec(x).kernel_rtt?.last_srtt_us), |d, v| krtt(d).last_srtt_us = v;
         ebpf_rtt_min_srtt_us: u32 = |x| rec(x).kernel_rtt?.min_srtt_us, |d, v| krtt(d).min_srtt_us = Some(v);
         ebpf_rtt_max_srtt_us: u32 = |x| rec(x).kernel_rtt?.max_srtt_us, |d, v| krtt(d).max_srtt_us = Some(v);
+        ebpf_rtt_rtt_samples: u32 = |x| Some(rec(x).kernel_rtt?.rtt_samples), |d, v| krtt(d).rtt_samples = v;
+        ebpf_rtt_rtt_min_us: u32 = |x| rec(x).kernel_rtt?.rtt_min_us, |d, v| krtt(d).rtt_min_us = Some(v);
+        ebpf_rtt_prompt_samples: u32 = |x| Some(rec(x).kernel_rtt?.prompt_samples), |d, v| krtt(d).prompt_samples = v;
+        ebpf_rtt_prompt_min_us: u32 = |x| rec(x).kernel_rtt?.prompt_min_us, |d, v| krtt(d).prompt_min_us = Some(v);
         ebpf_rtt_bbr_mode: u8 = |x| Some(rec(x).kernel_rtt?.bbr?.mode), |d, v| krtt_bbr(d).mode = v;
         ebpf_rtt_bbr_cycle_idx: u8 = |x| Some(rec(x).kernel_rtt?.bbr?.cycle_idx), |d, v| krtt_bbr(d).cycle_idx = v;
         ebpf_rtt_bbr_cycle_v3: bool = |x| Some(rec(x).kernel_rtt?.bbr?.cycle_v3), |d, v| krtt_bbr(d).cycle_v3 = v;

@@ -17,6 +17,7 @@ fn sock(cookie: u64, cc: &str, srtt: u32, acked: u64) -> SocketRecord {
         .srtt_us(srtt)
         .min_rtt_us(20_000)
         .last_ack_recv_ms(0)
+        .sending()
         .bytes_acked(acked)
         .bytes_sent(acked + 1000)
         .bytes_retrans(1000)

@@ -24,6 +24,7 @@ fn sock(cookie: u64, cc: &str, srtt: u32) -> SocketRecord {
         .srtt_us(srtt)
         .min_rtt_us(20_000)
         .last_ack_recv_ms(0)
+        .sending()
         .snd_cwnd_segs(10)
         .delivery_rate_bytes_per_sec(1_000_000)
         .bbr(2_500_000, 20_000, 1.0, 2.0)

@@ -437,6 +437,10 @@ fn detail_shows_the_per_ack_srtt_spread() {
         min_srtt_us: Some(21_500),
         max_srtt_us: Some(38_250),
         bbr: None,
+        rtt_samples: 206,
+        rtt_min_us: Some(20_100),
+        prompt_samples: 180,
+        prompt_min_us: Some(20_400),
     });
     snap.sockets[0].record = RecordRef::single(r);
     let row = app_with(|_| {}).rows(&snap).iter().position(|s| s.record.cookie == 1).unwrap();
@@ -445,7 +449,7 @@ fn detail_shows_the_per_ack_srtt_spread() {
         a.selected = row;
     });
     let screen = text(&render(&app, &snap, 200, 50));
-    assert!(screen.contains("acks 412 srtt 21.5ms..38.2ms"), "{screen}");
+    assert!(screen.contains("acks 412 srtt 21.5ms..38.2ms prompt rtt 20.4ms+"), "{screen}");
 }
 
 /// The Where view: one row per place and cc; sockets with no origin count under "node".

@@ -12,6 +12,7 @@ pub mod lab;
 pub mod servers;
 pub mod tmux;
 pub mod tools;
+pub mod watch;
 
 use std::process::Child;
 use std::time::{Duration, Instant};

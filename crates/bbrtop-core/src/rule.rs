@@ -1,6 +1,10 @@
-//! The queue-delay alert rule (ARCHITECTURE.md, "The alert rule"), implemented once. The netlink path evaluates it at each poll;
-//! the eBPF path hands over the onset the kernel timed per ACK. Time is always a parameter.
+//! The queue-delay alert rule (ARCHITECTURE.md, "The alert rule"), implemented once. The eBPF
+//! path hands over the onset the kernel timed per prompt RTT sample (one an ACK took with data
+//! still in flight, which no delayed ACK or idle application can raise); the netlink path, which
+//! sees only srtt, evaluates it at each poll, and only while the sender is network-limited with
+//! data in flight. Time is always a parameter.
 
+use crate::model::SocketRecord;
 use crate::model::derive::Baseline;
 use serde::{Deserialize, Serialize};
 use std::time::{Duration, Instant};
@@ -20,6 +24,10 @@ pub struct RuleConfig {
     #[serde(with = "crate::units::serde_duration")]
     pub active_within: Duration,
     pub baseline: Baseline,
+    /// Judge loopback sockets too (`--loopback`): left out by default, since a host talking to
+    /// itself has no bottleneck queue, and its µs baselines make every pause look like one.
+    #[serde(default)]
+    pub loopback: bool,
 }
 
 impl Default for RuleConfig {
@@ -28,8 +36,11 @@ impl Default for RuleConfig {
             ratio: 1.5,
             floor: Duration::from_millis(1),
             hold: Duration::from_secs(5),
-            active_within: Duration::from_secs(1),
+            // Two seconds: a request/response socket asked once a second gets its ACKs about
+            // a second apart, and must not fall idle between two.
+            active_within: Duration::from_secs(2),
             baseline: Baseline::Min,
+            loopback: false,
         }
     }
 }
@@ -47,6 +58,22 @@ impl RuleConfig {
     /// Whether a socket whose last ACK arrived `since_last_ack` ago counts as active.
     pub fn active(&self, since_last_ack: Option<Duration>) -> bool {
         since_last_ack.is_some_and(|d| d <= self.active_within)
+    }
+
+    /// What the rule reads of one socket's record at a poll; None for a socket it does not
+    /// judge (loopback, unless asked) or whose srtt or baseline the kernel did not give.
+    pub fn sample(&self, r: &SocketRecord) -> Option<Sample> {
+        if r.is_loopback() && !self.loopback {
+            return None;
+        }
+        let i = &r.tcp_info;
+        let since_ack = i.last_ack_recv_ms().map(|ms| Duration::from_millis(ms.into()));
+        Some(Sample {
+            srtt_us: i.srtt_us()?,
+            baseline_us: self.baseline.of(r)?,
+            active: self.active(since_ack),
+            network_limited: i.unacked_segs().is_some_and(|n| n > 0) && i.app_limited() == Some(false),
+        })
     }
 }
 
@@ -117,10 +144,11 @@ impl AlertTracker {
         self.fired.is_some()
     }
 
-    /// The netlink path: evaluate one poll's sample.
+    /// The netlink path: evaluate one poll's sample. srtt counts only while the sender is
+    /// network-limited: otherwise a delayed ACK or a pause of the application is in it.
     pub fn eval(&mut self, cfg: &RuleConfig, now: Instant, sample: Option<Sample>) -> Option<Transition> {
         match sample {
-            Some(s) if s.active && cfg.inflated(s.srtt_us, s.baseline_us) => {
+            Some(s) if s.active && s.network_limited && cfg.inflated(s.srtt_us, s.baseline_us) => {
                 let ratio = s.srtt_us as f64 / s.baseline_us as f64;
                 self.step(cfg, now, Some(self.onset.unwrap_or(now)), Some(ratio))
             }
@@ -134,7 +162,11 @@ impl AlertTracker {
 pub struct Sample {
     pub srtt_us: u32,
     pub baseline_us: u32,
+    /// An ACK arrived within [`RuleConfig::active_within`].
     pub active: bool,
+    /// The sender had data in flight and its latest delivery-rate sample was not limited by the
+    /// application: the netlink path's only sign that srtt measures the path.
+    pub network_limited: bool,
 }
 
 impl Sample {
@@ -149,7 +181,7 @@ mod tests {
     use super::*;
 
     fn s(srtt: u32, base: u32) -> Option<Sample> {
-        Some(Sample { srtt_us: srtt, baseline_us: base, active: true })
+        Some(Sample { srtt_us: srtt, baseline_us: base, active: true, network_limited: true })
     }
 
     #[test]
@@ -214,11 +246,34 @@ mod tests {
         let c = RuleConfig::default();
         let t0 = Instant::now();
         let mut a = AlertTracker::default();
-        let idle = Some(Sample { srtt_us: 90_000, baseline_us: 10_000, active: false });
+        let idle =
+            Some(Sample { srtt_us: 90_000, baseline_us: 10_000, active: false, network_limited: true });
         assert_eq!(a.eval(&c, t0, idle), None);
-        assert!(c.active(Some(Duration::from_millis(999))));
-        assert!(!c.active(Some(Duration::from_millis(1001))));
+        assert!(c.active(Some(Duration::from_millis(1999))));
+        assert!(!c.active(Some(Duration::from_millis(2001))));
         assert!(!c.active(None));
+        // An application-limited sender: a delayed ACK may be in its srtt.
+        let waiting =
+            Some(Sample { srtt_us: 90_000, baseline_us: 10_000, active: true, network_limited: false });
+        assert_eq!(a.eval(&c, t0, waiting), None);
+    }
+
+    /// What the rule reads of a record: loopback is left out unless asked for; network-limited
+    /// needs data in flight and a delivery-rate sample not limited by the application.
+    #[test]
+    fn samples_of_records() {
+        use crate::testing::record;
+        let c = RuleConfig::default();
+        let sending = record(1, "cubic").srtt_us(90_000).min_rtt_us(20_000).last_ack_recv_ms(5);
+        let s = c.sample(&sending.unacked_segs(10).app_limited_flags(0).build()).unwrap();
+        assert_eq!((s.srtt_us, s.baseline_us, s.active, s.network_limited), (90_000, 20_000, true, true));
+        let r = record(1, "cubic").srtt_us(90_000).min_rtt_us(20_000).last_ack_recv_ms(5);
+        assert!(!c.sample(&r.unacked_segs(10).app_limited_flags(1).build()).unwrap().network_limited);
+        let r = record(1, "cubic").srtt_us(90_000).min_rtt_us(20_000).last_ack_recv_ms(5);
+        assert!(!c.sample(&r.unacked_segs(0).app_limited_flags(0).build()).unwrap().network_limited);
+        let lo = record(1, "cubic").peer("127.0.0.1:80").srtt_us(90_000).min_rtt_us(20).build();
+        assert_eq!(c.sample(&lo), None);
+        assert!(RuleConfig { loopback: true, ..c }.sample(&lo).is_some());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! inflation onset), closed flows with per-cc aggregates, and the BPF collector's status.
 
 use bbrtop_core::model::{ClosedFlow, Cookie};
-use bbrtop_core::seam::KernelUpdate;
+use bbrtop_core::seam::{BpfPoll, KernelUpdate};
 use bbrtop_core::snapshot::kernel::{KernelOnset, KernelSocket};
 use bbrtop_core::snapshot::{ClosedAggregate, CollectorStatus, DEFAULT_KEEP_CLOSED};
 use rustc_hash::FxHashMap;
@@ -21,6 +21,8 @@ pub struct KernelState {
     closed_seq: u64,
     keep_closed: usize,
     pub status: CollectorStatus,
+    /// tcp_probe is attached (the last eBPF poll said so).
+    judges: bool,
 }
 
 impl Default for KernelState {
@@ -33,6 +35,7 @@ impl Default for KernelState {
             closed_seq: 0,
             keep_closed: DEFAULT_KEEP_CLOSED,
             status: CollectorStatus::bpf_off(),
+            judges: false,
         }
     }
 }
@@ -90,9 +93,19 @@ impl KernelState {
         self.sockets.get(&cookie).map(|(k, _)| k)
     }
 
-    /// The kernel's timing of this socket's inflation, for the alert rule.
+    /// The kernel's timing of this socket's inflation, for the alert rule: while tcp_probe is
+    /// attached, a socket it has timed no spell for is calm.
     pub fn onset(&self, cookie: Cookie) -> KernelOnset {
-        self.socket(cookie).map_or(KernelOnset::Untimed, |k| k.inflation)
+        match self.socket(cookie).map(|k| k.inflation) {
+            Some(KernelOnset::Untimed) | None if self.judges => KernelOnset::Calm,
+            k => k.unwrap_or_default(),
+        }
+    }
+
+    /// One poll of the eBPF collector: its health, and whether it judges inflation.
+    pub fn bpf_poll(&mut self, p: BpfPoll) {
+        self.judges = p.judges_inflation && p.programs_attached > 0;
+        self.status.bpf_poll(p);
     }
 
     pub fn closed(&self) -> Vec<ClosedFlow> {

@@ -133,7 +133,7 @@ impl Engine {
                 }
                 self.kernel.close(*c)
             }
-            Update::BpfStatus(poll) => self.kernel.status.bpf_poll(poll),
+            Update::BpfStatus(poll) => self.kernel.bpf_poll(poll),
         }
     }
 
@@ -244,6 +244,10 @@ impl Engine {
         while slot < self.tracked.len() {
             let t = &mut self.tracked[slot];
             let quiet = t.generation != generation;
+            if quiet && t.lingering(now.mono) {
+                self.end_socket(slot, now);
+                continue;
+            }
             if quiet && t.closed && !self.keep_missing(slot, now) {
                 continue;
             }
@@ -265,24 +269,34 @@ impl Engine {
             t.missed += 1;
             return true;
         }
-        let tr = t.alert.end();
-        self.alerts.ended(t.cookie, tr, now);
-        self.remove(slot);
+        self.end_socket(slot, now);
         false
     }
 
-    /// A socket that did not move since the last walk: no ACK came, so it is no longer active,
-    /// and an inflation it was in ends as the rule says of an idle socket.
+    /// Ends a tracked socket: its alert resolves, and `slot` now holds another socket.
+    fn end_socket(&mut self, slot: usize, now: Now) {
+        let t = &mut self.tracked[slot];
+        let tr = t.alert.end();
+        self.alerts.ended(t.cookie, tr, now);
+        self.remove(slot);
+    }
+
+    /// A socket that did not move since the last walk: no ACK came since. While its last ACK is
+    /// within the rule's activity window, a spell of inflation the kernel timed goes on (a socket
+    /// asked once a second is quiet between answers); after that it ends, as the rule says of an
+    /// idle socket.
     fn age(&mut self, slot: usize, now: Now) {
         let rule = self.cfg.rule;
+        let onset = self.kernel.onset(self.tracked[slot].cookie).since();
         let t = &mut self.tracked[slot];
         let (Some(r), Some(_)) = (t.rec.clone(), t.alert.onset) else { return };
-        let sample = rule
-            .baseline
-            .of(&r)
-            .zip(r.tcp_info.srtt_us())
-            .map(|(baseline_us, srtt_us)| RuleSample { srtt_us, baseline_us, active: false });
-        let tr = t.alert.eval(&rule, now.mono, sample);
+        let quiet_for = now.mono.saturating_duration_since(t.counters_at);
+        let since_ack = r.tcp_info.last_ack_recv_ms().map(|ms| Duration::from_millis(ms.into()) + quiet_for);
+        let sample = rule.sample(&r).map(|s| RuleSample { active: rule.active(since_ack), ..s });
+        let tr = match (onset, sample) {
+            (Some(_), Some(s)) if s.active => t.alert.step(&rule, now.mono, onset, None),
+            _ => t.alert.eval(&rule, now.mono, sample.map(|s| RuleSample { active: false, ..s })),
+        };
         t.stale_view = true;
         self.alerts.record(&r, &t.alert, sample, tr, now);
     }

@@ -14,6 +14,7 @@ fn sock(cookie: u64, cc: &str, srtt: u32, min_rtt: u32, acked: u64) -> SocketRec
         .srtt_us(srtt)
         .min_rtt_us(min_rtt)
         .last_ack_recv_ms(0)
+        .sending()
         .bytes_acked(acked)
         .total_retrans_segs(0)
         .delivery_rate_bytes_per_sec(1_000_000)
@@ -339,6 +340,7 @@ fn window_state_gives_the_kernel_phase() {
         min_srtt_us: Some(20_000),
         max_srtt_us: Some(20_000),
         bbr: Some(BbrState { mode: 2, cycle_idx: 1, full_bw_reached: true, ..BbrState::default() }),
+        ..RttWindow::default()
     });
     dump(&mut e, vec![r, sock(2, "bbr", 20_000, 20_000, 0)], t0);
     let s = e.tick(t0);
@@ -368,6 +370,7 @@ fn v3_phase_from_netlink() {
         min_srtt_us: Some(20_000),
         max_srtt_us: Some(20_000),
         bbr: Some(BbrState { mode: 2, cycle_idx: 3, ..BbrState::default() }),
+        ..RttWindow::default()
     };
     dump(&mut e, vec![v3(1, None), v3(2, Some(window))], t0);
     let s = e.tick(t0);
@@ -421,7 +424,8 @@ fn walked_sockets_stay_until_they_close() {
     let t0 = Now::system();
     let at = |s: u64| t0.after(Duration::from_secs(s));
     let a = |acked| record(1, "bbr").netns(10).srtt_us(20_000).min_rtt_us(20_000).bytes_acked(acked).build();
-    let b = record(2, "cubic").netns(20).srtt_us(90_000).min_rtt_us(20_000).last_ack_recv_ms(0).build();
+    let b =
+        record(2, "cubic").netns(20).srtt_us(90_000).min_rtt_us(20_000).last_ack_recv_ms(0).sending().build();
     walk(&mut e, vec![a(0), b], at(0));
     let s = e.tick(at(0));
     assert_eq!(s.sockets.len(), 2);
@@ -555,4 +559,29 @@ fn rebuilt_history_is_the_engines() {
         let (want, got): (Vec<(u64, Vec<Sample>)>, Vec<_>) = (samples(&live), samples(&bare));
         assert_eq!(got, want, "poll {poll}");
     }
+}
+
+/// A socket that closed but has not moved since (its path gone with its namespace, its FIN
+/// retransmitted into nothing) leaves the view after `CLOSING_QUIET`; an idle established one
+/// stays, however long it is quiet.
+#[test]
+fn a_quiet_closing_socket_leaves_and_an_idle_one_stays() {
+    use bbrtop_core::model::TcpState;
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let at = |s: u64| t0.after(Duration::from_secs(s));
+    let mut closing = record(1, "cubic").netns(20).srtt_us(90_000).min_rtt_us(20_000).build();
+    closing.state = TcpState::FinWait1;
+    let idle = record(2, "cubic").netns(20).srtt_us(20_000).min_rtt_us(20_000).build();
+    walk(&mut e, vec![closing, idle], at(0));
+    let listed =
+        |e: &mut Engine, s: u64| e.tick(at(s)).sockets.iter().map(|v| v.record.cookie).collect::<Vec<_>>();
+    for s in [1, 10, 29] {
+        walk(&mut e, vec![], at(s));
+        assert_eq!(listed(&mut e, s), [1, 2], "at {s} s");
+    }
+    walk(&mut e, vec![], at(30));
+    assert_eq!(listed(&mut e, 30), [2], "closing and quiet for 30 s: gone");
+    walk(&mut e, vec![], at(3600));
+    assert_eq!(listed(&mut e, 3600), [2], "established and idle: kept");
 }

@@ -7,7 +7,7 @@ use bbrtop_core::rule::{AlertTracker, RuleConfig, Sample as RuleSample, Transiti
 use bbrtop_core::snapshot::kernel::KernelOnset;
 use bbrtop_core::snapshot::{RecordRef, history::History};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// What the engine keeps of one socket between polls. The record itself stays in the dump or
 /// walk it came from, so a poll moves no record.
@@ -45,6 +45,23 @@ pub(crate) struct Tracked {
 /// atomic: a socket can slip through one (moved between hash buckets while the kernel walked
 /// them), and ending it there would resolve its alert only to fire it again.
 pub(crate) const GRACE: u8 = 1;
+
+/// How long a socket in a closing state (FIN-WAIT-1/2, CLOSING, LAST-ACK) may go without moving
+/// before it leaves the view. It carries no data any more; the kernel only retransmits its FIN
+/// into a path that may be gone (a namespace deleted under it) or waits for the peer's, and
+/// destroys it when its retries or tcp_fin_timeout run out, minutes later. Were it to move
+/// again, the walk would show it again.
+pub(crate) const CLOSING_QUIET: std::time::Duration = std::time::Duration::from_secs(30);
+
+impl Tracked {
+    /// Closing, and quiet for [`CLOSING_QUIET`] as of `now`.
+    pub(crate) fn lingering(&self, now: Instant) -> bool {
+        use bbrtop_core::model::TcpState::*;
+        let closing =
+            self.rec.as_ref().is_some_and(|r| matches!(r.state, FinWait1 | FinWait2 | Closing | LastAck));
+        closing && now.saturating_duration_since(self.counters_at) >= CLOSING_QUIET
+    }
+}
 
 impl Tracked {
     pub(crate) fn new(
@@ -86,18 +103,15 @@ pub(crate) fn evaluate(
     kernel_onset: KernelOnset,
     now: Instant,
 ) -> (Option<RuleSample>, Option<Transition>) {
-    let baseline = rule.baseline.of(r);
-    let active = rule.active(r.tcp_info.last_ack_recv_ms().map(|ms| Duration::from_millis(ms.into())));
-    let sample = match (r.tcp_info.srtt_us(), baseline) {
-        (Some(srtt_us), Some(baseline_us)) => Some(RuleSample { srtt_us, baseline_us, active }),
-        _ => None,
-    };
+    let sample = rule.sample(r);
     let tr = match (kernel_onset, sample) {
-        // The kernel timed the onset per ACK; netlink still says whether ACKs arrive.
+        // The kernel timed the onset per prompt RTT sample; netlink still says whether ACKs arrive.
         (k @ (KernelOnset::Calm | KernelOnset::Since(_)), Some(s)) if s.active => {
             t.alert.step(rule, now, k.since(), Some(s.ratio()))
         }
-        _ => t.alert.eval(rule, now, sample),
+        // The kernel judges this socket: idle, or not one the rule judges, it is not inflated.
+        (KernelOnset::Calm | KernelOnset::Since(_), _) => t.alert.end(),
+        (KernelOnset::Untimed, s) => t.alert.eval(rule, now, s),
     };
     (sample, tr)
 }

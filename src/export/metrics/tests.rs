@@ -14,6 +14,7 @@ fn rec(cookie: u64, cc: &str, peer: &str, srtt_us: u32, min_rtt_us: u32) -> Sock
         .min_rtt_us(min_rtt_us)
         .delivery_rate_bytes_per_sec(2_000_000)
         .last_ack_recv_ms(0)
+        .sending()
         .bbr(5_000_000, min_rtt_us, 2.885, 2.885)
         .build()
 }

@@ -80,11 +80,16 @@ fn summary_line(s: &SocketView, v: &Screen) -> String {
     if let Some(q) = d.queue_delay_us {
         parts.push(format!("queue +{}", micros(q)));
     }
-    // Every ACK's srtt since the last poll (eBPF), where tcp_info shows one.
+    // Every ACK's srtt since the last poll (eBPF), where tcp_info shows one, and the smallest
+    // prompt RTT sample, which the alert judges ("20.4ms+": none was lower).
     if let Some(w) = s.record.kernel_rtt
         && let (Some(lo), Some(hi)) = (w.min_srtt_us, w.max_srtt_us)
     {
-        parts.push(format!("acks {} srtt {}..{}", w.samples, micros(lo), micros(hi)));
+        let mut acks = format!("acks {} srtt {}..{}", w.samples, micros(lo), micros(hi));
+        if let Some(p) = w.prompt_min_us {
+            acks.push_str(&format!(" prompt rtt {}+", micros(p)));
+        }
+        parts.push(acks);
     }
     if let Some(t) = d.inflated_for_seconds {
         parts.push(format!("inflated {}", super::ago(t)));

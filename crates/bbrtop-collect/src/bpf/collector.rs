@@ -97,6 +97,7 @@ impl Source for Collector {
         feed.apply(Update::BpfStatus(BpfPoll {
             at: Some(wall),
             programs_attached: self.loaded.links.len() as u32,
+            judges_inflation: self.loaded.links.iter().any(|(name, _)| *name == "tcp_probe"),
             ringbuf_lost_total: self.loaded.lost_total(),
             undecodable_events_total: self.undecodable_total,
             recursion_misses_total: self.loaded.recursion_misses(),

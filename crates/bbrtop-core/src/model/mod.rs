@@ -71,7 +71,7 @@ impl MemInfo {
 /// tcp_probe and handed back by inet_diag with the dump (the socket-local storage). It sees every
 /// ACK that arrives with data in flight (the others carry no RTT sample), where tcp_info shows one
 /// srtt per poll.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RttWindow {
     /// ACKs with data in flight (RTT samples) since the last read.
     pub samples: u32,
@@ -85,6 +85,15 @@ pub struct RttWindow {
     /// BBR's own state at the latest ACK (`struct bbr`), for BBR sockets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bbr: Option<BbrState>,
+    /// The RTT samples themselves since the last read (srtt smooths them), and the smallest.
+    pub rtt_samples: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rtt_min_us: Option<u32>,
+    /// The prompt ones: taken by an ACK that left data in flight, so no delayed ACK or idle
+    /// application is in them (bpf/bbrtop.h). The alert judges these.
+    pub prompt_samples: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_min_us: Option<u32>,
 }
 
 /// `struct bbr`'s state, read by eBPF: at a socket's latest ACK (its RTT window), or at a mode
@@ -125,11 +134,15 @@ pub mod window_off {
     pub const BBR_MODE: usize = 21;
     pub const CYCLE_IDX: usize = 22;
     pub const BBR_FLAGS: usize = 23;
+    pub const RTT_SAMPLES: usize = 24;
+    pub const RTT_MIN_US: usize = 28;
+    pub const PROMPT_SAMPLES: usize = 32;
+    pub const PROMPT_MIN_US: usize = 36;
 }
 
 impl RttWindow {
     /// Size of `struct bbrtop_rtt_window` (bpf/bbrtop.h), first in the storage value.
-    pub const LEN: usize = 24;
+    pub const LEN: usize = 40;
 
     /// Decodes the window at the start of a storage value, read while the epoch was `epoch`: a
     /// window of another epoch saw no ACK since the last read. `None` if too short, or if no
@@ -155,12 +168,19 @@ impl RttWindow {
                 min_rtt_us: None,
             })
         });
+        // Counted only in this read's window; a count of 0 leaves its minimum unknown.
+        let count = |off: usize| if current { u(off).unwrap_or(0) } else { 0 };
+        let (rtt_samples, prompt_samples) = (count(o::RTT_SAMPLES), count(o::PROMPT_SAMPLES));
         Some(RttWindow {
             samples: if current { samples } else { 0 },
             last_srtt_us: last,
             min_srtt_us: current.then_some(min),
             max_srtt_us: current.then_some(max),
             bbr,
+            rtt_samples,
+            rtt_min_us: (rtt_samples > 0).then(|| u(o::RTT_MIN_US)).flatten(),
+            prompt_samples,
+            prompt_min_us: (prompt_samples > 0).then(|| u(o::PROMPT_MIN_US)).flatten(),
         })
     }
 }
@@ -225,6 +245,17 @@ impl SocketRecord {
 
     pub fn cc_name(&self) -> &str {
         self.cc.as_deref().unwrap_or("unknown")
+    }
+
+    /// A socket of the host talking to itself: its peer is a loopback address (127.0.0.0/8,
+    /// ::1, or 127.x mapped into IPv6).
+    pub fn is_loopback(&self) -> bool {
+        match self.peer.ip() {
+            std::net::IpAddr::V4(a) => a.is_loopback(),
+            std::net::IpAddr::V6(a) => {
+                a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+            }
+        }
     }
 }
 

@@ -95,6 +95,9 @@ pub struct BpfPoll {
     /// When the poll was made.
     pub at: Option<SystemTime>,
     pub programs_attached: u32,
+    /// tcp_probe is attached: the kernel judges every socket's prompt RTT samples, so a socket
+    /// it says nothing of is calm (not left to the netlink path's judgement).
+    pub judges_inflation: bool,
     pub ringbuf_lost_total: u64,
     pub undecodable_events_total: u64,
     pub recursion_misses_total: BTreeMap<&'static str, u64>,

@@ -71,6 +71,14 @@ impl RecordBuilder {
         options => set_options: u8,
         delivered_segs => set_delivered_segs: u32,
         delivered_ce_segs => set_delivered_ce_segs: u32,
+        unacked_segs => set_unacked_segs: u32,
+        app_limited_flags => set_app_limited_flags: u8,
+    }
+
+    /// A sender the netlink path's alert rule judges: data in flight, its last delivery-rate
+    /// sample not limited by the application.
+    pub fn sending(self) -> Self {
+        self.unacked_segs(10).app_limited_flags(0)
     }
 
     /// `tcp_bbr_info`, which the kernel sends for BBR sockets only: a socket using another

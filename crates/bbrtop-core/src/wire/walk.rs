@@ -29,14 +29,14 @@ pub mod off {
     pub const CC: usize = 88;
     pub const CC_LEN: usize = 16;
     pub const W: usize = 104;
-    pub const INFO: usize = 128;
+    pub const INFO: usize = 144;
     pub const INFO_CAP: usize = 248;
-    pub const BBR: usize = 376;
+    pub const BBR: usize = 392;
     pub const BBR_CAP: usize = 20;
 }
 
 /// Size of `struct bbrtop_sock`.
-pub const REC_LEN: usize = 400;
+pub const REC_LEN: usize = 416;
 
 /// What one walk read and could not use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

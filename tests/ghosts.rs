@@ -1,0 +1,60 @@
+//! No ghosts: sockets of a lab whose namespaces are deleted under them, established ones with
+//! data in flight through a deep queue and one already closing (FIN-WAIT), leave the view of
+//! the socket walk, which sees every namespace, within the engine's bound for a closing socket
+//! that no longer moves (30 s) and a few polls. Privileged.
+
+mod support;
+
+use bbrtop::lab::{Lab, LabConfig};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+use support::guard;
+use support::watch::Watch;
+
+/// `(local, state)` of each socket of namespace `netns` in `line`, if it is one.
+fn of_netns(line: &Value, netns: u64) -> Option<(String, String)> {
+    (line["netns"].as_u64() == Some(netns)).then(|| {
+        (line["local"].as_str().unwrap_or("").to_string(), line["state"].as_str().unwrap_or("").to_string())
+    })
+}
+
+#[test]
+fn root_sockets_of_a_deleted_namespace_leave_the_view() {
+    if !guard::lab("the ghost test") {
+        return;
+    }
+    let watch = Watch::start(&["--collector.walk", "--interval", "1s"]);
+    let mut lab = Lab::new(LabConfig::default()).expect("a lab");
+    let netns = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(lab.sender_netns()).expect("netns"));
+    let (a, b) = (lab.start_flow("cubic").expect("a flow"), lab.start_flow("cubic").expect("a flow"));
+    // Both established, with the deep queue filling.
+    let mut seen: BTreeSet<(String, String)> = BTreeSet::new();
+    watch.until(Instant::now() + Duration::from_secs(8), |l| {
+        seen.extend(of_netns(l, netns));
+        false
+    });
+    for f in [&a, &b] {
+        assert!(seen.contains(&(f.local.to_string(), "ESTAB".into())), "{f:?} not seen: {seen:?}");
+    }
+    // One closes while its data still queues: FIN-WAIT, then its namespace goes with the other.
+    lab.stop_flow(&a);
+    watch.until(Instant::now() + Duration::from_secs(3), |l| {
+        seen.extend(of_netns(l, netns));
+        false
+    });
+    assert!(seen.iter().any(|(l, s)| *l == a.local.to_string() && s.starts_with("FIN-WAIT")), "{seen:?}");
+    drop(lab);
+    let gone = Instant::now();
+    let mut last: Option<Instant> = None;
+    watch.until(gone + Duration::from_secs(45), |l| {
+        if of_netns(l, netns).is_some() {
+            last = Some(Instant::now());
+        }
+        false
+    });
+    // A poll's lines come a second apart: quiet for the last five means none is listed.
+    let left = last.map_or(Duration::ZERO, |t| t.duration_since(gone));
+    assert!(left <= Duration::from_secs(40), "sockets of the deleted namespace still listed {left:?} after");
+    assert!(last.is_none_or(|t| t.elapsed() >= Duration::from_secs(4)), "still listed at the end");
+}
