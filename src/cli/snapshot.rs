@@ -71,6 +71,7 @@ fn stream_doc<W: Write>(
     out: W,
 ) -> Result<Option<W>, Failure> {
     let (tx, rx) = mpsc::sync_channel::<Batch>(32);
+    let cfg_loopback = cfg.rule.loopback;
     let reader = std::thread::spawn(move || {
         let mut seq = 0;
         let mut sink = FirstSight::new(cfg, |views| {
@@ -88,7 +89,7 @@ fn stream_doc<W: Write>(
         .map_err(Failure::from_collect)?;
     let mut netlink = CollectorStatus::netlink();
     netlink.saw_dump(&stats, now.wall);
-    let by_cc = aggregate::by_cc(batches.iter().flatten());
+    let by_cc = aggregate::by_cc(batches.iter().flatten(), cfg_loopback);
     let written = match doc.finish(&by_cc, &[netlink, CollectorStatus::bpf_off()]) {
         Ok(w) => Some(w),
         Err(e) => ignore_broken_pipe(e).context("writing to stdout").map(|()| None)?,

@@ -115,7 +115,7 @@ fn fixture() -> Snapshot {
         fired_at: at(45),
         resolved_at: resolved,
     };
-    let mut by_cc = bbrtop_core::snapshot::aggregate::by_cc(&sockets);
+    let mut by_cc = bbrtop_core::snapshot::aggregate::by_cc(&sockets, false);
     let sums = counted(&[("bbr", 40_000_000, 1_200_000, 30, 2), ("cubic", 40_000_000, 400_000, 5, 0)]);
     bbrtop_engine::aggregate::add_totals(&mut by_cc, sums.clone(), Some((60.0, sums)));
     Snapshot {

@@ -371,7 +371,7 @@ impl Engine {
             (t.view, t.stale_view) = (sockets.len() as u32, false);
             sockets.push(view);
         }
-        let mut by_cc = bbrtop_core::snapshot::aggregate::by_cc(&sockets);
+        let mut by_cc = bbrtop_core::snapshot::aggregate::by_cc(&sockets, rule.loopback);
         let (sums, growth) = self.totals.tick(now.mono);
         aggregate::add_totals(&mut by_cc, sums, growth);
         let alerts = self.alerts.firing.values().rev().chain(self.alerts.recent.iter()).cloned().collect();

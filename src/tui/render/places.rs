@@ -30,7 +30,7 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
     let widths = [28, 6, 7, 8, 8, 8, 6, 11, 7];
     let priority = [0, 1, 2, 3, 4, 5, 7, 8, 6];
     let rows = places.iter().flat_map(|(name, socks)| {
-        aggregate::by_cc(socks.iter().copied()).into_iter().map(move |a| {
+        aggregate::by_cc(socks.iter().copied(), snap.rule.loopback).into_iter().map(move |a| {
             let cells = vec![
                 name.to_string(),
                 a.cc.clone(),

@@ -1,7 +1,14 @@
 //! Per-cc aggregates: the BBR-vs-CUBIC table of the BBR guides, as a snapshot carries it, and
 //! how it is computed from sockets' views (the engine at each tick, the TUI per place).
+//!
+//! The figures a comparison rests on (RTT percentiles, inflation, delivery rate, goodput) are
+//! over the sockets that sent data in the last interval, loopback left out: a receiver's RTT
+//! is its handshake's or a rare sample's, and on a host whose default cc is BBR every receiver is
+//! a BBR socket; an idle socket's delivery rate is its last, however old. The others are counted
+//! apart, by [`Role`].
 
 use super::SocketView;
+use super::socket::Role;
 use crate::model::Tally;
 use crate::stats::percentiles;
 use serde::{Deserialize, Serialize};
@@ -11,7 +18,20 @@ use std::collections::BTreeMap;
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CcAggregate {
     pub cc: String,
+    /// Every open socket of this cc.
     pub sockets: usize,
+    /// Of those, the ones the figures below are over: they sent data in the last interval.
+    #[serde(default)]
+    pub senders: usize,
+    /// Received data and sent none.
+    #[serde(default)]
+    pub receivers: usize,
+    /// Moved nothing.
+    #[serde(default)]
+    pub idle: usize,
+    /// Loopback sockets, left out of the figures (unless `--loopback`).
+    #[serde(default)]
+    pub loopback: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub srtt_p50_us: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -23,7 +43,7 @@ pub struct CcAggregate {
     pub inflation_p50: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inflation_p95: Option<f64>,
-    /// Sum of tcp_info delivery rates.
+    /// Sum of the senders' tcp_info delivery rates (each fresh: they delivered in the interval).
     pub delivery_rate_bytes_per_sec: f64,
     /// Sum of goodput (bytes acked per second between the last two polls).
     pub goodput_bytes_per_sec: f64,
@@ -74,8 +94,9 @@ pub struct Recent {
 /// and all segments.
 type Group = (CcAggregate, Vec<u32>, Vec<f64>, [u64; 2]);
 
-/// Aggregates sockets by cc, sorted by cc name.
-pub fn by_cc<'a>(sockets: impl IntoIterator<Item = &'a SocketView>) -> Vec<CcAggregate> {
+/// Aggregates sockets by cc, sorted by cc name: the figures over each cc's senders, loopback
+/// counted as any other socket when `loopback`.
+pub fn by_cc<'a>(sockets: impl IntoIterator<Item = &'a SocketView>, loopback: bool) -> Vec<CcAggregate> {
     let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
     for s in sockets {
         let cc = s.record.cc_name();
@@ -83,7 +104,26 @@ pub fn by_cc<'a>(sockets: impl IntoIterator<Item = &'a SocketView>) -> Vec<CcAgg
             (CcAggregate { cc: cc.to_string(), ..CcAggregate::default() }, Vec::new(), Vec::new(), [0; 2])
         });
         agg.sockets += 1;
+        agg.inflated += usize::from(s.derived.inflated);
+        agg.firing += usize::from(s.derived.alert_firing);
+        if let Some(p) = s.derived.phase {
+            *agg.phases.entry(p.mode_name()).or_default() += 1;
+        }
+        // ECN's counts are over each socket's life: every socket's, not the interval's senders'.
         let info = &s.record.tcp_info;
+        agg.ecn_sockets += usize::from(s.derived.ecn.is_some_and(|e| e.negotiated));
+        delivered[0] += u64::from(info.delivered_ce_segs().unwrap_or(0));
+        delivered[1] += u64::from(info.delivered_segs().unwrap_or(0));
+        let count = match s.role(loopback) {
+            Role::Sender => &mut agg.senders,
+            Role::Receiver => &mut agg.receivers,
+            Role::Idle => &mut agg.idle,
+            Role::Loopback => &mut agg.loopback,
+        };
+        *count += 1;
+        if s.role(loopback) != Role::Sender {
+            continue;
+        }
         if let Some(v) = info.srtt_us() {
             rtts.push(v);
         }
@@ -93,14 +133,6 @@ pub fn by_cc<'a>(sockets: impl IntoIterator<Item = &'a SocketView>) -> Vec<CcAgg
         agg.delivery_rate_bytes_per_sec += info.delivery_rate_bytes_per_sec().unwrap_or(0) as f64;
         agg.goodput_bytes_per_sec += s.derived.rates.goodput_bytes_per_sec.unwrap_or(0.0);
         agg.retrans_segs_per_sec += s.derived.rates.retrans_segs_per_sec.unwrap_or(0.0);
-        agg.inflated += usize::from(s.derived.inflated);
-        agg.firing += usize::from(s.derived.alert_firing);
-        agg.ecn_sockets += usize::from(s.derived.ecn.is_some_and(|e| e.negotiated));
-        delivered[0] += u64::from(info.delivered_ce_segs().unwrap_or(0));
-        delivered[1] += u64::from(info.delivered_segs().unwrap_or(0));
-        if let Some(p) = s.derived.phase {
-            *agg.phases.entry(p.mode_name()).or_default() += 1;
-        }
     }
     groups
         .into_values()
@@ -132,7 +164,7 @@ mod tests {
             SocketView { record: RecordRef::single(r), derived, history: HistoryView::none() }
         };
         let socks = [view(1, "bbr", 8 | 16, 900, 90), view(2, "bbr", 0, 100, 0), view(3, "cubic", 8, 0, 0)];
-        let aggs = by_cc(&socks);
+        let aggs = by_cc(&socks, false);
         let bbr = &aggs[0];
         assert_eq!((bbr.cc.as_str(), bbr.ecn_sockets, bbr.ce_marked_fraction), ("bbr", 1, Some(0.09)));
         let cubic = &aggs[1];

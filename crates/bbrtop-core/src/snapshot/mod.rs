@@ -18,7 +18,7 @@ pub use aggregate::{CcAggregate, Recent};
 pub use closed::ClosedAggregate;
 pub use history::{HistoryView, Sample};
 pub use kernel::KernelSocket;
-pub use socket::{Derived, RecordRef, SocketView};
+pub use socket::{Derived, RecordRef, Role, SocketView};
 pub use status::{Cause, CollectorStatus, Health, Reason};
 pub use totals::CcTotals;
 

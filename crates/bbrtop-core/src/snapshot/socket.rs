@@ -88,6 +88,45 @@ impl Serialize for RecordRef {
     }
 }
 
+/// What a socket did in the last interval, for the per-cc figures, which are its senders'.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Sent data (some of it acked, or retransmitted).
+    Sender,
+    /// Received data and sent none.
+    Receiver,
+    /// Moved nothing.
+    Idle,
+    /// Its peer is this host, and loopback is not counted.
+    Loopback,
+}
+
+impl SocketView {
+    /// What this socket did in the last interval; a loopback socket is `Loopback` unless
+    /// `loopback` says to count it as any other. Seen once (a one-shot read, a first poll), with
+    /// no interval yet, it is judged by the moment: data in flight is a sender, data received in
+    /// the last second a receiver.
+    pub fn role(&self, loopback: bool) -> Role {
+        let (r, i) = (&self.derived.rates, &self.record.tcp_info);
+        let moved = |v: Option<f64>| v.is_some_and(|v| v > 0.0);
+        let first_sight = r.goodput_bytes_per_sec.is_none() && r.recv_bytes_per_sec.is_none();
+        let (sent, received) = if first_sight {
+            (i.unacked_segs().is_some_and(|n| n > 0), i.last_data_recv_ms().is_some_and(|ms| ms < 1000))
+        } else {
+            (moved(r.goodput_bytes_per_sec) || moved(r.retrans_segs_per_sec), moved(r.recv_bytes_per_sec))
+        };
+        if !loopback && self.record.is_loopback() {
+            Role::Loopback
+        } else if sent {
+            Role::Sender
+        } else if received {
+            Role::Receiver
+        } else {
+            Role::Idle
+        }
+    }
+}
+
 /// One socket in a snapshot: what the kernel said, what follows from it, and its history.
 #[derive(Clone, Debug, Serialize)]
 pub struct SocketView {
