@@ -21,6 +21,7 @@ pub mod contained;
 pub mod doctor;
 pub mod engine;
 pub mod export;
+pub mod files;
 pub mod filter;
 #[cfg(test)]
 mod fuzz;

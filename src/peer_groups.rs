@@ -35,8 +35,7 @@ pub struct PeerGroups {
 
 impl PeerGroups {
     pub fn load(path: &Path) -> Result<PeerGroups, String> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("peer groups {}: {e}", path.display()))?;
+        let text = crate::files::read_to_string("--peer-groups.file", path, crate::files::Kind::Config)?;
         PeerGroups::parse(&text).map_err(|e| format!("peer groups {}: {e}", path.display()))
     }
 

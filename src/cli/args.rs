@@ -89,7 +89,8 @@ pub struct SourceArgs {
     pub collector: Option<CollectorChoice>,
     /// With the socket walk, where to read pod names from: a pod list (the kubelet's /pods, or
     /// the API server's pods of this node) as an http:// URL or a file. Without it, pods are
-    /// named by uid and container id, from their cgroup.
+    /// named by uid and container id, from their cgroup. A file is a regular one of at most
+    /// 64 MiB.
     #[arg(long = "kubernetes.pods", value_name = "URL|PATH", value_parser = parse_pod_source)]
     pub kubernetes_pods: Option<crate::attrib::PodSource>,
 }

@@ -54,7 +54,8 @@ pub struct CompareArgs {
     /// (DIR created if missing), as `bbrtop lab --plot DIR` writes its figures.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
-    /// CIDR groups (YAML, as `export` takes): a row per peer group too.
+    /// CIDR groups (YAML, as `export` takes): a row per peer group too. A regular file of at
+    /// most 1 MiB.
     #[arg(long = "peer-groups.file", value_name = "FILE")]
     pub peer_groups: Option<PathBuf>,
 }

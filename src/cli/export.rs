@@ -37,7 +37,8 @@ pub struct ExportArgs {
     /// auth as /metrics.
     #[arg(long = "web.enable-api")]
     pub enable_api: bool,
-    /// exporter-toolkit web config (YAML): TLS and basic auth.
+    /// exporter-toolkit web config (YAML): TLS and basic auth. A regular file of at most 1 MiB;
+    /// the certificate and key files it names, at most 4 MiB each.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config: Option<PathBuf>,
     /// Concurrent connections (1 to 65536); past this, new connections are closed at once.
@@ -77,7 +78,7 @@ pub struct ExportArgs {
     /// Where hindsight is written: a new recording directory under it each time.
     #[arg(long = "hindsight.dir", value_name = "DIR", default_value = "/var/lib/bbrtop/hindsight")]
     pub hindsight_dir: PathBuf,
-    /// CIDR groups (YAML) that become the peer_group label.
+    /// CIDR groups (YAML) that become the peer_group label. A regular file of at most 1 MiB.
     #[arg(long = "peer-groups.file", value_name = "FILE", alias = "peer-groups")]
     pub peer_groups: Option<PathBuf>,
 }

@@ -43,11 +43,11 @@ pub struct ConnectArgs {
     #[arg(long = "connect.username", value_name = "NAME", requires = "connect")]
     pub username: Option<String>,
     /// A file holding the password for the remote's basic auth (a trailing newline is dropped):
-    /// never on the command line, where other users see it.
+    /// never on the command line, where other users see it. A regular file of at most 4 KiB.
     #[arg(long = "connect.password.file", value_name = "FILE", requires = "connect")]
     pub password_file: Option<PathBuf>,
     /// Trust the CA certificates in this PEM file (a self-signed exporter's own certificate)
-    /// instead of the system's CA store.
+    /// instead of the system's CA store. A regular file of at most 4 MiB.
     #[arg(long = "connect.ca.file", value_name = "FILE", requires = "connect")]
     pub ca_file: Option<PathBuf>,
 }
@@ -81,8 +81,8 @@ impl ConnectArgs {
     fn client(&self, target: Target) -> Result<Client, Failure> {
         let password = match &self.password_file {
             Some(p) => Some(
-                std::fs::read_to_string(p)
-                    .map_err(|e| Failure::Usage(format!("--connect.password.file {}: {e}", p.display())))?,
+                crate::files::read_to_string("--connect.password.file", p, crate::files::Kind::Password)
+                    .map_err(Failure::Usage)?,
             ),
             None => None,
         };

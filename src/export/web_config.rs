@@ -11,6 +11,7 @@
 //! Unknown fields are errors, so a setting bbrtop does not implement is never silently ignored.
 //! Relative file paths are relative to the config file, as in exporter-toolkit.
 
+use crate::files::{self, Kind};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -68,7 +69,7 @@ impl WebConfig {
     /// Reads the file and loads the certificate and key it names. Errors are one line.
     pub fn load(path: &Path) -> Result<Security, String> {
         let err = |e: String| format!("web config {}: {e}", path.display());
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let text = files::read_to_string("--web.config.file", path, Kind::Config)?;
         let c = WebConfig::parse(&text).map_err(err)?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let tls = match &c.tls_server_config {
@@ -90,13 +91,14 @@ impl TlsConfig {
         };
         let cert_path = dir.join(&self.cert_file);
         let key_path = dir.join(&self.key_file);
-        let certs = CertificateDer::pem_file_iter(&cert_path)
-            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        let cert_pem = files::read("cert_file", &cert_path, Kind::Pem)?;
+        let certs = CertificateDer::pem_slice_iter(&cert_pem)
+            .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("cert_file {}: {e}", cert_path.display()))?;
         if certs.is_empty() {
             return Err(format!("cert_file {}: no certificate", cert_path.display()));
         }
-        let key = PrivateKeyDer::from_pem_file(&key_path)
+        let key = PrivateKeyDer::from_pem_slice(&files::read("key_file", &key_path, Kind::Pem)?)
             .map_err(|e| format!("key_file {}: {e}", key_path.display()))?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         rustls::ServerConfig::builder_with_provider(provider)

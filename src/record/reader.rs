@@ -201,7 +201,9 @@ fn onsets(rows: &[polls::Decoded]) -> Vec<usize> {
 }
 
 fn open_parquet(path: &Path) -> anyhow::Result<(Meta, ParquetRecordBatchReaderBuilder<File>)> {
-    let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    // A chunk's files come from a directory a flag names: a FIFO or a device there is refused
+    // rather than read (the reader reads by ranges, so a regular file's size needs no bound).
+    let f = crate::files::open_regular("recording", path).map_err(anyhow::Error::msg)?;
     let b = ParquetRecordBatchReaderBuilder::try_new(f)
         .with_context(|| format!("{}: not a readable Parquet file", path.display()))?;
     let meta = Meta::from_key_values(

@@ -144,7 +144,7 @@ fn root_certs(roots: &Roots) -> Result<RootCerts, String> {
         }
         Roots::File(path) => {
             let err = |e: String| format!("--connect.ca.file {}: {e}", path.display());
-            let pem = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+            let pem = crate::files::read("--connect.ca.file", path, crate::files::Kind::Pem)?;
             let certs = ureq::tls::parse_pem(&pem)
                 .filter_map(|item| match item {
                     Ok(PemItem::Certificate(c)) => Some(Ok(c)),
