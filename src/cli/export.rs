@@ -22,7 +22,7 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub poll: PollArgs,
     /// Address to listen on, host:port or :port (every address). May be given more than once.
-    #[arg(long = "web.listen-address", value_name = "ADDR", default_value = ":10027")]
+    #[arg(long = "web.listen-address", value_name = "ADDR", default_value = ":10027", value_parser = parse_listen)]
     pub listen: Vec<String>,
     /// Serve on the sockets systemd passes (socket activation: LISTEN_FDS, from a .socket unit)
     /// instead of binding --web.listen-address.
@@ -116,12 +116,31 @@ fn parse_resend(s: &str) -> Result<Duration, String> {
     super::args::parse_duration_in(s, "resend interval", Duration::from_secs(1), Duration::from_secs(3600))
 }
 
+/// `host:port` or `:port`, with a port from 0 to 65535: a usage error when parsed, not a runtime
+/// failure at bind. Whether the host resolves is only known at bind.
+fn parse_listen(s: &str) -> Result<String, String> {
+    let bad = |why: &str| Err(format!("invalid listen address {s:?}: {why} (expected host:port or :port)"));
+    let Some((host, port)) = s.rsplit_once(':') else { return bad("no port") };
+    if port.parse::<u16>().is_err() {
+        return bad("the port is not 0 to 65535");
+    }
+    if host.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("spaces in the host");
+    }
+    Ok(s.to_string())
+}
+
 fn parse_am_url(s: &str) -> Result<String, String> {
     let rest = s
         .strip_prefix("http://")
         .ok_or_else(|| format!("invalid Alertmanager URL {s:?} (expected http://host:port)"))?;
     if rest.is_empty() || rest.starts_with('/') {
         return Err(format!("invalid Alertmanager URL {s:?}: no host"));
+    }
+    // The URL is only used at the first alert: a host with spaces would fail then, every time.
+    match s.parse::<hyper::Uri>() {
+        Ok(u) if u.authority().is_some_and(|a| !a.host().is_empty()) => {}
+        _ => return Err(format!("invalid Alertmanager URL {s:?}: not a URL (expected http://host:port)")),
     }
     Ok(s.trim_end_matches('/').to_string())
 }
