@@ -1,6 +1,9 @@
 //! The binary's contract: exit codes, one-line errors, doctor's verdicts. No privilege needed.
 
-use std::process::{Command, Output};
+mod support;
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 fn bbrtop(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bbrtop")).args(args).output().expect("run bbrtop")
@@ -254,4 +257,41 @@ fn completions_and_man_pages_are_generated_from_the_flags() {
     }
     let export = std::fs::read_to_string(dir.path().join("bbrtop-export.1")).unwrap();
     assert!(export.contains("web.telemetry\\-path"), "bbrtop-export.1 lacks --web.telemetry-path");
+}
+
+/// SIGUSR1 (the exporter's dump signal) does not end `watch`: it prints polls after it, and
+/// SIGINT still ends it cleanly (on main SIGUSR1 killed it).
+#[test]
+fn watch_goes_on_after_sigusr1() {
+    use std::io::BufRead;
+    // A loopback connection of the test's own, so that every poll prints lines.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let _client = std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+    let _server = listener.accept().expect("accept");
+    let mut child = support::Proc(
+        Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+            .args(["watch", "--interval", "100ms", "--ndjson", "--no-collector.bpf"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bbrtop watch"),
+    );
+    // Lines are read on a thread of their own, so a silent child fails the test, not hangs it.
+    let stdout = std::io::BufReader::new(child.0.stdout.take().expect("stdout"));
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || stdout.lines().map_while(Result::ok).try_for_each(|l| tx.send(l)));
+    let seq = |line: String| -> u64 {
+        let doc: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+        doc["seq"].as_u64().expect("seq")
+    };
+    let first = lines.recv_timeout(Duration::from_secs(20)).map(seq).expect("a first poll's line");
+    support::signal(child.0.id(), "USR1");
+    // Lines of polls after the signal: their seq grows past the first's by a few.
+    let later = std::iter::from_fn(|| lines.recv_timeout(Duration::from_secs(20)).ok().map(seq))
+        .find(|&s| s >= first + 3);
+    assert!(later.is_some(), "watch stopped printing after SIGUSR1");
+    support::signal(child.0.id(), "INT");
+    let status = support::wait_exit(&mut child.0, Duration::from_secs(20)).expect("SIGINT ends it");
+    assert!(status.success(), "{status:?}");
 }

@@ -112,3 +112,44 @@ fn hindsight_is_written_on_request_and_on_sigusr1_and_reads_back() {
     assert!(second.polls().len() as u64 > polls, "it holds the first's polls and the newer ones");
     assert!(_exporter.0.id() > 0 && Path::new(&format!("/proc/{pid}")).exists(), "SIGUSR1 did not end it");
 }
+
+/// Without hindsight SIGUSR1 has nothing to write: the exporter says so in its log and goes on
+/// serving (SIGUSR1's default action, which it used to get, kills).
+#[test]
+fn sigusr1_without_hindsight_is_logged_and_the_exporter_goes_on() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let log = tmp.path().join("stderr");
+    let port = support::http::free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .args(["export", "--web.listen-address", &format!("127.0.0.1:{port}")])
+        .args(["--hindsight.window", "0", "--interval", "200ms", "--no-collector.bpf"])
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("bbrtop export");
+    let mut exporter = Exporter(child);
+    let t = Instant::now();
+    while curl("GET", port, "/-/healthy", None).0 == 0 {
+        assert!(t.elapsed() < Duration::from_secs(30), "the exporter did not answer in 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = exporter.0.id().to_string();
+    assert!(Command::new("kill").args(["-USR1", &pid]).status().expect("kill").success());
+    let t = Instant::now();
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains("SIGUSR1") {
+        assert!(exporter.0.try_wait().expect("wait").is_none(), "SIGUSR1 ended the exporter");
+        assert!(t.elapsed() < Duration::from_secs(10), "nothing logged after SIGUSR1");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(std::fs::read_to_string(&log).expect("log").contains("hindsight is off"));
+    assert_eq!(curl("GET", port, "/metrics", None).0, 200, "still serving");
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = exporter.0.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "SIGTERM did not end it in 10 s");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "SIGTERM ends it cleanly: {status:?}");
+}

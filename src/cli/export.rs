@@ -189,7 +189,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     let app = Arc::new(App::new(started.runtime.published(), groups, security, options));
     let limits = Limits { max_connections: a.max_connections as usize, ..Limits::default() };
     tracing::info!(address = bound.join(","), scheme = me.scheme, "listening");
-    serve_until(listeners, app, limits, Arc::clone(&started.stop))?;
+    serve_until(listeners, app, limits, Arc::clone(&started.stop), hindsight.is_some())?;
     drop(pusher);
     if let Some((_, thread)) = hindsight {
         let _ = thread.join();
@@ -209,8 +209,8 @@ fn start_hindsight(a: &ExportArgs, started: &super::startup::Started) -> Result<
     let opts = HindsightOptions { window: a.hindsight_window, max_bytes: a.hindsight_max };
     let sys = crate::system::SystemInfo::read(started.netns.as_ref());
     let keeper = Keeper::new(Hindsight::new(opts, sys), a.hindsight_dir.clone());
-    let wanted = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&wanted)).context("SIGUSR1")?;
+    // The startup sequence took SIGUSR1; hindsight's thread is its one reader.
+    let wanted = Arc::clone(super::startup::usr1());
     let thread = keeper
         .start(started.runtime.published(), Arc::clone(&started.stop), wanted)
         .context("starting hindsight")?;
@@ -272,20 +272,28 @@ fn push_config(a: &ExportArgs, me: &Me, groups: &Arc<PeerGroups>) -> Option<Push
     })
 }
 
-/// Serves HTTP until the startup sequence's signal flag is set.
+/// Serves HTTP until the startup sequence's signal flag is set. Without hindsight, a SIGUSR1
+/// (the dump signal) is answered with a log line saying there is nothing to write.
 fn serve_until(
     listeners: Vec<TcpListener>,
     app: Arc<App>,
     limits: Limits,
     stop: Arc<std::sync::atomic::AtomicBool>,
+    hindsight: bool,
 ) -> Result<(), Failure> {
     let tokio_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the HTTP runtime")?;
+    let usr1 = super::startup::usr1();
     let shutdown = async move {
         // Checked a few times a second.
         while !stop.load(Ordering::Relaxed) {
+            if !hindsight && usr1.swap(false, Ordering::Relaxed) {
+                tracing::warn!(
+                    "SIGUSR1: hindsight is off (--hindsight.window 0), so there is nothing to write"
+                );
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
