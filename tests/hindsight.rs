@@ -44,6 +44,15 @@ fn curl(method: &str, port: u16, path: &str, auth: Option<&str>) -> (u16, String
     (code.parse().unwrap_or(0), body.to_string())
 }
 
+/// The netlink collector's polls so far, read from /metrics.
+fn polls_done(port: u16) -> u64 {
+    let (_, body) = curl("GET", port, "/metrics", Some("ops:s3cret"));
+    body.lines()
+        .find_map(|l| l.strip_prefix("bbrtop_collector_polls_total{collector=\"netlink\"} "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
 fn dirs(parent: &Path) -> Vec<std::path::PathBuf> {
     let mut v: Vec<_> =
         std::fs::read_dir(parent).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
@@ -80,21 +89,31 @@ fn hindsight_is_written_on_request_and_on_sigusr1_and_reads_back() {
     assert_eq!(curl("POST", port, "/api/hindsight", None).0, 401, "nobody without the password");
     assert_eq!(curl("POST", port, "/api/hindsight", Some("ops:wrong")).0, 401);
     assert_eq!(curl("GET", port, "/api/hindsight", Some("ops:s3cret")).0, 405, "a write is a POST");
-    // Asked until it holds a few polls (a busy host takes longer to poll).
+    // Asked once the poller has polled a few times (a busy host takes longer to poll), and
+    // again while hindsight holds nothing yet (503, which does not count as a dump).
     let t = Instant::now();
+    while polls_done(port) < 3 {
+        assert!(t.elapsed() < Duration::from_secs(30), "no three polls in 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let doc = loop {
         let (code, body) = curl("POST", port, "/api/hindsight", Some("ops:s3cret"));
-        let doc: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-        if code == 200 && doc["polls"].as_u64() >= Some(3) {
-            break doc;
+        if code == 200 {
+            break serde_json::from_str::<serde_json::Value>(&body).expect("JSON");
         }
-        assert!(code == 200 || code == 503, "{code} {body}");
-        assert!(t.elapsed() < Duration::from_secs(30), "no three polls held in 30 s: {code} {body}");
+        assert_eq!(code, 503, "{body}");
+        assert!(t.elapsed() < Duration::from_secs(30), "nothing held in 30 s: {code} {body}");
         std::thread::sleep(Duration::from_millis(300));
     };
     let dir = doc["dir"].as_str().expect("dir");
     let polls = doc["polls"].as_u64().expect("polls");
+    assert!(polls >= 1, "{doc}");
     let before = dirs(&out).len();
+    // A second request within the minute writes nothing (each dump is the whole window).
+    let (code, body) = curl("POST", port, "/api/hindsight", Some("ops:s3cret"));
+    assert_eq!(code, 429, "{body}");
+    assert!(body.contains("again in"), "{body}");
+    assert_eq!(dirs(&out).len(), before, "the refused request wrote nothing");
     assert!(doc["memory_bytes"].as_u64() > Some(0), "{doc}");
     let rec = Recording::open(Path::new(dir)).expect("a recording");
     assert_eq!(rec.polls().len() as u64, polls);

@@ -345,10 +345,25 @@ async fn hindsight_response(app: &App) -> Resp {
             "Not Found: hindsight is written over HTTP with --web.enable-api and --hindsight.window above 0\n",
         );
     };
+    use super::hindsight::Refused;
     let keeper = Arc::clone(keeper);
-    match tokio::task::spawn_blocking(move || keeper.dump()).await {
+    match tokio::task::spawn_blocking(move || keeper.dump_requested(std::time::Instant::now())).await {
         Ok(Ok(d)) => json(&d),
-        Ok(Err(e)) => respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", format!("{e:#}\n")),
+        Ok(Err(Refused::TooSoon(left))) => {
+            let secs = left.as_secs() + 1;
+            let mut r = respond(
+                StatusCode::TOO_MANY_REQUESTS,
+                "text/plain",
+                format!(
+                    "Too Many Requests: hindsight was written less than a minute ago; again in {secs} s\n"
+                ),
+            );
+            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            r
+        }
+        Ok(Err(Refused::Failed(e))) => {
+            respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", format!("{e:#}\n"))
+        }
         Err(_) => respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", "hindsight failed\n"),
     }
 }
