@@ -180,3 +180,26 @@ fn a_flood_of_unique_wrong_passwords_never_rechecks_a_known_credential() {
     assert!(scrapes > 0);
     assert_eq!(srv.app.auth_checks(), 1 + (threads * each) as u64, "the right credential was checked once");
 }
+
+/// Slowloris: more slow connections than slots, none of them ever finishing its headers. A
+/// scrape still gets a slot (a slow one gives way) and is answered, every time; on main every
+/// slot was taken before auth, and the scrapes were closed at once.
+#[test]
+fn slow_clients_never_starve_an_authenticated_scrape() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits { max_connections: 8, ..Limits::default() };
+    let srv = Server::start_with(with_auth(dir.path()), limits, Options::default(), snapshot);
+    let slow: Vec<TcpStream> = (0..20)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n").unwrap();
+            s
+        })
+        .collect();
+    for i in 0..10 {
+        let (status, _) =
+            get_as(srv.port, "/metrics", "prom", "s3cret").unwrap_or_else(|e| panic!("scrape {i}: {e}"));
+        assert_eq!(status, 200, "scrape {i}");
+    }
+    drop(slow);
+}

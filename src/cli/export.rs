@@ -41,7 +41,8 @@ pub struct ExportArgs {
     /// the certificate and key files it names, at most 4 MiB each.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config: Option<PathBuf>,
-    /// Concurrent connections (1 to 65536); past this, new connections are closed at once.
+    /// Concurrent connections (1 to 65536); past this, a new connection takes the slot of the
+    /// oldest one that has not passed auth, or is closed at once if every one has.
     #[arg(long = "web.max-connections", value_name = "N", default_value = "512",
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_connections: u32,

@@ -10,4 +10,5 @@ pub mod metrics;
 pub mod probes;
 pub mod process;
 pub mod server;
+pub mod slots;
 pub mod web_config;
