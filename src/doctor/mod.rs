@@ -4,6 +4,7 @@
 mod checks;
 pub mod host;
 pub mod qdisc;
+pub mod sched;
 
 pub use checks::checks;
 
@@ -85,6 +86,8 @@ pub struct Readings {
     pub live: Option<Live>,
     /// The interfaces that are up and their qdiscs (`None` where iproute2 could not be run).
     pub interfaces: Option<Vec<qdisc::Interface>>,
+    /// Whether the kernel has fq and fq_codel, so only a qdisc it has is recommended.
+    pub qdisc_kinds: sched::Kinds,
 }
 
 /// A bandwidth-delay product to size buffers for.
