@@ -1,6 +1,7 @@
 //! Parser fuzzing at scale: the netlink, BPF-record and configuration parsers each take a stream
 //! of generated inputs, valid ones mutated (bytes overwritten, truncated) and random bytes, and
-//! must never panic. Out of the default `cargo test`; `scripts/test.sh` runs 20,000 inputs per
+//! must never panic; so must the recording reader, on chunks whose files are mutated, cut short
+//! or another chunk's (a fortieth as many inputs: each is a chunk written and read back). Out of the default `cargo test`; `scripts/test.sh` runs 20,000 inputs per
 //! parser, and the full run is
 //!
 //!     BBRTOP_FUZZ_CASES=1000000 cargo test --profile fuzz --lib fuzz -- --ignored --nocapture
@@ -40,9 +41,13 @@ fn inputs(corpus: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
 
 /// Runs `parse` on `cases()` inputs; a panic fails the test with the smallest input found.
 /// Reports its rate on stderr: a test harness, not the product, so the lint on stderr is off here.
-#[allow(clippy::print_stderr)]
 fn fuzz(name: &str, corpus: Vec<Vec<u8>>, parse: impl Fn(&[u8])) {
-    let n = cases();
+    fuzz_n(name, cases(), corpus, parse)
+}
+
+/// [`fuzz`] on `n` inputs.
+#[allow(clippy::print_stderr)]
+fn fuzz_n(name: &str, n: u32, corpus: Vec<Vec<u8>>, parse: impl Fn(&[u8])) {
     let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
     let start = Instant::now();
     let result = runner.run(&inputs(corpus), |b| {
@@ -126,5 +131,45 @@ fn fuzz_configuration() {
         let _ = PeerGroups::parse(&text);
         let _ = WebConfig::parse(&text);
         let _ = crate::filter::Filter::parse_words(&text);
+    });
+}
+
+/// The recording reader on damaged chunks: a chunk's sockets or polls file replaced by a mutated
+/// copy of either (bytes overwritten, cut short, or another chunk's file whole), beside two good
+/// chunks. Opening and reading every poll must never panic, and the good chunks must stay.
+#[test]
+#[ignore = "fuzzing: scripts/test.sh runs it, see the module's comment"]
+fn fuzz_recordings() {
+    use crate::record::Recording;
+    use crate::record::tests::{file, three_chunks};
+    use crate::record::writer::{POLLS_SUFFIX, SOCKETS_SUFFIX};
+    let (dir, stems) = three_chunks();
+    let good: Vec<(std::path::PathBuf, Vec<u8>)> = [POLLS_SUFFIX, SOCKETS_SUFFIX]
+        .iter()
+        .flat_map(|suffix| stems.iter().map(move |s| file(s, suffix)))
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect();
+    let corpus: Vec<Vec<u8>> = good.iter().map(|(_, b)| b.clone()).collect();
+    let (polls, sockets) = (file(&stems[1], POLLS_SUFFIX), file(&stems[1], SOCKETS_SUFFIX));
+    let kept: usize = [&stems[0], &stems[2]]
+        .iter()
+        .map(|s| Recording::open(&file(s, POLLS_SUFFIX)).unwrap().polls().len())
+        .sum();
+    // An input here is a chunk written and a recording read back, some 40 parser inputs' worth:
+    // a fortieth as many of them.
+    fuzz_n("recordings", (cases() / 40).max(1), corpus, |b| {
+        for (p, bytes) in &good {
+            std::fs::write(p, bytes).unwrap();
+        }
+        // The first byte picks which of the middle chunk's files the input replaces.
+        let target = if b.first().is_some_and(|x| x % 2 == 0) { &polls } else { &sockets };
+        std::fs::write(target, b).unwrap();
+        let mut rec = Recording::open(dir.path()).expect("the good chunks stay a recording");
+        let n = rec.polls().len();
+        assert!(n >= kept, "{n} polls: a good chunk was lost");
+        let _ = rec.read(0..n);
     });
 }

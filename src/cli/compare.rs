@@ -63,6 +63,7 @@ pub struct CompareArgs {
 /// One side read from its recording: every socket in its range summarised.
 fn read_side(spec: &SideSpec, groups: &PeerGroups) -> Result<Side, Failure> {
     let mut rec = Recording::open(&spec.path).map_err(|e| Failure::Usage(format!("{e:#}")))?;
+    super::failure::warn_skipped(&spec.path, rec.skipped());
     let times: Vec<_> = rec.polls().iter().map(|p| p.at).collect();
     let range = spec.select(&times).map_err(Failure::Usage)?;
     let mut sum = Summarizer::new(groups);
