@@ -15,6 +15,8 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn bad_usage_is_one_line_and_exit_2() {
+    // 308 nines: on main an infinite rate, and rmem_max=18446744073709551615 recommended.
+    let nines = format!("{}gbit", "9".repeat(308));
     let cases: &[&[&str]] = &[
         &["snapshot", "--bogus"],
         &["snapshot", "--peer", "10.0.0.0/33"],
@@ -27,6 +29,8 @@ fn bad_usage_is_one_line_and_exit_2() {
         &["snapshot", "--alert.ratio", "0.5"],
         &["doctor", "--bdp", "fast", "100ms"],
         &["doctor", "--bdp", "1gbit", "-5ms"],
+        &["doctor", "--bdp", &nines, "100ms"],
+        &["doctor", "--bdp", "1gbit", "1000h"],
         &["nosuchcommand"],
     ];
     for args in cases {

@@ -254,10 +254,18 @@ fn capabilities(caps: CapSet) -> Check {
 }
 
 /// The socket buffer limits, each against 2x the bandwidth-delay product.
+/// The most these sysctls hold: the kernel keeps them as an int.
+const SYSCTL_MAX: u64 = i32::MAX as u64;
+
 fn buffers(r: &Readings, bdp: Bdp) -> [Check; 4] {
-    let need = bdp.bytes().saturating_mul(2);
+    let need = bdp.bytes().saturating_mul(2).min(SYSCTL_MAX);
+    let capped = if need == SYSCTL_MAX {
+        format!(" (capped at {SYSCTL_MAX}, the most the kernel takes)")
+    } else {
+        String::new()
+    };
     let note = format!(
-        "BDP {} bytes ({:.0} Mbit/s x {:.0} ms); a window needs about 2x BDP of buffer.",
+        "BDP {} bytes ({:.0} Mbit/s x {:.0} ms); a window needs about 2x BDP of buffer{capped}.",
         bdp.bytes(),
         bdp.rate_bits_per_sec / 1e6,
         bdp.rtt_seconds * 1e3

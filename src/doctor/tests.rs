@@ -107,6 +107,12 @@ fn bdp_sizes_buffers() {
     assert_eq!(ck.fix[0], "sysctl -w net.core.rmem_max=\"25000000\"");
     let small = Bdp { rate_bits_per_sec: 100e6, rtt_seconds: 0.02 };
     assert_eq!(status_of(&checks(&r, small), "net.core.rmem_max"), Status::Ok);
+    // The largest path the flags take needs more than the sysctl holds: capped, and said.
+    let huge = Bdp { rate_bits_per_sec: MAX_RATE, rtt_seconds: 10.0 };
+    let c = checks(&r, huge);
+    let ck = c.iter().find(|c| c.name == "net.core.rmem_max").unwrap();
+    assert_eq!(ck.fix[0], "sysctl -w net.core.rmem_max=\"2147483647\"");
+    assert!(ck.why.contains("capped at 2147483647"), "{}", ck.why);
 }
 
 #[test]
@@ -117,6 +123,10 @@ fn rates_and_versions() {
     assert_eq!(parse_rate("2500"), Ok(2500.0));
     assert!(parse_rate("-1gbit").is_err());
     assert!(parse_rate("fast").is_err());
+    // 308 nines made an infinite rate and a buffer of u64::MAX bytes.
+    let e = parse_rate(&format!("{}gbit", "9".repeat(308))).unwrap_err();
+    assert!(e.contains("above 10tbit"), "{e}");
+    assert_eq!(parse_rate("10tbit"), Ok(MAX_RATE));
     assert_eq!(kernel_version("6.18.44-fc-v669"), Some((6, 18)));
     assert_eq!(kernel_version("4.9.0"), Some((4, 9)));
     assert_eq!(kernel_version(""), None);

@@ -22,8 +22,32 @@ use std::sync::Arc;
 pub struct WebConfig {
     #[serde(default)]
     pub tls_server_config: Option<TlsConfig>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "unique_users")]
     pub basic_auth_users: BTreeMap<String, String>,
+}
+
+/// The users, each named once: YAML lets a mapping repeat a key, and a map keeps only the last,
+/// so a user written twice would silently lose one of its hashes.
+fn unique_users<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    struct Users;
+    impl<'de> serde::de::Visitor<'de> for Users {
+        type Value = BTreeMap<String, String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map of user names to bcrypt hashes")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+            let mut users = BTreeMap::new();
+            while let Some((user, hash)) = m.next_entry::<String, String>()? {
+                if users.insert(user.clone(), hash).is_some() {
+                    return Err(serde::de::Error::custom(format!(
+                        "basic_auth_users: user {user:?} is named twice"
+                    )));
+                }
+            }
+            Ok(users)
+        }
+    }
+    d.deserialize_map(Users)
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -46,15 +70,29 @@ pub struct Security {
 /// The highest bcrypt cost accepted: a check at 16 takes a few seconds on a server core, and
 /// the exporter runs one check at a time.
 const MAX_COST: u32 = 16;
+/// bcrypt's least cost: the crate refuses to verify below it, so no password could ever match.
+const MIN_COST: u32 = 4;
 
 impl WebConfig {
     pub fn parse(text: &str) -> Result<WebConfig, String> {
         let c: WebConfig = serde_norway::from_str(text).map_err(|e| e.to_string().replace('\n', " "))?;
         for (user, hash) in &c.basic_auth_users {
+            // Basic auth splits "user:password" at the first colon: such a user can never log in.
+            if user.contains(':') || user.is_empty() {
+                return Err(format!(
+                    "basic_auth_users: user {user:?} can never log in (basic auth takes no ':' in a user name, and no empty one)"
+                ));
+            }
             // The format is checked now, not at the first scrape, by parsing: a verify would cost
             // as much as a login, which at a high cost stalls start-up.
             let parts: bcrypt::HashParts =
                 hash.parse().map_err(|_| format!("basic_auth_users.{user}: not a bcrypt hash"))?;
+            if parts.get_cost() < MIN_COST {
+                return Err(format!(
+                    "basic_auth_users.{user}: bcrypt cost {} is below {MIN_COST}, which bcrypt refuses to verify (no password could log in)",
+                    parts.get_cost()
+                ));
+            }
             if parts.get_cost() > MAX_COST {
                 return Err(format!(
                     "basic_auth_users.{user}: bcrypt cost {} is above {MAX_COST} (each check would take \
@@ -129,6 +167,21 @@ mod tests {
             let e = WebConfig::parse(bad).unwrap_err();
             assert!(!e.contains('\n'), "{bad:?} -> {e}");
         }
+    }
+
+    /// Users who could never log in are refused at load, not found out at the first scrape: a
+    /// cost-3 hash (bcrypt will not verify it), a ':' in the name, a user named twice.
+    #[test]
+    fn users_who_could_never_log_in_are_refused() {
+        let cost3 = "$2b$03$abcdefghijklmnopqrstuuJZbTvV2pDT5yQMbyGgDy4XdNVcsvTg2";
+        let e = WebConfig::parse(&format!("basic_auth_users:\n  alice: '{cost3}'\n")).unwrap_err();
+        assert!(e.contains("cost 3 is below 4"), "{e}");
+        let hash = bcrypt::hash("pw", 4).unwrap();
+        let e = WebConfig::parse(&format!("basic_auth_users:\n  'al:ice': '{hash}'\n")).unwrap_err();
+        assert!(e.contains("can never log in"), "{e}");
+        let e = WebConfig::parse(&format!("basic_auth_users:\n  alice: '{hash}'\n  alice: '{hash}'\n"))
+            .unwrap_err();
+        assert!(e.contains("named twice") && !e.contains('\n'), "{e}");
     }
 
     /// A cost-31 hash would take days to verify (this test would never end): it is parsed, not
