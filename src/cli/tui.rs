@@ -129,7 +129,7 @@ pub fn run(a: TuiArgs) -> Result<(), Failure> {
 fn run_remote(a: &TuiArgs, client: Client) -> Result<(), Failure> {
     let stop = startup::signals()?;
     let target = client.target().clone();
-    let mut remote = crate::remote::poll::Remote::start(
+    let remote = crate::remote::poll::Remote::start(
         client,
         crate::record::frame::decode,
         a.poll.source.interval,
@@ -138,18 +138,22 @@ fn run_remote(a: &TuiArgs, client: Client) -> Result<(), Failure> {
     .map_err(|e| Failure::Runtime(anyhow::anyhow!("starting the poller: {e}")))?;
     let published = remote.runtime.published();
     published.wait_newer(0, FIRST_FRAME_WAIT);
-    // Until a frame has come, the remote's host facts are unknown; the header names its URL.
+    // Until a frame has come, the remote's host facts are unknown; the header names its URL, and
+    // takes the facts as soon as a frame brings them.
     let unknown = || "?".to_string();
-    let sys = remote.system().unwrap_or_else(|| SystemInfo {
-        host: unknown(),
-        kernel: unknown(),
-        default_cc: unknown(),
-        qdisc: unknown(),
-        ..SystemInfo::default()
-    });
+    let sys = || {
+        remote.system().unwrap_or_else(|| SystemInfo {
+            host: unknown(),
+            kernel: unknown(),
+            default_cc: unknown(),
+            qdisc: unknown(),
+            ..SystemInfo::default()
+        })
+    };
     tracing::info!(remote = target.shown, "connecting");
-    let result = crate::tui::ui_loop_from(Source::Remote(target.shown.clone()), &published, &stop, sys);
-    remote.runtime.stop();
+    let result = crate::tui::ui_loop_from(Source::Remote(target.shown.clone()), &published, &stop, &sys);
+    // A fetch under way may wait for a slow remote up to its timeout: the process exits without it.
+    remote.runtime.abandon();
     tracing::info!("exit");
     Ok(result?)
 }
