@@ -165,46 +165,6 @@ fn root_a_lab_goes_on_after_sigusr1() {
     assert!(left.is_empty(), "SIGUSR1 left {left:?}");
 }
 
-/// Ctrl-C (SIGINT) during a run: the partial report says it is one ("interrupted after N s of
-/// 60 s per flow"), the exit code is 1, not 0, and no namespace is left (on main the report was
-/// titled "(60 s per flow)" and the run exited 0).
-#[test]
-fn root_an_interrupted_lab_says_its_report_is_partial_and_exits_1() {
-    if !support::guard::lab("a lab") {
-        return;
-    }
-    let mut lab = support::Proc(
-        Command::new(BBRTOP)
-            .args(["lab", "ab", "--duration", "60s"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("bbrtop lab"),
-    );
-    let prefix = format!("bbrtop-{}-", lab.0.id());
-    let up = support::poll_until(Duration::from_secs(30), || {
-        Some(()).filter(|_| support::lab::namespaces(&prefix).len() == 3)
-    });
-    support::signal(lab.0.id(), "INT");
-    let status = support::wait_exit(&mut lab.0, Duration::from_secs(30));
-    let left = support::lab::namespaces(&prefix);
-    for n in left.iter().filter_map(|l| l.split_whitespace().next()) {
-        let _ = Command::new("ip").args(["netns", "del", n]).output();
-    }
-    assert!(up.is_some(), "the lab came up");
-    let status = status.expect("the lab ended within 30 s of SIGINT");
-    let (mut out, mut err) = (String::new(), String::new());
-    std::io::Read::read_to_string(&mut lab.0.stdout.take().expect("stdout"), &mut out).expect("stdout");
-    std::io::Read::read_to_string(&mut lab.0.stderr.take().expect("stderr"), &mut err).expect("stderr");
-    assert_eq!(status.code(), Some(1), "{out}\n{err}");
-    assert!(
-        out.contains("interrupted after ") && out.contains("of 60 s per flow: a partial report"),
-        "{out}"
-    );
-    assert!(err.lines().last().is_some_and(|l| l.starts_with("bbrtop: error: interrupted after")), "{err}");
-    assert!(left.is_empty(), "SIGINT left {left:?}");
-}
-
 #[test]
 fn root_a_lab_cleans_up_on_sighup() {
     if support::guard::lab("a lab") {
