@@ -129,6 +129,73 @@ fn flag_named_special_files_are_refused_at_once() {
     }
 }
 
+/// An expired server certificate is refused at start, in one line that says when it expired
+/// (main served it: every client that verifies it refused every scrape); a fresh one loads.
+#[test]
+fn an_expired_certificate_is_refused_at_start() {
+    if !have("openssl") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ssl = |args: &[&str]| {
+        let o = Command::new("openssl").args(args).current_dir(d).output().unwrap();
+        assert!(o.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    let ec =
+        ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost"];
+    ssl(&[&["req", "-new", "-keyout", "key.pem", "-out", "req.csr"][..], &ec].concat());
+    std::fs::write(d.join("index.txt"), "").unwrap();
+    std::fs::write(d.join("serial"), "01\n").unwrap();
+    std::fs::write(
+        d.join("ca.cnf"),
+        "[ca]\ndefault_ca = d\n[d]\ndatabase = index.txt\nnew_certs_dir = .\ndefault_md = sha256\npolicy = p\n\
+         serial = serial\n[p]\ncommonName = supplied\n",
+    )
+    .unwrap();
+    // An extension makes it a version 3 certificate, as servers' are (rustls refuses version 1).
+    std::fs::write(d.join("ext.cnf"), "basicConstraints=critical,CA:FALSE\n").unwrap();
+    ssl(&[
+        "ca",
+        "-config",
+        "ca.cnf",
+        "-extfile",
+        "ext.cnf",
+        "-selfsign",
+        "-keyfile",
+        "key.pem",
+        "-in",
+        "req.csr",
+        "-out",
+        "old.pem",
+        "-startdate",
+        "20200101000000Z",
+        "-enddate",
+        "20200102000000Z",
+        "-batch",
+        "-notext",
+    ]);
+    ssl(&[&["req", "-x509", "-days", "2", "-keyout", "key2.pem", "-out", "new.pem"][..], &ec].concat());
+    let web = |cert: &str, key: &str| {
+        let p = d.join(format!("web-{cert}.yml"));
+        std::fs::write(&p, format!("tls_server_config: {{cert_file: {cert}, key_file: {key}}}\n")).unwrap();
+        p.display().to_string()
+    };
+    let (code, stderr) = fails_at_once(&[
+        "--web.listen-address",
+        "127.0.0.1:0",
+        "--web.config.file",
+        &web("old.pem", "key.pem"),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("old.pem: expired at 2020-01-02T00:00:00Z"), "{stderr}");
+    assert_one_line(&stderr);
+    // A fresh certificate (version 3, with its version field) is taken.
+    let fresh =
+        bbrtop::export::web_config::WebConfig::load(std::path::Path::new(&web("new.pem", "key2.pem")));
+    assert!(fresh.is_ok(), "{:?}", fresh.err());
+}
+
 #[test]
 fn logs_are_structured_lines_in_either_format() {
     use std::io::BufRead;

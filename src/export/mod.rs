@@ -4,6 +4,7 @@
 pub mod alertmanager;
 pub mod api;
 pub mod auth;
+pub mod cert;
 pub mod frame;
 pub mod hindsight;
 pub mod metrics;

@@ -136,6 +136,22 @@ impl TlsConfig {
         if certs.is_empty() {
             return Err(format!("cert_file {}: no certificate", cert_path.display()));
         }
+        // An expired (or not yet valid) certificate makes every client that verifies it refuse
+        // every scrape: refused here, where it is one line, not served.
+        if let Some((from, to)) = super::cert::validity(&certs[0]) {
+            let now = std::time::SystemTime::now();
+            let at = |t| humantime::format_rfc3339_seconds(t);
+            if to < now {
+                return Err(format!(
+                    "cert_file {}: expired at {} (clients that verify it would refuse every connection)",
+                    cert_path.display(),
+                    at(to)
+                ));
+            }
+            if from > now {
+                return Err(format!("cert_file {}: not valid before {}", cert_path.display(), at(from)));
+            }
+        }
         let key = PrivateKeyDer::from_pem_slice(&files::read("key_file", &key_path, Kind::Pem)?)
             .map_err(|e| format!("key_file {}: {e}", key_path.display()))?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
