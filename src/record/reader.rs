@@ -82,7 +82,7 @@ impl Recording {
             skipped: Vec::new(),
         };
         for stem in &stems {
-            let after = rec.polls.last().map(|p| p.seq);
+            let after = rec.rows.last().map(|r| r.at_ms);
             match read_chunk(stem, after) {
                 Ok((meta, chunk, rows)) => {
                     if rec.chunks.is_empty() {
@@ -209,50 +209,56 @@ impl Recording {
     }
 }
 
-/// One chunk's polls and where its sockets are, checked against each other: the polls' seqs
-/// increase and come after `after` (the last poll of the chunks before), and the sockets file
-/// has as many rows as the polls say, with seqs among theirs (from the file's own statistics, so
-/// nothing is decoded). A sockets file swapped with, or copied from, another chunk's fails here.
-fn read_chunk(stem: &Path, after: Option<u64>) -> anyhow::Result<(Meta, Chunk, Vec<polls::Decoded>)> {
+/// One chunk's polls and where its sockets are, checked against each other: the polls' times
+/// increase and come after `after` (the last poll of the chunks before, in ms since the epoch;
+/// times, not seqs, which start again when a recorder does), and the sockets file has as many
+/// rows as the polls say, at times among theirs (from the file's own statistics, so nothing is
+/// decoded). A sockets file swapped with, or copied from, another chunk's fails here, and so
+/// does a chunk copied under a later name.
+fn read_chunk(stem: &Path, after: Option<i64>) -> anyhow::Result<(Meta, Chunk, Vec<polls::Decoded>)> {
     let polls_file = PathBuf::from(format!("{}{POLLS_SUFFIX}", stem.display()));
     let sockets_file = PathBuf::from(format!("{}{SOCKETS_SUFFIX}", stem.display()));
     let (meta, rows) = read_polls(&polls_file, Columns::AllButClosed)?;
-    let (Some(first), Some(last)) = (rows.first().map(|r| r.seq), rows.last().map(|r| r.seq)) else {
+    let (Some(first), Some(last)) = (rows.first().map(|r| r.at_ms), rows.last().map(|r| r.at_ms)) else {
         anyhow::bail!("{}: no polls", polls_file.display());
     };
+    let show = |ms: i64| humantime::format_rfc3339_millis(from_unix_ms(ms));
     anyhow::ensure!(
-        rows.windows(2).all(|w| w[0].seq < w[1].seq) && after.is_none_or(|a| first > a),
-        "{}: polls {first} to {last} repeat or go back (a copy of another chunk's?)",
-        polls_file.display()
+        rows.windows(2).all(|w| w[0].at_ms < w[1].at_ms) && after.is_none_or(|a| first > a),
+        "{}: polls from {} to {} repeat or go back in time (a copy of another chunk's?)",
+        polls_file.display(),
+        show(first),
+        show(last)
     );
     let mut offsets = vec![0u64];
     for r in &rows {
         offsets.push(offsets.last().copied().unwrap_or(0) + r.sockets);
     }
     let want = offsets.last().copied().unwrap_or(0);
-    let (seqs, had) = crate::contained::contain(&sockets_file.display().to_string(), || {
+    let (times, had) = crate::contained::contain(&sockets_file.display().to_string(), || {
         let (_, b) = open_parquet(&sockets_file)?;
-        Ok((seq_range(b.metadata()), b.metadata().file_metadata().num_rows()))
+        Ok((column_range(b.metadata(), "at_ms"), b.metadata().file_metadata().num_rows()))
     })?;
     anyhow::ensure!(
-        u64::try_from(had).ok() == Some(want) && seqs.is_none_or(|(lo, hi)| first <= lo && hi <= last),
-        "{}: {had} rows of polls {seqs:?}, where its polls file says {want} of polls {first} to {last} \
-         (another chunk's sockets file?)",
-        sockets_file.display()
+        u64::try_from(had).ok() == Some(want) && times.is_none_or(|(lo, hi)| first <= lo && hi <= last),
+        "{}: {had} rows, where its polls file says {want} from {} to {} (another chunk's sockets file?)",
+        sockets_file.display(),
+        show(first),
+        show(last)
     );
     let chunk = Chunk { sockets: sockets_file, polls: polls_file, first: 0, rows: offsets };
     Ok((meta, chunk, rows))
 }
 
-/// The least and greatest `seq` of a sockets file, from its row groups' statistics (None where
-/// they were not written).
-fn seq_range(meta: &parquet::file::metadata::ParquetMetaData) -> Option<(u64, u64)> {
+/// The least and greatest value of an INT64 column (`at_ms`), from the row groups' statistics
+/// (None where they were not written).
+fn column_range(meta: &parquet::file::metadata::ParquetMetaData, name: &str) -> Option<(i64, i64)> {
     use parquet::file::statistics::Statistics;
-    let col = meta.file_metadata().schema_descr().columns().iter().position(|c| c.name() == "seq")?;
-    let mut range: Option<(u64, u64)> = None;
+    let col = meta.file_metadata().schema_descr().columns().iter().position(|c| c.name() == name)?;
+    let mut range: Option<(i64, i64)> = None;
     for rg in meta.row_groups() {
         let Some(Statistics::Int64(s)) = rg.column(col).statistics() else { return None };
-        let (lo, hi) = (*s.min_opt()? as u64, *s.max_opt()? as u64);
+        let (lo, hi) = (*s.min_opt()?, *s.max_opt()?);
         range = Some(range.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
     }
     range
