@@ -2,7 +2,7 @@
 //! of a side's sockets, one line per side and cc, in the cc's colour; A solid, B dashed. Pure.
 
 use super::Side;
-use crate::lab::plot::{cdf, colour};
+use crate::lab::plot::{cdf, colour, legend_strokes, log_ticks, tick_label};
 use plotters::prelude::*;
 use std::collections::BTreeMap;
 
@@ -82,11 +82,12 @@ pub fn rtt_cdf(a: &Side, b: &Side) -> Result<String, String> {
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d((lo..hi).log_scale(), 0.0..1.0)
+            .build_cartesian_2d((lo..hi).log_scale().with_key_points(log_ticks(lo, hi)), 0.0..1.0)
             .map_err(err)?;
         chart
             .configure_mesh()
             .x_desc("srtt (ms, log scale)")
+            .x_label_formatter(&tick_label)
             .y_desc("fraction of samples")
             .draw()
             .map_err(err)?;
@@ -97,11 +98,16 @@ pub fn rtt_cdf(a: &Side, b: &Side) -> Result<String, String> {
             } else {
                 chart.draw_series(LineSeries::new(l.points, style))
             };
-            let c = l.colour;
-            drawn
-                .map_err(err)?
-                .label(l.label)
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(2)));
+            let (c, dashed) = (l.colour, l.dashed);
+            drawn.map_err(err)?.label(l.label).legend(move |(x, y)| {
+                // Two strokes always (the same one twice for a solid line), so both kinds are
+                // one type of element.
+                let s = legend_strokes(dashed);
+                let (first, last) = (s[0], s[s.len() - 1]);
+                EmptyElement::at((x, y))
+                    + PathElement::new(first, c.stroke_width(2))
+                    + PathElement::new(last, c.stroke_width(2))
+            });
         }
         chart
             .configure_series_labels()
@@ -141,6 +147,10 @@ mod tests {
             assert!(svg.contains(label), "{label}");
         }
         assert!(svg.contains("#1F77B4") && svg.contains("#D62728"), "bbr's and cubic's colours");
+        // B's legend sample is dashed, as its line is: two strokes with a gap.
+        assert_eq!(legend_strokes(true).len(), 2);
+        assert!(legend_strokes(true)[0][1].0 < legend_strokes(true)[1][0].0, "a gap between the strokes");
+        assert_eq!(legend_strokes(false).len(), 1);
         // Sides with no samples still give a (blank) figure.
         assert!(rtt_cdf(&side(&[]), &side(&[])).unwrap().starts_with("<svg"));
     }

@@ -97,6 +97,68 @@ pub fn cdf(values: impl IntoIterator<Item = f64>) -> Vec<(f64, f64)> {
     v.iter().enumerate().map(|(i, ms)| (*ms, (i + 1) as f64 / n)).collect()
 }
 
+/// The least room between two ticks of a log axis, as a share of its width: plotters' own key
+/// points put 800, 900 and 1000 side by side ("800.0900.01000.0"), and gave a range inside one
+/// decade (the lossy path's 100 to 150 ms) a single tick.
+const TICK_ROOM: f64 = 0.07;
+
+/// Ticks for a log axis from `lo` to `hi` (both above 0): the round values 1, 2 and 5 times a
+/// power of ten inside, thinned so that none crowds the one before; where that leaves fewer than
+/// three (a range within a decade), evenly spaced round values instead.
+pub fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (lo, hi) = (lo.min(hi), lo.max(hi));
+    if !(lo > 0.0 && hi.is_finite()) {
+        return Vec::new();
+    }
+    let width = (hi / lo).log10().max(f64::MIN_POSITIVE);
+    let mut ticks: Vec<f64> = Vec::new();
+    for k in lo.log10().floor() as i32..=hi.log10().ceil() as i32 {
+        for m in [1.0, 2.0, 5.0] {
+            let v = round(m * 10f64.powi(k));
+            let roomy = ticks.last().is_none_or(|&t| (v / t).log10() / width >= TICK_ROOM);
+            if (lo..=hi).contains(&v) && roomy {
+                ticks.push(v);
+            }
+        }
+    }
+    if ticks.len() >= 3 {
+        return ticks;
+    }
+    // A narrow range: the widest round step (5, 2 or 1 times a power of ten) that still gives
+    // four ticks.
+    let linear = |step: f64| -> Vec<f64> {
+        let first = (lo / step).ceil() as i64;
+        (first..).map(|i| round(i as f64 * step)).take_while(|v| *v <= hi).take(12).collect()
+    };
+    let top = (hi - lo).log10().floor() as i32;
+    (top - 2..=top)
+        .rev()
+        .flat_map(|k| [5.0, 2.0, 1.0].map(|m| m * 10f64.powi(k)))
+        .map(linear)
+        .find(|t| t.len() >= 4)
+        .unwrap_or_else(|| linear(10f64.powi(top - 2)))
+}
+
+/// A tick's value without float noise (0.30000000000000004), to six significant digits.
+fn round(v: f64) -> f64 {
+    if v == 0.0 {
+        return 0.0;
+    }
+    let scale = 10f64.powi(5 - v.abs().log10().floor() as i32);
+    (v * scale).round() / scale
+}
+
+/// A tick's label: "800", "0.05" (never "800.0").
+pub fn tick_label(v: &f64) -> String {
+    format!("{}", round(*v))
+}
+
+/// A legend's sample of a line: one stroke, or two with a gap for a dashed line (drawn solid,
+/// it read as the solid side's).
+pub fn legend_strokes(dashed: bool) -> Vec<[(i32, i32); 2]> {
+    if dashed { vec![[(0, 0), (8, 0)], [(13, 0), (21, 0)]] } else { vec![[(0, 0), (21, 0)]] }
+}
+
 /// The RTT CDF per congestion control, on a log RTT axis (BBR's and CUBIC's differ 25x).
 pub fn rtt_cdf(r: &Report) -> Result<String, String> {
     let mut svg = String::new();
@@ -107,16 +169,18 @@ pub fn rtt_cdf(r: &Report) -> Result<String, String> {
             r.flows.iter().flat_map(|f| f.series.iter().map(|p| p.1)).filter(|ms| *ms > 0.0).reduce(f64::min);
         // A log axis needs a positive range; with no samples, 1 to 2 ms.
         let lo = lo.map_or(1.0, |ms| ms * 0.9);
+        let hi = rtt_max(&r.flows).max(lo * 2.0);
         let mut chart = ChartBuilder::on(&root)
             .caption(title(r, "RTT CDF"), ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d((lo..rtt_max(&r.flows).max(lo * 2.0)).log_scale(), 0.0..1.0)
+            .build_cartesian_2d((lo..hi).log_scale().with_key_points(log_ticks(lo, hi)), 0.0..1.0)
             .map_err(err)?;
         chart
             .configure_mesh()
             .x_desc("RTT (ms, log scale)")
+            .x_label_formatter(&tick_label)
             .y_desc("fraction of samples")
             .draw()
             .map_err(err)?;
@@ -162,6 +226,34 @@ mod tests {
         Report::new(s, s.plan(), "test".into(), Duration::from_secs(10), flows)
     }
 
+    /// Ticks never run together and a narrow range gets several (main's plots had "800.0900.0
+    /// 1000.0" on bufferbloat's CDF, and one tick on the lossy path's).
+    #[test]
+    fn log_ticks_are_round_roomy_and_never_alone() {
+        for (lo, hi) in [
+            (40.0, 1200.0),
+            (90.0, 160.0),
+            (90.2, 180.4),
+            (0.02, 0.5),
+            (1.0, 1e6),
+            (36.0, 1365.0),
+            (99.0, 101.0),
+        ] {
+            let t = log_ticks(lo, hi);
+            assert!(t.len() >= 3, "{lo}..{hi}: {t:?}");
+            assert!(t.iter().all(|v| (lo..=hi).contains(v)), "{lo}..{hi}: {t:?}");
+            let width = (hi / lo).log10();
+            for w in t.windows(2) {
+                assert!(w[0] < w[1] && (w[1] / w[0]).log10() / width >= 0.05, "{lo}..{hi}: {t:?}");
+            }
+        }
+        assert_eq!(log_ticks(40.0, 1200.0), [50.0, 100.0, 200.0, 500.0, 1000.0]);
+        assert_eq!(log_ticks(90.0, 160.0), [100.0, 120.0, 140.0, 160.0]);
+        assert_eq!(tick_label(&0.30000000000000004), "0.3");
+        assert_eq!(tick_label(&800.0), "800");
+        assert!(log_ticks(0.0, 10.0).is_empty());
+    }
+
     #[test]
     fn cdf_steps() {
         let c = cdf([3.0, 1.0, 2.0, 2.0]);
@@ -172,6 +264,11 @@ mod tests {
     #[test]
     fn plots_are_svg_with_a_line_per_flow() {
         let r = report();
+        let cdf_svg = rtt_cdf(&r).unwrap();
+        for label in ["50", "100", "200", "500", "1000"] {
+            assert!(cdf_svg.lines().any(|l| l.trim() == label), "the x axis labels {label}");
+        }
+        assert!(!cdf_svg.contains("1000.0"), "labels without a trailing .0");
         for svg in [rtt_over_time(&r).unwrap(), rtt_cdf(&r).unwrap()] {
             assert!(svg.starts_with("<svg"), "{}", &svg[..80]);
             let text = |t: &str| svg.lines().any(|l| l.trim() == t);
