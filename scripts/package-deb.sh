@@ -3,7 +3,8 @@
 # and the shell completions, laid out by hand and packed by dpkg-deb (no cargo-deb to compile).
 #   ./scripts/package-deb.sh                      # cargo build --release, package it into target/
 #   ./scripts/package-deb.sh --binary PATH --out DIR
-# Prints the path of the .deb on stdout. Runs as any user (dpkg-deb --root-owner-group).
+# Prints the path of the .deb on stdout. Runs as any user (dpkg-deb --root-owner-group). The
+# Maintainer is DEBFULLNAME <DEBEMAIL> when DEBEMAIL is set, else the packaged commit's author.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +26,17 @@ for tool in dpkg-deb dpkg-shlibdeps objcopy; do
 done
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+# The Maintainer: Debian's DEBFULLNAME and DEBEMAIL when set (as dch takes them), else the author
+# of the commit packaged; never a made-up address.
+if [ -n "${DEBEMAIL:-}" ]; then
+    maintainer="${DEBFULLNAME:-bbrtop maintainers} <$DEBEMAIL>"
+else
+    maintainer=$(git log -1 --format='%an <%ae>' 2>/dev/null || true)
+fi
+case "$maintainer" in
+    *"<"*"@"*">"*) ;;
+    *) echo "package-deb.sh: no Maintainer: set DEBEMAIL (and DEBFULLNAME), or package from a git checkout" >&2; exit 1 ;;
+esac
 arch=$(dpkg --print-architecture)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
@@ -76,7 +88,7 @@ cat >"$root/DEBIAN/control" <<EOF
 Package: bbrtop
 Version: $version-1
 Architecture: $arch
-Maintainer: bbrtop developers <bbrtop@localhost>
+Maintainer: $maintainer
 Depends: $depends
 Recommends: iproute2
 Section: net
@@ -91,10 +103,23 @@ Description: per-socket TCP BBR and congestion-control monitor
 EOF
 echo /etc/default/bbrtop >"$root/DEBIAN/conffiles"
 # Installing does not start the exporter (it reads every socket of the host): enable it with
-# `systemctl enable --now bbrtop`. Removing stops it.
-cat >"$root/DEBIAN/postinst" <<'EOF'
+# `systemctl enable --now bbrtop`. Removing stops it; purging removes what enabling made. The
+# units' state goes through deb-systemd-helper, as dh_installsystemd's scripts do (without
+# debhelper): recorded at install, masked at remove, purged at purge.
+units="bbrtop.service bbrtop.socket"
+cat >"$root/DEBIAN/postinst" <<EOF
 #!/bin/sh
 set -e
+if [ "\$1" = configure ] && [ -x /usr/bin/deb-systemd-helper ]; then
+    deb-systemd-helper unmask $units >/dev/null || true
+    # Not enabled by the package (dh_installsystemd --no-enable): the links enabling makes are
+    # recorded, so that purge removes them.
+    for u in $units; do
+        deb-systemd-helper update-state "\$u" >/dev/null || true
+    done
+fi
+EOF
+cat >>"$root/DEBIAN/postinst" <<'EOF'
 if [ -d /run/systemd/system ]; then
     systemctl --system daemon-reload >/dev/null || true
     if [ "$1" = configure ] && [ -n "$2" ]; then
@@ -109,9 +134,18 @@ if [ -d /run/systemd/system ] && [ "$1" = remove ]; then
     systemctl stop bbrtop.socket bbrtop.service >/dev/null || true
 fi
 EOF
-cat >"$root/DEBIAN/postrm" <<'EOF'
+cat >"$root/DEBIAN/postrm" <<EOF
 #!/bin/sh
 set -e
+if [ -x /usr/bin/deb-systemd-helper ]; then
+    if [ "\$1" = remove ]; then
+        deb-systemd-helper mask $units >/dev/null || true
+    fi
+    if [ "\$1" = purge ]; then
+        deb-systemd-helper purge $units >/dev/null || true
+        deb-systemd-helper unmask $units >/dev/null || true
+    fi
+fi
 if [ -d /run/systemd/system ]; then
     systemctl --system daemon-reload >/dev/null || true
 fi

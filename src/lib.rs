@@ -21,6 +21,7 @@ pub mod lab;
 pub mod log;
 pub mod mem;
 pub mod output;
+pub mod plot;
 pub mod record;
 pub mod remote;
 pub mod replay;

@@ -100,6 +100,13 @@ impl Runtime {
         self.published.latest()
     }
 
+    /// Stops polling without waiting for a poll under way: for a process about to exit, whose
+    /// poll may be a request to a slow remote (up to its 20 s timeout).
+    pub fn abandon(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        drop(self.thread.take());
+    }
+
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {

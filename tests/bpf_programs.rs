@@ -272,6 +272,9 @@ fn root_no_program_of_ours_survives_the_process() {
     let out = Command::new(env!("CARGO_BIN_EXE_bbrtop")).arg("check").output().expect("run bbrtop check");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "bbrtop check failed: {text}");
+    // check reads the socket walk too, which the long-running commands use by default (main's
+    // said nothing of it).
+    assert!(text.lines().any(|l| l.starts_with("walk: ok, ")), "{text}");
     let ids: Vec<u32> = text
         .lines()
         .filter_map(|l| l.split("(prog id ").nth(1)?.trim_end_matches(')').parse().ok())

@@ -1,6 +1,9 @@
 //! The binary's contract: exit codes, one-line errors, doctor's verdicts. No privilege needed.
 
-use std::process::{Command, Output};
+mod support;
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
 fn bbrtop(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bbrtop")).args(args).output().expect("run bbrtop")
@@ -12,6 +15,8 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn bad_usage_is_one_line_and_exit_2() {
+    // 308 nines: on main an infinite rate, and rmem_max=18446744073709551615 recommended.
+    let nines = format!("{}gbit", "9".repeat(308));
     let cases: &[&[&str]] = &[
         &["snapshot", "--bogus"],
         &["snapshot", "--peer", "10.0.0.0/33"],
@@ -24,6 +29,8 @@ fn bad_usage_is_one_line_and_exit_2() {
         &["snapshot", "--alert.ratio", "0.5"],
         &["doctor", "--bdp", "fast", "100ms"],
         &["doctor", "--bdp", "1gbit", "-5ms"],
+        &["doctor", "--bdp", &nines, "100ms"],
+        &["doctor", "--bdp", "1gbit", "1000h"],
         &["nosuchcommand"],
     ];
     for args in cases {
@@ -75,10 +82,12 @@ fn doctor_json_agrees_with_its_exit_code() {
 #[test]
 fn doctor_fix_prints_commands_and_changes_nothing() {
     let before = std::fs::read_to_string("/proc/sys/net/core/rmem_max").unwrap();
-    // A huge path makes every buffer check fail to size.
+    // A huge path makes every buffer check fail to size; 2x its BDP (25 GB) is past what the
+    // sysctl holds (an int), so the line is capped there (main printed 25000000000, which the
+    // kernel refuses).
     let o = bbrtop(&["doctor", "--fix", "--bdp", "100gbit", "1s"]);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("sysctl -w net.core.rmem_max=\"25000000000\""), "{out}");
+    assert!(out.contains("sysctl -w net.core.rmem_max=\"2147483647\""), "{out}");
     assert_eq!(std::fs::read_to_string("/proc/sys/net/core/rmem_max").unwrap(), before);
     assert!(o.status.code() >= Some(1));
 }
@@ -254,4 +263,41 @@ fn completions_and_man_pages_are_generated_from_the_flags() {
     }
     let export = std::fs::read_to_string(dir.path().join("bbrtop-export.1")).unwrap();
     assert!(export.contains("web.telemetry\\-path"), "bbrtop-export.1 lacks --web.telemetry-path");
+}
+
+/// SIGUSR1 (the exporter's dump signal) does not end `watch`: it prints polls after it, and
+/// SIGINT still ends it cleanly (on main SIGUSR1 killed it).
+#[test]
+fn watch_goes_on_after_sigusr1() {
+    use std::io::BufRead;
+    // A loopback connection of the test's own, so that every poll prints lines.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let _client = std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+    let _server = listener.accept().expect("accept");
+    let mut child = support::Proc(
+        Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+            .args(["watch", "--interval", "100ms", "--ndjson", "--no-collector.bpf"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bbrtop watch"),
+    );
+    // Lines are read on a thread of their own, so a silent child fails the test, not hangs it.
+    let stdout = std::io::BufReader::new(child.0.stdout.take().expect("stdout"));
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || stdout.lines().map_while(Result::ok).try_for_each(|l| tx.send(l)));
+    let seq = |line: String| -> u64 {
+        let doc: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+        doc["seq"].as_u64().expect("seq")
+    };
+    let first = lines.recv_timeout(Duration::from_secs(20)).map(seq).expect("a first poll's line");
+    support::signal(child.0.id(), "USR1");
+    // Lines of polls after the signal: their seq grows past the first's by a few.
+    let later = std::iter::from_fn(|| lines.recv_timeout(Duration::from_secs(20)).ok().map(seq))
+        .find(|&s| s >= first + 3);
+    assert!(later.is_some(), "watch stopped printing after SIGUSR1");
+    support::signal(child.0.id(), "INT");
+    let status = support::wait_exit(&mut child.0, Duration::from_secs(20)).expect("SIGINT ends it");
+    assert!(status.success(), "{status:?}");
 }

@@ -147,6 +147,8 @@ fn bad_sides_are_one_line_errors() {
         (format!("{a}@+1h.."), "outside the recording"),
         (format!("{a}@2026-11-22T00:00:00Z..2026-11-22T01:00:00Z"), "outside the recording"),
         (format!("{a}@later.."), "neither an RFC 3339 time"),
+        (format!("{a}@..+10000000000000000000s"), "longer than 100 years"),
+        (format!("{a}@+10000000000000000000s.."), "longer than 100 years"),
     ] {
         let o = compare(&[&a, &side]);
         let err = String::from_utf8_lossy(&o.stderr);

@@ -134,6 +134,10 @@ fn garbage_is_not_a_frame() {
     let bytes = client(&format!("http://127.0.0.1:{junk}"), None, Roots::System).fetch().unwrap();
     let e = bbrtop::record::frame::decode(&bytes).unwrap_err();
     assert!(format!("{e:#}").contains("cut short"), "{e:#}");
+    // https:// to a plain HTTP server: its answer is not TLS, and the error says what it is.
+    let plain = answering("200 OK", "Content-Type: text/html", b"<html>log in</html>", 1);
+    let e = client(&format!("https://127.0.0.1:{plain}"), None, Roots::System).fetch().unwrap_err();
+    assert!(e.to_string().contains("this looks like plain HTTP"), "{e}");
     // A redirect is not followed (it would carry the password elsewhere): it is said.
     let moved = answering("301 Moved Permanently", "Location: https://edge-2:10027/", b"", 1);
     let e = client(&format!("http://127.0.0.1:{moved}"), None, Roots::System).fetch().unwrap_err();
@@ -257,4 +261,75 @@ fn a_bad_url_or_a_missing_password_file_is_one_line_and_exit_2() {
         let err = support::usage_error(&args);
         assert!(err.contains(says), "{args:?}: {err}");
     }
+}
+
+/// `q` ends `--connect` at once, even while the remote is in the middle of a slow answer (a byte
+/// a second, for up to a minute): on main the TUI waited for the poller's request to time out,
+/// 20 s, on a blank screen.
+#[test]
+fn connect_quits_at_once_while_a_remote_answers_slowly() {
+    use std::io::{BufRead, BufReader, Write};
+    if !have("tmux") {
+        return;
+    }
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in l.incoming().take(4).flatten() {
+            std::thread::spawn(move || {
+                let mut s = s;
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut line = String::new();
+                while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.bbrtop.frame\r\nContent-Length: 100000\r\n\r\n";
+                if s.write_all(head.as_bytes()).is_err() {
+                    return;
+                }
+                for _ in 0..60 {
+                    std::thread::sleep(Duration::from_secs(1));
+                    if s.write_all(b"x").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let t = Tmux::start("connect-slow");
+    t.keys(&[&format!("exec {} --connect http://127.0.0.1:{port}", env!("CARGO_BIN_EXE_bbrtop")), "Enter"]);
+    t.wait_for(&format!("remote http://127.0.0.1:{port}"));
+    let pid = t.pane_pid();
+    t.keys(&["q"]);
+    let gone = support::poll_until(Duration::from_secs(5), || {
+        Some(()).filter(|_| !Path::new(&format!("/proc/{pid}/stat")).exists() || zombie(pid))
+    });
+    assert!(gone.is_some(), "bbrtop {pid} still runs 5 s after q, waiting on the slow remote");
+}
+
+/// Whether `pid` has exited and waits to be reaped.
+fn zombie(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')))
+}
+
+/// A remote that is down when the TUI starts and comes up later: the header shows its host facts
+/// once its first frame comes (on main it kept "? kernel ?" for as long as it ran).
+#[test]
+fn connect_header_takes_the_remotes_facts_when_it_comes_up_late() {
+    if !have("tmux") {
+        return;
+    }
+    let addr = format!("127.0.0.1:{}", support::http::free_port());
+    let t = Tmux::start("connect-late");
+    t.keys(&[
+        &format!("exec {} --connect http://{addr} --interval 200ms", env!("CARGO_BIN_EXE_bbrtop")),
+        "Enter",
+    ]);
+    t.wait_for("?  kernel ?");
+    let api = Options { api: true, system: bbrtop_core::system::SystemInfo::example(), ..Options::default() };
+    let _srv = Server::start_at(&addr, Default::default(), Limits::default(), api, snapshot);
+    let p = t.wait_for("edge-1  kernel 6.18.44");
+    assert!(!p.contains("kernel ?"), "{p}");
+    t.keys(&["q"]);
 }

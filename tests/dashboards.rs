@@ -245,6 +245,59 @@ fn recording_rules_follow_the_naming_convention() {
     }
 }
 
+/// A pattern of `dashboards/prometheus/settings.yml` (`runbook_url_pattern`,
+/// `kubernetes_runbook_url_pattern`): the rules' setting of where runbook links go.
+fn runbook_url_pattern(key: &str) -> String {
+    let settings = yaml("dashboards/prometheus/settings.yml");
+    str_of(&settings, key).unwrap_or_else(|| panic!("settings.yml: no {key}")).to_string()
+}
+
+/// The alerting rules file with every alert's `runbook_url` line made from `pattern`, the rest
+/// (comments included) as it was.
+fn with_runbook_urls(text: &str, pattern: &str) -> String {
+    let mut alert = String::new();
+    let mut out = String::new();
+    for line in text.lines() {
+        if let Some(name) = line.trim_start().strip_prefix("- alert: ") {
+            alert = name.trim().to_string();
+        }
+        match line.split_once("runbook_url: ") {
+            Some((indent, _)) if indent.trim().is_empty() => {
+                let url = pattern.replace("%s", &alert.to_lowercase());
+                out.push_str(&format!("{indent}runbook_url: \"{url}\"\n"));
+            }
+            _ => out.push_str(&format!("{line}\n")),
+        }
+    }
+    out
+}
+
+/// The rules' runbook links are the setting's pattern (regenerated from it with
+/// BBRTOP_WRITE_RULES=1), every alert has one, and each anchor is a heading of the README's
+/// Runbook, which /runbook serves.
+#[test]
+fn runbook_urls_follow_the_rules_setting() {
+    let file = path(RULE_FILES[0]);
+    let text = fs::read_to_string(&file).expect("rules");
+    let want = with_runbook_urls(&text, &runbook_url_pattern("runbook_url_pattern"));
+    if std::env::var_os("BBRTOP_WRITE_RULES").is_some() {
+        fs::write(&file, &want).expect("write the rules");
+    }
+    assert!(
+        fs::read_to_string(&file).expect("rules") == want,
+        "{} is out of date with settings.yml: BBRTOP_WRITE_RULES=1 cargo test --test dashboards runbook",
+        file.display()
+    );
+    let readme = fs::read_to_string(path("README.md")).expect("README.md");
+    let runbook = bbrtop::export::server::section(&readme, "## Runbook");
+    for rule in rules(RULE_FILES[0]) {
+        let name = str_of(&rule, "alert").expect("alert");
+        let url = rule.get("annotations").and_then(|a| str_of(a, "runbook_url"));
+        assert!(url.is_some(), "{name}: no runbook_url");
+        assert!(runbook.contains(&format!("\n### {name}\n")), "{name}: no runbook section");
+    }
+}
+
 #[test]
 fn alerting_rules_carry_severity_and_runbook() {
     let alerting = rules(RULE_FILES[0]);
@@ -258,20 +311,10 @@ fn alerting_rules_carry_severity_and_runbook() {
             assert!(!text.trim().is_empty(), "{name}: annotation {key} missing");
         }
         let annotation = |key| rule.get("annotations").and_then(|a| str_of(a, key));
-        match annotation("runbook_url") {
-            // The anchor is a heading of the README's runbook section, which /runbook serves.
-            Some(url) => {
-                let anchor = url.rsplit_once('#').map(|(_, a)| a).unwrap_or_default();
-                assert_eq!(anchor, name.to_lowercase(), "{name}: runbook_url {url}");
-                assert!(url.contains("/runbook#"), "{name}: runbook_url {url}");
-                let readme = fs::read_to_string(path("README.md")).expect("README.md");
-                let runbook = bbrtop::export::server::section(&readme, "## Runbook");
-                assert!(runbook.contains(&format!("\n### {name}\n")), "{name}: no runbook section");
-            }
-            None => {
-                assert!(annotation("runbook").is_some_and(|t| !t.trim().is_empty()), "{name}: no runbook")
-            }
-        }
+        assert!(
+            annotation("runbook_url").is_some(),
+            "{name}: no runbook_url (runbook_urls_follow_the_rules_setting)"
+        );
         assert!(str_of(rule, "for").is_some(), "{name}: no `for`, a single bad scrape would page");
         assert_known_metrics(name, str_of(rule, "expr").expect("expr"));
     }

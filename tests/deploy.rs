@@ -404,12 +404,27 @@ fn service_and_podmonitor_find_the_pods() {
     assert_eq!(strings(instance, "sourceLabels"), ["__meta_kubernetes_pod_node_name".to_owned()].into());
 }
 
-/// The groups of both rules files, in order.
+/// The groups of both rules files, in order, with every alert's runbook_url made from the rules'
+/// Kubernetes setting (the PodMonitor's instance is the node's name, with no port).
 fn rule_groups() -> Value {
+    let settings: Value = serde_norway::from_str(
+        &fs::read_to_string(path("dashboards/prometheus/settings.yml")).expect("settings.yml"),
+    )
+    .expect("yaml");
+    let pattern = text(&settings, "kubernetes_runbook_url_pattern").to_string();
     let mut groups = Vec::new();
     for rel in RULE_FILES {
-        let doc: Value =
+        let mut doc: Value =
             serde_norway::from_str(&fs::read_to_string(path(rel)).expect("rules")).expect("yaml");
+        for group in doc["groups"].as_sequence_mut().expect("groups") {
+            for rule in group["rules"].as_sequence_mut().expect("rules") {
+                let Some(alert) = rule.get("alert").and_then(Value::as_str).map(str::to_lowercase) else {
+                    continue;
+                };
+                let url = Value::from(pattern.replace("%s", &alert));
+                rule["annotations"].as_mapping_mut().expect("annotations").insert("runbook_url".into(), url);
+            }
+        }
         groups.extend(list(&doc, "groups").iter().cloned());
     }
     Value::Sequence(groups)
@@ -434,6 +449,23 @@ fn prometheusrule_text(groups: Value) -> String {
          # BBRTOP_WRITE_PROMETHEUSRULE=1 cargo test --test deploy prometheusrule\n{}",
         serde_norway::to_string(&Value::Mapping(doc)).expect("yaml")
     )
+}
+
+/// On Kubernetes the runbook links carry the exporter's port: the PodMonitor's `instance` is the
+/// node's name, so `http://{{ $labels.instance }}/runbook` went to port 80.
+#[test]
+fn prometheusrule_runbook_urls_reach_the_daemonsets_port() {
+    let docs = manifests();
+    let rule = one_of_kind(&docs, "PrometheusRule");
+    let mut alerts = 0;
+    for group in list(rule, "spec.groups") {
+        for r in list(group, "rules").iter().filter(|r| r.get("alert").is_some()) {
+            let url = text(r, "annotations.runbook_url");
+            assert!(url.starts_with(&format!("http://{{{{ $labels.instance }}}}:{PORT}/runbook#")), "{url}");
+            alerts += 1;
+        }
+    }
+    assert!(alerts >= 11, "{alerts} alerts");
 }
 
 #[test]

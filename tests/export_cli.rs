@@ -51,11 +51,18 @@ fn bad_input_is_a_one_line_error_at_start() {
     let free = format!("127.0.0.1:{}", free_port());
     let cases: &[(&[&str], i32, &str)] = &[
         (&["--web.listen-address", &free, "--peer-groups.file", g], 2, "peer groups"),
-        (&["--web.listen-address", &free, "--peer-groups", "/nonexistent/groups.yml"], 2, "peer groups"),
+        (
+            &["--web.listen-address", &free, "--peer-groups", "/nonexistent/groups.yml"],
+            2,
+            "--peer-groups.file",
+        ),
         (&["--web.listen-address", &free, "--web.config.file", w], 2, "cipher_suites"),
         (&["--web.listen-address", &busy_addr], 1, "already in use"),
+        (&["--web.listen-address", ":99999"], 2, "listen address"),
+        (&["--web.listen-address", "localhost"], 2, "listen address"),
         (&["--web.listen-address", &free, "--metrics.per-socket.top-k", "1001"], 2, "top-k"),
         (&["--web.listen-address", &free, "--alertmanager.url", "ftp://x"], 2, "Alertmanager URL"),
+        (&["--web.listen-address", &free, "--alertmanager.url", "http://a b:9093"], 2, "Alertmanager URL"),
         (&["--web.telemetry-path", "metrics"], 2, "telemetry path"),
         (&["--web.telemetry-path", "/-/ready"], 2, "serves that path itself"),
         (&["--web.systemd-socket"], 2, "systemd passed no socket"),
@@ -72,6 +79,123 @@ fn bad_input_is_a_one_line_error_at_start() {
 
 /// `--log.format json`: each log line is one JSON object with its level and fields, the
 /// exporter's "listening" line among them; logfmt, the default, has `level=` and `key=value`.
+/// `bbrtop export ARGS` that must fail at start within 20 s (a FIFO used to block it forever):
+/// (exit code, stderr); a run still going then is killed and fails the test.
+fn fails_at_once(args: &[&str]) -> (i32, String) {
+    let mut child = Proc(
+        Command::new(BIN)
+            .arg("export")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let status = poll_until(Duration::from_secs(20), || child.0.try_wait().unwrap());
+    let Some(status) = status else { panic!("{args:?}: still running after 20 s") };
+    let mut stderr = String::new();
+    child.0.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    (status.code().unwrap_or(-1), stderr)
+}
+
+/// A FIFO, a device or a directory where a flag names a file is refused at once with one line
+/// that names the flag, never opened for a blocking read or read until memory runs out.
+#[test]
+fn flag_named_special_files_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("web.yml");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let fifo = fifo.to_str().unwrap();
+    let zero_cert = dir.path().join("zero-cert.yml");
+    std::fs::write(&zero_cert, "tls_server_config: {cert_file: /dev/zero, key_file: /dev/zero}\n").unwrap();
+    let zero_cert = zero_cert.to_str().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let free = format!("127.0.0.1:{}", free_port());
+    let cases: &[(&[&str], &str)] = &[
+        (&["--web.config.file", fifo], "--web.config.file"),
+        (&["--peer-groups.file", fifo], "--peer-groups.file"),
+        (&["--web.config.file", "/dev/zero"], "--web.config.file"),
+        (&["--peer-groups.file", "/dev/zero"], "--peer-groups.file"),
+        (&["--web.config.file", d], "--web.config.file"),
+        (&["--web.config.file", zero_cert], "cert_file /dev/zero: not a regular file"),
+    ];
+    for (args, needle) in cases {
+        let args = [&["--web.listen-address", free.as_str()], *args].concat();
+        let (code, stderr) = fails_at_once(&args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle) && stderr.contains("not a regular file"), "{args:?}: {stderr}");
+        assert_one_line(&stderr);
+    }
+}
+
+/// An expired server certificate is refused at start, in one line that says when it expired
+/// (main served it: every client that verifies it refused every scrape); a fresh one loads.
+#[test]
+fn an_expired_certificate_is_refused_at_start() {
+    if !have("openssl") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ssl = |args: &[&str]| {
+        let o = Command::new("openssl").args(args).current_dir(d).output().unwrap();
+        assert!(o.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    let ec =
+        ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost"];
+    ssl(&[&["req", "-new", "-keyout", "key.pem", "-out", "req.csr"][..], &ec].concat());
+    std::fs::write(d.join("index.txt"), "").unwrap();
+    std::fs::write(d.join("serial"), "01\n").unwrap();
+    std::fs::write(
+        d.join("ca.cnf"),
+        "[ca]\ndefault_ca = d\n[d]\ndatabase = index.txt\nnew_certs_dir = .\ndefault_md = sha256\npolicy = p\n\
+         serial = serial\n[p]\ncommonName = supplied\n",
+    )
+    .unwrap();
+    // An extension makes it a version 3 certificate, as servers' are (rustls refuses version 1).
+    std::fs::write(d.join("ext.cnf"), "basicConstraints=critical,CA:FALSE\n").unwrap();
+    ssl(&[
+        "ca",
+        "-config",
+        "ca.cnf",
+        "-extfile",
+        "ext.cnf",
+        "-selfsign",
+        "-keyfile",
+        "key.pem",
+        "-in",
+        "req.csr",
+        "-out",
+        "old.pem",
+        "-startdate",
+        "20200101000000Z",
+        "-enddate",
+        "20200102000000Z",
+        "-batch",
+        "-notext",
+    ]);
+    ssl(&[&["req", "-x509", "-days", "2", "-keyout", "key2.pem", "-out", "new.pem"][..], &ec].concat());
+    let web = |cert: &str, key: &str| {
+        let p = d.join(format!("web-{cert}.yml"));
+        std::fs::write(&p, format!("tls_server_config: {{cert_file: {cert}, key_file: {key}}}\n")).unwrap();
+        p.display().to_string()
+    };
+    let (code, stderr) = fails_at_once(&[
+        "--web.listen-address",
+        "127.0.0.1:0",
+        "--web.config.file",
+        &web("old.pem", "key.pem"),
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("old.pem: expired at 2020-01-02T00:00:00Z"), "{stderr}");
+    assert_one_line(&stderr);
+    // A fresh certificate (version 3, with its version field) is taken.
+    let fresh =
+        bbrtop::export::web_config::WebConfig::load(std::path::Path::new(&web("new.pem", "key2.pem")));
+    assert!(fresh.is_ok(), "{:?}", fresh.err());
+}
+
 #[test]
 fn logs_are_structured_lines_in_either_format() {
     use std::io::BufRead;

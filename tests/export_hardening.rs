@@ -143,3 +143,63 @@ fn root_a_wrong_password_flood_leaves_real_scrapes_alone() {
         p99.first().map(|s| s["value"][1].clone())
     );
 }
+
+/// A flood of unique wrong passwords, more than the wrong verdicts kept (1,024), beside a client
+/// whose credential was already checked: every one of its scrapes is answered, and bcrypt never
+/// runs for it again (on main the verdicts were cleared whole at 1,024, so the right credential
+/// was checked again, behind the flood's queue).
+#[test]
+fn a_flood_of_unique_wrong_passwords_never_rechecks_a_known_credential() {
+    let dir = tempfile::tempdir().unwrap();
+    let hash = bcrypt::hash("s3cret", 4).unwrap();
+    std::fs::write(dir.path().join("web.yml"), format!("basic_auth_users:\n  prom: '{hash}'\n")).unwrap();
+    let security = WebConfig::load(&dir.path().join("web.yml")).unwrap();
+    let srv = Server::start_with(security, Limits::default(), Options::default(), snapshot);
+    assert_eq!(get_as(srv.port, "/metrics", "prom", "s3cret").unwrap().0, 200);
+    let (threads, each) = (8, 140);
+    let flooders: Vec<_> = (0..threads)
+        .map(|f| {
+            let port = srv.port;
+            std::thread::spawn(move || {
+                (0..each)
+                    .filter(|i| {
+                        get_as(port, "/metrics", "prom", &format!("guess-{f}-{i}")).is_ok_and(|r| r.0 == 401)
+                    })
+                    .count()
+            })
+        })
+        .collect();
+    let mut scrapes = 0;
+    while flooders.iter().any(|t| !t.is_finished()) && scrapes < 10_000 {
+        let (status, body) = get_as(srv.port, "/metrics", "prom", "s3cret").expect("a scrape answered");
+        assert_eq!(status, 200, "{body}");
+        scrapes += 1;
+    }
+    let refused: usize = flooders.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(refused, threads * each, "every wrong password refused");
+    assert!(scrapes > 0);
+    assert_eq!(srv.app.auth_checks(), 1 + (threads * each) as u64, "the right credential was checked once");
+}
+
+/// Slowloris: more slow connections than slots, none of them ever finishing its headers. A
+/// scrape still gets a slot (a slow one gives way) and is answered, every time; on main every
+/// slot was taken before auth, and the scrapes were closed at once.
+#[test]
+fn slow_clients_never_starve_an_authenticated_scrape() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits { max_connections: 8, ..Limits::default() };
+    let srv = Server::start_with(with_auth(dir.path()), limits, Options::default(), snapshot);
+    let slow: Vec<TcpStream> = (0..20)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n").unwrap();
+            s
+        })
+        .collect();
+    for i in 0..10 {
+        let (status, _) =
+            get_as(srv.port, "/metrics", "prom", "s3cret").unwrap_or_else(|e| panic!("scrape {i}: {e}"));
+        assert_eq!(status, 200, "scrape {i}");
+    }
+    drop(slow);
+}

@@ -44,6 +44,15 @@ fn curl(method: &str, port: u16, path: &str, auth: Option<&str>) -> (u16, String
     (code.parse().unwrap_or(0), body.to_string())
 }
 
+/// The netlink collector's polls so far, read from /metrics.
+fn polls_done(port: u16) -> u64 {
+    let (_, body) = curl("GET", port, "/metrics", Some("ops:s3cret"));
+    body.lines()
+        .find_map(|l| l.strip_prefix("bbrtop_collector_polls_total{collector=\"netlink\"} "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
 fn dirs(parent: &Path) -> Vec<std::path::PathBuf> {
     let mut v: Vec<_> =
         std::fs::read_dir(parent).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
@@ -80,21 +89,31 @@ fn hindsight_is_written_on_request_and_on_sigusr1_and_reads_back() {
     assert_eq!(curl("POST", port, "/api/hindsight", None).0, 401, "nobody without the password");
     assert_eq!(curl("POST", port, "/api/hindsight", Some("ops:wrong")).0, 401);
     assert_eq!(curl("GET", port, "/api/hindsight", Some("ops:s3cret")).0, 405, "a write is a POST");
-    // Asked until it holds a few polls (a busy host takes longer to poll).
+    // Asked once the poller has polled a few times (a busy host takes longer to poll), and
+    // again while hindsight holds nothing yet (503, which does not count as a dump).
     let t = Instant::now();
+    while polls_done(port) < 3 {
+        assert!(t.elapsed() < Duration::from_secs(30), "no three polls in 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let doc = loop {
         let (code, body) = curl("POST", port, "/api/hindsight", Some("ops:s3cret"));
-        let doc: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-        if code == 200 && doc["polls"].as_u64() >= Some(3) {
-            break doc;
+        if code == 200 {
+            break serde_json::from_str::<serde_json::Value>(&body).expect("JSON");
         }
-        assert!(code == 200 || code == 503, "{code} {body}");
-        assert!(t.elapsed() < Duration::from_secs(30), "no three polls held in 30 s: {code} {body}");
+        assert_eq!(code, 503, "{body}");
+        assert!(t.elapsed() < Duration::from_secs(30), "nothing held in 30 s: {code} {body}");
         std::thread::sleep(Duration::from_millis(300));
     };
     let dir = doc["dir"].as_str().expect("dir");
     let polls = doc["polls"].as_u64().expect("polls");
+    assert!(polls >= 1, "{doc}");
     let before = dirs(&out).len();
+    // A second request within the minute writes nothing (each dump is the whole window).
+    let (code, body) = curl("POST", port, "/api/hindsight", Some("ops:s3cret"));
+    assert_eq!(code, 429, "{body}");
+    assert!(body.contains("again in"), "{body}");
+    assert_eq!(dirs(&out).len(), before, "the refused request wrote nothing");
     assert!(doc["memory_bytes"].as_u64() > Some(0), "{doc}");
     let rec = Recording::open(Path::new(dir)).expect("a recording");
     assert_eq!(rec.polls().len() as u64, polls);
@@ -111,4 +130,45 @@ fn hindsight_is_written_on_request_and_on_sigusr1_and_reads_back() {
     let second = Recording::open(dirs(&out).last().expect("a dump")).expect("the second recording");
     assert!(second.polls().len() as u64 > polls, "it holds the first's polls and the newer ones");
     assert!(_exporter.0.id() > 0 && Path::new(&format!("/proc/{pid}")).exists(), "SIGUSR1 did not end it");
+}
+
+/// Without hindsight SIGUSR1 has nothing to write: the exporter says so in its log and goes on
+/// serving (SIGUSR1's default action, which it used to get, kills).
+#[test]
+fn sigusr1_without_hindsight_is_logged_and_the_exporter_goes_on() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let log = tmp.path().join("stderr");
+    let port = support::http::free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .args(["export", "--web.listen-address", &format!("127.0.0.1:{port}")])
+        .args(["--hindsight.window", "0", "--interval", "200ms", "--no-collector.bpf"])
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("bbrtop export");
+    let mut exporter = Exporter(child);
+    let t = Instant::now();
+    while curl("GET", port, "/-/healthy", None).0 == 0 {
+        assert!(t.elapsed() < Duration::from_secs(30), "the exporter did not answer in 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = exporter.0.id().to_string();
+    assert!(Command::new("kill").args(["-USR1", &pid]).status().expect("kill").success());
+    let t = Instant::now();
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains("SIGUSR1") {
+        assert!(exporter.0.try_wait().expect("wait").is_none(), "SIGUSR1 ended the exporter");
+        assert!(t.elapsed() < Duration::from_secs(10), "nothing logged after SIGUSR1");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(std::fs::read_to_string(&log).expect("log").contains("hindsight is off"));
+    assert_eq!(curl("GET", port, "/metrics", None).0, 200, "still serving");
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().expect("kill").success());
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = exporter.0.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "SIGTERM did not end it in 10 s");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "SIGTERM ends it cleanly: {status:?}");
 }

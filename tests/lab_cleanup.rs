@@ -131,6 +131,40 @@ fn lab_cleans_up_on(signal: i32) {
     assert!(left.is_empty(), "signal {signal} left {left:?}");
 }
 
+/// SIGUSR1 (the exporter's dump signal) does not end a lab: the run goes on to its report and
+/// exit 0, and leaves no namespace (on main SIGUSR1 killed it and left its three).
+#[test]
+fn root_a_lab_goes_on_after_sigusr1() {
+    if !support::guard::lab("a lab") {
+        return;
+    }
+    let mut lab = support::Proc(
+        Command::new(BBRTOP)
+            .args(["lab", "ab", "--duration", "3s", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bbrtop lab"),
+    );
+    let prefix = format!("bbrtop-{}-", lab.0.id());
+    let up = support::poll_until(Duration::from_secs(30), || {
+        Some(()).filter(|_| support::lab::namespaces(&prefix).len() == 3)
+    });
+    support::signal(lab.0.id(), "USR1");
+    let status = support::wait_exit(&mut lab.0, Duration::from_secs(60));
+    let left = support::lab::namespaces(&prefix);
+    for n in left.iter().filter_map(|l| l.split_whitespace().next()) {
+        let _ = Command::new("ip").args(["netns", "del", n]).output();
+    }
+    assert!(up.is_some(), "the lab came up");
+    let status = status.expect("the lab ended within 60 s");
+    assert!(status.success(), "the run went on to its end: {status:?}");
+    let mut report = String::new();
+    std::io::Read::read_to_string(&mut lab.0.stdout.take().expect("stdout"), &mut report).expect("stdout");
+    assert!(report.contains("\"flows\"") || report.contains("cubic"), "a report: {report}");
+    assert!(left.is_empty(), "SIGUSR1 left {left:?}");
+}
+
 #[test]
 fn root_a_lab_cleans_up_on_sighup() {
     if support::guard::lab("a lab") {

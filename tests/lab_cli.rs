@@ -79,7 +79,7 @@ fn root_an_interrupted_lab_leaves_nothing_behind() {
     }
     let mut child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
         .args(["lab", "ab", "--duration", "60s"])
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -100,7 +100,17 @@ fn root_an_interrupted_lab_leaves_nothing_behind() {
         assert!(t.elapsed() < Duration::from_secs(20), "bbrtop lab did not stop on SIGINT");
         std::thread::sleep(Duration::from_millis(100));
     };
-    assert!(status.success(), "an interrupted lab still reports: {status}");
+    // It still reports what it measured, titled as partial, and exits 1: the run asked for did
+    // not happen (main titled it "(60 s per flow)" and exited 0).
+    let (mut out, mut err) = (String::new(), String::new());
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        out.contains("(interrupted after ") && out.contains("of 60 s per flow: a partial report)"),
+        "{out}"
+    );
+    assert!(err.lines().last().is_some_and(|l| l.starts_with("bbrtop: error: interrupted after")), "{err}");
     assert_eq!(listed(), 0, "no namespace left behind");
     assert!(namespaces(&format!("bbrtop-{}-", std::process::id())).is_empty());
 }

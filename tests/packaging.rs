@@ -111,11 +111,44 @@ fn root_debian_package_installs_and_runs_in_a_fresh_chroot() {
         assert!(out.status.success() && stderr.trim().is_empty(), "systemd-analyze verify {u}:\n{stderr}");
     }
 
-    // Removed, it leaves its conffile; purged, nothing.
+    // A real Maintainer, not a placeholder (main's was bbrtop@localhost).
+    let fields = run(Command::new("dpkg-deb").arg("-f").arg(&deb).arg("Maintainer"));
+    let maintainer = String::from_utf8_lossy(&fields.stdout).trim().to_string();
+    let (name, email) = maintainer.split_once(" <").unwrap_or_default();
+    assert!(!name.is_empty() && email.ends_with('>') && email.contains('@'), "Maintainer: {maintainer}");
+    assert!(!maintainer.contains("localhost"), "Maintainer: {maintainer}");
+
+    // The admin enables the exporter, as the package's description says to (systemctl makes
+    // the links offline in the chroot, where systemd does not run).
+    run(Command::new("chroot").arg(root).args(["systemctl", "enable", "bbrtop.service"]));
+    let wants = root.join("etc/systemd/system/multi-user.target.wants/bbrtop.service");
+    assert!(wants.symlink_metadata().is_ok(), "enabled");
+
+    // Removed, it leaves its conffile; purged, nothing: neither the conffile nor what enabling
+    // made (main's postrm left the link, pointing at a unit that is gone).
     run(Command::new("chroot").arg(root).args(["dpkg", "-r", "bbrtop"]));
     assert!(!root.join("usr/bin/bbrtop").exists() && root.join("etc/default/bbrtop").exists());
     run(Command::new("chroot").arg(root).args(["dpkg", "-P", "bbrtop"]));
     assert!(!root.join("etc/default/bbrtop").exists(), "purge removes the conffile");
+    assert!(wants.symlink_metadata().is_err(), "purge removes the enabled link");
+    let left: Vec<_> = walk(&root.join("etc/systemd/system"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("bbrtop"))
+        .collect();
+    assert!(left.is_empty(), "left under /etc/systemd/system: {left:?}");
+}
+
+/// Every path below `dir` (links are not followed).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
 }
 
 /// A built image's root filesystem, mounted by buildah; unmounted and removed on drop.

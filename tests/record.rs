@@ -147,3 +147,40 @@ fn record_into_a_file_is_a_one_line_error() {
     let err = support::usage_error(&["record", &f.path().display().to_string(), "--count", "1"]);
     assert!(err.contains(&f.path().display().to_string()), "{err}");
 }
+
+/// SIGUSR1 (the exporter's dump signal) does not end a recorder: it goes on polling, and SIGINT
+/// then finishes the chunk under way (on main SIGUSR1 killed it and lost that chunk).
+#[test]
+fn a_recorder_goes_on_after_sigusr1_and_keeps_its_chunk() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("rec");
+    let log = dir.path().join("stderr");
+    let child = Command::new(BIN)
+        .args(["record", &rec.display().to_string(), "--interval", "100ms", "--record.chunk", "1s"])
+        .arg("--no-collector.bpf")
+        .stdin(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("bbrtop record");
+    let mut child = Killed(child);
+    let started = support::poll_until(Duration::from_secs(30), || {
+        Some(()).filter(|_| std::fs::read_to_string(&log).unwrap_or_default().contains("recording"))
+    });
+    assert!(
+        started.is_some(),
+        "the recorder never started: {}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    support::signal(child.0.id(), "USR1");
+    // It goes on after the signal: a chunk is finished after it (they are a second long).
+    let chunk = support::poll_until(Duration::from_secs(20), || {
+        assert!(child.0.try_wait().expect("wait").is_none(), "SIGUSR1 ended the recorder");
+        files(&rec, ".polls.parquet").first().cloned()
+    });
+    assert!(chunk.is_some(), "no chunk finished after SIGUSR1");
+    support::signal(child.0.id(), "INT");
+    let status = support::wait_exit(&mut child.0, Duration::from_secs(20)).expect("SIGINT ends it");
+    assert!(status.success(), "{status:?}: {}", std::fs::read_to_string(&log).unwrap_or_default());
+    let polls = Recording::open(&rec).expect("a recording").polls().len();
+    assert!(polls >= 2, "the chunk under way was kept: {polls} polls");
+}

@@ -199,7 +199,21 @@ fn bad_recordings_are_one_line_errors() {
     let fake = dir.path().join("x.polls.parquet");
     std::fs::write(&fake, "PAR1 but not really").unwrap();
     let good = recorded(&live_run(t0(), POLLS)[..3]);
+    // A FIFO where a chunk's file should be: refused at once, not waited on.
+    let fifo = dir.path().join("f.polls.parquet");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    // One chunk whose sockets file is cut short: exit 2 like a damaged polls file (main: 1).
+    let cut = recorded(&live_run(t0(), POLLS)[..3]);
+    let sockets = std::fs::read_dir(cut.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".sockets.parquet"))
+        .unwrap();
+    let bytes = std::fs::read(&sockets).unwrap();
+    std::fs::write(&sockets, &bytes[..bytes.len() / 2]).unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec![cut.path().display().to_string()], "not a readable Parquet file"),
         (vec![dir.path().join("missing").display().to_string()], "no such file or directory"),
         (vec![empty.display().to_string()], "no complete chunk"),
         (vec![text.display().to_string()], "not a recording"),
@@ -213,9 +227,53 @@ fn bad_recordings_are_one_line_errors() {
         let err = support::usage_error(&[&["replay".to_string()][..], &args[..]].concat());
         assert!(err.starts_with("bbrtop: error: ") && err.contains(says), "{args:?}: {err}");
     }
+    // The FIFO under a 20 s bound (main opened it for a blocking read, and waited forever).
+    let o = Command::new("timeout")
+        .args(["20", env!("CARGO_BIN_EXE_bbrtop"), "replay", &fifo.display().to_string()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("not a regular file (a FIFO)") && err.lines().count() == 1, "{err}");
     let o = bbrtop(&["replay", "--help"]);
     let help = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success() && help.contains("--speed") && help.contains("--at"), "{help}");
+}
+
+/// A damaged chunk in the middle of a recording is left out with a line that names it, and the
+/// replay plays the rest to its end (main ended the recording, or the replay, there).
+#[test]
+fn replay_skips_a_damaged_chunk_and_plays_the_rest() {
+    if !support::tools::have("tmux") {
+        return;
+    }
+    let dir = recorded(&live_run(t0(), 100));
+    let mut polls: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".polls.parquet"))
+        .collect();
+    polls.sort();
+    assert!(polls.len() >= 3, "chunks of 30 s: {polls:?}");
+    let lost = bbrtop::record::Recording::open(&polls[1]).unwrap().polls().len();
+    std::fs::write(&polls[1], "PAR1 damaged").unwrap();
+    let left = 100 - lost;
+    let t = Tmux::start("replay-damaged");
+    let cmd = format!("{} replay {}", env!("CARGO_BIN_EXE_bbrtop"), dir.path().display());
+    t.keys(&[&cmd, "Enter"]);
+    t.wait_for(&format!(" of {left}"));
+    t.keys(&["Space"]);
+    t.wait_for("paused");
+    for _ in 0..3 {
+        t.type_text("}");
+    }
+    t.wait_for("end of the recording");
+    t.type_text("q");
+    t.back_at_shell("q");
+    let p = t.pane();
+    assert!(p.contains("bbrtop: warning: ") && p.contains("skipped a damaged chunk"), "{p}");
 }
 
 /// The poll the header shows: "poll K of N".

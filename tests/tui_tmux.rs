@@ -214,6 +214,43 @@ fn root_tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     assert!(log.contains(" lab=bbrtop-") && last.contains("message=exit"), "the log file:\n{log}");
 }
 
+/// SIGUSR1 (the exporter's dump signal) neither ends the TUI nor leaves the terminal raw: it goes
+/// on answering keys, and `q` then restores the shell. On main SIGUSR1 killed it (exit 138, the
+/// terminal left raw; with `--lab`, its namespaces left behind).
+fn goes_on_after_sigusr1(t: &Tmux, pid: u32) {
+    assert!(Command::new("kill").args(["-USR1", &pid.to_string()]).status().unwrap().success());
+    t.keys(&["?"]);
+    t.wait_for("this help");
+    t.keys(&["?", "q"]);
+    t.back_at_shell(pid, "SIGUSR1, then q");
+}
+
+#[test]
+fn root_tui_on_a_lab_goes_on_after_sigusr1() {
+    if !guard::lab("tmux TUI test") || !have("tmux") {
+        return;
+    }
+    let t = Tmux::start("usr1-lab");
+    t.keys(&["S0=$(stty -g)", "Enter"]);
+    let (pid, _) = t.launch("");
+    goes_on_after_sigusr1(&t, pid);
+}
+
+/// The same for the TUI on this host's own sockets, which needs no privilege.
+#[test]
+fn tui_goes_on_after_sigusr1() {
+    if !have("tmux") {
+        return;
+    }
+    let t = Tmux::start("usr1");
+    t.keys(&["S0=$(stty -g)", "Enter"]);
+    t.keys(&[&format!("{} --no-collector.bpf", env!("CARGO_BIN_EXE_bbrtop")), "Enter"]);
+    let pid = t.child_pid();
+    t.1.borrow_mut().push(pid);
+    t.wait_for("collectors:");
+    goes_on_after_sigusr1(&t, pid);
+}
+
 /// Closing the terminal (its window, its ssh session) ends bbrtop, lab included, within seconds:
 /// crossterm alone would spin on the hung-up terminal and never see the stop flag.
 #[test]

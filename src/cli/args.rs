@@ -95,7 +95,8 @@ pub struct SourceArgs {
     pub collector: Option<CollectorChoice>,
     /// With the socket walk, where to read pod names from: a pod list (the kubelet's /pods, or
     /// the API server's pods of this node) as an http:// URL or a file. Without it, pods are
-    /// named by uid and container id, from their cgroup.
+    /// named by uid and container id, from their cgroup. A file is a regular one of at most
+    /// 64 MiB.
     #[arg(long = "kubernetes.pods", value_name = "URL|PATH", value_parser = parse_pod_source)]
     pub kubernetes_pods: Option<bbrtop_collect::attrib::PodSource>,
 }
@@ -276,11 +277,11 @@ pub fn parse_netns(s: &str) -> Result<NetnsSpec, String> {
 pub fn peer_groups(
     path: Option<&std::path::Path>,
 ) -> Result<bbrtop_core::peer_groups::PeerGroups, super::Failure> {
+    use bbrtop_collect::files::{Kind, read_to_string};
     let Some(path) = path else { return Ok(Default::default()) };
-    let fail =
-        |e: &dyn std::fmt::Display| super::Failure::Usage(format!("peer groups {}: {e}", path.display()));
-    let text = std::fs::read_to_string(path).map_err(|e| fail(&e))?;
-    bbrtop_core::peer_groups::PeerGroups::parse(&text).map_err(|e| fail(&e))
+    let text = read_to_string("--peer-groups.file", path, Kind::Config).map_err(super::Failure::Usage)?;
+    bbrtop_core::peer_groups::PeerGroups::parse(&text)
+        .map_err(|e| super::Failure::Usage(format!("peer groups {}: {e}", path.display())))
 }
 
 #[cfg(test)]

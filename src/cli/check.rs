@@ -1,6 +1,7 @@
 //! `bbrtop check`: say which BBR the host runs, load and attach the eBPF programs, make one
-//! netlink dump and one ring-buffer poll, print what attached and what did not. Exit 0 when
-//! everything attached, else 1.
+//! netlink dump, one ring-buffer poll and one read of the socket walk (which `watch`, `export`
+//! and the TUI use by default), print what attached and what did not. Exit 0 when everything
+//! attached and read, else 1.
 
 use super::Failure;
 use super::args::SourceArgs;
@@ -38,7 +39,10 @@ fn bpf() -> bool {
         println!("bpf: {reason}");
         return false;
     }
-    let cfg = loader::LoadConfig::from_rule(&bbrtop_core::rule::RuleConfig::default());
+    let cfg = loader::LoadConfig {
+        walk: true,
+        ..loader::LoadConfig::from_rule(&bbrtop_core::rule::RuleConfig::default())
+    };
     let l = match loader::load(&cfg) {
         Ok(l) => l,
         Err(e) => {
@@ -65,7 +69,35 @@ fn bpf() -> bool {
         Ok(()) => println!("bpf: ring buffer ok, {events} events, {} lost", l.lost_total()),
         Err(e) => println!("bpf: ring buffer FAILED: {e}"),
     }
-    l.failed.is_empty() && polled.is_ok()
+    let walked = walk(&l);
+    l.failed.is_empty() && polled.is_ok() && walked
+}
+
+/// One read of the socket walk, as the long-running commands make each poll.
+#[cfg(feature = "bpf")]
+fn walk(l: &bbrtop_collect::bpf::loader::Loaded) -> bool {
+    if bbrtop_collect::bpf::walk::kernel_config().is_none() {
+        println!(
+            "walk: off: the kernel's config (/proc/config.gz or /boot/config-RELEASE) is not readable, and \
+             the walk needs its HZ; netlink reads one namespace instead"
+        );
+        return false;
+    }
+    let resolver = bbrtop_collect::attrib::Resolver::new(None);
+    match l.walker(StateSet::default_filter(), resolver).and_then(|mut w| w.walk()) {
+        Ok(read) => {
+            println!(
+                "walk: ok, {} sockets moved since the programs attached, in every namespace ({} records dropped)",
+                read.sockets.len(),
+                read.stats.dropped_total
+            );
+            true
+        }
+        Err(e) => {
+            println!("walk: FAILED: {e}");
+            false
+        }
+    }
 }
 
 #[cfg(not(feature = "bpf"))]

@@ -55,7 +55,8 @@ pub struct CompareArgs {
     /// (DIR created if missing), as `bbrtop lab --plot DIR` writes its figures.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
-    /// CIDR groups (YAML, as `export` takes): a row per peer group too.
+    /// CIDR groups (YAML, as `export` takes): a row per peer group too. A regular file of at
+    /// most 1 MiB.
     #[arg(long = "peer-groups.file", value_name = "FILE")]
     pub peer_groups: Option<PathBuf>,
 }
@@ -63,6 +64,7 @@ pub struct CompareArgs {
 /// One side read from its recording: every socket in its range summarised.
 fn read_side(spec: &SideSpec, groups: &PeerGroups) -> Result<Side, Failure> {
     let mut rec = Recording::open(&spec.path).map_err(|e| Failure::Usage(format!("{e:#}")))?;
+    super::failure::warn_skipped(&spec.path, rec.skipped());
     let times: Vec<_> = rec.polls().iter().map(|p| p.at).collect();
     let range = spec.select(&times).map_err(Failure::Usage)?;
     let mut sum = Summarizer::new(groups);

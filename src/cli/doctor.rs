@@ -29,8 +29,11 @@ fn bdp(a: &DoctorArgs) -> Result<Bdp, Failure> {
     let Some(v) = &a.bdp else { return Ok(Bdp::default()) };
     let rate = doctor::parse_rate(&v[0]).map_err(Failure::Usage)?;
     let rtt = parse_duration(&v[1]).map_err(Failure::Usage)?;
-    if rtt.is_zero() {
-        return Err(Failure::Usage(format!("invalid --bdp RTT {:?}: must be above zero", v[1])));
+    if rtt.is_zero() || rtt > std::time::Duration::from_secs(10) {
+        return Err(Failure::Usage(format!(
+            "invalid --bdp RTT {:?}: must be above zero and at most 10s",
+            v[1]
+        )));
     }
     Ok(Bdp { rate_bits_per_sec: rate, rtt_seconds: rtt.as_secs_f64() })
 }

@@ -22,7 +22,7 @@ pub struct ExportArgs {
     #[command(flatten)]
     pub poll: PollArgs,
     /// Address to listen on, host:port or :port (every address). May be given more than once.
-    #[arg(long = "web.listen-address", value_name = "ADDR", default_value = ":10027")]
+    #[arg(long = "web.listen-address", value_name = "ADDR", default_value = ":10027", value_parser = parse_listen)]
     pub listen: Vec<String>,
     /// Serve on the sockets systemd passes (socket activation: LISTEN_FDS, from a .socket unit)
     /// instead of binding --web.listen-address.
@@ -37,10 +37,12 @@ pub struct ExportArgs {
     /// auth as /metrics.
     #[arg(long = "web.enable-api")]
     pub enable_api: bool,
-    /// exporter-toolkit web config (YAML): TLS and basic auth.
+    /// exporter-toolkit web config (YAML): TLS and basic auth. A regular file of at most 1 MiB;
+    /// the certificate and key files it names, at most 4 MiB each.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config: Option<PathBuf>,
-    /// Concurrent connections (1 to 65536); past this, new connections are closed at once.
+    /// Concurrent connections (1 to 65536); past this, a new connection takes the slot of the
+    /// oldest one that has not passed auth, or is closed at once if every one has.
     #[arg(long = "web.max-connections", value_name = "N", default_value = "512",
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_connections: u32,
@@ -77,7 +79,7 @@ pub struct ExportArgs {
     /// Where hindsight is written: a new recording directory under it each time.
     #[arg(long = "hindsight.dir", value_name = "DIR", default_value = "/var/lib/bbrtop/hindsight")]
     pub hindsight_dir: PathBuf,
-    /// CIDR groups (YAML) that become the peer_group label.
+    /// CIDR groups (YAML) that become the peer_group label. A regular file of at most 1 MiB.
     #[arg(long = "peer-groups.file", value_name = "FILE", alias = "peer-groups")]
     pub peer_groups: Option<PathBuf>,
 }
@@ -115,12 +117,31 @@ fn parse_resend(s: &str) -> Result<Duration, String> {
     super::args::parse_duration_in(s, "resend interval", Duration::from_secs(1), Duration::from_secs(3600))
 }
 
+/// `host:port` or `:port`, with a port from 0 to 65535: a usage error when parsed, not a runtime
+/// failure at bind. Whether the host resolves is only known at bind.
+fn parse_listen(s: &str) -> Result<String, String> {
+    let bad = |why: &str| Err(format!("invalid listen address {s:?}: {why} (expected host:port or :port)"));
+    let Some((host, port)) = s.rsplit_once(':') else { return bad("no port") };
+    if port.parse::<u16>().is_err() {
+        return bad("the port is not 0 to 65535");
+    }
+    if host.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("spaces in the host");
+    }
+    Ok(s.to_string())
+}
+
 fn parse_am_url(s: &str) -> Result<String, String> {
     let rest = s
         .strip_prefix("http://")
         .ok_or_else(|| format!("invalid Alertmanager URL {s:?} (expected http://host:port)"))?;
     if rest.is_empty() || rest.starts_with('/') {
         return Err(format!("invalid Alertmanager URL {s:?}: no host"));
+    }
+    // The URL is only used at the first alert: a host with spaces would fail then, every time.
+    match s.parse::<hyper::Uri>() {
+        Ok(u) if u.authority().is_some_and(|a| !a.host().is_empty()) => {}
+        _ => return Err(format!("invalid Alertmanager URL {s:?}: not a URL (expected http://host:port)")),
     }
     Ok(s.trim_end_matches('/').to_string())
 }
@@ -166,7 +187,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     let app = Arc::new(App::new(started.runtime.published(), groups, security, options));
     let limits = Limits { max_connections: a.max_connections as usize, ..Limits::default() };
     tracing::info!(address = bound.join(","), scheme = me.scheme, "listening");
-    serve_until(listeners, app, limits, Arc::clone(&started.stop))?;
+    serve_until(listeners, app, limits, Arc::clone(&started.stop), hindsight.is_some())?;
     drop(pusher);
     if let Some((_, thread)) = hindsight {
         let _ = thread.join();
@@ -186,8 +207,8 @@ fn start_hindsight(a: &ExportArgs, started: &super::startup::Started) -> Result<
     let opts = HindsightOptions { window: a.hindsight_window, max_bytes: a.hindsight_max };
     let sys = bbrtop_collect::host::system_info(started.netns.as_ref());
     let keeper = Keeper::new(Hindsight::new(opts, sys), a.hindsight_dir.clone());
-    let wanted = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGUSR1, Arc::clone(&wanted)).context("SIGUSR1")?;
+    // The startup sequence took SIGUSR1; hindsight's thread is its one reader.
+    let wanted = Arc::clone(super::startup::usr1());
     let thread = keeper
         .start(started.runtime.published(), Arc::clone(&started.stop), wanted)
         .context("starting hindsight")?;
@@ -249,20 +270,28 @@ fn push_config(a: &ExportArgs, me: &Me, groups: &Arc<PeerGroups>) -> Option<Push
     })
 }
 
-/// Serves HTTP until the startup sequence's signal flag is set.
+/// Serves HTTP until the startup sequence's signal flag is set. Without hindsight, a SIGUSR1
+/// (the dump signal) is answered with a log line saying there is nothing to write.
 fn serve_until(
     listeners: Vec<TcpListener>,
     app: Arc<App>,
     limits: Limits,
     stop: Arc<std::sync::atomic::AtomicBool>,
+    hindsight: bool,
 ) -> Result<(), Failure> {
     let tokio_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the HTTP runtime")?;
+    let usr1 = super::startup::usr1();
     let shutdown = async move {
         // Checked a few times a second.
         while !stop.load(Ordering::Relaxed) {
+            if !hindsight && usr1.swap(false, Ordering::Relaxed) {
+                tracing::warn!(
+                    "SIGUSR1: hindsight is off (--hindsight.window 0), so there is nothing to write"
+                );
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };

@@ -37,3 +37,11 @@ impl Failure {
         }
     }
 }
+
+/// Damaged chunks a recording left out, a line each on stderr before the command goes on with
+/// the rest (the replay's screen comes after, so they are read once it ends).
+pub fn warn_skipped(path: &std::path::Path, skipped: &[String]) {
+    for s in skipped {
+        eprintln!("bbrtop: warning: {}: {s}", path.display());
+    }
+}

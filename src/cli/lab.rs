@@ -275,6 +275,13 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
     } else {
         print!("{}", report.render());
     }
+    // A partial report is printed, but the run did not do what was asked: not a success.
+    if let Some(ran) = report.interrupted_after_seconds {
+        return Err(Failure::Runtime(anyhow::anyhow!(
+            "interrupted after {ran:.0} s of {} s per flow: the report is partial",
+            duration.as_secs()
+        )));
+    }
     Ok(())
 }
 

@@ -40,6 +40,7 @@ pub fn run(a: ReplayArgs) -> Result<(), Failure> {
     // The recording first: a bad path is said the same way with or without a terminal.
     let bad = |e: anyhow::Error| Failure::Usage(format!("replay: {e:#}"));
     let rec = Recording::open(&a.path).map_err(bad)?;
+    super::failure::warn_skipped(&a.path, rec.skipped());
     let sys = rec.system().clone();
     let start = match &a.at {
         Some(text) => Some(parse_time(text, rec.at(0)).map_err(|e| Failure::Usage(format!("--at: {e}")))?),

@@ -147,13 +147,28 @@ fn netlink_reads(choice: Want, one_netns: bool, bpf: &BpfStatus, walk_off: Optio
     format!("reads every socket of its namespace each poll (no kernel walk: {why})")
 }
 
+///
+/// SIGUSR1 is the exporter's hindsight signal, and its default action kills: a `kill -USR1` meant
+/// for the exporter (or sent to every bbrtop by name) must not end a lab, a recording or the TUI
+/// mid-run. So every long-running command takes it here and it only sets [`usr1`]'s flag, which
+/// the exporter reads and the other commands leave alone.
 pub fn signals() -> Result<Arc<AtomicBool>, Failure> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [SIGTERM, SIGINT, SIGHUP, SIGQUIT] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
     }
+    static USR1_TAKEN: std::sync::Once = std::sync::Once::new();
+    let mut taken = Ok(());
+    USR1_TAKEN.call_once(|| taken = signal_hook::flag::register(SIGUSR1, Arc::clone(usr1())).map(drop));
+    taken.context("installing the SIGUSR1 handler")?;
     Ok(stop)
+}
+
+/// Set by SIGUSR1 once [`signals`] ran; whoever acts on it swaps it back to false.
+pub fn usr1() -> &'static Arc<AtomicBool> {
+    static USR1: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    USR1.get_or_init(Arc::default)
 }
 
 /// The built-in lab of `bbrtop --lab`: a 40 ms round trip (so min RTT and inflation read as on a

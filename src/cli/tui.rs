@@ -43,11 +43,11 @@ pub struct ConnectArgs {
     #[arg(long = "connect.username", value_name = "NAME", requires = "connect")]
     pub username: Option<String>,
     /// A file holding the password for the remote's basic auth (a trailing newline is dropped):
-    /// never on the command line, where other users see it.
+    /// never on the command line, where other users see it. A regular file of at most 4 KiB.
     #[arg(long = "connect.password.file", value_name = "FILE", requires = "connect")]
     pub password_file: Option<PathBuf>,
     /// Trust the CA certificates in this PEM file (a self-signed exporter's own certificate)
-    /// instead of the system's CA store.
+    /// instead of the system's CA store. A regular file of at most 4 MiB.
     #[arg(long = "connect.ca.file", value_name = "FILE", requires = "connect")]
     pub ca_file: Option<PathBuf>,
 }
@@ -81,8 +81,12 @@ impl ConnectArgs {
     fn client(&self, target: Target) -> Result<Client, Failure> {
         let password = match &self.password_file {
             Some(p) => Some(
-                std::fs::read_to_string(p)
-                    .map_err(|e| Failure::Usage(format!("--connect.password.file {}: {e}", p.display())))?,
+                bbrtop_collect::files::read_to_string(
+                    "--connect.password.file",
+                    p,
+                    bbrtop_collect::files::Kind::Password,
+                )
+                .map_err(Failure::Usage)?,
             ),
             None => None,
         };
@@ -129,7 +133,7 @@ pub fn run(a: TuiArgs) -> Result<(), Failure> {
 fn run_remote(a: &TuiArgs, client: Client) -> Result<(), Failure> {
     let stop = startup::signals()?;
     let target = client.target().clone();
-    let mut remote = crate::remote::poll::Remote::start(
+    let remote = crate::remote::poll::Remote::start(
         client,
         crate::record::frame::decode,
         a.poll.source.interval,
@@ -138,18 +142,22 @@ fn run_remote(a: &TuiArgs, client: Client) -> Result<(), Failure> {
     .map_err(|e| Failure::Runtime(anyhow::anyhow!("starting the poller: {e}")))?;
     let published = remote.runtime.published();
     published.wait_newer(0, FIRST_FRAME_WAIT);
-    // Until a frame has come, the remote's host facts are unknown; the header names its URL.
+    // Until a frame has come, the remote's host facts are unknown; the header names its URL, and
+    // takes the facts as soon as a frame brings them.
     let unknown = || "?".to_string();
-    let sys = remote.system().unwrap_or_else(|| SystemInfo {
-        host: unknown(),
-        kernel: unknown(),
-        default_cc: unknown(),
-        qdisc: unknown(),
-        ..SystemInfo::default()
-    });
+    let sys = || {
+        remote.system().unwrap_or_else(|| SystemInfo {
+            host: unknown(),
+            kernel: unknown(),
+            default_cc: unknown(),
+            qdisc: unknown(),
+            ..SystemInfo::default()
+        })
+    };
     tracing::info!(remote = target.shown, "connecting");
-    let result = crate::tui::ui_loop_from(Source::Remote(target.shown.clone()), &published, &stop, sys);
-    remote.runtime.stop();
+    let result = crate::tui::ui_loop_from(Source::Remote(target.shown.clone()), &published, &stop, &sys);
+    // A fetch under way may wait for a slow remote up to its timeout: the process exits without it.
+    remote.runtime.abandon();
     tracing::info!("exit");
     Ok(result?)
 }

@@ -2,35 +2,12 @@
 //! of a side's sockets, one line per side and cc, in the cc's colour; A solid, B dashed. Pure.
 
 use super::Side;
-use crate::lab::plot::{cdf, colour};
-use plotters::prelude::*;
+use crate::plot::{self, Chart, Line, cdf, colour, thin};
+use plotters::prelude::SeriesLabelPosition;
 use std::collections::BTreeMap;
 
-const SIZE: (u32, u32) = (900, 480);
 /// The figure's name in `--plot DIR`.
 pub const FILE: &str = "compare-srtt-cdf.svg";
-/// Points drawn per line at most.
-const POINTS: usize = 1000;
-
-fn err(e: impl std::fmt::Display) -> String {
-    format!("plot: {e}")
-}
-
-/// One line: its label, colour, whether dashed, and its CDF points (ms, fraction).
-struct Line {
-    label: String,
-    colour: RGBColor,
-    dashed: bool,
-    points: Vec<(f64, f64)>,
-}
-
-/// At most [`POINTS`] of a CDF's steps, evenly spaced, the last always kept: an SVG of every
-/// sample of thousands of sockets would be megabytes for no visible difference.
-fn thin(points: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
-    let step = points.len().div_ceil(POINTS).max(1);
-    let last = points.len().saturating_sub(1);
-    points.into_iter().enumerate().filter(|(i, _)| i % step == 0 || *i == last).map(|p| p.1).collect()
-}
 
 fn plural(n: usize, what: &str) -> String {
     if n == 1 { what.to_string() } else { format!("{what}s") }
@@ -68,67 +45,21 @@ fn lines(sides: [(&str, &Side); 2]) -> Vec<Line> {
 
 /// The CDF of srtt samples per side and cc, on a log RTT axis (bloat moves RTTs by 10x and more).
 pub fn rtt_cdf(a: &Side, b: &Side) -> Result<String, String> {
-    let lines = lines([("A", a), ("B", b)]);
-    let all = || lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
-    // A log axis needs a positive range; with no samples, 1 to 2 ms.
-    let lo = all().filter(|ms| *ms > 0.0).reduce(f64::min).map_or(1.0, |ms| ms * 0.9);
-    let hi = (all().fold(1.0, f64::max) * 1.05).max(lo * 2.0);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption("srtt CDF, A (solid) against B (dashed)", ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d((lo..hi).log_scale(), 0.0..1.0)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc("srtt (ms, log scale)")
-            .y_desc("fraction of samples")
-            .draw()
-            .map_err(err)?;
-        for l in lines {
-            let style = l.colour.stroke_width(2);
-            let drawn = if l.dashed {
-                chart.draw_series(DashedLineSeries::new(l.points, 8, 5, style))
-            } else {
-                chart.draw_series(LineSeries::new(l.points, style))
-            };
-            let c = l.colour;
-            drawn
-                .map_err(err)?
-                .label(l.label)
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], c.stroke_width(2)));
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-        root.present().map_err(err)?;
-    }
-    Ok(svg)
+    let chart = Chart {
+        title: "srtt CDF, A (solid) against B (dashed)",
+        x_desc: "srtt (ms, log scale)",
+        y_desc: "fraction of samples",
+        log_x: true,
+        y_max: 1.0,
+        legend: SeriesLabelPosition::LowerRight,
+    };
+    plot::draw(&chart, lines([("A", a), ("B", b)]))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::compare::tests::side;
-
-    #[test]
-    fn thinning_keeps_the_ends_and_at_most_the_limit() {
-        let pts: Vec<(f64, f64)> = (1..=4500).map(|i| (i as f64, i as f64 / 4500.0)).collect();
-        let t = thin(pts.clone());
-        assert!(t.len() <= POINTS + 1 && t.len() > POINTS / 2, "{}", t.len());
-        assert_eq!((t[0], *t.last().unwrap()), (pts[0], pts[4499]));
-        assert_eq!(thin(pts[..10].to_vec()), pts[..10]);
-        assert!(thin(Vec::new()).is_empty());
-    }
 
     #[test]
     fn a_line_per_side_and_cc() {

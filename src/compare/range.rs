@@ -43,12 +43,19 @@ impl std::str::FromStr for SideSpec {
     }
 }
 
+/// The longest offset: adding a longer one to a recording's first poll can overflow the clock
+/// (`+10000000000000000000s` panicked), and no recording is that long.
+const MAX_OFFSET: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 fn bound(s: &str) -> Result<Option<Bound>, String> {
     if s.is_empty() {
         return Ok(None);
     }
     let offset = s.strip_prefix('+').unwrap_or(s);
     if let Ok(d) = humantime::parse_duration(offset) {
+        if d > MAX_OFFSET {
+            return Err(format!("{s:?}: an offset longer than 100 years"));
+        }
         return Ok(Some(Bound::Offset(d)));
     }
     humantime::parse_rfc3339_weak(s)
@@ -70,7 +77,8 @@ impl SideSpec {
         };
         let at = |b: Bound| match b {
             Bound::At(t) => t,
-            Bound::Offset(d) => first + d,
+            // An offset is at most MAX_OFFSET; a clock that still overflows is past every poll.
+            Bound::Offset(d) => first.checked_add(d).unwrap_or(last + Duration::from_secs(1)),
         };
         let from = self.from.map_or(first, at);
         // Open at the end: the last poll is in a range with no TO.
@@ -139,5 +147,9 @@ mod tests {
         assert!(sel("r@2026-11-22T00:00:00Z..2026-11-22T01:00:00Z").unwrap_err().contains("outside"));
         assert!(sel("r@+11s..+12s").unwrap_err().contains("holds no polls"));
         assert!("r".parse::<SideSpec>().unwrap().select(&[]).unwrap_err().contains("no polls"));
+        // Offsets that would overflow the clock are refused when parsed, not added.
+        let e = "r@..+10000000000000000000s".parse::<SideSpec>().unwrap_err();
+        assert!(e.contains("longer than 100 years"), "{e}");
+        assert_eq!(sel("r@..+36500d"), Ok(0..10), "100 years is still an offset");
     }
 }

@@ -12,11 +12,16 @@ pub fn checks(r: &Readings, bdp: Bdp) -> Vec<Check> {
         kernel(&r.kernel, ver),
         available_cc(r.available_cc.as_deref()),
         default_cc(r.cc.as_deref()),
-        default_qdisc(r.default_qdisc.as_deref(), ver),
+        default_qdisc(r.default_qdisc.as_deref(), ver, r.qdisc_kinds.pacer()),
         tcp_bbr(r.bbr_module),
         btf(r.btf),
     ];
-    out.extend(super::qdisc::checks(r.interfaces.as_deref(), ver, r.default_qdisc.as_deref()));
+    out.extend(super::qdisc::checks(
+        r.interfaces.as_deref(),
+        ver,
+        r.default_qdisc.as_deref(),
+        r.qdisc_kinds.pacer(),
+    ));
     out.extend(r.bbr.as_ref().and_then(bbr_version));
     // Capabilities and live sockets are checked only where they were read.
     out.extend(r.caps.map(capabilities));
@@ -105,10 +110,11 @@ fn default_cc(cc: Option<&str>) -> Check {
     }
 }
 
-fn default_qdisc(qdisc: Option<&str>, ver: Option<(u32, u32)>) -> Check {
+/// `pacer`: the qdisc this kernel has to recommend (fq, else fq_codel), or none.
+fn default_qdisc(qdisc: Option<&str>, ver: Option<(u32, u32)>, pacer: Option<&str>) -> Check {
     const NAME: &str = "default_qdisc";
     let q = qdisc.unwrap_or("unknown");
-    let fix = || sysctl_fix("net.core.default_qdisc", "fq");
+    let fix = || pacer.map_or_else(Vec::new, |p| sysctl_fix("net.core.default_qdisc", p));
     match q {
         "fq" => check(NAME, Status::Ok, q, "fq paces BBR's packets at the pacing rate, cheaply.", &[]),
         "fq_codel" => check(
@@ -122,7 +128,17 @@ fn default_qdisc(qdisc: Option<&str>, ver: Option<(u32, u32)>) -> Check {
             NAME,
             Status::Info,
             q,
-            "BBR falls back to TCP's internal pacing (4.13+), which costs more CPU than fq.",
+            match pacer {
+                Some("fq") => {
+                    "BBR falls back to TCP's internal pacing (4.13+), which costs more CPU than fq."
+                }
+                Some(_) => {
+                    "BBR falls back to TCP's internal pacing (4.13+). This kernel has no fq; fq_codel keeps queues short beside it."
+                }
+                None => {
+                    "BBR paces itself with TCP's internal pacing (4.13+): this kernel has neither fq nor fq_codel, so there is nothing to attach."
+                }
+            },
             &fix(),
         ),
         _ => check(
@@ -130,7 +146,8 @@ fn default_qdisc(qdisc: Option<&str>, ver: Option<(u32, u32)>) -> Check {
             Status::Fail,
             q,
             "Before 4.13, BBR needs fq to pace; without it BBR misbehaves.",
-            &fix(),
+            // Only fq paces before 4.13: no other qdisc is a fix.
+            &if pacer == Some("fq") { fix() } else { Vec::new() },
         ),
     }
 }
@@ -240,10 +257,18 @@ fn capabilities(caps: CapSet) -> Check {
 }
 
 /// The socket buffer limits, each against 2x the bandwidth-delay product.
+/// The most these sysctls hold: the kernel keeps them as an int.
+const SYSCTL_MAX: u64 = i32::MAX as u64;
+
 fn buffers(r: &Readings, bdp: Bdp) -> [Check; 4] {
-    let need = bdp.bytes().saturating_mul(2);
+    let need = bdp.bytes().saturating_mul(2).min(SYSCTL_MAX);
+    let capped = if need == SYSCTL_MAX {
+        format!(" (capped at {SYSCTL_MAX}, the most the kernel takes)")
+    } else {
+        String::new()
+    };
     let note = format!(
-        "BDP {} bytes ({:.0} Mbit/s x {:.0} ms); a window needs about 2x BDP of buffer.",
+        "BDP {} bytes ({:.0} Mbit/s x {:.0} ms); a window needs about 2x BDP of buffer{capped}.",
         bdp.bytes(),
         bdp.rate_bits_per_sec / 1e6,
         bdp.rtt_seconds * 1e3

@@ -42,12 +42,12 @@ pub fn read_readings() -> Readings {
     let available_cc: Option<Vec<String>> = read("/proc/sys/net/ipv4/tcp_available_congestion_control")
         .map(|s| s.split_whitespace().map(str::to_string).collect());
     let module_files = read(&format!("/lib/modules/{kernel}/modules.dep"));
+    let modules = read("/proc/modules");
+    let interfaces = read_interfaces();
+    let qdisc_kinds =
+        qdisc_kinds(&kernel, modules.as_deref(), module_files.as_deref(), interfaces.as_deref());
     Readings {
-        bbr_module: Some(bbr_module(
-            available_cc.as_deref(),
-            read("/proc/modules").as_deref(),
-            module_files.as_deref(),
-        )),
+        bbr_module: Some(bbr_module(available_cc.as_deref(), modules.as_deref(), module_files.as_deref())),
         available_cc,
         bbr: Some(bbrtop_collect::host::host_bbr()),
         cc: read("/proc/sys/net/ipv4/tcp_congestion_control"),
@@ -63,8 +63,26 @@ pub fn read_readings() -> Readings {
         min_rtt_wlen: read_u64("/proc/sys/net/ipv4/tcp_min_rtt_wlen"),
         kernel,
         live: None,
-        interfaces: read_interfaces(),
+        interfaces,
+        qdisc_kinds,
     }
+}
+
+/// Whether the kernel has fq and fq_codel: its config (Debian's /boot/config-RELEASE, else
+/// /proc/config.gz through zcat), its module lists, and the qdiscs attached now.
+fn qdisc_kinds(
+    kernel: &str,
+    modules: Option<&str>,
+    dep: Option<&str>,
+    interfaces: Option<&[super::qdisc::Interface]>,
+) -> super::sched::Kinds {
+    let config = read(&format!("/boot/config-{kernel}")).or_else(|| output("zcat", &["/proc/config.gz"]));
+    let builtin = read(&format!("/lib/modules/{kernel}/modules.builtin"));
+    let in_use: Vec<&str> =
+        interfaces.unwrap_or_default().iter().flat_map(|i| &i.qdiscs).map(|q| q.kind.as_str()).collect();
+    let sources =
+        super::sched::Sources { config: config.as_deref(), modules, builtin: builtin.as_deref(), dep };
+    super::sched::Kinds::read(sources, &in_use)
 }
 
 /// The stdout of a command that succeeded.

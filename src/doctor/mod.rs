@@ -4,6 +4,7 @@
 mod checks;
 pub mod host;
 pub mod qdisc;
+pub mod sched;
 
 pub use checks::checks;
 
@@ -85,6 +86,8 @@ pub struct Readings {
     pub live: Option<Live>,
     /// The interfaces that are up and their qdiscs (`None` where iproute2 could not be run).
     pub interfaces: Option<Vec<qdisc::Interface>>,
+    /// Whether the kernel has fq and fq_codel, so only a qdisc it has is recommended.
+    pub qdisc_kinds: sched::Kinds,
 }
 
 /// A bandwidth-delay product to size buffers for.
@@ -107,7 +110,11 @@ impl Bdp {
     }
 }
 
-/// Parses a rate such as `1gbit`, `100mbit`, `10Mbit/s`, `500kbit` or plain bits per second.
+/// The fastest rate `--bdp` takes: 10 Tbit/s, past any NIC (308 nines gave "inf Mbit/s").
+pub const MAX_RATE: f64 = 1e13;
+
+/// Parses a rate such as `1gbit`, `100mbit`, `10Mbit/s`, `500kbit` or plain bits per second, up
+/// to [`MAX_RATE`].
 pub fn parse_rate(s: &str) -> Result<f64, String> {
     let l = s.trim().to_ascii_lowercase();
     let l = l.trim_end_matches("/s").trim_end_matches("ps").trim_end_matches("bit");
@@ -121,8 +128,9 @@ pub fn parse_rate(s: &str) -> Result<f64, String> {
         "t" => 1e12,
         _ => return Err(format!("invalid rate {s:?} (try 1gbit, 100mbit, 500kbit)")),
     };
-    match num.parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(v * mult),
+    match num.parse::<f64>().map(|v| v * mult) {
+        Ok(v) if v > MAX_RATE => Err(format!("invalid rate {s:?}: above 10tbit")),
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
         _ => Err(format!("invalid rate {s:?} (try 1gbit, 100mbit, 500kbit)")),
     }
 }

@@ -115,31 +115,34 @@ fn describe(root: &Qdisc, leaves: &[&Qdisc]) -> String {
     format!("{}: {}{tail}", root.kind, parts.join(", "))
 }
 
-/// Replaces a leaf with fq.
-fn fix_leaf(dev: &str, root: &Qdisc, leaf: &Qdisc) -> String {
+/// Replaces a leaf with `kind` (fq, or fq_codel on a kernel without fq).
+fn fix_leaf(dev: &str, root: &Qdisc, leaf: &Qdisc, kind: &str) -> String {
     match &leaf.parent {
         None => match root.kind.as_str() {
-            // A shaper with no qdisc of its own under it: attach fq under its class.
-            "tbf" => format!("tc qdisc add dev {dev} parent {}1 fq", root.handle),
+            // A shaper with no qdisc of its own under it: attach one under its class.
+            "tbf" => format!("tc qdisc add dev {dev} parent {}1 {kind}", root.handle),
             "htb" | "hfsc" | "drr" => {
                 format!(
-                    "tc qdisc add dev {dev} parent CLASSID fq  # each leaf class of: tc class show dev {dev}"
+                    "tc qdisc add dev {dev} parent CLASSID {kind}  # each leaf class of: tc class show dev {dev}"
                 )
             }
-            _ => format!("tc qdisc replace dev {dev} root fq"),
+            _ => format!("tc qdisc replace dev {dev} root {kind}"),
         },
-        Some(p) => format!("tc qdisc replace dev {dev} parent {p} fq"),
+        Some(p) => format!("tc qdisc replace dev {dev} parent {p} {kind}"),
     }
 }
 
 /// Kinds under which BBR paces itself and the queue is kept short: fine without fq (4.13+).
 const AQM: &[&str] = &["fq_codel", "cake"];
 
-/// One check per interface: is fq where BBR's packets leave?
+/// One check per interface: is fq where BBR's packets leave? `pacer` is the qdisc this kernel has
+/// to recommend ([`super::sched::Kinds::pacer`]: fq, else fq_codel), or none: then there is no
+/// `tc` line to offer, and BBR's own pacing is what it has.
 pub fn checks(
     ifaces: Option<&[Interface]>,
     ver: Option<(u32, u32)>,
     default_qdisc: Option<&str>,
+    pacer: Option<&str>,
 ) -> Vec<Check> {
     let Some(ifaces) = ifaces else {
         return vec![Check {
@@ -150,16 +153,37 @@ pub fn checks(
             fix: vec![],
         }];
     };
-    ifaces.iter().filter_map(|i| interface(i, ver, default_qdisc)).collect()
+    ifaces.iter().filter_map(|i| interface(i, ver, default_qdisc, pacer)).collect()
 }
 
-fn interface(i: &Interface, ver: Option<(u32, u32)>, default_qdisc: Option<&str>) -> Option<Check> {
+/// What the kernel's qdiscs leave to recommend, said after the finding.
+fn without_fq(pacer: Option<&str>) -> &'static str {
+    match pacer {
+        Some("fq") => "",
+        Some(_) => " This kernel has no fq: fq_codel keeps the queue short while BBR paces itself.",
+        None => {
+            " This kernel has neither fq nor fq_codel: TCP's internal pacing is what BBR has, and there is nothing to attach."
+        }
+    }
+}
+
+fn interface(
+    i: &Interface,
+    ver: Option<(u32, u32)>,
+    default_qdisc: Option<&str>,
+    pacer: Option<&str>,
+) -> Option<Check> {
     let root = i.qdiscs.first()?;
     let leaves = leaves(&i.qdiscs, root, 0);
     let fq = leaves.iter().filter(|q| q.kind == "fq").count();
     let value = describe(root, &leaves);
     let fixes = |which: &dyn Fn(&Qdisc) -> bool| -> Vec<String> {
-        leaves.iter().filter(|q| which(q)).map(|q| fix_leaf(&i.name, root, q)).collect()
+        let Some(kind) = pacer else { return Vec::new() };
+        leaves
+            .iter()
+            .filter(|q| which(q) && q.kind != kind)
+            .map(|q| fix_leaf(&i.name, root, q, kind))
+            .collect()
     };
     let (status, why, fix) = if fq == leaves.len() {
         (Status::Ok, "fq paces BBR's packets at the pacing rate, cheaply.".to_string(), vec![])
@@ -176,7 +200,8 @@ fn interface(i: &Interface, ver: Option<(u32, u32)>, default_qdisc: Option<&str>
         (
             Status::Fail,
             "Before 4.13, BBR needs fq to pace; without it BBR misbehaves.".into(),
-            fixes(&|_| true),
+            // Only fq paces before 4.13: no other qdisc is a fix.
+            if pacer == Some("fq") { fixes(&|_| true) } else { Vec::new() },
         )
     } else if root.kind == "noqueue" {
         (
@@ -203,12 +228,13 @@ fn interface(i: &Interface, ver: Option<(u32, u32)>, default_qdisc: Option<&str>
         (
             Status::Info,
             format!(
-                "No fq where packets leave ({}): BBR falls back to TCP's internal pacing (4.13+), which costs more CPU than fq.",
+                "No fq where packets leave ({}): BBR falls back to TCP's internal pacing (4.13+), which costs more CPU than fq.{}",
                 if std::ptr::eq(leaves[0], root) {
                     "the root".to_string()
                 } else {
                     format!("{} under {}", leaves[0].kind, root.kind)
-                }
+                },
+                without_fq(pacer)
             ),
             fixes(&|_| true),
         )

@@ -20,6 +20,7 @@ fn good() -> Readings {
         min_rtt_wlen: Some(300),
         live: Some(Live { bbr_active: 2, bbr_pacing: 2, bbr_total: 3 }),
         interfaces: Some(vec![]),
+        qdisc_kinds: super::sched::Kinds { fq: Some(true), fq_codel: Some(true) },
     }
 }
 
@@ -106,6 +107,12 @@ fn bdp_sizes_buffers() {
     assert_eq!(ck.fix[0], "sysctl -w net.core.rmem_max=\"25000000\"");
     let small = Bdp { rate_bits_per_sec: 100e6, rtt_seconds: 0.02 };
     assert_eq!(status_of(&checks(&r, small), "net.core.rmem_max"), Status::Ok);
+    // The largest path the flags take needs more than the sysctl holds: capped, and said.
+    let huge = Bdp { rate_bits_per_sec: MAX_RATE, rtt_seconds: 10.0 };
+    let c = checks(&r, huge);
+    let ck = c.iter().find(|c| c.name == "net.core.rmem_max").unwrap();
+    assert_eq!(ck.fix[0], "sysctl -w net.core.rmem_max=\"2147483647\"");
+    assert!(ck.why.contains("capped at 2147483647"), "{}", ck.why);
 }
 
 #[test]
@@ -116,6 +123,10 @@ fn rates_and_versions() {
     assert_eq!(parse_rate("2500"), Ok(2500.0));
     assert!(parse_rate("-1gbit").is_err());
     assert!(parse_rate("fast").is_err());
+    // 308 nines made an infinite rate and a buffer of u64::MAX bytes.
+    let e = parse_rate(&format!("{}gbit", "9".repeat(308))).unwrap_err();
+    assert!(e.contains("above 10tbit"), "{e}");
+    assert_eq!(parse_rate("10tbit"), Ok(MAX_RATE));
     assert_eq!(kernel_version("6.18.44-fc-v669"), Some((6, 18)));
     assert_eq!(kernel_version("4.9.0"), Some((4, 9)));
     assert_eq!(kernel_version(""), None);
@@ -151,7 +162,7 @@ const QDISCS: &str = include_str!("testdata/tc_qdisc_recorded.json");
 
 fn qdisc_checks(links: &str, qdiscs: &str, default_qdisc: &str) -> Vec<Check> {
     let ifaces = super::qdisc::parse(links, qdiscs).expect("parses");
-    super::qdisc::checks(Some(&ifaces), Some((6, 18)), Some(default_qdisc))
+    super::qdisc::checks(Some(&ifaces), Some((6, 18)), Some(default_qdisc), Some("fq"))
 }
 
 fn find<'a>(c: &'a [Check], name: &str) -> &'a Check {
@@ -204,13 +215,47 @@ fn qdiscs_fq_children() {
     assert_eq!((q.status, q.value.as_str()), (Status::Ok, "mq: 3 x fq (throttled 3)"));
     // Before 4.13 BBR needs fq.
     let ifaces = super::qdisc::parse(LINKS, QDISCS).unwrap();
-    let old = super::qdisc::checks(Some(&ifaces), Some((4, 9)), Some("pfifo_fast"));
+    let old = super::qdisc::checks(Some(&ifaces), Some((4, 9)), Some("pfifo_fast"), Some("fq"));
     assert!(old.iter().all(|c| c.status == Status::Fail || c.value == "noqueue"), "{old:#?}");
+}
+
+/// A kernel without fq (this project's machine: `# CONFIG_NET_SCH_FQ is not set`) is offered
+/// fq_codel where it has it, and where it has neither, no `tc` line at all: `tc` would answer
+/// "Specified qdisc kind is unknown" to every one (on main doctor printed fq lines regardless).
+#[test]
+fn only_a_qdisc_the_kernel_has_is_recommended() {
+    let ifaces = super::qdisc::parse(LINKS, QDISCS).unwrap();
+    let with = |pacer| super::qdisc::checks(Some(&ifaces), Some((6, 18)), Some("pfifo_fast"), pacer);
+    let c = with(Some("fq_codel"));
+    assert_eq!(find(&c, "qdisc:v0").fix, ["tc qdisc replace dev v0 parent 1:10 fq_codel"]);
+    assert_eq!(find(&c, "qdisc:v1").fix, ["tc qdisc add dev v1 parent 2:1 fq_codel"]);
+    assert!(find(&c, "qdisc:v1").why.contains("This kernel has no fq"));
+    let c = with(None);
+    assert!(c.iter().all(|c| c.fix.is_empty()), "{c:#?}");
+    assert!(find(&c, "qdisc:v3").why.contains("neither fq nor fq_codel"), "{c:#?}");
+    // The same readings through every check, with this machine's config.
+    let config = include_str!("testdata/config_qdiscs_recorded.txt");
+    let in_use: Vec<&str> = ifaces.iter().flat_map(|i| &i.qdiscs).map(|q| q.kind.as_str()).collect();
+    let mut r = good();
+    r.default_qdisc = Some("pfifo_fast".into());
+    r.interfaces = Some(ifaces.clone());
+    r.qdisc_kinds = super::sched::Kinds::read(
+        super::sched::Sources { config: Some(config), ..Default::default() },
+        &in_use,
+    );
+    let all = checks(&r, Bdp::default());
+    let fq_lines: Vec<&String> = all.iter().flat_map(|c| &c.fix).filter(|f| f.contains("fq")).collect();
+    assert!(fq_lines.is_empty(), "{fq_lines:?}");
+    assert!(find(&all, "default_qdisc").why.contains("neither fq nor fq_codel"));
+    r.qdisc_kinds.fq_codel = Some(true);
+    let all = checks(&r, Bdp::default());
+    let fix = &find(&all, "default_qdisc").fix;
+    assert!(fix[0].contains("net.core.default_qdisc=\"fq_codel\""), "{fix:?}");
 }
 
 #[test]
 fn qdiscs_unreadable_or_malformed() {
-    let c = super::qdisc::checks(None, Some((6, 18)), None);
+    let c = super::qdisc::checks(None, Some((6, 18)), None, Some("fq"));
     assert_eq!((c[0].name.as_str(), c[0].value.as_str()), ("qdiscs", "unknown"));
     assert!(super::qdisc::parse("[", "[]").unwrap_err().starts_with("ip -j link show"));
     assert!(super::qdisc::parse("[]", "{}").is_err());

@@ -8,18 +8,51 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
+
+/// The least time between two dumps asked for over HTTP: each writes the whole window (up to
+/// `--hindsight.max-size`) to disk, so a script or a stolen password must not fill the disk with
+/// copies. SIGUSR1, which only the host's own users can send, is not limited.
+pub const HTTP_DUMP_GAP: Duration = Duration::from_secs(60);
 
 /// The held minutes, shared by the feeding thread and the HTTP handler.
 pub struct Keeper {
     held: Mutex<Hindsight>,
     /// Where dumps go: a new recording directory under it each time.
     dir: PathBuf,
+    /// When the last dump asked for over HTTP was written.
+    last_http: Mutex<Option<Instant>>,
+}
+
+/// Why a dump asked for over HTTP was not written.
+#[derive(Debug)]
+pub enum Refused {
+    /// The last one is younger than [`HTTP_DUMP_GAP`]: ask again after this long.
+    TooSoon(Duration),
+    Failed(anyhow::Error),
+}
+
+/// How long until the next HTTP dump may be written, if it may not be now.
+fn wait_left(last: Option<Instant>, now: Instant) -> Option<Duration> {
+    let since = now.saturating_duration_since(last?);
+    (since < HTTP_DUMP_GAP).then(|| HTTP_DUMP_GAP - since)
 }
 
 impl Keeper {
     pub fn new(held: Hindsight, dir: PathBuf) -> Arc<Keeper> {
-        Arc::new(Keeper { held: Mutex::new(held), dir })
+        Arc::new(Keeper { held: Mutex::new(held), dir, last_http: Mutex::default() })
+    }
+
+    /// A dump asked for over HTTP at `now`: at most one per [`HTTP_DUMP_GAP`]. A dump that
+    /// failed (nothing held yet, a full disk) does not count.
+    pub fn dump_requested(&self, now: Instant) -> Result<Dumped, Refused> {
+        let mut last = self.last_http.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(left) = wait_left(*last, now) {
+            return Err(Refused::TooSoon(left));
+        }
+        let d = self.dump().map_err(Refused::Failed)?;
+        *last = Some(now);
+        Ok(d)
     }
 
     /// Writes what is held as a recording; the pushes wait meanwhile (they are a poll apart).
@@ -56,5 +89,23 @@ impl Keeper {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_dumps_are_a_gap_apart() {
+        let t0 = Instant::now();
+        assert_eq!(wait_left(None, t0), None, "the first is written");
+        assert_eq!(wait_left(Some(t0), t0 + Duration::from_secs(1)), Some(Duration::from_secs(59)));
+        assert_eq!(wait_left(Some(t0), t0 + HTTP_DUMP_GAP), None);
+        assert_eq!(
+            wait_left(Some(t0 + Duration::from_secs(5)), t0),
+            Some(HTTP_DUMP_GAP),
+            "a clock read early"
+        );
     }
 }

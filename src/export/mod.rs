@@ -4,10 +4,12 @@
 pub mod alertmanager;
 pub mod api;
 pub mod auth;
+pub mod cert;
 pub mod frame;
 pub mod hindsight;
 pub mod metrics;
 pub mod probes;
 pub mod process;
 pub mod server;
+pub mod slots;
 pub mod web_config;

@@ -2,8 +2,9 @@
 //!
 //! Slow or hostile clients cannot starve a scrape: headers must arrive within
 //! [`Limits::header_read`], a connection lives at most [`Limits::connection`], a TLS handshake
-//! must finish within the header timeout, and past [`Limits::max_connections`] new connections
-//! are closed at once rather than queued. Idle connections cost no thread.
+//! must finish within the header timeout, and past [`Limits::max_connections`] a new connection
+//! takes the slot of the oldest one that has not passed auth ([`super::slots`]), or is closed at
+//! once when every slot is held by one that has. Idle connections cost no thread.
 
 use super::alertmanager::PushStats;
 use super::api::{self, API_RESPONSES};
@@ -11,6 +12,7 @@ use super::auth::Auth;
 use super::frame::{FRAME_RESPONSES, FrameBody, Frames};
 use super::metrics::{self, Scrape};
 use super::probes::Probes;
+use super::slots::{Slot, Slots};
 use super::web_config::Security;
 use crate::runtime::Published;
 use bbrtop_core::peer_groups::PeerGroups;
@@ -159,12 +161,12 @@ pub async fn serve(
     limits: Limits,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> std::io::Result<()> {
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let slots = Slots::new(limits.max_connections);
     let tls = app.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     let mut tasks = tokio::task::JoinSet::new();
     for l in listeners {
         let l = tokio::net::TcpListener::from_std(l)?;
-        let (app, slots, tls) = (Arc::clone(&app), Arc::clone(&slots), tls.clone());
+        let (app, slots, tls) = (Arc::clone(&app), slots.clone(), tls.clone());
         tasks.spawn(accept_loop(l, app, slots, tls, limits));
     }
     shutdown.await;
@@ -175,7 +177,7 @@ pub async fn serve(
 async fn accept_loop(
     l: tokio::net::TcpListener,
     app: Arc<App>,
-    slots: Arc<Semaphore>,
+    slots: Slots,
     tls: Option<tokio_rustls::TlsAcceptor>,
     limits: Limits,
 ) {
@@ -189,21 +191,30 @@ async fn accept_loop(
                 continue;
             }
         };
-        let Ok(permit) = Arc::clone(&slots).try_acquire_owned() else {
+        let Some((slot, evicted)) = slots.admit() else {
             drop(stream);
             continue;
         };
         let (app, tls) = (Arc::clone(&app), tls.clone());
         tokio::spawn(async move {
-            let _permit = permit;
+            let slot = Arc::new(slot);
             let _ = stream.set_nodelay(true);
-            match tls {
-                Some(acc) => {
-                    if let Ok(Ok(s)) = tokio::time::timeout(limits.header_read, acc.accept(stream)).await {
-                        serve_conn(s, app, limits).await;
+            let serve = async move {
+                match tls {
+                    Some(acc) => {
+                        if let Ok(Ok(s)) = tokio::time::timeout(limits.header_read, acc.accept(stream)).await
+                        {
+                            serve_conn(s, app, slot, limits).await;
+                        }
                     }
+                    None => serve_conn(stream, app, slot, limits).await,
                 }
-                None => serve_conn(stream, app, limits).await,
+            };
+            // A newer connection took this one's slot before it passed auth: it is closed. (A
+            // proven connection's sender is dropped, not sent on: that branch is then disabled.)
+            tokio::select! {
+                () = serve => {}
+                Ok(()) = evicted => {}
             }
         });
     }
@@ -212,11 +223,12 @@ async fn accept_loop(
 async fn serve_conn<I: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     io: I,
     app: Arc<App>,
+    slot: Arc<Slot>,
     limits: Limits,
 ) {
     let svc = hyper::service::service_fn(move |req| {
-        let app = Arc::clone(&app);
-        async move { Ok::<_, std::convert::Infallible>(handle(&app, req).await) }
+        let (app, slot) = (Arc::clone(&app), Arc::clone(&slot));
+        async move { Ok::<_, std::convert::Infallible>(handle(&app, req, &slot).await) }
     });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -290,12 +302,16 @@ pub fn section<'a>(doc: &'a str, heading: &str) -> &'a str {
     &doc[start..end]
 }
 
-async fn handle(app: &App, req: Request<Incoming>) -> Resp {
+/// Answers one request; `slot` is proven once a request passes auth (any request, without users).
+async fn handle(app: &App, req: Request<Incoming>, slot: &Slot) -> Resp {
     let hindsight = req.uri().path() == "/api/hindsight";
     if (req.method() != Method::GET && req.method() != Method::HEAD && !hindsight)
         || (hindsight && req.method() != Method::POST)
     {
         return respond(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "Method Not Allowed\n");
+    }
+    if !app.auth.enabled() {
+        slot.prove();
     }
     let (snap, now) = (app.published.latest(), std::time::SystemTime::now());
     // The probes answer without auth (as Prometheus' own do): they tell nothing private, and
@@ -324,6 +340,7 @@ async fn handle(app: &App, req: Request<Incoming>) -> Resp {
         r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"bbrtop\""));
         return r;
     }
+    slot.prove();
     match req.uri().path() {
         p if p == app.telemetry_path => metrics_response(app, snap, &req).await,
         path @ ("/api/sockets" | "/api/alerts") => api_response(app, snap, path),
@@ -345,10 +362,25 @@ async fn hindsight_response(app: &App) -> Resp {
             "Not Found: hindsight is written over HTTP with --web.enable-api and --hindsight.window above 0\n",
         );
     };
+    use super::hindsight::Refused;
     let keeper = Arc::clone(keeper);
-    match tokio::task::spawn_blocking(move || keeper.dump()).await {
+    match tokio::task::spawn_blocking(move || keeper.dump_requested(std::time::Instant::now())).await {
         Ok(Ok(d)) => json(&d),
-        Ok(Err(e)) => respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", format!("{e:#}\n")),
+        Ok(Err(Refused::TooSoon(left))) => {
+            let secs = left.as_secs() + 1;
+            let mut r = respond(
+                StatusCode::TOO_MANY_REQUESTS,
+                "text/plain",
+                format!(
+                    "Too Many Requests: hindsight was written less than a minute ago; again in {secs} s\n"
+                ),
+            );
+            r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            r
+        }
+        Ok(Err(Refused::Failed(e))) => {
+            respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", format!("{e:#}\n"))
+        }
         Err(_) => respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", "hindsight failed\n"),
     }
 }

@@ -80,6 +80,7 @@ pub fn run(
     let groups = groups(&plan, per_cc);
     let mut results = Vec::new();
     let n = groups.len();
+    let mut last = std::time::Instant::now();
     for (i, group) in groups.into_iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
             break;
@@ -88,9 +89,15 @@ pub fn run(
         // queue, and no route metrics cached from the flow before (tcp_metrics).
         let mut lab = Lab::new(lab_config(&plan))?;
         path = lab.path_description();
+        last = std::time::Instant::now();
         results.extend(run_group(&mut lab, &group, (i + 1, n), duration, stop, &mut on_tick)?);
     }
-    Ok(Report::new(scenario, plan, path, duration, results))
+    let mut report = Report::new(scenario, plan, path, duration, results);
+    // Stopped before the end: the report is partial, and says how far the last flows got.
+    if stop.load(Ordering::Relaxed) {
+        report.interrupted_after_seconds = Some(last.elapsed().min(duration).as_secs_f64());
+    }
+    Ok(report)
 }
 
 /// Runs flows together and measures each from bbrtop's snapshots of the sender namespace.

@@ -69,6 +69,40 @@ pub struct Published {
     pub throughput_mbit: Vec<(&'static str, f64)>,
 }
 
+impl Published {
+    /// `a` over `b` in one of the figures, where the guide gives both.
+    fn ratio(figures: &[(&str, f64)], a: &str, b: &str) -> Option<f64> {
+        let of = |cc| figures.iter().find(|(c, _)| *c == cc).map(|(_, v)| *v);
+        of(a).zip(of(b)).filter(|(_, y)| *y > 0.0).map(|(x, y)| x / y)
+    }
+}
+
+/// Where a run and the guide's figures point opposite ways (one cc ahead there, the other here),
+/// in words; None where they agree or there is nothing to set side by side.
+fn differs(
+    p: &Published,
+    cubic_over_bbr_rtt: Option<f64>,
+    bbr_over_cubic_throughput: Option<f64>,
+) -> Option<String> {
+    let pairs = [
+        ("median RTT, CUBIC / BBR", cubic_over_bbr_rtt, Published::ratio(&p.median_rtt_ms, "cubic", "bbr")),
+        (
+            "throughput, BBR / CUBIC",
+            bbr_over_cubic_throughput,
+            Published::ratio(&p.throughput_mbit, "bbr", "cubic"),
+        ),
+    ];
+    let out: Vec<String> = pairs
+        .iter()
+        .filter_map(|(what, here, there)| {
+            let (here, there) = (here.as_ref()?, there.as_ref()?);
+            ((*here > 1.0) != (*there > 1.0))
+                .then(|| format!("{what} {here:.2}x here, {there:.2}x published"))
+        })
+        .collect();
+    (!out.is_empty()).then(|| out.join("; "))
+}
+
 impl Scenario {
     pub fn plan(self) -> Plan {
         match self {
@@ -231,6 +265,10 @@ pub struct Report {
     pub cubic_over_bbr_rtt_p50: Option<f64>,
     pub bbr_over_cubic_throughput: Option<f64>,
     pub published: Published,
+    /// Where this run contradicts the published figures (a different path, or another BBR).
+    pub differs_from_published: Option<String>,
+    /// Set when the run was stopped early (Ctrl-C, a signal): how long its last flows had run.
+    pub interrupted_after_seconds: Option<f64>,
 }
 
 impl Report {
@@ -254,9 +292,13 @@ impl Report {
             (Some(x), Some(y)) if y > 0.0 => Some(x / y),
             _ => None,
         };
+        let (rtt_ratio, throughput_ratio) =
+            (ratio(rtt("cubic"), rtt("bbr")), ratio(throughput("bbr"), throughput("cubic")));
         Report {
-            cubic_over_bbr_rtt_p50: ratio(rtt("cubic"), rtt("bbr")),
-            bbr_over_cubic_throughput: ratio(throughput("bbr"), throughput("cubic")),
+            cubic_over_bbr_rtt_p50: rtt_ratio,
+            bbr_over_cubic_throughput: throughput_ratio,
+            differs_from_published: differs(&scenario.published(), rtt_ratio, throughput_ratio),
+            interrupted_after_seconds: None,
             published: scenario.published(),
             scenario,
             plan,
@@ -271,16 +313,22 @@ impl Report {
         use std::fmt::Write;
         let p = &self.plan;
         let mut s = String::new();
+        let length = match self.interrupted_after_seconds {
+            Some(ran) => format!(
+                "interrupted after {ran:.0} s of {:.0} s per flow: a partial report",
+                self.duration_seconds
+            ),
+            None => format!("{:.0} s per flow", self.duration_seconds),
+        };
         let _ = writeln!(
             s,
-            "scenario {}: {:.0} Mbit/s, {} ms RTT, {}-packet buffer, {:.1}% loss, {} ({:.0} s per flow)",
+            "scenario {}: {:.0} Mbit/s, {} ms RTT, {}-packet buffer, {:.1}% loss, {} ({length})",
             self.scenario,
             p.rate_bits_per_sec as f64 / 1e6,
             p.rtt.as_millis(),
             p.buffer_packets,
             p.loss * 100.0,
             if p.sequential { "flows one at a time" } else { "flows together" },
-            self.duration_seconds
         );
         let _ = writeln!(s, "path: {}", self.path);
         let _ = writeln!(
@@ -311,6 +359,12 @@ impl Report {
             let _ = writeln!(s, "throughput, BBR / CUBIC: {r:.2}x");
         }
         let _ = writeln!(s, "published ({}): {}", self.published.source, self.published.text);
+        if let Some(d) = &self.differs_from_published {
+            let _ = writeln!(
+                s,
+                "this run does not bear the published figures out ({d}): another path, not theirs"
+            );
+        }
         s
     }
 }
@@ -348,6 +402,35 @@ mod tests {
         let text = r.render();
         assert!(text.contains("median RTT, CUBIC / BBR: 11.1x"), "{text}");
         assert!(text.contains("1.09 s"), "{text}");
+    }
+
+    /// The guide's line is set beside a run that contradicts it, and an interrupted run says so in
+    /// its title (on main an `ab` run with CUBIC ahead printed the write-up's "+17% for BBR" as
+    /// is, and a Ctrl-C'ed report was titled with the full length).
+    #[test]
+    fn a_run_that_contradicts_the_guide_or_stopped_early_says_so() {
+        let d = Duration::from_secs(20);
+        let flows = vec![
+            FlowResult::from_samples("bbr", vec![42_000; 50], 550_000, d, 1),
+            FlowResult::from_samples("cubic", vec![60_000; 50], 4_400_000, d, 1),
+        ];
+        let s = Scenario::Ab;
+        let mut r = Report::new(s, s.plan(), "test".into(), d, flows.clone());
+        let text = r.render();
+        assert!(
+            text.contains("does not bear the published figures out (throughput, BBR / CUBIC 0.12x here, 1.17x published)"),
+            "{text}"
+        );
+        assert!(text.contains("(20 s per flow)"), "{text}");
+        r.interrupted_after_seconds = Some(5.4);
+        let text = r.render();
+        assert!(text.contains("(interrupted after 5 s of 20 s per flow: a partial report)"), "{text}");
+        // A run that agrees with the guide carries no such line.
+        let agree = vec![
+            FlowResult::from_samples("bbr", vec![42_000; 50], 4_400_000, d, 1),
+            FlowResult::from_samples("cubic", vec![60_000; 50], 550_000, d, 1),
+        ];
+        assert_eq!(Report::new(s, s.plan(), "test".into(), d, agree).differs_from_published, None);
     }
 
     /// With several flows per cc, the ratios take each cc's flows together: the median of their

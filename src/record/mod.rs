@@ -22,4 +22,4 @@ pub use reader::{PollIndex, Recording};
 pub use writer::{RecordOptions, Recorder};
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

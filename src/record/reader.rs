@@ -44,13 +44,18 @@ pub struct Recording {
     onsets: Vec<usize>,
     /// The closed flows of the chunks read last: (chunk, each poll's flows).
     closed: VecDeque<(usize, Vec<Vec<ClosedFlow>>)>,
+    /// Damaged chunks left out, a line each, for the command to say.
+    skipped: Vec<String>,
 }
 
 /// Chunks whose closed flows are kept decoded.
 const CLOSED_CHUNKS: usize = 4;
 
 impl Recording {
-    /// A recording directory (or one chunk's file): every complete chunk, in time order.
+    /// A recording directory (or one chunk's file): every complete chunk, in time order. In a
+    /// directory a damaged chunk (a file that is not Parquet, a sockets file that is not its
+    /// polls file's pair, polls that repeat an earlier chunk's) is left out and named in
+    /// [`Recording::skipped`]; a recording whose every chunk is damaged is not one.
     pub fn open(path: &Path) -> anyhow::Result<Recording> {
         let stems: Vec<PathBuf> = if path.is_dir() {
             chunks(path)?.into_iter().map(|c| path.join(c.stem)).collect()
@@ -74,28 +79,36 @@ impl Recording {
             rows: Vec::new(),
             onsets: Vec::new(),
             closed: VecDeque::new(),
+            skipped: Vec::new(),
         };
-        for (i, stem) in stems.iter().enumerate() {
-            let polls_file = PathBuf::from(format!("{}{POLLS_SUFFIX}", stem.display()));
-            let (meta, rows) = read_polls(&polls_file, Columns::AllButClosed)?;
-            if i == 0 {
-                rec.meta = meta;
+        for stem in &stems {
+            let after = rec.rows.last().map(|r| r.at_ms);
+            match read_chunk(stem, after) {
+                Ok((meta, chunk, rows)) => {
+                    if rec.chunks.is_empty() {
+                        rec.meta = meta;
+                    }
+                    rec.chunks.push(Chunk { first: rec.polls.len(), ..chunk });
+                    rec.polls
+                        .extend(rows.iter().map(|r| PollIndex { seq: r.seq, at: from_unix_ms(r.at_ms) }));
+                    rec.rows.extend(rows);
+                }
+                // One chunk asked for by name: its damage is the answer.
+                Err(e) if stems.len() == 1 => return Err(e),
+                Err(e) => rec.skipped.push(format!("skipped a damaged chunk: {e:#}")),
             }
-            let mut offsets = vec![0u64];
-            for r in &rows {
-                offsets.push(offsets.last().copied().unwrap_or(0) + r.sockets);
-            }
-            rec.chunks.push(Chunk {
-                sockets: PathBuf::from(format!("{}{SOCKETS_SUFFIX}", stem.display())),
-                polls: polls_file,
-                first: rec.polls.len(),
-                rows: offsets,
-            });
-            rec.polls.extend(rows.iter().map(|r| PollIndex { seq: r.seq, at: from_unix_ms(r.at_ms) }));
-            rec.rows.extend(rows);
+        }
+        if rec.chunks.is_empty() {
+            let why = rec.skipped.first().map(String::as_str).unwrap_or_default();
+            anyhow::bail!("{}: not a recording: every chunk is damaged ({why})", path.display());
         }
         rec.onsets = onsets(&rec.rows);
         Ok(rec)
+    }
+
+    /// The damaged chunks left out at open, or found while reading, a line each.
+    pub fn skipped(&self) -> &[String] {
+        &self.skipped
     }
 
     /// Every poll recorded, oldest first.
@@ -133,7 +146,19 @@ impl Recording {
         for (first, lo, hi) in chunks {
             let c = self.chunks.iter().find(|c| c.first == first).expect("listed above");
             let rows = c.rows.clone();
-            let mut socks = read_sockets(&c.sockets, rows[lo]..rows[hi])?;
+            // Damage the footer did not show (a data page): the chunk's polls are played without
+            // their sockets, and said once, rather than ending the replay there.
+            let mut socks = match read_sockets(&c.sockets, rows[lo]..rows[hi]) {
+                Ok(s) => s,
+                Err(e) => {
+                    let line = format!("a damaged chunk's sockets left out: {e:#}");
+                    if !self.skipped.contains(&line) {
+                        tracing::warn!("{line}");
+                        self.skipped.push(line);
+                    }
+                    Vec::new()
+                }
+            };
             for p in lo..hi {
                 let n = (rows[p + 1] - rows[p]) as usize;
                 let views: Vec<SocketView> =
@@ -184,6 +209,61 @@ impl Recording {
     }
 }
 
+/// One chunk's polls and where its sockets are, checked against each other: the polls' times
+/// increase and come after `after` (the last poll of the chunks before, in ms since the epoch;
+/// times, not seqs, which start again when a recorder does), and the sockets file has as many
+/// rows as the polls say, at times among theirs (from the file's own statistics, so nothing is
+/// decoded). A sockets file swapped with, or copied from, another chunk's fails here, and so
+/// does a chunk copied under a later name.
+fn read_chunk(stem: &Path, after: Option<i64>) -> anyhow::Result<(Meta, Chunk, Vec<polls::Decoded>)> {
+    let polls_file = PathBuf::from(format!("{}{POLLS_SUFFIX}", stem.display()));
+    let sockets_file = PathBuf::from(format!("{}{SOCKETS_SUFFIX}", stem.display()));
+    let (meta, rows) = read_polls(&polls_file, Columns::AllButClosed)?;
+    let (Some(first), Some(last)) = (rows.first().map(|r| r.at_ms), rows.last().map(|r| r.at_ms)) else {
+        anyhow::bail!("{}: no polls", polls_file.display());
+    };
+    let show = |ms: i64| humantime::format_rfc3339_millis(from_unix_ms(ms));
+    anyhow::ensure!(
+        rows.windows(2).all(|w| w[0].at_ms < w[1].at_ms) && after.is_none_or(|a| first > a),
+        "{}: polls from {} to {} repeat or go back in time (a copy of another chunk's?)",
+        polls_file.display(),
+        show(first),
+        show(last)
+    );
+    let mut offsets = vec![0u64];
+    for r in &rows {
+        offsets.push(offsets.last().copied().unwrap_or(0) + r.sockets);
+    }
+    let want = offsets.last().copied().unwrap_or(0);
+    let (times, had) = crate::contained::contain(&sockets_file.display().to_string(), || {
+        let (_, b) = open_parquet(&sockets_file)?;
+        Ok((column_range(b.metadata(), "at_ms"), b.metadata().file_metadata().num_rows()))
+    })?;
+    anyhow::ensure!(
+        u64::try_from(had).ok() == Some(want) && times.is_none_or(|(lo, hi)| first <= lo && hi <= last),
+        "{}: {had} rows, where its polls file says {want} from {} to {} (another chunk's sockets file?)",
+        sockets_file.display(),
+        show(first),
+        show(last)
+    );
+    let chunk = Chunk { sockets: sockets_file, polls: polls_file, first: 0, rows: offsets };
+    Ok((meta, chunk, rows))
+}
+
+/// The least and greatest value of an INT64 column (`at_ms`), from the row groups' statistics
+/// (None where they were not written).
+fn column_range(meta: &parquet::file::metadata::ParquetMetaData, name: &str) -> Option<(i64, i64)> {
+    use parquet::file::statistics::Statistics;
+    let col = meta.file_metadata().schema_descr().columns().iter().position(|c| c.name() == name)?;
+    let mut range: Option<(i64, i64)> = None;
+    for rg in meta.row_groups() {
+        let Some(Statistics::Int64(s)) = rg.column(col).statistics() else { return None };
+        let (lo, hi) = (*s.min_opt()?, *s.max_opt()?);
+        range = Some(range.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+    }
+    range
+}
+
 /// The polls at which some alert fired (its `fired_at` falls after the poll before).
 fn onsets(rows: &[polls::Decoded]) -> Vec<usize> {
     let mut seen = BTreeMap::new();
@@ -201,7 +281,9 @@ fn onsets(rows: &[polls::Decoded]) -> Vec<usize> {
 }
 
 fn open_parquet(path: &Path) -> anyhow::Result<(Meta, ParquetRecordBatchReaderBuilder<File>)> {
-    let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    // A chunk's files come from a directory a flag names: a FIFO or a device there is refused
+    // rather than read (the reader reads by ranges, so a regular file's size needs no bound).
+    let f = bbrtop_collect::files::open_regular("recording", path).map_err(anyhow::Error::msg)?;
     let b = ParquetRecordBatchReaderBuilder::try_new(f)
         .with_context(|| format!("{}: not a readable Parquet file", path.display()))?;
     let meta = Meta::from_key_values(

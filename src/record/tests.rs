@@ -107,3 +107,96 @@ fn what_is_not_a_recording_says_so() {
     assert!(err(&junk).contains("not a readable Parquet file"), "{}", err(&junk));
     assert!(err(&dir.path().join("nothing")).contains("no such file"));
 }
+
+/// 12 polls in three chunks of 4 (5 s each, a poll a second): the directory and each chunk's
+/// stem, oldest first.
+pub(crate) fn three_chunks() -> (tempfile::TempDir, Vec<std::path::PathBuf>) {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RecordOptions { chunk: Duration::from_secs(5), ..RecordOptions::default() };
+    let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
+    for s in &polls(12) {
+        r.write(s).unwrap();
+    }
+    r.finish().unwrap();
+    let stems = writer::chunks(dir.path()).unwrap().into_iter().map(|c| dir.path().join(c.stem)).collect();
+    (dir, stems)
+}
+
+pub(crate) fn file(stem: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("{}{suffix}", stem.display()))
+}
+
+/// A damaged chunk is left out with a line naming it, and the rest plays: a polls or sockets
+/// file overwritten, sockets files swapped between chunks or copied from another, and a chunk
+/// copied whole under a later name (its polls repeat). On main the first damaged chunk ended
+/// the recording (replay exited there), and swapped or copied sockets files were read as theirs.
+#[test]
+fn damaged_chunks_are_left_out_and_said() {
+    use writer::{POLLS_SUFFIX as P, SOCKETS_SUFFIX as S};
+    type Damage = fn(&[std::path::PathBuf]);
+    // (what, the damage, the chunks it leaves out).
+    let cases: &[(&str, Damage, &[usize])] = &[
+        ("polls file overwritten", |c| std::fs::write(file(&c[1], P), b"PAR1 not really").unwrap(), &[1]),
+        (
+            "sockets file cut short",
+            |c| {
+                let b = std::fs::read(file(&c[1], S)).unwrap();
+                std::fs::write(file(&c[1], S), &b[..b.len() / 2]).unwrap();
+            },
+            &[1],
+        ),
+        (
+            "sockets files swapped",
+            |c| {
+                let (a, b) = (file(&c[0], S), file(&c[2], S));
+                let tmp = a.with_extension("swap");
+                std::fs::rename(&a, &tmp).unwrap();
+                std::fs::rename(&b, &a).unwrap();
+                std::fs::rename(&tmp, &b).unwrap();
+            },
+            &[0, 2],
+        ),
+        (
+            "a sockets file copied from another chunk",
+            |c| {
+                std::fs::copy(file(&c[0], S), file(&c[1], S)).unwrap();
+            },
+            &[1],
+        ),
+        (
+            "a chunk copied under a later name",
+            |c| {
+                let later = c[2].with_file_name("29991231T235959Z-99");
+                std::fs::copy(file(&c[0], S), file(&later, S)).unwrap();
+                std::fs::copy(file(&c[0], P), file(&later, P)).unwrap();
+            },
+            &[],
+        ),
+    ];
+    for (what, damage, out) in cases {
+        let (dir, stems) = three_chunks();
+        let per_chunk: Vec<usize> =
+            stems.iter().map(|s| Recording::open(&file(s, P)).unwrap().polls().len()).collect();
+        let left = &(12 - out.iter().map(|&i| per_chunk[i]).sum::<usize>());
+        damage(&stems);
+        let mut rec = Recording::open(dir.path()).unwrap_or_else(|e| panic!("{what}: {e:#}"));
+        assert_eq!(rec.polls().len(), *left, "{what}: {:?}", rec.skipped());
+        assert!(
+            !rec.skipped().is_empty()
+                && rec.skipped().iter().all(|s| s.starts_with("skipped a damaged chunk")),
+            "{what}: {:?}",
+            rec.skipped()
+        );
+        let seqs: Vec<u64> = rec.polls().iter().map(|p| p.seq).collect();
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{what}: {seqs:?}");
+        let back = rec.read(0..*left).unwrap();
+        assert!(back.iter().all(|s| s.sockets.len() == 2), "{what}: every poll kept has its own two sockets");
+    }
+    // Every chunk damaged: not a recording.
+    let (dir, stems) = three_chunks();
+    for s in &stems {
+        std::fs::write(file(s, P), b"junk").unwrap();
+    }
+    let e = Recording::open(dir.path()).err().map(|e| format!("{e:#}")).unwrap_or_default();
+    assert!(e.contains("not a recording: every chunk is damaged"), "{e}");
+}

@@ -144,7 +144,8 @@ fn root_certs(roots: &Roots) -> Result<RootCerts, String> {
         }
         Roots::File(path) => {
             let err = |e: String| format!("--connect.ca.file {}: {e}", path.display());
-            let pem = std::fs::read(path).map_err(|e| err(e.to_string()))?;
+            let pem =
+                bbrtop_collect::files::read("--connect.ca.file", path, bbrtop_collect::files::Kind::Pem)?;
             let certs = ureq::tls::parse_pem(&pem)
                 .filter_map(|item| match item {
                     Ok(PemItem::Certificate(c)) => Some(Ok(c)),
@@ -206,6 +207,10 @@ fn tls_words(r: &rustls::Error) -> String {
             "TLS: {text} (a self-signed exporter? give its certificate as --connect.ca.file FILE, made \
              with -addext basicConstraints=critical,CA:FALSE; or give its CA's)"
         ),
+        // TLS record bytes are not what came back: the port speaks plain HTTP.
+        rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType) => {
+            "TLS: the answer is not TLS: this looks like plain HTTP (try http://)".into()
+        }
         _ => format!("TLS: {text}"),
     }
 }
@@ -213,6 +218,14 @@ fn tls_words(r: &rustls::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// https:// to a plain HTTP port: rustls reads "HTTP/1.1 ..." as a TLS record of an unknown
+    /// type; say what that means (main said "received corrupt message of type InvalidContentType").
+    #[test]
+    fn plain_http_under_tls_is_named() {
+        let e = tls_words(&rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType));
+        assert!(e.contains("this looks like plain HTTP (try http://)"), "{e}");
+    }
 
     #[test]
     fn a_ca_file_must_hold_a_certificate() {

@@ -39,18 +39,19 @@ static PANICKED: AtomicBool = AtomicBool::new(false);
 /// Draws `published` snapshots of this host until q, Ctrl-C or `stop` (a signal, or the end of a
 /// lab run). `sys` is the header's host facts (those of the watched namespace).
 pub fn ui_loop(published: &Published, stop: &AtomicBool, sys: SystemInfo) -> anyhow::Result<()> {
-    ui_loop_from(Source::Local, published, stop, sys)
+    ui_loop_from(Source::Local, published, stop, &|| sys.clone())
 }
 
 /// [`ui_loop`] for a live source other than this host (a remote exporter): the header names it,
-/// and processes are not looked up here.
+/// and processes are not looked up here. `sys` is asked again at each frame drawn: a remote's
+/// host facts come with its first frame, which may come late.
 pub fn ui_loop_from(
     source: Source,
     published: &Published,
     stop: &AtomicBool,
-    sys: SystemInfo,
+    sys: &dyn Fn() -> SystemInfo,
 ) -> anyhow::Result<()> {
-    run(&mut Live(published), &source, stop, &sys)
+    run(&mut Live(published), &source, stop, sys)
 }
 
 /// A recording's player in the TUI, with its time controls, until q, Ctrl-C or `stop`. `sys` is
@@ -61,7 +62,7 @@ pub fn replay_loop<P: Polls>(
     stop: &AtomicBool,
     sys: SystemInfo,
 ) -> anyhow::Result<()> {
-    run(player, &Source::Recording(path.to_path_buf()), stop, &sys)
+    run(player, &Source::Recording(path.to_path_buf()), stop, &|| sys.clone())
 }
 
 /// Where the loop's snapshots come from: the latest of a live source, or a player.
@@ -112,7 +113,12 @@ impl<P: Polls> Frames for Player<P> {
 }
 
 /// The loop: draws what `frames` has, hands it keys, until q, Ctrl-C, `stop` or a hangup.
-fn run(frames: &mut impl Frames, source: &Source, stop: &AtomicBool, sys: &SystemInfo) -> anyhow::Result<()> {
+fn run(
+    frames: &mut impl Frames,
+    source: &Source,
+    stop: &AtomicBool,
+    sys: &dyn Fn() -> SystemInfo,
+) -> anyhow::Result<()> {
     // The guard first: if setup fails half-way (raw mode on, no alternate screen), it still undoes it.
     let _guard = TerminalGuard;
     let tty = tty::Tty::open().context("opening the terminal")?;
@@ -148,7 +154,8 @@ fn run(frames: &mut impl Frames, source: &Source, stop: &AtomicBool, sys: &Syste
         let latest = frames.latest(Instant::now())?;
         let shown = (latest.seq, frames.playback());
         if dirty || drawn.as_ref() != Some(&shown) {
-            let view = View { source, playback: shown.1.as_ref(), sys, procs: &procs };
+            let sys = sys();
+            let view = View { source, playback: shown.1.as_ref(), sys: &sys, procs: &procs };
             rows = draw(&mut terminal, &mut app, &latest, &view)?;
             drawn = Some(shown);
         }

@@ -83,7 +83,18 @@ impl Server {
         options: Options,
         take: fn() -> Arc<Snapshot>,
     ) -> Server {
-        let l = server::bind("127.0.0.1:0").unwrap();
+        Server::start_at("127.0.0.1:0", security, limits, options, take)
+    }
+
+    /// [`Server::start_with`] on `addr`.
+    pub fn start_at(
+        addr: &str,
+        security: Security,
+        limits: Limits,
+        options: Options,
+        take: fn() -> Arc<Snapshot>,
+    ) -> Server {
+        let l = server::bind(addr).unwrap();
         let port = l.local_addr().unwrap().port();
         let published = Published::new(take());
         let groups = Arc::new(PeerGroups::parse("groups: {lab: [10.1.0.0/16]}").unwrap());

@@ -61,3 +61,14 @@ pub fn usage_error<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S]) -> S
     assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     err
 }
+
+/// Sends `signal` (`USR1`, `INT`, `TERM`...) to `pid`, a process the test started.
+pub fn signal(pid: u32, signal: &str) {
+    let sent = std::process::Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status();
+    assert!(sent.is_ok_and(|s| s.success()), "kill -{signal} {pid}");
+}
+
+/// Waits at most `limit` for `child` to exit: its status, or None while it still runs.
+pub fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    poll_until(limit, || child.try_wait().expect("wait"))
+}

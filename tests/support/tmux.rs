@@ -34,6 +34,12 @@ impl Tmux {
         assert!(ok.success());
     }
 
+    /// The pid of the pane's process (the program a command `exec`ed in place of the shell).
+    pub fn pane_pid(&self) -> u32 {
+        let o = Command::new("tmux").args(["display", "-p", "-t", &self.0, "#{pane_pid}"]).output().unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().parse().expect("a pane pid")
+    }
+
     pub fn pane(&self) -> String {
         let o = Command::new("tmux").args(["capture-pane", "-p", "-t", &self.0]).output().unwrap();
         String::from_utf8_lossy(&o.stdout).into_owned()

@@ -15,6 +15,7 @@ pub mod bpf;
 pub mod caps;
 pub mod error;
 pub mod every;
+pub mod files;
 #[cfg(test)]
 mod fuzz;
 pub mod host;

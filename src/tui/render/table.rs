@@ -55,12 +55,26 @@ fn fitting(w: u16, sort: &Column, offset: usize) -> Vec<&'static Column> {
     super::fitting(&widths, &priority, w).into_iter().map(|i| COLUMNS[i]).collect()
 }
 
+/// What an empty table says, by where its sockets come from: only this host can start a lab.
+fn no_sockets(source: &crate::tui::Source) -> &'static str {
+    use crate::tui::Source;
+    match source {
+        Source::Local => {
+            "No TCP sockets in this namespace (with the states asked for). Start some traffic, or try --lab."
+        }
+        Source::Remote(_) => {
+            "No TCP sockets from the remote: none there (with the states it reads), or no frame yet (the remote collector above says why)."
+        }
+        Source::Recording(_) => "No TCP sockets in this poll.",
+    }
+}
+
 pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let rows = v.rows;
     let block = Block::default().borders(Borders::TOP).title(format!(" sockets ({}) ", rows.len()));
     if rows.is_empty() {
         let msg = if v.snap.sockets.is_empty() {
-            "No TCP sockets in this namespace (with the states asked for). Start some traffic, or try --lab."
+            no_sockets(v.source)
         } else {
             "No socket matches the filter (c clears it)."
         };
@@ -90,4 +104,19 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
         .collect();
     let widths: Vec<Constraint> = cols.iter().map(|c| Constraint::Length(c.width)).collect();
     f.render_widget(Table::new(body, widths).header(header).block(block), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::Source;
+
+    /// `--lab` is offered only where it can be given: `--connect` and `replay` refuse it.
+    #[test]
+    fn an_empty_table_offers_the_lab_on_this_host_only() {
+        assert!(no_sockets(&Source::Local).contains("--lab"));
+        assert!(!no_sockets(&Source::Remote("https://edge-1:10027".into())).contains("--lab"));
+        assert!(no_sockets(&Source::Remote("https://edge-1:10027".into())).contains("remote collector"));
+        assert!(!no_sockets(&Source::Recording("rec".into())).contains("--lab"));
+    }
 }

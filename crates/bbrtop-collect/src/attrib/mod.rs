@@ -141,7 +141,7 @@ fn cgroup_paths(root: &Path, dir: &Path, out: &mut HashMap<u64, String>, depth: 
 
 fn read_pods(src: &PodSource) -> Result<String, String> {
     match src {
-        PodSource::File(p) => std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display())),
+        PodSource::File(p) => crate::files::read_to_string("--kubernetes.pods", p, crate::files::Kind::Pods),
         PodSource::Url(u) => ureq::get(u)
             .call()
             .and_then(|mut r| r.body_mut().read_to_string())

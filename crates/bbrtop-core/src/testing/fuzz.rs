@@ -38,10 +38,14 @@ pub fn inputs(corpus: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
 }
 
 /// Runs `parse` on `cases()` inputs; a panic fails the test with the smallest input found.
-/// Reports its rate on stderr: a test harness, not the product, so the lint on stderr is off here.
-#[allow(clippy::print_stderr)]
 pub fn fuzz(name: &str, corpus: Vec<Vec<u8>>, parse: impl Fn(&[u8])) {
-    let n = cases();
+    fuzz_n(name, cases(), corpus, parse)
+}
+
+/// [`fuzz`] on `n` inputs (a target whose input costs many parsers' worth runs fewer). Reports
+/// its rate on stderr: a test harness, not the product, so the lint on stderr is off here.
+#[allow(clippy::print_stderr)]
+pub fn fuzz_n(name: &str, n: u32, corpus: Vec<Vec<u8>>, parse: impl Fn(&[u8])) {
     let mut runner = TestRunner::new(Config { cases: n, failure_persistence: None, ..Config::default() });
     let start = Instant::now();
     let result = runner.run(&inputs(corpus), |b| {
