@@ -53,7 +53,7 @@ pub struct ConnectArgs {
 }
 
 /// The flags that say how this host is polled, which mean nothing for a remote's state.
-const LOCAL_ONLY: [&str; 16] = [
+const LOCAL_ONLY: [&str; 17] = [
     "netns",
     "lab",
     "collector_bpf",
@@ -70,6 +70,7 @@ const LOCAL_ONLY: [&str; 16] = [
     "hold",
     "floor",
     "baseline",
+    "loopback",
 ];
 
 fn parse_connect(s: &str) -> Result<Target, String> {
@@ -201,6 +202,7 @@ mod tests {
             (&["--connect", "https://h:1", "--cc", "bbr"], "'--cc <NAME>'"),
             (&["--connect", "https://h:1", "--alert.ratio", "2"], "'--alert.ratio <RATIO>'"),
             (&["--connect", "https://h:1", "--no-collector.bpf"], "'--no-collector.bpf'"),
+            (&["--connect", "https://h:1", "--loopback"], "'--loopback'"),
             (&["--connect", "ftp://h:1"], "scheme ftp:// is not http:// or https://"),
             (&["--connect", "edge-1:9100"], "invalid URL"),
             (&["--connect.username", "bob"], "--connect <URL>"),

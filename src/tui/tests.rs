@@ -597,3 +597,16 @@ fn a_time_typed_goes_to_the_player() {
     }
     assert_eq!((a.filter_text.as_str(), a.filter.ports.as_slice()), ("9", &[9][..]), "{a:?}");
 }
+
+/// The BBR-vs-CUBIC view says which sockets its figures leave out, per cc.
+#[test]
+fn compare_view_names_the_sockets_left_out() {
+    let mut snap = fixture();
+    snap.by_cc[0].receivers = 2;
+    snap.by_cc[0].loopback = 3;
+    snap.by_cc[1].idle = 1;
+    let t = text(&render(&app_with(|a| a.view = View::Compare), &snap, 200, 40));
+    let want = "left out of the figures (they sent nothing, or are loopback): bbr 2 receiving, 3 loopback; cubic 1 idle";
+    assert!(t.contains(want), "{t}");
+    assert!(!text(&render(&app_with(|a| a.view = View::Compare), &fixture(), 200, 40)).contains("left out"));
+}

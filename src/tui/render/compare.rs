@@ -1,6 +1,7 @@
-//! BBR vs CUBIC, live: the guides' comparison table, per congestion control, with the rollout's
-//! risks (retransmits, spurious ones, timeouts, goodput share) over the last minute, and a verdict
-//! in words under it.
+//! BBR vs CUBIC, live: the guides' comparison table, per congestion control, over the sockets that
+//! sent in the last interval, with the rollout's risks (retransmits, spurious ones, timeouts,
+//! goodput share) over the last minute, a line saying which sockets the figures leave out, and a
+//! verdict in words under it.
 
 use bbrtop_core::snapshot::Snapshot;
 use bbrtop_core::snapshot::verdict;
@@ -17,7 +18,7 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
         return;
     }
     let headers = [
-        "CC", "SOCKETS", "SRTT p50", "p95", "p99", "INFL p50", "p95", "INFLATED", "FIRING", "DELIVERY",
+        "CC", "SENDERS", "SRTT p50", "p95", "p99", "INFL p50", "p95", "INFLATED", "FIRING", "DELIVERY",
         "GOODPUT", "SHARE", "RETX%", "SPUR%", "RTO/s",
     ];
     let widths = [6, 7, 8, 8, 8, 8, 7, 8, 6, 11, 11, 5, 6, 5, 5];
@@ -27,7 +28,7 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
         let r = a.recent.unwrap_or_default();
         let cells = vec![
             a.cc.clone(),
-            a.sockets.to_string(),
+            a.senders.to_string(),
             opt(a.srtt_p50_us, micros),
             opt(a.srtt_p95_us, micros),
             opt(a.srtt_p99_us, micros),
@@ -44,7 +45,8 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
         ];
         (cells, Style::new())
     });
-    let verdicts = verdict::all(&snap.by_cc);
+    let mut verdicts = verdict::all(&snap.by_cc);
+    verdicts.extend(left_out(snap));
     let inner = block.inner(area);
     f.render_widget(block, area);
     // The verdict right under the table's rows, wrapped at the screen's width.
@@ -58,4 +60,22 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
     .areas(inner);
     f.render_widget(super::fitted_table(table, &headers, &widths, &priority, rows), table);
     f.render_widget(Paragraph::new(verdicts.join("\n")).wrap(Wrap { trim: true }), words);
+}
+
+/// "not counted: bbr 2 receivers, 1 idle; cubic 4 loopback", when any socket is left out of the
+/// figures.
+fn left_out(snap: &Snapshot) -> Option<String> {
+    let parts: Vec<String> = snap
+        .by_cc
+        .iter()
+        .filter_map(|a| {
+            let kinds = [(a.receivers, "receiving"), (a.idle, "idle"), (a.loopback, "loopback")];
+            let said: Vec<String> =
+                kinds.iter().filter(|(n, _)| *n > 0).map(|(n, k)| format!("{n} {k}")).collect();
+            (!said.is_empty()).then(|| format!("{} {}", a.cc, said.join(", ")))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| {
+        format!("left out of the figures (they sent nothing, or are loopback): {}", parts.join("; "))
+    })
 }
