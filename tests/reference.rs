@@ -22,7 +22,7 @@ fn of<'a>(socks: &'a [SsSocket], f: &Flow) -> &'a SsSocket {
     socks.iter().find(|s| s.local == Some(f.local) && s.peer == Some(f.peer)).expect("flow in ss")
 }
 
-fn view<'a>(snap: &'a Snapshot, f: &Flow) -> &'a SocketView {
+fn view(snap: &Snapshot, f: &Flow) -> SocketView {
     snap.sockets
         .iter()
         .find(|s| s.record.local == f.local && s.record.peer == f.peer)
@@ -103,7 +103,7 @@ fn root_bbrtop_agrees_with_ss_on_bbr_and_cubic_flows() {
                 0.1,
             );
             let wnd = |s: &SsSocket| s.snd_wnd.map(f64::from);
-            let ours = bbrtop_core::columns::SND_WND.base_value(v).expect("snd_wnd");
+            let ours = bbrtop_core::columns::SND_WND.base_value(&v).expect("snd_wnd");
             between("snd_wnd", ours, wnd(b), wnd(a), 0.0, 0.0);
             let bps = |v: Option<u64>| v.unwrap() as f64 * 8.0;
             between(

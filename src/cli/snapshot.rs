@@ -38,9 +38,9 @@ fn print_table(mut diag: InetDiag, cfg: EngineConfig) -> Result<(), Failure> {
     let now = Now::system();
     diag.dump_into(&mut engine, now).map_err(Failure::from_collect)?;
     let snap = engine.tick(now);
-    let sockets: Vec<_> = snap.sockets.iter().collect();
+    let sockets = snap.sockets.to_vec();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    table::write(&mut out, &sockets)
+    table::write(&mut out, &sockets.iter().collect::<Vec<_>>())
         .and_then(|()| out.flush())
         .or_else(ignore_broken_pipe)
         .context("writing to stdout")?;
@@ -218,7 +218,8 @@ mod tests {
         feed_dump(&mut engine, dump.clone(), now);
         let snap = engine.tick(now);
         let mut whole = Vec::new();
-        json::write_line(&mut whole, &json::SnapshotDoc::new(&snap, snap.sockets.iter().collect())).unwrap();
+        let views = snap.sockets.to_vec();
+        json::write_line(&mut whole, &json::SnapshotDoc::new(&snap, views.iter().collect())).unwrap();
 
         let read = move |sink: &mut dyn DumpSink, now| {
             feed_dump(sink, dump, now);

@@ -49,7 +49,7 @@ pub fn run(a: WatchArgs) -> Result<(), Failure> {
             new.iter().rev().try_for_each(|c| json::write_line(&mut out, c))
         } else {
             snap.sockets.iter().try_for_each(|s| {
-                json::write_line(&mut out, &json::SocketLine { ts: snap.taken_at, seq, socket: s })
+                json::write_line(&mut out, &json::SocketLine { ts: snap.taken_at, seq, socket: &s })
             })
         }
         .and_then(|()| out.flush());

@@ -76,7 +76,7 @@ impl<'a> Summarizer<'a> {
 
     pub fn add(&mut self, snap: &Snapshot) {
         let at = snap.taken_at;
-        for s in &snap.sockets {
+        for s in snap.sockets.iter() {
             let r = &s.record;
             let counts = Tally::of(&r.tcp_info);
             let acc = self.sockets.entry(r.cookie).or_insert_with(|| Acc {

@@ -83,9 +83,13 @@ pub fn sockets_body(snap: Arc<Snapshot>, permit: OwnedSemaphorePermit) -> Channe
 fn write_doc(snap: &Snapshot, out: ChannelWriter) -> std::io::Result<()> {
     let mut doc = DocStream::begin(out, snap.taken_at)?;
     let mut buf = Vec::new();
-    for batch in snap.sockets.chunks(BATCH) {
+    let mut views = snap.sockets.iter().peekable();
+    let mut batch = Vec::with_capacity(BATCH);
+    while views.peek().is_some() {
+        batch.clear();
+        batch.extend(views.by_ref().take(BATCH));
         buf.clear();
-        encode_sockets(&mut buf, batch)?;
+        encode_sockets(&mut buf, &batch)?;
         doc.encoded(&buf, batch.len())?;
     }
     doc.end(&snap.by_cc, &snap.collectors)?.flush()

@@ -313,7 +313,9 @@ fn histograms<'h, L: EncodeLabelSet + 'h>(
 impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
         let (snap, groups) = (&self.snap, &self.groups);
-        let ccs = per_cc(&snap.sockets, groups);
+        // A scrape reads every socket: the views are derived for it, once.
+        let views = snap.sockets.to_vec();
+        let ccs = per_cc(&views, groups);
         encode_sockets(&mut enc, &ccs)?;
         encode_histograms(&mut enc, &ccs, groups)?;
         encode_inflation(&mut enc, &ccs, snap)?;
@@ -321,10 +323,10 @@ impl Collector for Scrape {
         encode_totals(&mut enc, &snap.totals)?;
         encode_ecn(&mut enc, &snap.by_cc)?;
         if self.top_k > 0 {
-            encode_top_k(&mut enc, &snap.sockets, groups, self.top_k.min(TOP_K_CAP))?;
+            encode_top_k(&mut enc, &views, groups, self.top_k.min(TOP_K_CAP))?;
         }
         if self.by_pod_namespace {
-            pods::encode(&mut enc, &snap.sockets)?;
+            pods::encode(&mut enc, &views)?;
         }
         // Self-metrics: collector health, netlink and eBPF counters, pushes, build info.
         encode_collectors(&mut enc, &snap.collectors)?;

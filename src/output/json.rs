@@ -124,11 +124,12 @@ mod tests {
         feed_dump(&mut e, Dump { sockets: recs, ..Dump::default() }, now);
         let snap = e.tick(now);
         for n in [0, 3] {
-            let whole = SnapshotDoc::new(&snap, snap.sockets.iter().take(n).collect());
+            let views = snap.sockets.to_vec();
+            let whole = SnapshotDoc::new(&snap, views.iter().take(n).collect());
             let mut want = Vec::new();
             write_line(&mut want, &whole).unwrap();
             let mut d = DocStream::begin(Vec::new(), snap.taken_at).unwrap();
-            for s in snap.sockets.iter().take(n) {
+            for s in views.iter().take(n) {
                 d.socket(s).unwrap();
             }
             let got = d.end(&snap.by_cc, &snap.collectors).unwrap();

@@ -112,7 +112,7 @@ impl<W: Write + Send> Pair<W> {
     pub fn write(&mut self, snap: &Snapshot, closed: &[ClosedFlow]) -> anyhow::Result<()> {
         write(
             &mut self.sockets,
-            &sockets::batch(snap.seq, bbrtop_core::units::unix_ms(snap.taken_at), &snap.sockets)?,
+            &sockets::batch(snap.seq, bbrtop_core::units::unix_ms(snap.taken_at), &snap.sockets.to_vec())?,
         )?;
         write(&mut self.polls, &polls::batch(&[polls::Poll { snap, closed }])?)?;
         self.polls_written += 1;

@@ -24,7 +24,7 @@ pub fn encode(snap: &Snapshot, sys: &SystemInfo) -> anyhow::Result<Vec<u8>> {
     let meta = Meta { system: sys.clone(), rule: snap.rule };
     let mut out = MAGIC.to_vec();
     let mut w = chunk::writer(Vec::new(), sockets::schema(), &meta)?;
-    chunk::write(&mut w, &sockets::batch(snap.seq, unix_ms(snap.taken_at), &snap.sockets)?)?;
+    chunk::write(&mut w, &sockets::batch(snap.seq, unix_ms(snap.taken_at), &snap.sockets.to_vec())?)?;
     push(&mut out, &w.into_inner()?);
     let mut w = chunk::writer(Vec::new(), polls::schema(), &meta)?;
     chunk::write(&mut w, &polls::batch(&[polls::Poll { snap, closed: &snap.closed }])?)?;

@@ -46,7 +46,10 @@ impl Decoded {
         Snapshot {
             seq: self.seq,
             taken_at: from_unix_ms(self.at_ms),
-            sockets,
+            sockets: bbrtop_core::snapshot::Sockets::of_views(
+                sockets,
+                bbrtop_core::snapshot::ViewAt { at_ms: self.at_ms, rule, ..Default::default() },
+            ),
             by_cc: self.by_cc,
             alerts: self.alerts,
             collectors: self.collectors,

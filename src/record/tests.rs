@@ -63,7 +63,7 @@ fn a_frame_is_the_snapshot_it_was() {
     assert!(
         last.firing().count() == 1,
         "the test needs a firing alert: {:?}",
-        last.sockets.iter().map(|s| &s.derived).collect::<Vec<_>>()
+        last.sockets.iter().map(|s| s.derived).collect::<Vec<_>>()
     );
     let bytes = frame::encode(last, &system()).unwrap();
     let (back, sys) = frame::decode(&bytes).unwrap();

@@ -157,9 +157,9 @@ mod tests {
         };
         feed_dump(engine, dump, now);
         let mut snap = (*engine.tick(now)).clone();
-        for s in &mut snap.sockets {
-            s.history = bbrtop_core::snapshot::history::HistoryView::none();
-        }
+        use bbrtop_core::snapshot::{HistoryView, SocketView};
+        let bare = snap.sockets.iter().map(|v| SocketView { history: HistoryView::none(), ..v });
+        snap.sockets = bbrtop_core::snapshot::Sockets::of_views(bare, *snap.sockets.at());
         (snap, SystemInfo { host: "edge-1".into(), ..SystemInfo::default() })
     }
 
@@ -215,7 +215,7 @@ mod tests {
         for (i, srtt) in [10_000, 11_000].into_iter().enumerate() {
             now = now.after(Duration::from_secs(1));
             let snap = p.step(Ok(frame(&mut engine, now, srtt)), took, now.wall);
-            assert_eq!(snap.sockets[0].history.len(), i + 1);
+            assert_eq!(snap.sockets.to_vec()[0].history.len(), i + 1);
             assert_eq!(snap.collectors[0].name, "remote");
             assert_eq!(snap.collectors[0].health, Health::Ok);
             assert_eq!(snap.collectors[1].name, "netlink", "the remote's own collectors follow");
@@ -233,7 +233,7 @@ mod tests {
         // Back: the socket's history goes on from where it was.
         now = now.after(Duration::from_secs(1));
         let back = p.step(Ok(frame(&mut engine, now, 12_000)), took, now.wall);
-        let srtts: Vec<u32> = back.sockets[0].history.iter().map(|s| s.srtt_us).collect();
+        let srtts: Vec<u32> = back.sockets.to_vec()[0].history.iter().map(|s| s.srtt_us).collect();
         assert_eq!(srtts, vec![10_000, 11_000, 12_000]);
         seqs.push(back.seq);
         assert_eq!(seqs, vec![1, 2, 3, 4], "every publish is newer than the last, whatever the remote's seq");

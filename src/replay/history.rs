@@ -4,8 +4,8 @@
 
 use bbrtop_core::model::Cookie;
 use bbrtop_core::snapshot::Snapshot;
+use bbrtop_core::snapshot::history::History;
 use bbrtop_core::snapshot::history::sample_of;
-use bbrtop_core::snapshot::history::{History, HistoryView};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
@@ -69,7 +69,7 @@ impl Histories {
     /// Adds poll `j`'s samples (polls come in order, none skipped since the last).
     pub fn apply(&mut self, j: usize, snap: &Snapshot) {
         let (seq, cap) = (j as u64, self.cap + SLACK);
-        for s in &snap.sockets {
+        for s in snap.sockets.entries() {
             let sample = sample_of(&s.record);
             let ring = self.rings.entry(s.record.cookie).or_insert_with(|| Ring {
                 history: Arc::new(History::default()),
@@ -89,12 +89,10 @@ impl Histories {
     /// `snap`, poll `end` (applied, and at most [`SLACK`] before the last), with each socket's
     /// history over the window of `cap` polls ending there.
     pub fn attach(&self, mut snap: Snapshot, end: usize) -> Snapshot {
-        let end = end as u64;
-        for s in &mut snap.sockets {
-            if let Some(r) = self.rings.get(&s.record.cookie) {
-                s.history = HistoryView::new(Arc::clone(&r.history), r.first, end, self.cap);
-            }
-        }
+        let rings = &self.rings;
+        snap.sockets = snap.sockets.with_history(end as u64, self.cap, |e| {
+            rings.get(&e.record.cookie).map(|r| (Arc::clone(&r.history), r.first))
+        });
         snap
     }
 }

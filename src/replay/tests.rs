@@ -258,7 +258,7 @@ fn history_at_the_live_window_is_the_live_history() {
         if i > 0 {
             p.control(Control::Step(1), t).unwrap();
         }
-        for s in &snap.sockets {
+        for s in snap.sockets.iter() {
             let got: Vec<Sample> =
                 p.shown().socket(s.record.cookie).unwrap().history.iter().copied().collect();
             let want: Vec<Sample> = s.history.iter().copied().collect();

@@ -259,7 +259,7 @@ impl App {
 
     /// Puts the selection on the pinned socket's row in this frame's `rows` (it moves as live
     /// values re-sort), or keeps the row number when that socket is gone; then pins what is selected.
-    pub fn follow(&mut self, rows: &[&SocketView]) {
+    pub fn follow(&mut self, rows: &[SocketView]) {
         if let Some(i) = self.pinned.and_then(|c| rows.iter().position(|s| s.record.cookie == c)) {
             self.selected = i;
         }
@@ -268,8 +268,8 @@ impl App {
     }
 
     /// The sockets the table shows: filtered, then sorted.
-    pub fn rows<'a>(&self, snap: &'a Snapshot) -> Vec<&'a SocketView> {
-        let mut v: Vec<&SocketView> = if self.filter.is_empty() {
+    pub fn rows(&self, snap: &Snapshot) -> Vec<SocketView> {
+        let mut v: Vec<SocketView> = if self.filter.is_empty() {
             snap.sockets.iter().collect()
         } else {
             snap.sockets.iter().filter(|s| self.filter.matches(&s.record)).collect()

@@ -94,6 +94,26 @@ fn socket(
     }
 }
 
+/// The fixture's views as a snapshot keeps them, as of its time (poll 59 of 60-sample histories).
+fn views(v: Vec<SocketView>) -> bbrtop_core::snapshot::Sockets {
+    let at = bbrtop_core::snapshot::ViewAt {
+        at_ms: bbrtop_core::units::unix_ms(at(60)),
+        poll: 59,
+        history: 60,
+        rule: Default::default(),
+    };
+    bbrtop_core::snapshot::Sockets::of_views(v, at)
+}
+
+/// `snap` with its first socket's record changed by `f`.
+fn with_first(snap: &mut Snapshot, f: impl FnOnce(&mut bbrtop_core::model::SocketRecord)) {
+    let mut v = snap.sockets.to_vec();
+    let mut r = (*v[0].record).clone();
+    f(&mut r);
+    v[0].record = RecordRef::single(r);
+    snap.sockets = views(v);
+}
+
 fn fixture() -> Snapshot {
     let bbr = Some(Phase::ProbeBw(ProbeBwStep::Up));
     let sockets = vec![
@@ -116,6 +136,7 @@ fn fixture() -> Snapshot {
         resolved_at: resolved,
     };
     let mut by_cc = bbrtop_core::snapshot::aggregate::by_cc(&sockets, false);
+    let sockets = views(sockets);
     let sums = counted(&[("bbr", 40_000_000, 1_200_000, 30, 2), ("cubic", 40_000_000, 400_000, 5, 0)]);
     bbrtop_engine::aggregate::add_totals(&mut by_cc, sums.clone(), Some((60.0, sums)));
     Snapshot {
@@ -271,10 +292,8 @@ fn small_terminal_and_empty_states() {
     assert_eq!(head.split("  ").map(str::trim).filter(|h| !h.is_empty()).collect::<Vec<_>>(), want, "{t}");
     // Sorted by WHERE, the column shows each socket's pod, namespace name or cgroup ("-": none).
     let mut placed = fixture();
-    let mut rec = (*placed.sockets[0].record).clone();
     let origin = bbrtop_core::model::Origin { netns_name: Some("blue".into()), ..Default::default() };
-    rec.origin = Some(std::sync::Arc::new(origin));
-    placed.sockets[0].record = bbrtop_core::snapshot::RecordRef::single(rec);
+    with_first(&mut placed, |r| r.origin = Some(std::sync::Arc::new(origin)));
     let t = text(&render(&app_with(|a| a.sort = &columns::WHERE), &placed, 100, 30));
     assert!(t.lines().any(|l| l.contains("WHERE↓")) && t.contains(" blue ") && t.contains(" - "), "{t}");
     // Without the eBPF collector the closed-flows view says so instead of showing stale rows.
@@ -430,19 +449,19 @@ fn the_selection_follows_its_socket_through_a_resort() {
 #[test]
 fn detail_shows_the_per_ack_srtt_spread() {
     let mut snap = fixture();
-    let mut r = (*snap.sockets[0].record).clone();
-    r.kernel_rtt = Some(bbrtop_core::model::RttWindow {
-        samples: 412,
-        last_srtt_us: 24_000,
-        min_srtt_us: Some(21_500),
-        max_srtt_us: Some(38_250),
-        bbr: None,
-        rtt_samples: 206,
-        rtt_min_us: Some(20_100),
-        prompt_samples: 180,
-        prompt_min_us: Some(20_400),
+    with_first(&mut snap, |r| {
+        r.kernel_rtt = Some(bbrtop_core::model::RttWindow {
+            samples: 412,
+            last_srtt_us: 24_000,
+            min_srtt_us: Some(21_500),
+            max_srtt_us: Some(38_250),
+            bbr: None,
+            rtt_samples: 206,
+            rtt_min_us: Some(20_100),
+            prompt_samples: 180,
+            prompt_min_us: Some(20_400),
+        })
     });
-    snap.sockets[0].record = RecordRef::single(r);
     let row = app_with(|_| {}).rows(&snap).iter().position(|s| s.record.cookie == 1).unwrap();
     let app = app_with(|a| {
         a.detail = true;
@@ -456,16 +475,15 @@ fn detail_shows_the_per_ack_srtt_spread() {
 #[test]
 fn where_view_groups_sockets_by_place_and_cc() {
     let mut snap = fixture();
-    let mut rec = (*snap.sockets[0].record).clone();
     let origin = bbrtop_core::model::Origin { netns_name: Some("blue".into()), ..Default::default() };
-    rec.origin = Some(std::sync::Arc::new(origin));
-    let cc = rec.cc_name().to_string();
-    snap.sockets[0].record = bbrtop_core::snapshot::RecordRef::single(rec);
+    with_first(&mut snap, |r| r.origin = Some(std::sync::Arc::new(origin)));
+    let cc = snap.sockets.to_vec()[0].record.cc_name().to_string();
     let t = text(&render(&app_with(|a| a.view = View::Places), &snap, 100, 30));
     let row = |place: &str| t.lines().filter(|l| l.split_whitespace().next() == Some(place)).count();
     assert_eq!(row("blue"), 1, "{t}");
-    let node_ccs: std::collections::BTreeSet<&str> =
-        snap.sockets[1..].iter().map(|s| s.record.cc_name()).collect();
+    let node_ccs: std::collections::BTreeSet<String> =
+        snap.sockets.iter().skip(1).map(|s| s.record.cc_name().to_string()).collect();
+    let node_ccs: std::collections::BTreeSet<&str> = node_ccs.iter().map(String::as_str).collect();
     assert_eq!(row("node"), node_ccs.len(), "one node row per cc:\n{t}");
     assert!(t.lines().any(|l| l.starts_with("blue") && l.contains(&cc)), "{t}");
     insta::assert_snapshot!("where_100x30", t);

@@ -99,7 +99,11 @@ fn a_dump_that_fails_midway_aborts_and_the_last_one_stands() {
     assert!(collector(broken).dump_into(&mut engine, now).is_err());
     let snap = engine.tick(now);
     assert_eq!(snap.sockets.len(), 1, "socket 2 was never in a complete dump");
-    assert_eq!(snap.sockets[0].record.tcp_info.srtt_us(), Some(10_000), "still the last complete dump");
+    assert_eq!(
+        snap.sockets.to_vec()[0].record.tcp_info.srtt_us(),
+        Some(10_000),
+        "still the last complete dump"
+    );
     let netlink = &snap.collectors[0];
     assert!(matches!(&netlink.health, Health::Degraded(r) if r.cause == Cause::DumpFailed), "{netlink:?}");
 }

@@ -4,8 +4,11 @@
 
 use crate::EngineConfig;
 use bbrtop_core::model::{Cookie, SocketRecord};
+use bbrtop_core::rule::{AlertTracker, RuleConfig};
 use bbrtop_core::seam::{Aborted, DumpSink, Now, Walk, WalkFailed};
-use bbrtop_core::snapshot::{RecordRef, SocketView};
+use bbrtop_core::snapshot::kernel::KernelOnset;
+use bbrtop_core::snapshot::{Facts, HistoryView, RecordRef, SocketView, ViewAt};
+use bbrtop_core::units::unix_ms;
 use bbrtop_core::wire::{Dump, DumpStats};
 use rustc_hash::FxHashSet;
 use std::sync::Arc;
@@ -48,12 +51,27 @@ impl<F: FnMut(Vec<SocketView>)> FirstSight<F> {
         }
         let batch = Arc::new(std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH)));
         let views = (0..batch.len() as u32)
-            .map(|i| {
-                crate::view::first_sight(&self.cfg.rule, RecordRef::new(Arc::clone(&batch), i), self.now.mono)
-            })
+            .map(|i| view(&self.cfg.rule, RecordRef::new(Arc::clone(&batch), i), self.now))
             .collect();
         (self.out)(views);
     }
+}
+
+/// The view the engine would publish of a socket it sees for the first time, without tracking it.
+fn view(rule: &RuleConfig, record: RecordRef, now: Now) -> SocketView {
+    let mut alert = AlertTracker::default();
+    crate::tracked::evaluate(rule, &mut alert, &record, KernelOnset::Untimed, now.mono);
+    let at_ms = unix_ms(now.wall);
+    let facts = Facts {
+        first_seen_ms: at_ms,
+        read_at_ms: at_ms,
+        inflated_since_ms: alert.onset.map(|o| unix_ms(now.wall_of(o))),
+        alert_firing: alert.firing(),
+        limited_by: crate::tracked::lifetime_limit(&record),
+        ..Facts::default()
+    };
+    let at = ViewAt { at_ms, rule: *rule, ..ViewAt::default() };
+    SocketView { derived: facts.derived(&record, &at), record, history: HistoryView::none() }
 }
 
 impl<F: FnMut(Vec<SocketView>)> DumpSink for FirstSight<F> {

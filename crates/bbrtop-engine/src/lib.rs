@@ -4,26 +4,28 @@
 pub mod aggregate;
 mod alerts;
 pub mod first_sight;
+mod inventory;
 mod kernel;
+mod timers;
 mod totals;
 mod tracked;
-mod view;
 
 use alerts::Alerts;
 use bbrtop_core::filter::Filter;
-use bbrtop_core::model::derive::{self, Counters, Rates};
+use bbrtop_core::model::derive::Rates;
 use bbrtop_core::model::{Cookie, SocketRecord, Tally};
 use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::rule::{RuleConfig, Sample as RuleSample};
 use bbrtop_core::seam::{self, Now, Update, Walk, WalkFailed};
-use bbrtop_core::snapshot::history::{self, HistoryView};
-use bbrtop_core::snapshot::{CollectorStatus, RecordRef, Snapshot, SocketView};
+use bbrtop_core::snapshot::history::{self, History};
+use bbrtop_core::snapshot::sockets::{Map, Slot};
+use bbrtop_core::snapshot::{CollectorStatus, Entry, Facts, Snapshot, Sockets, ViewAt};
+use bbrtop_core::units::unix_ms;
 use bbrtop_core::wire::Dump;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
-use std::time::Duration;
-use tracked::{GRACE, Tracked, evaluate};
-use view::{derived, overlay, quiet_view};
+use std::time::{Duration, Instant};
+use tracked::{CLOSING_QUIET, GRACE, Tracked, evaluate};
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -50,11 +52,33 @@ impl Default for EngineConfig {
     }
 }
 
+/// The engine. Its cost per poll follows what moved: a socket the walk did not list, or a dump
+/// listed unchanged but for its ages, costs a lookup at most; its entry stays shared with the
+/// snapshots, and the per-cc figures, alert timers and history change only for what moved.
 pub struct Engine {
     cfg: EngineConfig,
-    /// Where each socket is in `tracked`: a small map, and the state itself stays dense.
-    index: FxHashMap<Cookie, u32>,
-    tracked: Vec<Tracked>,
+    /// Every socket tracked: the engine's own state of each.
+    tracked: FxHashMap<Cookie, Tracked>,
+    /// The entries of the sockets shown, shared with the snapshots: a tick clones the map, which
+    /// costs nothing, and a socket that moves replaces its entry.
+    published: Map,
+    /// The per-cc figures, kept as entries change.
+    inventory: inventory::Inventory,
+    /// Sockets whose entry changed in this poll, and in the one before: at the next poll those
+    /// that did not move again lose their rates (nothing moved since) and count as seen before.
+    moved: Vec<Cookie>,
+    moved_before: Vec<Cookie>,
+    /// Quiet sockets to look at again at some time: an open inflation spell, a closing socket.
+    timers: timers::Timers,
+    /// Sockets that closed (eBPF's close record, the walk's sign) and are still tracked.
+    closing: FxHashSet<Cookie>,
+    /// The entries the dump being read made, published when it ends (a dump that fails midway
+    /// leaves the last complete one's).
+    pending: Option<FxHashMap<Cookie, Arc<Entry>>>,
+    /// The entries of sockets a dump missed, kept through their grace poll (not shown).
+    hidden: FxHashMap<Cookie, Arc<Entry>>,
+    /// Sockets first seen in the dump being read: they go if it fails.
+    fresh: Vec<Cookie>,
     /// Whether the dump being read needs no filtering.
     unfiltered: bool,
     generation: u64,
@@ -62,12 +86,9 @@ pub struct Engine {
     netlink: CollectorStatus,
     /// The kernel walk's status, once it has walked.
     walk: CollectorStatus,
-    /// The last snapshot published: a socket that did not move keeps its view, with its clocks
-    /// brought forward, instead of having it derived again (most sockets, with the walk).
-    last: Option<Arc<Snapshot>>,
     /// Sockets whose close record came before any walk or dump listed them: the next walk may
     /// still hold the record of their last move, which must not bring them back.
-    closed_untracked: rustc_hash::FxHashSet<Cookie>,
+    closed_untracked: FxHashSet<Cookie>,
     alerts: Alerts,
     kernel: kernel::KernelState,
     totals: totals::Totals,
@@ -84,15 +105,22 @@ pub struct Engine {
 impl Engine {
     pub fn new(cfg: EngineConfig) -> Engine {
         Engine {
-            index: FxHashMap::default(),
-            tracked: Vec::new(),
+            tracked: FxHashMap::default(),
+            published: Map::new(),
+            inventory: inventory::Inventory::new(cfg.rule.loopback),
+            moved: Vec::new(),
+            moved_before: Vec::new(),
+            timers: timers::Timers::default(),
+            closing: FxHashSet::default(),
+            pending: None,
+            hidden: FxHashMap::default(),
+            fresh: Vec::new(),
             unfiltered: true,
             generation: 0,
             seq: 0,
             netlink: CollectorStatus::netlink(),
             walk: CollectorStatus::walk(),
             closed_untracked: Default::default(),
-            last: None,
             alerts: Alerts { keep: cfg.recent_alerts, ..Alerts::default() },
             totals: totals::Totals::new(Arc::clone(&cfg.groups)),
             count_untracked: Filter { states: None, ..cfg.filter.clone() }.is_empty(),
@@ -111,16 +139,16 @@ impl Engine {
     pub fn apply(&mut self, update: Update) {
         match update {
             Update::Kernel(k) => {
-                if let Some(&slot) = self.index.get(&k.cookie()) {
-                    self.tracked[slot as usize].stale_view = true;
-                }
-                self.kernel.apply(k)
+                let cookie = k.cookie();
+                self.kernel.apply(k);
+                let kernel = self.kernel.socket(cookie).cloned();
+                self.republish(cookie, |f| f.kernel = kernel);
             }
             Update::Closed(c) => {
-                match self.index.get(&c.cookie) {
-                    Some(&slot) => {
-                        let t = &mut self.tracked[slot as usize];
+                match self.tracked.get_mut(&c.cookie) {
+                    Some(t) => {
                         t.closed = true;
+                        self.closing.insert(c.cookie);
                         self.totals.count(&mut t.account, &c.cc, c.peer.ip(), &c.counts);
                     }
                     None => {
@@ -131,56 +159,176 @@ impl Engine {
                         }
                     }
                 }
-                self.kernel.close(*c)
+                let cookie = c.cookie;
+                self.kernel.close(*c);
+                self.republish(cookie, |f| f.kernel = None);
             }
             Update::BpfStatus(poll) => self.kernel.bpf_poll(poll),
         }
     }
 
-    /// One socket of the dump being read; `idx` is its place in that dump's record vector.
-    /// Returns its slot, unless the filter leaves it out.
-    fn observe(&mut self, idx: u32, rec: &SocketRecord, now: Now) -> Option<u32> {
-        if !self.unfiltered && !self.cfg.filter.matches(rec) {
-            return None;
+    /// Whether a published socket counts as seen once (no interval yet) at this poll.
+    fn seen_once(&self, e: &Entry) -> bool {
+        e.first_poll == self.generation
+    }
+
+    /// Publishes `entry` for `cookie` (replacing its last), keeping the per-cc figures in step.
+    fn publish(&mut self, cookie: Cookie, entry: Entry) {
+        if let Some(p) = &mut self.pending {
+            p.insert(cookie, Arc::new(entry));
+            return;
         }
-        let (rule, cap, generation) = (self.cfg.rule, self.cfg.history, self.generation);
-        let cookie = rec.cookie;
-        let counters = Counters::of(&rec.tcp_info);
-        let slot = *self.index.entry(cookie).or_insert_with(|| {
-            let account = self.totals.open(cookie, rec.cc_name(), rec.peer.ip());
-            self.tracked.push(Tracked::new(rec, counters, now.mono, generation, account));
-            (self.tracked.len() - 1) as u32
-        });
-        let t = &mut self.tracked[slot as usize];
+        self.publish_now(cookie, Arc::new(entry));
+    }
+
+    fn publish_now(&mut self, cookie: Cookie, entry: Arc<Entry>) {
+        let once = self.seen_once(&entry);
+        if let Some(old) = self.published.insert(cookie, Slot(Arc::clone(&entry))) {
+            let t = self.tracked.get(&cookie).expect("a published socket is tracked");
+            self.inventory.remove(&old, t.counted_once);
+        }
+        self.inventory.add(&entry, once);
+        if let Some(t) = self.tracked.get_mut(&cookie) {
+            t.counted_once = once;
+        }
+        self.moved.push(cookie);
+    }
+
+    /// A socket's latest entry: the one the dump being read made, or the one published.
+    fn current(&self, cookie: Cookie) -> Option<Arc<Entry>> {
+        let pending = self.pending.as_ref().and_then(|p| p.get(&cookie));
+        pending.or_else(|| self.published.get(&cookie).map(|s| &s.0)).cloned()
+    }
+
+    /// Takes a socket out of the view (ended, or missing from a dump); its last entry.
+    fn unpublish(&mut self, cookie: Cookie) -> Option<Arc<Entry>> {
+        let old = self.published.remove(&cookie)?;
+        let once = self.tracked.get(&cookie).is_some_and(|t| t.counted_once);
+        self.inventory.remove(&old, once);
+        Some(old.0)
+    }
+
+    /// Publishes a published socket's entry again with its facts changed by `f`.
+    fn republish(&mut self, cookie: Cookie, f: impl FnOnce(&mut Facts)) {
+        let Some(last) = self.current(cookie) else { return };
+        let mut e = Entry::clone(&last);
+        f(&mut e.facts);
+        if e.facts != last.facts {
+            self.publish(cookie, e);
+        }
+    }
+
+    /// One socket of the dump being read (`idx` its place in that dump's record vector), or of
+    /// a walk (`idx` 0). A record that says nothing moved since the last costs a lookup, unless
+    /// the socket is inflated (the rule still reads its ACKs' ages) or was not shown.
+    fn observe(&mut self, idx: u32, rec: &SocketRecord, now: Now) {
+        if !self.unfiltered && !self.cfg.filter.matches(rec) {
+            return;
+        }
+        let (cookie, generation) = (rec.cookie, self.generation);
+        let last = match self.current(cookie) {
+            Some(e) => Some(e),
+            None => self.hidden.remove(&cookie),
+        };
+        let t = match self.tracked.get_mut(&cookie) {
+            Some(t) => t,
+            None => {
+                let account = self.totals.open(cookie, rec.cc_name(), rec.peer.ip());
+                self.fresh.push(cookie);
+                self.tracked.entry(cookie).or_insert(Tracked::new(now.mono, generation, account))
+            }
+        };
+        (t.next_idx, t.generation) = (idx, generation);
+        let shown = std::mem::take(&mut t.missed) == 0;
+        if last.as_ref().is_some_and(|l| shown && t.alert.onset.is_none() && l.record.same_but_ages(rec)) {
+            return self.listed_unchanged(cookie, now);
+        }
+        t.moved = generation;
         self.totals.count(&mut t.account, rec.cc_name(), rec.peer.ip(), &Tally::of(&rec.tcp_info));
+        let record = Arc::new(rec.clone());
+        let mut entry = match &last {
+            Some(last) => Entry { record, ..Entry::clone(last) },
+            None => self.new_entry(cookie, record, now, generation),
+        };
+        let t = self.tracked.get_mut(&cookie).expect("tracked above");
         let dt = now.mono.saturating_duration_since(t.counters_at);
-        if dt > Duration::ZERO {
-            t.rates = derive::rates(&t.counters, &counters, dt);
-            let interval = match (counters.limits, t.counters.limits) {
-                (Some(c), Some(p)) => Some(c.since(p)),
-                _ => None,
-            };
-            let limits = interval.filter(|l| l.busy_us > 0).or(counters.limits);
-            t.limited_by = limits.and_then(|l| derive::limited_by(l, rec.tcp_info.app_limited()));
-            t.counters = counters;
+        if let Some(prev) = last.filter(|_| dt > Duration::ZERO) {
+            (entry.facts.rates, entry.facts.limited_by) = tracked::interval(&prev.record, rec, dt);
             t.counters_at = now.mono;
         }
-        t.next_idx = idx;
-        t.generation = generation;
-
-        let (sample, tr) = evaluate(&rule, t, rec, self.kernel.onset(cookie), now.mono);
+        entry.facts.read_at_ms = unix_ms(now.wall);
+        let (sample, tr) = evaluate(&self.cfg.rule, &mut t.alert, rec, self.kernel.onset(cookie), now.mono);
         self.alerts.record(rec, &t.alert, sample, tr, now);
+        alert_facts(&mut entry.facts, t, now);
         let sample = history::sample_of(rec);
         // Only a change is written: an idle socket's ring stays shared with the snapshots.
-        if t.history.needs_write(generation, &sample, cap) {
-            Arc::make_mut(&mut t.history).record(generation, sample, cap);
+        if entry.history.needs_write(generation, &sample, self.cfg.history) {
+            Arc::make_mut(&mut entry.history).record(generation, sample, self.cfg.history);
         }
-        Some(slot)
+        self.arm(cookie, rec, now.mono);
+        self.publish(cookie, entry);
+    }
+
+    /// The entry of a socket seen for the first time (or again, after it left the view).
+    fn new_entry(&self, cookie: Cookie, record: Arc<SocketRecord>, now: Now, generation: u64) -> Entry {
+        let facts = Facts {
+            first_seen_ms: unix_ms(now.wall),
+            read_at_ms: unix_ms(now.wall),
+            // No interval yet: the socket's life so far.
+            limited_by: tracked::lifetime_limit(&record),
+            kernel: self.kernel.socket(cookie).cloned(),
+            ..Facts::default()
+        };
+        Entry { record, facts, history: Arc::new(History::default()), first_poll: generation }
+    }
+
+    /// A socket a dump listed with nothing moved: its counters are as they were when last read,
+    /// so the interval its next rates span starts now. Nothing else of it changes (a quiet
+    /// socket has no rate, as the walk shows it).
+    fn listed_unchanged(&mut self, cookie: Cookie, now: Now) {
+        if let Some(t) = self.tracked.get_mut(&cookie) {
+            t.counters_at = now.mono;
+        }
+    }
+
+    /// Arms the socket's timer when it may change without moving: an open inflation spell, a
+    /// closing state.
+    fn arm(&mut self, cookie: Cookie, r: &SocketRecord, now: Instant) {
+        let kernel_timed = self.kernel.onset(cookie).since().is_some();
+        let Some(t) = self.tracked.get_mut(&cookie) else { return };
+        let rule = &self.cfg.rule;
+        let mut due = None;
+        if let Some(onset) = t.alert.onset {
+            due = Some(if kernel_timed {
+                // It fires at onset + hold; the spell ends once no ACK came within the activity
+                // window. Each is looked at at the first poll after.
+                let fire = t.alert.fired.is_none().then(|| onset + rule.hold);
+                let since_ack = r
+                    .tcp_info
+                    .last_ack_recv_ms()
+                    .map_or(Duration::ZERO, |ms| Duration::from_millis(ms.into()));
+                let quiet_end = now + rule.active_within.saturating_sub(since_ack);
+                fire.map_or(quiet_end, |f| f.min(quiet_end))
+            } else {
+                // Netlink's judgement needs a fresh sample: a poll without one ends the spell.
+                now
+            });
+        }
+        if tracked::closing(r) {
+            let linger = t.counters_at + CLOSING_QUIET;
+            due = Some(due.map_or(linger, |d: Instant| d.min(linger)));
+        }
+        if let Some(due) = due {
+            self.timers.arm(&mut t.due, cookie, due);
+        }
     }
 
     /// Ends the dump whose records were observed: sockets of its namespace it does not list have
     /// closed (sockets of other namespaces, which a kernel walk reported, are not its to end).
     fn end_dump(&mut self, dump: Dump, now: Now) {
+        for (cookie, e) in self.pending.take().unwrap_or_default() {
+            self.publish_now(cookie, e);
+        }
         self.netlink.saw_dump(&dump.stats, now.wall);
         // Once a walk has succeeded, netlink only reconciles: the walk's view spans every namespace.
         if self.walk.last_success_at.is_none() {
@@ -188,36 +336,35 @@ impl Engine {
         }
         // A dump lists only sockets still open: a close seen before it needs no remembering.
         self.closed_untracked.clear();
-        let (generation, records) = (self.generation, Arc::new(dump.sockets));
+        self.fresh.clear();
+        let generation = self.generation;
         // A restarted family was observed twice: a socket seen only the first time may point at
         // another socket's place now. It is gone; the check costs a pass only after a restart.
         let recheck = dump.stats.intr_retries > 0;
-        // A dump of one namespace speaks for that namespace's sockets only.
-        let ours = |t: &Tracked| {
-            let netns = t.rec.as_ref().and_then(|r| r.netns);
-            dump.netns.is_none() || netns.is_none() || netns == dump.netns
-        };
-        let mut slot = 0;
-        while slot < self.tracked.len() {
-            let t = &mut self.tracked[slot];
+        let records = &dump.sockets;
+        let mut missing = Vec::new();
+        for (&cookie, t) in &self.tracked {
             let listed = t.generation == generation
-                && (!recheck || records.get(t.next_idx as usize).is_some_and(|r| r.cookie == t.cookie));
+                && (!recheck || records.get(t.next_idx as usize).is_some_and(|r| r.cookie == cookie));
             if listed {
-                t.rec = Some(RecordRef::new(Arc::clone(&records), t.next_idx));
-                t.missed = 0;
-            } else if ours(t) && !self.keep_missing(slot, now) {
                 continue;
             }
-            slot += 1;
+            // A dump of one namespace speaks for that namespace's sockets only.
+            let netns = self.published.get(&cookie).and_then(|e| e.record.netns);
+            if dump.netns.is_none() || netns.is_none() || netns == dump.netns {
+                missing.push(cookie);
+            }
         }
-        self.kernel.prune(generation, |c| self.index.contains_key(&c));
+        for cookie in missing {
+            self.keep_missing(cookie, now);
+        }
+        self.settle(now);
+        self.kernel.prune(generation, |c| self.tracked.contains_key(&c));
     }
 
     /// Sockets the walk found moving; the others are as they were. A socket eBPF saw close goes
     /// now (its record stays in the closed flows), and so does one the walk saw enter CLOSE (a
-    /// second sign, for a close record the kernel did not trace). Each walked record gets an
-    /// allocation of its own: a socket that stays quiet for hours must not keep a whole
-    /// walk's batch alive.
+    /// second sign, for a close record the kernel did not trace).
     fn walk_moved(&mut self, w: Walk) {
         self.generation += 1;
         // The walk hands over only the states asked for, as the kernel does for a dump.
@@ -226,104 +373,142 @@ impl Engine {
         self.scope = None;
         self.walk.saw_walk(&w.stats, w.duration, now.wall);
         for cookie in &w.gone {
-            if let Some(&slot) = self.index.get(cookie) {
-                self.tracked[slot as usize].closed = true;
+            if let Some(t) = self.tracked.get_mut(cookie) {
+                t.closed = true;
+                self.closing.insert(*cookie);
             }
         }
-        for rec in w.sockets {
-            if self.closed_untracked.contains(&rec.cookie) {
-                continue;
-            }
-            if let Some(slot) = self.observe(0, &rec, now) {
-                let t = &mut self.tracked[slot as usize];
-                t.rec = Some(RecordRef::single(rec));
-                t.missed = 0;
+        for rec in &w.sockets {
+            if !self.closed_untracked.contains(&rec.cookie) {
+                self.observe(0, rec, now);
             }
         }
-        let mut slot = 0;
-        while slot < self.tracked.len() {
-            let t = &mut self.tracked[slot];
-            let quiet = t.generation != generation;
-            if quiet && t.lingering(now.mono) {
-                self.end_socket(slot, now);
-                continue;
+        self.fresh.clear();
+        let closed: Vec<Cookie> = self.closing.iter().copied().collect();
+        for cookie in closed {
+            if self.tracked.get(&cookie).is_some_and(|t| t.generation != generation) {
+                self.keep_missing(cookie, now);
             }
-            if quiet && t.closed && !self.keep_missing(slot, now) {
-                continue;
-            }
-            if quiet {
-                self.age(slot, now);
-            }
-            slot += 1;
         }
+        self.settle(now);
         self.closed_untracked.clear();
-        self.kernel.prune(generation, |c| self.index.contains_key(&c));
+        self.kernel.prune(generation, |c| self.tracked.contains_key(&c));
     }
 
-    /// A tracked socket its source did not list: kept for a grace poll (true), or ended and
-    /// pruned, keeping `tracked` dense (false: `slot` now holds another socket).
-    fn keep_missing(&mut self, slot: usize, now: Now) -> bool {
-        let t = &mut self.tracked[slot];
-        if t.missed < GRACE && !t.closed && t.rec.is_some() {
-            // Kept, unseen, for a poll.
-            t.missed += 1;
-            return true;
+    /// The end of a poll: timers that came due, and the sockets that moved in the poll before
+    /// but not in this one (no rate any more, and no longer seen once).
+    fn settle(&mut self, now: Now) {
+        for (at, cookie) in self.timers.due(now.mono) {
+            let Some(t) = self.tracked.get_mut(&cookie) else { continue };
+            if t.due != Some(at) {
+                continue;
+            }
+            t.due = None;
+            if t.generation != self.generation {
+                self.quiet_due(cookie, now);
+            } else if let Some(e) = self.published.get(&cookie) {
+                // It moved in this poll: its timer is for later.
+                let r = Arc::clone(&e.record);
+                self.arm(cookie, &r, now.mono);
+            }
         }
-        self.end_socket(slot, now);
-        false
+        let before = std::mem::take(&mut self.moved_before);
+        for cookie in before {
+            let (Some(t), Some(slot)) = (self.tracked.get_mut(&cookie), self.published.get(&cookie)) else {
+                continue;
+            };
+            let e = Arc::clone(&slot.0);
+            if t.moved != self.generation && e.facts.rates != Rates::default() {
+                let facts = Facts { rates: Rates::default(), ..e.facts.clone() };
+                self.publish(cookie, Entry { facts, ..Entry::clone(&e) });
+            } else if t.counted_once && e.first_poll != self.generation {
+                // Seen before now: counted by what it did in the interval, not the moment.
+                t.counted_once = false;
+                self.inventory.remove(&e, true);
+                self.inventory.add(&e, false);
+            }
+        }
+        self.moved_before = std::mem::take(&mut self.moved);
     }
 
-    /// Ends a tracked socket: its alert resolves, and `slot` now holds another socket.
-    fn end_socket(&mut self, slot: usize, now: Now) {
-        let t = &mut self.tracked[slot];
+    /// A quiet socket whose time came: a closing one that lingered goes; an inflated one ages.
+    fn quiet_due(&mut self, cookie: Cookie, now: Now) {
+        let Some(r) = self.published.get(&cookie).map(|e| Arc::clone(&e.record)) else { return };
+        if self.tracked.get(&cookie).is_some_and(|t| t.lingering(&r, now.mono)) {
+            return self.end_socket(cookie, now);
+        }
+        self.age(cookie, &r, now);
+        self.arm(cookie, &r, now.mono);
+    }
+
+    /// A tracked socket its source did not list: kept, unseen, for a grace poll, or ended.
+    fn keep_missing(&mut self, cookie: Cookie, now: Now) {
+        let Some(t) = self.tracked.get_mut(&cookie) else { return };
+        if t.missed < GRACE && !t.closed && self.published.contains_key(&cookie) {
+            t.missed += 1;
+            if let Some(e) = self.unpublish(cookie) {
+                self.hidden.insert(cookie, e);
+            }
+            return;
+        }
+        self.end_socket(cookie, now);
+    }
+
+    /// Ends a tracked socket: its alert resolves, and it leaves the view.
+    fn end_socket(&mut self, cookie: Cookie, now: Now) {
+        self.unpublish(cookie);
+        self.hidden.remove(&cookie);
+        self.closing.remove(&cookie);
+        let Some(mut t) = self.tracked.remove(&cookie) else { return };
         let tr = t.alert.end();
-        self.alerts.ended(t.cookie, tr, now);
-        self.remove(slot);
+        self.alerts.ended(cookie, tr, now);
+        if !t.closed {
+            // Its close record may still come, and must add only what it sent since.
+            self.totals.retire(cookie, t.account);
+        }
     }
 
     /// A socket that did not move since the last walk: no ACK came since. While its last ACK is
     /// within the rule's activity window, a spell of inflation the kernel timed goes on (a socket
     /// asked once a second is quiet between answers); after that it ends, as the rule says of an
     /// idle socket.
-    fn age(&mut self, slot: usize, now: Now) {
+    fn age(&mut self, cookie: Cookie, r: &SocketRecord, now: Now) {
         let rule = self.cfg.rule;
-        let onset = self.kernel.onset(self.tracked[slot].cookie).since();
-        let t = &mut self.tracked[slot];
-        let (Some(r), Some(_)) = (t.rec.clone(), t.alert.onset) else { return };
+        let onset = self.kernel.onset(cookie).since();
+        let Some(t) = self.tracked.get_mut(&cookie) else { return };
+        if t.alert.onset.is_none() {
+            return;
+        }
         let quiet_for = now.mono.saturating_duration_since(t.counters_at);
         let since_ack = r.tcp_info.last_ack_recv_ms().map(|ms| Duration::from_millis(ms.into()) + quiet_for);
-        let sample = rule.sample(&r).map(|s| RuleSample { active: rule.active(since_ack), ..s });
+        let sample = rule.sample(r).map(|s| RuleSample { active: rule.active(since_ack), ..s });
         let tr = match (onset, sample) {
             (Some(_), Some(s)) if s.active => t.alert.step(&rule, now.mono, onset, None),
             _ => t.alert.eval(&rule, now.mono, sample.map(|s| RuleSample { active: false, ..s })),
         };
-        t.stale_view = true;
-        self.alerts.record(&r, &t.alert, sample, tr, now);
+        self.alerts.record(r, &t.alert, sample, tr, now);
+        let mut facts = None;
+        if let Some(slot) = self.published.get(&cookie) {
+            let mut f = slot.0.facts.clone();
+            alert_facts(&mut f, t, now);
+            facts = Some(f);
+        }
+        if let Some(f) = facts {
+            self.republish(cookie, |x| *x = f);
+        }
     }
 
-    /// Drops a dump that failed midway: sockets first seen in it go (their records went with
-    /// it); the rest keep pointing into the last complete dump.
+    /// Drops a dump that failed midway: sockets first seen in it go (they were never in a
+    /// complete dump); the others keep what it said of them.
     fn abort_dump(&mut self) {
-        let mut slot = 0;
-        while slot < self.tracked.len() {
-            if self.tracked[slot].rec.is_none() {
-                self.remove(slot);
-            } else {
-                slot += 1;
+        self.pending = None;
+        for cookie in std::mem::take(&mut self.fresh) {
+            self.unpublish(cookie);
+            self.hidden.remove(&cookie);
+            if let Some(t) = self.tracked.remove(&cookie) {
+                self.totals.retire(cookie, t.account);
             }
-        }
-    }
-
-    fn remove(&mut self, slot: usize) {
-        let t = &self.tracked[slot];
-        if !t.closed {
-            // Its close record may still come, and must add only what it sent since.
-            self.totals.retire(t.cookie, t.account);
-        }
-        self.index.remove(&self.tracked[slot].cookie);
-        self.tracked.swap_remove(slot);
-        if let Some(moved) = self.tracked.get(slot) {
-            self.index.insert(moved.cookie, slot as u32);
+            self.moved.retain(|c| *c != cookie);
         }
     }
 
@@ -342,43 +527,20 @@ impl Engine {
         c
     }
 
-    /// Publishes the state as of `now`.
+    /// Publishes the state as of `now`. The sockets are the published map, shared: what did not
+    /// move since the last tick costs nothing here.
     pub fn tick(&mut self, now: Now) -> Arc<Snapshot> {
         self.seq += 1;
-        let (rule, cap, poll) = (self.cfg.rule, self.cfg.history, self.generation);
-        // Sized up front: 100k views are 30 MB, and growing by doubling would copy them again.
-        let mut sockets: Vec<SocketView> = Vec::with_capacity(self.tracked.len());
-        let last = self.last.take();
-        for t in self.tracked.iter_mut().filter(|t| t.missed == 0) {
-            let Some(r) = t.rec.as_ref() else { continue };
-            let history = HistoryView::new(Arc::clone(&t.history), t.first_poll, poll, cap);
-            let kept = last
-                .as_ref()
-                .and_then(|l| l.sockets.get(t.view as usize))
-                .filter(|v| t.generation != poll && !t.stale_view && v.record.cookie == t.cookie);
-            let view = match kept {
-                Some(v) => quiet_view(v, t, history, now.mono),
-                None => {
-                    let mut d = derived(&rule, t, r, now.mono);
-                    if t.generation != poll {
-                        // Quiet since the last poll: nothing moved, so no rate.
-                        d.rates = Rates::default();
-                    }
-                    let derived = overlay(d, self.kernel.socket(r.cookie), r);
-                    SocketView { record: r.clone(), derived, history }
-                }
-            };
-            (t.view, t.stale_view) = (sockets.len() as u32, false);
-            sockets.push(view);
-        }
-        let mut by_cc = bbrtop_core::snapshot::aggregate::by_cc(&sockets, rule.loopback);
+        let rule = self.cfg.rule;
+        let at = ViewAt { at_ms: unix_ms(now.wall), poll: self.generation, history: self.cfg.history, rule };
+        let mut by_cc = self.inventory.by_cc(&self.published, &rule);
         let (sums, growth) = self.totals.tick(now.mono);
         aggregate::add_totals(&mut by_cc, sums, growth);
         let alerts = self.alerts.firing.values().rev().chain(self.alerts.recent.iter()).cloned().collect();
-        let snap = Arc::new(Snapshot {
+        Arc::new(Snapshot {
             seq: self.seq,
             taken_at: now.wall,
-            sockets,
+            sockets: Sockets::new(self.published.clone(), at),
             by_cc,
             alerts,
             collectors: self.collectors(),
@@ -387,15 +549,20 @@ impl Engine {
             inflation_onsets_total: self.alerts.onsets.iter().map(|(k, v)| (k.clone(), *v)).collect(),
             totals: self.totals.snapshot(),
             rule,
-        });
-        self.last = Some(Arc::clone(&snap));
-        snap
+        })
     }
+}
+
+/// The alert tracker's state as an entry shows it: when the spell began, and whether it fires.
+fn alert_facts(f: &mut Facts, t: &Tracked, now: Now) {
+    f.inflated_since_ms = t.alert.onset.map(|o| unix_ms(now.wall_of(o)));
+    f.alert_firing = t.alert.firing();
 }
 
 impl seam::DumpSink for Engine {
     fn begin(&mut self, now: Now) {
         self.reading = now;
+        self.pending = Some(FxHashMap::default());
         self.generation += 1;
         // The collector already asked the kernel for these states: with no other filter, every
         // record is kept without a look.

@@ -44,9 +44,9 @@ fn rates_phase_and_pruning() {
     dump(&mut e, vec![sock(1, "bbr", 20_000, 20_000, 4_000_000)], t1);
     let s = e.tick(t1);
     assert_eq!(s.sockets.len(), 1, "the closed cubic socket is pruned");
-    assert_eq!(s.sockets[0].derived.rates.goodput_bytes_per_sec, Some(2_000_000.0));
-    assert_eq!(s.sockets[0].history.len(), 2);
-    assert_eq!(s.sockets[0].derived.seen_for_seconds, 2.0);
+    assert_eq!(s.sockets.to_vec()[0].derived.rates.goodput_bytes_per_sec, Some(2_000_000.0));
+    assert_eq!(s.sockets.to_vec()[0].history.len(), 2);
+    assert_eq!(s.sockets.to_vec()[0].derived.seen_for_seconds, 2.0);
     assert_eq!(s.by_cc.len(), 1);
     assert_eq!(s.by_cc[0].phases.get("probe_bw"), Some(&1));
 }
@@ -59,7 +59,8 @@ fn pruning_keeps_each_sockets_state() {
     let t0 = Now::system();
     let at = |s: u64| t0.after(Duration::from_secs(s));
     dump(&mut e, (1..=5).map(|c| sock(c, "cubic", 1000, 1000, 0)).collect(), at(0));
-    // Sockets 1 and 3 close and 9 opens; then 2, 4 and 5 ack `cookie` MB in one second.
+    // Sockets 1 and 3 close and 9 opens; then 2, 4 and 5 ack `cookie` MB in one second (9,
+    // listed again unchanged, has no rate: nothing moved).
     let survivors = |acked: u64| -> Vec<SocketRecord> {
         [5, 9, 2, 4]
             .into_iter()
@@ -81,7 +82,7 @@ fn pruning_keeps_each_sockets_state() {
             (2, Some(2_000_000.0), 2.0),
             (4, Some(4_000_000.0), 2.0),
             (5, Some(5_000_000.0), 2.0),
-            (9, Some(0.0), 1.0),
+            (9, None, 1.0),
         ]
     );
 }
@@ -94,7 +95,7 @@ fn inflation_fires_after_hold_and_resolves_on_close() {
     for sec in 0..=5 {
         dump(&mut e, vec![sock(7, "cubic", 90_000, 20_000, sec * 1000)], at(sec));
         let snap = e.tick(at(sec));
-        let d = &snap.sockets[0].derived;
+        let d = &snap.sockets.to_vec()[0].derived;
         assert!(d.inflated);
         assert_eq!(d.inflation_ratio, Some(4.5));
         assert_eq!(d.queue_delay_us, Some(70_000));
@@ -292,8 +293,8 @@ fn observed_dumps_abort_and_restart() {
     e.end(Dump { sockets: final_dump, stats, netns: None });
     let s = e.tick(at(2));
     assert_eq!(s.sockets.len(), 1);
-    assert_eq!(s.sockets[0].record.cookie, 2);
-    assert_eq!(s.sockets[0].record.tcp_info.bytes_acked(), Some(7000));
+    assert_eq!(s.sockets.to_vec()[0].record.cookie, 2);
+    assert_eq!(s.sockets.to_vec()[0].record.tcp_info.bytes_acked(), Some(7000));
 }
 
 /// Kernel state of a socket no dump lists (its close record was lost, or it lives in another
@@ -530,8 +531,8 @@ fn counters_never_fall_as_sockets_close() {
 /// them keeps.
 #[test]
 fn rebuilt_history_is_the_engines() {
-    use bbrtop_core::snapshot::Sample;
     use bbrtop_core::snapshot::rebuilt::Rebuilt;
+    use bbrtop_core::snapshot::{HistoryView, Sample, SocketView};
     use bbrtop_core::testing::record;
     let mut engine = Engine::new(EngineConfig { history: 5, ..EngineConfig::default() });
     let mut rebuilt = Rebuilt::new(5);
@@ -549,9 +550,8 @@ fn rebuilt_history_is_the_engines() {
         feed_dump(&mut engine, bbrtop_core::wire::Dump { sockets: recs, ..Default::default() }, now);
         let live = engine.tick(now);
         let mut bare = (*live).clone();
-        for s in &mut bare.sockets {
-            s.history = HistoryView::none();
-        }
+        let stripped = bare.sockets.iter().map(|v| SocketView { history: HistoryView::none(), ..v });
+        bare.sockets = bbrtop_core::snapshot::Sockets::of_views(stripped, *live.sockets.at());
         rebuilt.add(&mut bare);
         let samples = |s: &Snapshot| {
             s.sockets.iter().map(|v| (v.record.cookie, v.history.iter().copied().collect())).collect()
@@ -584,4 +584,104 @@ fn a_quiet_closing_socket_leaves_and_an_idle_one_stays() {
     assert_eq!(listed(&mut e, 30), [2], "closing and quiet for 30 s: gone");
     walk(&mut e, vec![], at(3600));
     assert_eq!(listed(&mut e, 3600), [2], "established and idle: kept");
+}
+
+/// The per-cc figures kept as sockets change are the figures a pass over the snapshot's
+/// sockets makes, poll after poll, whatever moves, opens, closes, goes quiet or is inflated.
+#[test]
+fn kept_figures_are_a_pass_over_the_sockets() {
+    use bbrtop_core::snapshot::aggregate::by_cc;
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut rand = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    for loopback in [false, true] {
+        let cfg =
+            EngineConfig { rule: RuleConfig { loopback, ..RuleConfig::default() }, ..Default::default() };
+        let mut e = Engine::new(cfg);
+        let t0 = Now::system();
+        let mut acked = [0u64; 40];
+        for poll in 0..60u64 {
+            let now = t0.after(Duration::from_secs(poll));
+            let mut moved = Vec::new();
+            for c in 0..40u64 {
+                // A socket opens at a random poll, moves now and then, and closes for good.
+                if rand(5) == 0 || poll == 0 {
+                    acked[c as usize] += rand(3) * 100_000;
+                    let cc = ["bbr", "cubic", "dctcp"][(c % 3) as usize];
+                    let peer = if c % 7 == 0 { "127.0.0.1:9" } else { "10.0.0.2:5201" };
+                    let mut r = record(c + 1, cc)
+                        .peer(peer)
+                        .srtt_us(20_000 + rand(60_000) as u32)
+                        .min_rtt_us(20_000)
+                        .last_ack_recv_ms(rand(3) as u32 * 1000)
+                        .options(if c % 5 == 0 { 8 } else { 0 })
+                        .delivered_segs(poll as u32 * 10)
+                        .delivered_ce_segs(poll as u32)
+                        .bytes_acked(acked[c as usize])
+                        .delivery_rate_bytes_per_sec(rand(1_000_000))
+                        .bbr(2_500_000, 20_000, 1.0 + rand(2) as f64 * 0.25, 2.0);
+                    if rand(2) == 0 {
+                        r = r.sending();
+                    }
+                    moved.push(r.build());
+                }
+            }
+            if poll % 10 == 9 {
+                let mut c = bbrtop_core::model::ClosedFlow::example("cubic", 1000, None);
+                c.cookie = 1 + rand(40);
+                e.apply(Update::Closed(Box::new(c)));
+            }
+            if poll % 3 == 0 {
+                dump(&mut e, moved, now);
+            } else {
+                walk(&mut e, moved, now);
+            }
+            let s = e.tick(now);
+            let mut want = by_cc(s.sockets.iter().collect::<Vec<_>>().iter(), loopback);
+            let mut got = s.by_cc.clone();
+            for a in got.iter_mut().chain(want.iter_mut()) {
+                (a.counts, a.recent) = Default::default();
+            }
+            got.retain(|a| a.sockets > 0);
+            assert_eq!(got, want, "poll {poll}, loopback {loopback}");
+        }
+    }
+}
+
+/// A socket that did not move keeps its entry, shared with the snapshot before: what changed
+/// between two snapshots is what moved.
+#[test]
+fn quiet_sockets_share_their_entries() {
+    use bbrtop_core::snapshot::Change;
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let at = |s: u64| t0.after(Duration::from_secs(s));
+    let socks = |moving: u64, acked: u64| {
+        (1..=100).map(|c| sock(c, "bbr", 20_000, 20_000, if c == moving { acked } else { 0 })).collect()
+    };
+    dump(&mut e, socks(0, 0), at(0));
+    let first = e.tick(at(0));
+    walk(&mut e, vec![], at(1));
+    let second = e.tick(at(1));
+    walk(&mut e, socks(7, 5000).into_iter().filter(|r| r.cookie == 7).collect(), at(2));
+    let third = e.tick(at(2));
+    let changed = |new: &Snapshot, old: &Snapshot| {
+        new.sockets
+            .changes_since(&old.sockets)
+            .map(|c| match c {
+                Change::Added(e) | Change::Changed { new: e, .. } | Change::Gone(e) => e.record.cookie,
+            })
+            .collect::<Vec<_>>()
+    };
+    assert!(changed(&second, &first).is_empty(), "nothing moved");
+    assert_eq!(changed(&third, &second), [7]);
+    assert_eq!(third.socket(3).unwrap().derived.seen_for_seconds, 2.0, "derived as of the snapshot");
+    // A dump that lists everything, unchanged but for the ages, moves nothing either.
+    dump(&mut e, socks(7, 5000), at(3));
+    let fourth = e.tick(at(3));
+    assert_eq!(changed(&fourth, &third), [7], "7 loses its rate; the rest did not move");
 }

@@ -1,42 +1,34 @@
-//! What the engine keeps of one socket between polls, and the step of its alert tracker.
+//! What the engine keeps of one socket between polls besides its published entry, and the step
+//! of its alert tracker.
 
 use crate::totals;
+use bbrtop_core::model::SocketRecord;
 use bbrtop_core::model::derive::{self, Counters, LimitedBy, Rates};
-use bbrtop_core::model::{Cookie, SocketRecord};
 use bbrtop_core::rule::{AlertTracker, RuleConfig, Sample as RuleSample, Transition};
 use bbrtop_core::snapshot::kernel::KernelOnset;
-use bbrtop_core::snapshot::{RecordRef, history::History};
-use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-/// What the engine keeps of one socket between polls. The record itself stays in the dump or
-/// walk it came from, so a poll moves no record.
+/// The engine's own state of one socket. Its record, rates and history are in its published
+/// entry (`Engine::published`), which the snapshots share.
 pub(crate) struct Tracked {
-    pub(crate) cookie: Cookie,
-    /// Its latest record, in a dump or walk that ended (`None` until it is in one).
-    pub(crate) rec: Option<RecordRef>,
+    /// When its counters were last read: the interval its next rates span starts there.
+    pub(crate) counters_at: Instant,
+    pub(crate) alert: AlertTracker,
+    /// The dump or walk generation that last listed it, and the one it last moved in (a dump
+    /// lists sockets that did not move).
+    pub(crate) generation: u64,
+    pub(crate) moved: u64,
     /// Its place in the dump being read.
     pub(crate) next_idx: u32,
-    pub(crate) first_seen: Instant,
-    pub(crate) counters: Counters,
-    pub(crate) counters_at: Instant,
-    pub(crate) rates: Rates,
-    /// The verdict over the last interval, or over the socket's life when it was idle.
-    pub(crate) limited_by: Option<LimitedBy>,
-    pub(crate) history: Arc<History>,
-    /// The poll this socket was first seen at.
-    pub(crate) first_poll: u64,
-    pub(crate) alert: AlertTracker,
-    /// The dump generation that last saw this socket.
-    pub(crate) generation: u64,
-    /// Complete dumps in a row that did not list it (see [`GRACE`]).
+    /// Complete dumps in a row that did not list it (see [`GRACE`]); while above zero it is not
+    /// published.
     pub(crate) missed: u8,
     /// eBPF sent its close record: the next dump that does not list it ends it, without grace.
     pub(crate) closed: bool,
-    /// Its view's place in the last snapshot, which a quiet socket's next view is copied from.
-    pub(crate) view: u32,
-    /// Something besides a new record changed its view (its alert aged, a kernel event).
-    pub(crate) stale_view: bool,
+    /// Its published entry was counted in the per-cc figures as seen once (no interval yet).
+    pub(crate) counted_once: bool,
+    /// The earliest time its timer is armed for (see `timers`).
+    pub(crate) due: Option<Instant>,
     /// What of its counts went into the counters.
     pub(crate) account: totals::Account,
 }
@@ -51,54 +43,59 @@ pub(crate) const GRACE: u8 = 1;
 /// into a path that may be gone (a namespace deleted under it) or waits for the peer's, and
 /// destroys it when its retries or tcp_fin_timeout run out, minutes later. Were it to move
 /// again, the walk would show it again.
-pub(crate) const CLOSING_QUIET: std::time::Duration = std::time::Duration::from_secs(30);
+pub(crate) const CLOSING_QUIET: Duration = Duration::from_secs(30);
 
 impl Tracked {
-    /// Closing, and quiet for [`CLOSING_QUIET`] as of `now`.
-    pub(crate) fn lingering(&self, now: Instant) -> bool {
-        use bbrtop_core::model::TcpState::*;
-        let closing =
-            self.rec.as_ref().is_some_and(|r| matches!(r.state, FinWait1 | FinWait2 | Closing | LastAck));
-        closing && now.saturating_duration_since(self.counters_at) >= CLOSING_QUIET
-    }
-}
-
-impl Tracked {
-    pub(crate) fn new(
-        rec: &SocketRecord,
-        counters: Counters,
-        now: Instant,
-        generation: u64,
-        account: totals::Account,
-    ) -> Tracked {
+    pub(crate) fn new(now: Instant, generation: u64, account: totals::Account) -> Tracked {
         Tracked {
-            cookie: rec.cookie,
-            rec: None,
-            next_idx: 0,
-            first_seen: now,
-            counters,
             counters_at: now,
-            rates: Rates::default(),
-            // No interval yet: the socket's life so far.
-            limited_by: counters.limits.and_then(|l| derive::limited_by(l, rec.tcp_info.app_limited())),
-            history: Arc::new(History::default()),
-            first_poll: generation,
             alert: AlertTracker::default(),
             generation,
+            moved: generation,
+            next_idx: 0,
             missed: 0,
             closed: false,
-            view: u32::MAX,
-            stale_view: true,
+            counted_once: false,
+            due: None,
             account,
         }
     }
+
+    /// Closing (its record says so), and quiet for [`CLOSING_QUIET`] as of `now`.
+    pub(crate) fn lingering(&self, r: &SocketRecord, now: Instant) -> bool {
+        closing(r) && now.saturating_duration_since(self.counters_at) >= CLOSING_QUIET
+    }
+}
+
+/// In a state that only ends (FIN-WAIT-1/2, CLOSING, LAST-ACK).
+pub(crate) fn closing(r: &SocketRecord) -> bool {
+    use bbrtop_core::model::TcpState::*;
+    matches!(r.state, FinWait1 | FinWait2 | Closing | LastAck)
+}
+
+/// Rates and the limit verdict of a socket read again: over the interval since `prev` was read
+/// `dt` ago, or over its life when nothing was busy in between (an idle socket).
+pub(crate) fn interval(prev: &SocketRecord, cur: &SocketRecord, dt: Duration) -> (Rates, Option<LimitedBy>) {
+    let (p, c) = (Counters::of(&prev.tcp_info), Counters::of(&cur.tcp_info));
+    let rates = derive::rates(&p, &c, dt);
+    let interval = match (c.limits, p.limits) {
+        (Some(c), Some(p)) => Some(c.since(p)),
+        _ => None,
+    };
+    let limits = interval.filter(|l| l.busy_us > 0).or(c.limits);
+    (rates, limits.and_then(|l| derive::limited_by(l, cur.tcp_info.app_limited())))
+}
+
+/// The limit verdict of a socket seen for the first time: over its life so far.
+pub(crate) fn lifetime_limit(r: &SocketRecord) -> Option<LimitedBy> {
+    Counters::of(&r.tcp_info).limits.and_then(|l| derive::limited_by(l, r.tcp_info.app_limited()))
 }
 
 /// Steps a socket's alert tracker on its new record. `kernel_onset` is the kernel's timing of the
 /// inflation (eBPF), when it has one.
 pub(crate) fn evaluate(
     rule: &RuleConfig,
-    t: &mut Tracked,
+    alert: &mut AlertTracker,
     r: &SocketRecord,
     kernel_onset: KernelOnset,
     now: Instant,
@@ -107,11 +104,11 @@ pub(crate) fn evaluate(
     let tr = match (kernel_onset, sample) {
         // The kernel timed the onset per prompt RTT sample; netlink still says whether ACKs arrive.
         (k @ (KernelOnset::Calm | KernelOnset::Since(_)), Some(s)) if s.active => {
-            t.alert.step(rule, now, k.since(), Some(s.ratio()))
+            alert.step(rule, now, k.since(), Some(s.ratio()))
         }
         // The kernel judges this socket: idle, or not one the rule judges, it is not inflated.
-        (KernelOnset::Calm | KernelOnset::Since(_), _) => t.alert.end(),
-        (KernelOnset::Untimed, s) => t.alert.eval(rule, now, s),
+        (KernelOnset::Calm | KernelOnset::Since(_), _) => alert.end(),
+        (KernelOnset::Untimed, s) => alert.eval(rule, now, s),
     };
     (sample, tr)
 }

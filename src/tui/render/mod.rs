@@ -31,7 +31,7 @@ pub struct Screen<'a> {
     pub app: &'a App,
     pub snap: &'a Snapshot,
     /// The table's rows, filtered and sorted once per frame (`App::rows`).
-    pub rows: &'a [&'a SocketView],
+    pub rows: &'a [SocketView],
     pub sys: &'a SystemInfo,
     pub owners: &'a Owners,
     /// Where the snapshot comes from, and for a recording where its play is.

@@ -22,8 +22,9 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
         f.render_widget(Paragraph::new("No sockets yet.").block(block), area);
         return;
     }
+    let views = snap.sockets.to_vec();
     let mut places: BTreeMap<Cow<str>, Vec<&SocketView>> = BTreeMap::new();
-    for s in &snap.sockets {
+    for s in &views {
         places.entry(place(s)).or_default().push(s);
     }
     let headers = ["WHERE", "CC", "SOCKETS", "SRTT p50", "p95", "INFLATED", "FIRING", "DELIVERY", "RETR/s"];

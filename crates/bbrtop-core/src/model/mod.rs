@@ -6,6 +6,7 @@ pub mod closed;
 pub mod derive;
 pub mod ecn;
 pub mod origin;
+pub mod packed;
 pub mod phase;
 pub mod state;
 pub mod tally;
@@ -50,6 +51,28 @@ pub struct MemInfo {
 }
 
 impl MemInfo {
+    /// Its fields in `SK_MEMINFO_*` order.
+    pub fn fields(&self) -> [u32; 9] {
+        let m = self;
+        [
+            m.rmem_alloc,
+            m.rcvbuf,
+            m.wmem_alloc,
+            m.sndbuf,
+            m.fwd_alloc,
+            m.wmem_queued,
+            m.optmem,
+            m.backlog,
+            m.drops,
+        ]
+    }
+
+    /// The inverse of [`MemInfo::fields`].
+    pub fn from_fields(f: [u32; 9]) -> MemInfo {
+        let [rmem_alloc, rcvbuf, wmem_alloc, sndbuf, fwd_alloc, wmem_queued, optmem, backlog, drops] = f;
+        MemInfo { rmem_alloc, rcvbuf, wmem_alloc, sndbuf, fwd_alloc, wmem_queued, optmem, backlog, drops }
+    }
+
     /// Decodes `SK_MEMINFO_*` u32s. Needs the first eight; `drops` came later.
     pub fn parse(b: &[u8]) -> Option<MemInfo> {
         let u = |i: usize| u32_at(b, i);
@@ -245,6 +268,13 @@ impl SocketRecord {
 
     pub fn cc_name(&self) -> &str {
         self.cc.as_deref().unwrap_or("unknown")
+    }
+
+    /// A later read of the same socket says nothing moved: all is equal but tcp_info's ages
+    /// (milliseconds since data or an ACK went either way), which grow by themselves.
+    pub fn same_but_ages(&self, later: &SocketRecord) -> bool {
+        self.tcp_info.same_but_ages(&later.tcp_info)
+            && SocketRecord { tcp_info: later.tcp_info, ..self.clone() } == *later
     }
 
     /// A socket of the host talking to itself: its peer is a loopback address (127.0.0.0/8,

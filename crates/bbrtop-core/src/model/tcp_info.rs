@@ -127,15 +127,44 @@ impl TcpInfo {
         self.len = self.len.max((off + size) as u16);
     }
 
+    /// The same socket `ms` later with nothing moving: the fields that count milliseconds since
+    /// something (data or an ACK sent or received) grown by `ms`, saturating.
+    pub fn aged(&self, ms: u64) -> TcpInfo {
+        let mut t = *self;
+        for off in AGES {
+            if let Some(v) = t.field(off, 4) {
+                t.set_field(off, 4, (v + ms).min(u64::from(u32::MAX)));
+            }
+        }
+        t
+    }
+
+    /// Equal but for those ages: nothing moved between the two reads.
+    pub fn same_but_ages(&self, other: &TcpInfo) -> bool {
+        let (lo, hi) = (AGES[0], AGES[AGES.len() - 1] + 4);
+        self.len == other.len
+            && self.bytes[..lo] == other.bytes[..lo]
+            && self.bytes[hi..] == other.bytes[hi..]
+    }
+
     /// Bytes the kernel sent (up to what this build knows).
     pub fn known_len(&self) -> usize {
         self.len as usize
+    }
+
+    /// The bytes the kernel sent (up to what this build knows).
+    pub fn bytes(&self) -> &[u8] {
+        self.known()
     }
 
     fn known(&self) -> &[u8] {
         &self.bytes[..self.len as usize]
     }
 }
+
+/// The offsets of `last_data_sent`, `last_ack_sent`, `last_data_recv` and `last_ack_recv`
+/// (u32 ms each, one after the other): what grows while a socket is idle.
+const AGES: [usize; 4] = [44, 48, 52, 56];
 
 /// The size of `struct tcp_info` on Linux 6.18 (with the AccECN counters).
 pub const TCP_INFO_KNOWN_LEN: usize = 280;

@@ -114,6 +114,11 @@ impl HistoryView {
     pub fn last(&self) -> Option<&Sample> {
         self.ring.last()
     }
+
+    /// The ring, and the first poll the window starts at: what an entry keeps.
+    pub fn ring(&self) -> (Arc<History>, u64) {
+        (Arc::clone(&self.ring), self.first)
+    }
 }
 
 #[cfg(test)]

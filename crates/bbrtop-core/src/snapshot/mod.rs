@@ -5,20 +5,24 @@
 
 pub mod aggregate;
 pub mod closed;
+pub mod entry;
 pub mod hist;
 pub mod history;
 pub mod kernel;
 pub mod rebuilt;
 pub mod socket;
+pub mod sockets;
 pub mod status;
 pub mod totals;
 pub mod verdict;
 
 pub use aggregate::{CcAggregate, Recent};
 pub use closed::ClosedAggregate;
+pub use entry::{Entry, Facts, ViewAt};
 pub use history::{HistoryView, Sample};
 pub use kernel::KernelSocket;
 pub use socket::{Derived, RecordRef, Role, SocketView};
+pub use sockets::{Change, Sockets};
 pub use status::{Cause, CollectorStatus, Health, Reason};
 pub use totals::CcTotals;
 
@@ -68,7 +72,7 @@ pub struct Snapshot {
     pub seq: u64,
     #[serde(with = "serde_time")]
     pub taken_at: SystemTime,
-    pub sockets: Vec<SocketView>,
+    pub sockets: Sockets,
     pub by_cc: Vec<CcAggregate>,
     /// Firing alerts, then recently resolved ones, newest first.
     pub alerts: Vec<AlertView>,
@@ -89,7 +93,7 @@ impl Snapshot {
         Snapshot {
             seq: 0,
             taken_at: SystemTime::UNIX_EPOCH,
-            sockets: Vec::new(),
+            sockets: Sockets::default(),
             by_cc: Vec::new(),
             alerts: Vec::new(),
             collectors: Vec::new(),
@@ -101,8 +105,8 @@ impl Snapshot {
         }
     }
 
-    pub fn socket(&self, cookie: Cookie) -> Option<&SocketView> {
-        self.sockets.iter().find(|s| s.record.cookie == cookie)
+    pub fn socket(&self, cookie: Cookie) -> Option<SocketView> {
+        self.sockets.get(cookie)
     }
 
     pub fn firing(&self) -> impl Iterator<Item = &AlertView> {

@@ -3,7 +3,7 @@
 //! Apart from `history`, which the snapshot's types use: this file needs both.
 
 use super::Snapshot;
-use super::history::{History, HistoryView};
+use super::history::History;
 use std::sync::Arc;
 
 /// Per-socket history rebuilt from consecutive snapshots that carry none (a remote exporter's
@@ -27,15 +27,16 @@ impl Rebuilt {
         self.poll += 1;
         let (poll, cap) = (self.poll, self.cap);
         let mut rings = std::mem::take(&mut self.rings);
-        for s in &mut snap.sockets {
-            let (mut ring, first) = rings.remove(&s.record.cookie).unwrap_or_else(|| (Arc::default(), poll));
-            let sample = super::history::sample_of(&s.record);
+        snap.sockets = snap.sockets.with_history(poll, cap, |e| {
+            let cookie = e.record.cookie;
+            let (mut ring, first) = rings.remove(&cookie).unwrap_or_else(|| (Arc::default(), poll));
+            let sample = super::history::sample_of(&e.record);
             if ring.needs_write(poll, &sample, cap) {
                 Arc::make_mut(&mut ring).record(poll, sample, cap);
             }
-            s.history = HistoryView::new(Arc::clone(&ring), first, poll, cap);
-            self.rings.insert(s.record.cookie, (ring, first));
-        }
+            self.rings.insert(cookie, (Arc::clone(&ring), first));
+            Some((ring, first))
+        });
     }
 }
 
@@ -43,18 +44,16 @@ impl Rebuilt {
 mod tests {
     use super::*;
     use crate::rule::RuleConfig;
-    use crate::snapshot::{Derived, RecordRef, SocketView};
+    use crate::snapshot::{Derived, HistoryView, RecordRef, SocketView};
 
     fn snap(cookies: &[u64]) -> Snapshot {
         let mut s = Snapshot::empty(RuleConfig::default());
-        s.sockets = cookies
-            .iter()
-            .map(|&c| SocketView {
-                record: RecordRef::single(crate::testing::record(c, "bbr").srtt_us(1000).build()),
-                derived: Derived::default(),
-                history: HistoryView::none(),
-            })
-            .collect();
+        let views = cookies.iter().map(|&c| SocketView {
+            record: RecordRef::single(crate::testing::record(c, "bbr").srtt_us(1000).build()),
+            derived: Derived::default(),
+            history: HistoryView::none(),
+        });
+        s.sockets = crate::snapshot::Sockets::of_views(views, Default::default());
         s
     }
 
@@ -66,7 +65,7 @@ mod tests {
         r.add(&mut snap(&[1, 2]));
         let mut two = snap(&[1, 2]);
         r.add(&mut two);
-        assert_eq!(two.sockets[1].history.len(), 2);
+        assert_eq!(two.sockets.get(2).unwrap().history.len(), 2);
         r.add(&mut snap(&[1, 3]));
         assert_eq!(r.rings.keys().copied().collect::<std::collections::BTreeSet<_>>(), [1, 3].into());
     }

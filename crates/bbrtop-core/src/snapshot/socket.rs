@@ -48,31 +48,50 @@ pub struct Derived {
     pub kernel: Option<Arc<KernelSocket>>,
 }
 
-/// One socket's record, inside the dump it came from. A dump's records stay in the one vector
-/// the parser filled, shared by the engine and every snapshot built from that dump.
+/// One socket's record: inside the dump it came from (a one-shot read's records stay in the one
+/// vector the parser filled), or in an allocation of its own, shared with the snapshot's entry.
 #[derive(Clone)]
-pub struct RecordRef {
-    dump: Arc<Vec<SocketRecord>>,
-    idx: u32,
+pub struct RecordRef(Held);
+
+#[derive(Clone)]
+enum Held {
+    InDump(Arc<Vec<SocketRecord>>, u32),
+    Own(Arc<SocketRecord>),
 }
 
 impl RecordRef {
     /// The `idx`th record of `dump`. Panics if there is none: callers index what they hold.
     pub fn new(dump: Arc<Vec<SocketRecord>>, idx: u32) -> RecordRef {
         assert!((idx as usize) < dump.len(), "record {idx} of a dump of {}", dump.len());
-        RecordRef { dump, idx }
+        RecordRef(Held::InDump(dump, idx))
     }
 
     /// A record on its own (tests, and sources with one socket at a time).
     pub fn single(r: SocketRecord) -> RecordRef {
-        RecordRef { dump: Arc::new(vec![r]), idx: 0 }
+        RecordRef(Held::Own(Arc::new(r)))
+    }
+
+    /// A record already shared (a snapshot's entry).
+    pub fn shared(r: Arc<SocketRecord>) -> RecordRef {
+        RecordRef(Held::Own(r))
+    }
+
+    /// The record in an allocation of its own (shared if it has one already).
+    pub fn to_arc(&self) -> Arc<SocketRecord> {
+        match &self.0 {
+            Held::Own(r) => Arc::clone(r),
+            Held::InDump(..) => Arc::new((**self).clone()),
+        }
     }
 }
 
 impl std::ops::Deref for RecordRef {
     type Target = SocketRecord;
     fn deref(&self) -> &SocketRecord {
-        &self.dump[self.idx as usize]
+        match &self.0 {
+            Held::InDump(dump, idx) => &dump[*idx as usize],
+            Held::Own(r) => r,
+        }
     }
 }
 
@@ -102,28 +121,35 @@ pub enum Role {
 }
 
 impl SocketView {
-    /// What this socket did in the last interval; a loopback socket is `Loopback` unless
-    /// `loopback` says to count it as any other. Seen once (a one-shot read, a first poll), with
-    /// no interval yet, it is judged by the moment: data in flight is a sender, data received in
-    /// the last second a receiver.
+    /// What this socket did in the last interval (see [`role`]).
     pub fn role(&self, loopback: bool) -> Role {
-        let (r, i) = (&self.derived.rates, &self.record.tcp_info);
-        let moved = |v: Option<f64>| v.is_some_and(|v| v > 0.0);
-        let first_sight = r.goodput_bytes_per_sec.is_none() && r.recv_bytes_per_sec.is_none();
-        let (sent, received) = if first_sight {
-            (i.unacked_segs().is_some_and(|n| n > 0), i.last_data_recv_ms().is_some_and(|ms| ms < 1000))
-        } else {
-            (moved(r.goodput_bytes_per_sec) || moved(r.retrans_segs_per_sec), moved(r.recv_bytes_per_sec))
-        };
-        if !loopback && self.record.is_loopback() {
-            Role::Loopback
-        } else if sent {
-            Role::Sender
-        } else if received {
-            Role::Receiver
-        } else {
-            Role::Idle
-        }
+        role(&self.record, &self.derived.rates, self.derived.seen_for_seconds == 0.0, loopback)
+    }
+}
+
+/// What a socket did in the interval its `rates` cover; a loopback socket is `Loopback` unless
+/// `loopback` says to count it as any other. Seen once (a one-shot read, a first poll), with no
+/// interval yet, it is judged by the moment: data in flight is a sender, data received in the
+/// last second a receiver. Seen before and without rates, it did not move.
+pub fn role(r: &SocketRecord, rates: &Rates, seen_once: bool, loopback: bool) -> Role {
+    let i = &r.tcp_info;
+    let moved = |v: Option<f64>| v.is_some_and(|v| v > 0.0);
+    let (sent, received) = if seen_once {
+        (i.unacked_segs().is_some_and(|n| n > 0), i.last_data_recv_ms().is_some_and(|ms| ms < 1000))
+    } else {
+        (
+            moved(rates.goodput_bytes_per_sec) || moved(rates.retrans_segs_per_sec),
+            moved(rates.recv_bytes_per_sec),
+        )
+    };
+    if !loopback && r.is_loopback() {
+        Role::Loopback
+    } else if sent {
+        Role::Sender
+    } else if received {
+        Role::Receiver
+    } else {
+        Role::Idle
     }
 }
 

@@ -66,6 +66,7 @@ impl RecordBuilder {
         bytes_sent => set_bytes_sent: u64,
         bytes_retrans => set_bytes_retrans: u64,
         last_ack_recv_ms => set_last_ack_recv_ms: u32,
+        last_data_recv_ms => set_last_data_recv_ms: u32,
         pacing_rate_bytes_per_sec => set_pacing_rate_bytes_per_sec: u64,
         delivery_rate_bytes_per_sec => set_delivery_rate_bytes_per_sec: u64,
         options => set_options: u8,
