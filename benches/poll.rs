@@ -18,6 +18,7 @@
 //! closes first; they stay 60 s) and times the raw dump and the walk again beside them.
 //! At 10k sockets it also measures the exporter's and the TUI's CPU share (the exporter with and
 //! without hindsight) and what `bbrtop record` writes and spends per poll.
+//! BBRTOP_BIN=PATH runs another bbrtop binary instead of the one built beside the bench.
 //! It asserts nothing.
 
 #[path = "support/mod.rs"]
