@@ -18,26 +18,27 @@
 //! closes first; they stay 60 s) and times the raw dump and the walk again beside them.
 //! At 10k sockets it also measures the exporter's and the TUI's CPU share (the exporter with and
 //! without hindsight) and what `bbrtop record` writes and spends per poll.
+//! BBRTOP_BIN=PATH runs another bbrtop binary instead of the one built beside the bench.
 //! It asserts nothing.
+
+#[path = "support/mod.rs"]
+mod support;
 
 use bbrtop_collect::InetDiag;
 use bbrtop_core::model::StateSet;
-use bbrtop_core::seam::{DumpSink, Now, Walk};
+use bbrtop_core::seam::Now;
 use bbrtop_engine::{Engine, EngineConfig};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::{
+    ROUNDS, Tmux, bbrtop_binary, count_sockets, make_time_wait, median, open_sockets, raw_dump, time,
+    walk_rows,
+};
 
-/// Connections per holder process: two sockets each, well under a 20,000-file limit.
-const CONNS_PER_HOLDER: usize = 8_000;
-const ROUNDS: usize = 7;
-const HOLD_ENV: &str = "BBRTOP_BENCH_HOLD";
 const RSS_ENV: &str = "BBRTOP_BENCH_RSS";
 
 fn main() {
-    if let Ok(n) = std::env::var(HOLD_ENV) {
-        hold(n.parse().expect("connection count"));
+    if support::run_as_holder() {
         return;
     }
     if let Ok(polls) = std::env::var(RSS_ENV) {
@@ -63,8 +64,8 @@ fn main() {
         let raw = netlink_rows(&bin, seen);
         walk_rows(&mut holders, seen, raw);
         if time_wait > 0 {
-            let made = make_time_wait(time_wait);
-            let raw_tw = median((0..ROUNDS).map(|_| time(raw_dump)).collect());
+            let made = make_time_wait(time_wait).made;
+            let raw_tw = support::raw_median();
             println!("         with {made} TIME_WAIT sockets beside them: raw dump {raw_tw:.2} ms");
             walk_rows(&mut holders, seen, raw_tw);
         }
@@ -143,73 +144,6 @@ fn footprints(bin: &std::path::Path) {
     }
 }
 
-/// The socket walk against the raw dump of the same run (`raw_ms`), with 1% and all of the
-/// connections moving between polls.
-fn walk_rows(holders: &mut Holders, seen: usize, raw_ms: f64) {
-    use bbrtop_collect::bpf::loader::{self, LoadConfig};
-    let cfg = LoadConfig { walk: true, ..LoadConfig::from_rule(&Default::default()) };
-    let Ok(loaded) = loader::load(&cfg) else {
-        println!("         walk: eBPF did not load here (root with CAP_BPF and CAP_PERFMON needed)");
-        return;
-    };
-    let mut walker = loaded
-        .walker(StateSet::default_filter(), bbrtop_collect::attrib::Resolver::new(None))
-        .expect("the walk");
-    let mut engine = Engine::new(EngineConfig::default());
-    let mut d = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
-    d.dump_into(&mut engine, Now::system()).expect("seed");
-    for permille in [10, 1000] {
-        let (mut walk, mut tick, mut moved, mut dropped) = (vec![], vec![], vec![], 0);
-        let mut read_ms = vec![];
-        for _ in 0..ROUNDS {
-            let _ = walker.walk();
-            holders.touch(permille);
-            // The ACKs of the bytes just sent (delayed ACKs wait up to 40 ms).
-            std::thread::sleep(Duration::from_millis(60));
-            walk.push(time(|| {
-                let t = Instant::now();
-                let bbrtop_collect::bpf::walk::Read { sockets, gone, stats } = walker.walk().expect("walk");
-                read_ms.push(t.elapsed().as_secs_f64() * 1e3);
-                moved.push(sockets.len() as f64);
-                dropped = stats.dropped_total;
-                let now = Now::system();
-                engine.walked(Ok(Walk { sockets, gone, stats, duration: Duration::ZERO, now }));
-            }));
-            tick.push(time(|| drop(std::hint::black_box(engine.tick(Now::system())))));
-        }
-        let (w, t, rd) = (median(walk), median(tick), median(read_ms));
-        println!("         (of the walk: reading and parsing {rd:.2} ms, the engine's update the rest)");
-        println!(
-            "         walk, {:>5.1}% moving ({:.0} sockets, {dropped} records not written so far): walk {w:.2} ms ({:.3}x raw), tick {t:.2} ms ({:.3}x raw)",
-            permille as f64 / 10.0,
-            median(moved),
-            w / raw_ms,
-            t / raw_ms
-        );
-    }
-    println!("         (of {seen} sockets; raw dump {raw_ms:.2} ms)");
-}
-
-/// `n` loopback connections closed by their client first, whose sockets then stay in
-/// TIME_WAIT for 60 s; a listener per 10,000, so each 4-tuple is new. Returns how many were made
-/// (it stops after 40 s, before the first ones expire).
-fn make_time_wait(n: usize) -> usize {
-    let listeners: Vec<TcpListener> = (0..n.div_ceil(10_000))
-        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("listen"))
-        .collect();
-    let start = Instant::now();
-    let mut made = 0;
-    while made < n && start.elapsed() < Duration::from_secs(40) {
-        let l = &listeners[made % listeners.len()];
-        let Ok(c) = TcpStream::connect(l.local_addr().expect("addr")) else { break };
-        let (s, _) = l.accept().expect("accept");
-        drop(c);
-        drop(s);
-        made += 1;
-    }
-    made
-}
-
 /// `bbrtop record`'s own account of 60 polls 250 ms apart, in one chunk: bytes per socket-poll,
 /// and its milliseconds per poll beside the collectors'.
 fn recording_cost(bin: &std::path::Path) {
@@ -249,62 +183,23 @@ fn export_cpu_share(bin: &std::path::Path, flags: &[&str]) -> f64 {
 /// The TUI's CPU share on an idle screen, run in a tmux session of its own (None without tmux).
 fn tui_cpu_share(bin: &std::path::Path, collector: &str) -> Option<f64> {
     let session = format!("bbrtop-bench-{}", std::process::id());
-    let cmd = format!("exec {} {collector}", bin.display());
-    let tmux = |args: &[&str]| Command::new("tmux").args(args).output().ok().filter(|o| o.status.success());
-    tmux(&["new-session", "-d", "-s", &session, "-x", "200", "-y", "50", &cmd])?;
-    let pid = tmux(&["display", "-p", "-t", &session, "#{pane_pid}"])
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok());
-    let share = pid.map(cpu_share);
-    tmux(&["kill-session", "-t", &session]);
-    share
+    let (_tmux, pid) = Tmux::start(&session, &format!("exec {} {collector}", bin.display()))?;
+    Some(cpu_share(pid))
 }
 
 /// A process's CPU over 20 s (after 5 s to settle), in percent of one core.
 fn cpu_share(pid: u32) -> f64 {
-    let ticks = || -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        let f: Vec<f64> = after.split_whitespace().filter_map(|v| v.parse().ok()).collect();
-        // utime and stime, fields 14 and 15 of stat: 10 and 11 here, after the command name and
-        // the state letter (which does not parse).
-        f.get(10).copied().unwrap_or(0.0) + f.get(11).copied().unwrap_or(0.0)
-    };
+    let pid = pid.to_string();
     std::thread::sleep(Duration::from_secs(5));
-    let (t0, c0) = (Instant::now(), ticks());
+    let (t0, c0) = (Instant::now(), support::cpu_seconds(&pid));
     std::thread::sleep(Duration::from_secs(20));
-    let (t1, c1) = (Instant::now(), ticks());
-    // Clock ticks are 100 per second on Linux (USER_HZ).
-    (c1 - c0) / 100.0 / (t1 - t0).as_secs_f64() * 100.0
-}
-
-/// The bbrtop binary built in the same profile as this bench.
-fn bbrtop_binary() -> std::path::PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
-    let bin = dir.join("bbrtop");
-    assert!(bin.exists(), "{} missing: run `cargo build --release` first", bin.display());
-    bin
-}
-
-fn time(f: impl FnOnce()) -> f64 {
-    let t = Instant::now();
-    f();
-    t.elapsed().as_secs_f64() * 1e3
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+    let (t1, c1) = (Instant::now(), support::cpu_seconds(&pid));
+    (c1 - c0) / (t1 - t0).as_secs_f64() * 100.0
 }
 
 fn run_quiet(c: &mut Command) {
     let st = c.stdout(Stdio::null()).status().expect("spawn");
     assert!(st.success(), "{c:?} failed");
-}
-
-fn raw_dump() {
-    let mut d = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
-    d.dump_raw().expect("raw dump");
 }
 
 fn parsed_dump() {
@@ -321,11 +216,6 @@ fn full_poll(d: &mut InetDiag, e: &mut Engine) -> [f64; 2] {
     std::hint::black_box(e.tick(Now::system()));
     let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
     [ms(t0, t1), ms(t1, Instant::now())]
-}
-
-fn count_sockets() -> usize {
-    let mut d = InetDiag::open(None, StateSet::default_filter()).expect("netlink");
-    d.dump().expect("dump").sockets.len()
 }
 
 /// [`rss_with_history`] in a fresh process, so nothing else this bench holds is counted.
@@ -351,95 +241,7 @@ fn rss_with_history(polls: u32) -> u64 {
         d.dump_into(&mut e, now).expect("dump");
         last = Some(e.tick(now));
     }
-    let rss = vm_rss();
+    let rss = support::status_bytes("self", "VmRSS:");
     drop(last);
     rss
-}
-
-fn vm_rss() -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    s.lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
-/// Child processes holding `n` sockets between them, with their answers; they exit when dropped.
-struct Holders(Vec<(Child, BufReader<ChildStdout>)>);
-
-impl Holders {
-    /// Each holder moves `permille` of its connections (a byte each way); returns when all have.
-    fn touch(&mut self, permille: usize) {
-        for (c, _) in &mut self.0 {
-            writeln!(c.stdin.as_mut().expect("stdin"), "{permille}").expect("to the holder");
-        }
-        for (_, out) in &mut self.0 {
-            let mut line = String::new();
-            out.read_line(&mut line).expect("the holder's answer");
-            assert_eq!(line.trim(), "moved", "holder failed");
-        }
-    }
-}
-
-impl Drop for Holders {
-    fn drop(&mut self) {
-        for (c, _) in &mut self.0 {
-            drop(c.stdin.take());
-        }
-        for (c, _) in &mut self.0 {
-            let _ = c.wait();
-        }
-    }
-}
-
-fn open_sockets(n: usize) -> Holders {
-    let mut conns = n / 2;
-    let mut kids = Holders(Vec::new());
-    while conns > 0 {
-        let k = conns.min(CONNS_PER_HOLDER);
-        conns -= k;
-        let mut c = Command::new(std::env::current_exe().expect("exe"))
-            .env(HOLD_ENV, k.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("spawn holder");
-        let (mut line, mut out) = (String::new(), BufReader::new(c.stdout.take().expect("stdout")));
-        out.read_line(&mut line).expect("holder ready");
-        assert_eq!(line.trim(), "ready", "holder failed");
-        kids.0.push((c, out));
-    }
-    kids
-}
-
-/// In a child: `conns` loopback connections, then wait for stdin to close.
-fn hold(conns: usize) {
-    let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("listen");
-    let addr: SocketAddr = l.local_addr().expect("addr");
-    let mut keep = Vec::with_capacity(conns * 2);
-    for _ in 0..conns {
-        let c = TcpStream::connect(addr).expect("connect");
-        let (s, _) = l.accept().expect("accept");
-        keep.push(c);
-        keep.push(s);
-    }
-    println!("ready");
-    std::io::stdout().flush().ok();
-    // Each line asks to move that many per mille of the connections; stdin's end means exit.
-    let (mut byte, mut from) = ([0u8; 1], 0);
-    for line in std::io::stdin().lines() {
-        let Ok(permille) = line.unwrap_or_default().trim().parse::<usize>() else { break };
-        let n = (conns * permille).div_ceil(1000).min(conns);
-        for i in 0..n {
-            let k = (from + i) % conns;
-            keep[2 * k].write_all(b"x").expect("send");
-            keep[2 * k + 1].read_exact(&mut byte).expect("receive");
-            keep[2 * k + 1].write_all(b"y").expect("answer");
-            keep[2 * k].read_exact(&mut byte).expect("read the answer");
-        }
-        from = (from + n) % conns.max(1);
-        println!("moved");
-        std::io::stdout().flush().ok();
-    }
-    drop(keep);
 }

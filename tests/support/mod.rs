@@ -4,9 +4,12 @@
 
 pub mod alert_rig;
 pub mod btf;
+pub mod cgroup;
+pub mod daemonset;
 pub mod exporter;
 pub mod grafana;
 pub mod guard;
+pub mod holder;
 pub mod http;
 pub mod lab;
 pub mod servers;

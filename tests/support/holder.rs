@@ -1,0 +1,63 @@
+//! Loopback sockets held by child processes: the test binary runs itself as the child (its
+//! `#[ignore]`d `holder` test, which calls [`hold_if_asked`]), so no process of the test passes
+//! the file limit.
+
+use std::io::{BufRead, BufReader, Read};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+
+const HOLD_ENV: &str = "BBRTOP_TEST_HOLD";
+
+/// Connections per holder: two sockets each, well under a 20,000-file limit.
+pub const CONNS_PER_HOLDER: usize = 8_000;
+
+/// In a holder child (the test binary's `holder` test, run by [`Holder::start`]): opens the
+/// connections asked for and keeps them until stdin closes. Elsewhere returns at once.
+pub fn hold_if_asked() {
+    let Some(n) = std::env::var(HOLD_ENV).ok().and_then(|v| v.parse::<usize>().ok()) else { return };
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let mut keep = Vec::with_capacity(2 * n);
+    for _ in 0..n {
+        let c = TcpStream::connect(addr).unwrap();
+        keep.push(l.accept().unwrap().0);
+        keep.push(c);
+    }
+    println!("ready");
+    let _ = std::io::stdin().read(&mut [0u8; 1]);
+}
+
+/// A child holding `n` connections (2n sockets), killed on drop.
+pub struct Holder(Child);
+
+impl Holder {
+    pub fn start(n: usize) -> Holder {
+        let mut c = Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "holder", "--ignored", "--nocapture"])
+            .env(HOLD_ENV, n.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = c.stdout.take().unwrap();
+        let holder = Holder(c);
+        let ready = BufReader::new(out).lines().map_while(Result::ok).any(|l| l.contains("ready"));
+        assert!(ready, "the holder did not open its connections");
+        holder
+    }
+
+    /// Holders of `sockets` loopback sockets between them (`sockets / 2` connections).
+    pub fn many(sockets: usize) -> Vec<Holder> {
+        let conns = sockets / 2;
+        (0..conns.div_ceil(CONNS_PER_HOLDER))
+            .map(|i| Holder::start(CONNS_PER_HOLDER.min(conns - i * CONNS_PER_HOLDER)))
+            .collect()
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
