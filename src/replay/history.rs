@@ -70,8 +70,8 @@ impl Histories {
     pub fn apply(&mut self, j: usize, snap: &Snapshot) {
         let (seq, cap) = (j as u64, self.cap + SLACK);
         for s in snap.sockets.entries() {
-            let sample = sample_of(&s.record);
-            let ring = self.rings.entry(s.record.cookie).or_insert_with(|| Ring {
+            let sample = sample_of(&s.record());
+            let ring = self.rings.entry(s.cookie).or_insert_with(|| Ring {
                 history: Arc::new(History::default()),
                 first: seq,
                 last: seq,
@@ -91,7 +91,7 @@ impl Histories {
     pub fn attach(&self, mut snap: Snapshot, end: usize) -> Snapshot {
         let rings = &self.rings;
         snap.sockets = snap.sockets.with_history(end as u64, self.cap, |e| {
-            rings.get(&e.record.cookie).map(|r| (Arc::clone(&r.history), r.first))
+            rings.get(&e.cookie).map(|r| (Arc::clone(&r.history), r.first))
         });
         snap
     }

@@ -5,9 +5,10 @@
 //! cost is what moved. `bbrtop_core::snapshot::aggregate::by_cc` is the same computation over
 //! every socket at once (the TUI's places, one-shot reads); a test holds the two together.
 
-use bbrtop_core::model::Cookie;
 use bbrtop_core::model::derive;
+use bbrtop_core::model::{Cookie, SocketRecord};
 use bbrtop_core::rule::RuleConfig;
+use bbrtop_core::snapshot::entry::phase;
 use bbrtop_core::snapshot::socket::role;
 use bbrtop_core::snapshot::sockets::Map;
 use bbrtop_core::snapshot::{CcAggregate, Entry, Role};
@@ -27,15 +28,15 @@ struct Part {
 }
 
 impl Part {
-    fn of(e: &Entry, seen_once: bool, loopback: bool) -> Part {
-        let (r, f) = (&*e.record, &e.facts);
+    fn of(e: &Entry, r: &SocketRecord, seen_once: bool, loopback: bool) -> Part {
+        let f = &e.facts;
         let i = &r.tcp_info;
         Part {
-            role: role(r, &f.rates, seen_once, loopback),
+            role: role(r, &f.rates(), seen_once, loopback),
             inflated: f.inflated_since_ms.is_some(),
             firing: f.alert_firing,
             ecn: bbrtop_core::model::Ecn::of(i).is_some_and(|e| e.negotiated),
-            phase: e.phase().map(|(p, _)| p.mode_name()),
+            phase: phase(r, f.kernel.as_deref()).map(|(p, _)| p.mode_name()),
             delivered: [i.delivered_ce_segs().unwrap_or(0).into(), i.delivered_segs().unwrap_or(0).into()],
         }
     }
@@ -103,8 +104,9 @@ impl Inventory {
     }
 
     fn apply(&mut self, e: &Entry, seen_once: bool, sign: isize) {
-        let p = Part::of(e, seen_once, self.loopback);
-        let cc = e.record.cc_name();
+        let r = e.record();
+        let p = Part::of(e, &r, seen_once, self.loopback);
+        let cc = r.cc_name();
         if !self.per_cc.contains_key(cc) {
             self.per_cc.insert(cc.to_string(), Counts::default());
         }
@@ -114,7 +116,7 @@ impl Inventory {
             self.per_cc.remove(cc);
         }
         if p.role == Role::Sender {
-            let cookie = e.record.cookie;
+            let cookie = e.cookie;
             if sign > 0 {
                 self.senders.insert(cookie)
             } else {
@@ -126,13 +128,15 @@ impl Inventory {
     /// The figures per cc, sorted by cc name: the counts kept, and the senders' RTT percentiles
     /// and rates worked out now.
     pub(crate) fn by_cc(&self, published: &Map, rule: &RuleConfig) -> Vec<CcAggregate> {
+        // Keyed by the cc names kept (a record read back is a copy).
         let mut senders: BTreeMap<&str, Senders> = BTreeMap::new();
         for e in self.senders.iter().filter_map(|c| published.get(c)) {
-            let (r, rates) = (&*e.record, &e.facts.rates);
-            let (rtts, ratios, sums) = senders.entry(r.cc_name()).or_default();
+            let (r, rates) = (e.record(), e.facts.rates());
+            let Some((cc, _)) = self.per_cc.get_key_value(r.cc_name()) else { continue };
+            let (rtts, ratios, sums) = senders.entry(cc.as_str()).or_default();
             let srtt = r.tcp_info.srtt_us();
             rtts.extend(srtt);
-            ratios.extend(derive::inflation_ratio(srtt, rule.baseline.of(r)));
+            ratios.extend(derive::inflation_ratio(srtt, rule.baseline.of(&r)));
             sums[0] += r.tcp_info.delivery_rate_bytes_per_sec().unwrap_or(0) as f64;
             sums[1] += rates.goodput_bytes_per_sec.unwrap_or(0.0);
             sums[2] += rates.retrans_segs_per_sec.unwrap_or(0.0);

@@ -12,11 +12,11 @@ mod tracked;
 
 use alerts::Alerts;
 use bbrtop_core::filter::Filter;
-use bbrtop_core::model::derive::Rates;
 use bbrtop_core::model::{Cookie, SocketRecord, Tally};
 use bbrtop_core::peer_groups::PeerGroups;
-use bbrtop_core::rule::{RuleConfig, Sample as RuleSample};
+use bbrtop_core::rule::{AlertTracker, RuleConfig, Sample as RuleSample};
 use bbrtop_core::seam::{self, Now, Update, Walk, WalkFailed};
+use bbrtop_core::snapshot::entry::Kept;
 use bbrtop_core::snapshot::history::{self, History};
 use bbrtop_core::snapshot::sockets::{Map, Slot};
 use bbrtop_core::snapshot::{CollectorStatus, Entry, Facts, Snapshot, Sockets, ViewAt};
@@ -25,7 +25,7 @@ use bbrtop_core::wire::Dump;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tracked::{CLOSING_QUIET, GRACE, Tracked, evaluate};
+use tracked::{CLOSING_QUIET, GRACE, PACK_AFTER, Tracked, evaluate};
 
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -68,6 +68,8 @@ pub struct Engine {
     /// that did not move again lose their rates (nothing moved since) and count as seen before.
     moved: Vec<Cookie>,
     moved_before: Vec<Cookie>,
+    /// The last version given to an entry (see [`Entry::version`]).
+    versions: u64,
     /// Quiet sockets to look at again at some time: an open inflation spell, a closing socket.
     timers: timers::Timers,
     /// Sockets that closed (eBPF's close record, the walk's sign) and are still tracked.
@@ -110,6 +112,7 @@ impl Engine {
             inventory: inventory::Inventory::new(cfg.rule.loopback),
             moved: Vec::new(),
             moved_before: Vec::new(),
+            versions: 0,
             timers: timers::Timers::default(),
             closing: FxHashSet::default(),
             pending: None,
@@ -149,7 +152,8 @@ impl Engine {
                     Some(t) => {
                         t.closed = true;
                         self.closing.insert(c.cookie);
-                        self.totals.count(&mut t.account, &c.cc, c.peer.ip(), &c.counts);
+                        let held = self.published.get(&c.cookie).map(|e| Tally::of(&e.record().tcp_info));
+                        self.totals.count(&mut t.account, &c.cc, c.peer.ip(), &c.counts, held.as_ref());
                     }
                     None => {
                         self.closed_untracked.insert(c.cookie);
@@ -172,8 +176,11 @@ impl Engine {
         e.first_poll == self.generation
     }
 
-    /// Publishes `entry` for `cookie` (replacing its last), keeping the per-cc figures in step.
-    fn publish(&mut self, cookie: Cookie, entry: Entry) {
+    /// Publishes `entry` for `cookie` (replacing its last) as a new version of the socket,
+    /// keeping the per-cc figures in step.
+    fn publish(&mut self, cookie: Cookie, mut entry: Entry) {
+        self.versions += 1;
+        entry.version = self.versions;
         if let Some(p) = &mut self.pending {
             p.insert(cookie, Arc::new(entry));
             return;
@@ -240,46 +247,75 @@ impl Engine {
         };
         (t.next_idx, t.generation) = (idx, generation);
         let shown = std::mem::take(&mut t.missed) == 0;
-        if last.as_ref().is_some_and(|l| shown && t.alert.onset.is_none() && l.record.same_but_ages(rec)) {
+        let prev = last.as_ref().map(|l| l.record());
+        if shown && t.alert.get().onset.is_none() && prev.as_ref().is_some_and(|p| p.same_but_ages(rec)) {
             return self.listed_unchanged(cookie, now);
         }
         t.moved = generation;
-        self.totals.count(&mut t.account, rec.cc_name(), rec.peer.ip(), &Tally::of(&rec.tcp_info));
-        let record = Arc::new(rec.clone());
-        let mut entry = match &last {
-            Some(last) => Entry { record, ..Entry::clone(last) },
-            None => self.new_entry(cookie, record, now, generation),
+        let (tally, held) = (Tally::of(&rec.tcp_info), prev.as_ref().map(|p| Tally::of(&p.tcp_info)));
+        self.totals.count(&mut t.account, rec.cc_name(), rec.peer.ip(), &tally, held.as_ref());
+        // Its entry will hold this record, which then stands for what was counted.
+        t.account.held(&tally);
+        let record = Kept::Whole(Arc::new(rec.clone()));
+        // Beside the walk, a dump seeds and reconciles: the sockets that move, the walk reads
+        // next; the rest are idle, and kept packed from the start.
+        let record =
+            if self.pending.is_some() && self.walk.role.is_some() { record.packed() } else { record };
+        let whole = !record.is_packed();
+        let mut entry = match (&last, &prev) {
+            (Some(last), Some(prev)) => {
+                let history = self.with_sample(last, prev, rec, generation);
+                Entry { record, history, ..Entry::clone(last) }
+            }
+            // First seen: its one sample is its record's, which an entry keeps for nothing.
+            _ => self.new_entry(cookie, record, now, generation),
         };
         let t = self.tracked.get_mut(&cookie).expect("tracked above");
         let dt = now.mono.saturating_duration_since(t.counters_at);
-        if let Some(prev) = last.filter(|_| dt > Duration::ZERO) {
-            (entry.facts.rates, entry.facts.limited_by) = tracked::interval(&prev.record, rec, dt);
+        if let Some(prev) = prev.filter(|_| dt > Duration::ZERO) {
+            let (rates, limited_by) = tracked::interval(&prev, rec, dt);
+            entry.facts.set_rates(rates);
+            entry.facts.limited_by = limited_by;
             t.counters_at = now.mono;
         }
         entry.facts.read_at_ms = unix_ms(now.wall);
-        let (sample, tr) = evaluate(&self.cfg.rule, &mut t.alert, rec, self.kernel.onset(cookie), now.mono);
-        self.alerts.record(rec, &t.alert, sample, tr, now);
+        let (rule, onset) = (&self.cfg.rule, self.kernel.onset(cookie));
+        let (sample, tr) = t.alert.update(|a| evaluate(rule, a, rec, onset, now.mono));
+        self.alerts.record(rec, t.alert.get(), sample, tr, now);
         alert_facts(&mut entry.facts, t, now);
-        let sample = history::sample_of(rec);
-        // Only a change is written: an idle socket's ring stays shared with the snapshots.
-        if entry.history.needs_write(generation, &sample, self.cfg.history) {
-            Arc::make_mut(&mut entry.history).record(generation, sample, self.cfg.history);
-        }
-        self.arm(cookie, rec, now.mono);
+        self.arm(cookie, rec, whole, now.mono);
         self.publish(cookie, entry);
     }
 
+    /// The history of a socket that moved (`prev` its record before, `rec` now) with the new
+    /// sample in it: only a change is written, so an idle socket's ring stays shared.
+    fn with_sample(
+        &self,
+        last: &Entry,
+        prev: &SocketRecord,
+        rec: &SocketRecord,
+        poll: u64,
+    ) -> Option<Arc<History>> {
+        let (sample, cap) = (history::sample_of(rec), self.cfg.history);
+        let mut ring = last.history_ring(prev);
+        if !ring.needs_write(poll, &sample, cap) {
+            return last.history.clone();
+        }
+        Arc::make_mut(&mut ring).record(poll, sample, cap);
+        Some(ring)
+    }
+
     /// The entry of a socket seen for the first time (or again, after it left the view).
-    fn new_entry(&self, cookie: Cookie, record: Arc<SocketRecord>, now: Now, generation: u64) -> Entry {
+    fn new_entry(&self, cookie: Cookie, record: Kept, now: Now, generation: u64) -> Entry {
         let facts = Facts {
             first_seen_ms: unix_ms(now.wall),
             read_at_ms: unix_ms(now.wall),
             // No interval yet: the socket's life so far.
-            limited_by: tracked::lifetime_limit(&record),
+            limited_by: tracked::lifetime_limit(&record.get()),
             kernel: self.kernel.socket(cookie).cloned(),
             ..Facts::default()
         };
-        Entry { record, facts, history: Arc::new(History::default()), first_poll: generation }
+        Entry { cookie, record, facts, history: None, first_poll: generation, version: 0 }
     }
 
     /// A socket a dump listed with nothing moved: its counters are as they were when last read,
@@ -292,17 +328,18 @@ impl Engine {
     }
 
     /// Arms the socket's timer when it may change without moving: an open inflation spell, a
-    /// closing state.
-    fn arm(&mut self, cookie: Cookie, r: &SocketRecord, now: Instant) {
+    /// closing state, a record kept whole (`whole`) to pack once it has been quiet a while.
+    fn arm(&mut self, cookie: Cookie, r: &SocketRecord, whole: bool, now: Instant) {
         let kernel_timed = self.kernel.onset(cookie).since().is_some();
         let Some(t) = self.tracked.get_mut(&cookie) else { return };
         let rule = &self.cfg.rule;
         let mut due = None;
-        if let Some(onset) = t.alert.onset {
+        let alert = t.alert.get();
+        if let Some(onset) = alert.onset {
             due = Some(if kernel_timed {
                 // It fires at onset + hold; the spell ends once no ACK came within the activity
                 // window. Each is looked at at the first poll after.
-                let fire = t.alert.fired.is_none().then(|| onset + rule.hold);
+                let fire = alert.fired.is_none().then(|| onset + rule.hold);
                 let since_ack = r
                     .tcp_info
                     .last_ack_recv_ms()
@@ -314,9 +351,12 @@ impl Engine {
                 now
             });
         }
+        let mut sooner = |at: Instant| due = Some(due.map_or(at, |d: Instant| d.min(at)));
         if tracked::closing(r) {
-            let linger = t.counters_at + CLOSING_QUIET;
-            due = Some(due.map_or(linger, |d: Instant| d.min(linger)));
+            sooner(t.counters_at + CLOSING_QUIET);
+        }
+        if whole {
+            sooner(t.counters_at + PACK_AFTER);
         }
         if let Some(due) = due {
             self.timers.arm(&mut t.due, cookie, due);
@@ -336,7 +376,7 @@ impl Engine {
         }
         // A dump lists only sockets still open: a close seen before it needs no remembering.
         self.closed_untracked.clear();
-        self.fresh.clear();
+        self.fresh = Vec::new();
         let generation = self.generation;
         // A restarted family was observed twice: a socket seen only the first time may point at
         // another socket's place now. It is gone; the check costs a pass only after a restart.
@@ -350,7 +390,7 @@ impl Engine {
                 continue;
             }
             // A dump of one namespace speaks for that namespace's sockets only.
-            let netns = self.published.get(&cookie).and_then(|e| e.record.netns);
+            let netns = self.published.get(&cookie).and_then(|e| e.record().netns);
             if dump.netns.is_none() || netns.is_none() || netns == dump.netns {
                 missing.push(cookie);
             }
@@ -383,7 +423,7 @@ impl Engine {
                 self.observe(0, rec, now);
             }
         }
-        self.fresh.clear();
+        self.fresh = Vec::new();
         let closed: Vec<Cookie> = self.closing.iter().copied().collect();
         for cookie in closed {
             if self.tracked.get(&cookie).is_some_and(|t| t.generation != generation) {
@@ -404,12 +444,11 @@ impl Engine {
                 continue;
             }
             t.due = None;
-            if t.generation != self.generation {
+            if t.moved != self.generation {
                 self.quiet_due(cookie, now);
-            } else if let Some(e) = self.published.get(&cookie) {
+            } else if let Some(e) = self.published.get(&cookie).map(|s| Arc::clone(&s.0)) {
                 // It moved in this poll: its timer is for later.
-                let r = Arc::clone(&e.record);
-                self.arm(cookie, &r, now.mono);
+                self.arm(cookie, &e.record(), !e.record.is_packed(), now.mono);
             }
         }
         let before = std::mem::take(&mut self.moved_before);
@@ -418,8 +457,8 @@ impl Engine {
                 continue;
             };
             let e = Arc::clone(&slot.0);
-            if t.moved != self.generation && e.facts.rates != Rates::default() {
-                let facts = Facts { rates: Rates::default(), ..e.facts.clone() };
+            if t.moved != self.generation && e.facts.rates.is_some() {
+                let facts = Facts { rates: None, ..e.facts.clone() };
                 self.publish(cookie, Entry { facts, ..Entry::clone(&e) });
             } else if t.counted_once && e.first_poll != self.generation {
                 // Seen before now: counted by what it did in the interval, not the moment.
@@ -431,14 +470,35 @@ impl Engine {
         self.moved_before = std::mem::take(&mut self.moved);
     }
 
-    /// A quiet socket whose time came: a closing one that lingered goes; an inflated one ages.
+    /// A quiet socket whose time came: a closing one that lingered goes; an inflated one ages;
+    /// one quiet for [`PACK_AFTER`] has its record packed.
     fn quiet_due(&mut self, cookie: Cookie, now: Now) {
-        let Some(r) = self.published.get(&cookie).map(|e| Arc::clone(&e.record)) else { return };
-        if self.tracked.get(&cookie).is_some_and(|t| t.lingering(&r, now.mono)) {
+        let Some(e) = self.published.get(&cookie).map(|s| Arc::clone(&s.0)) else { return };
+        let r = e.record();
+        let Some(t) = self.tracked.get(&cookie) else { return };
+        if t.lingering(&r, now.mono) {
             return self.end_socket(cookie, now);
         }
+        let whole = !e.record.is_packed();
+        if whole && now.mono.saturating_duration_since(t.counters_at) >= PACK_AFTER {
+            self.pack(&e, &r);
+        }
         self.age(cookie, &r, now);
-        self.arm(cookie, &r, now.mono);
+        self.arm(
+            cookie,
+            &r,
+            whole && !self.published.get(&cookie).is_some_and(|s| s.record.is_packed()),
+            now.mono,
+        );
+    }
+
+    /// Keeps a quiet socket's entry packed: its record, and its history where it is all the
+    /// record's own sample. The same version: nothing about the socket changed.
+    fn pack(&mut self, e: &Entry, r: &SocketRecord) {
+        let one = e.history.as_deref().and_then(History::only).is_some_and(|s| *s == history::sample_of(r));
+        let history = if one { None } else { e.history.clone() };
+        let packed = Entry { record: e.record.packed(), history, ..e.clone() };
+        self.published.insert(e.cookie, Slot(Arc::new(packed)));
     }
 
     /// A tracked socket its source did not list: kept, unseen, for a grace poll, or ended.
@@ -456,15 +516,15 @@ impl Engine {
 
     /// Ends a tracked socket: its alert resolves, and it leaves the view.
     fn end_socket(&mut self, cookie: Cookie, now: Now) {
-        self.unpublish(cookie);
-        self.hidden.remove(&cookie);
+        let e = self.unpublish(cookie).or_else(|| self.hidden.remove(&cookie));
         self.closing.remove(&cookie);
         let Some(mut t) = self.tracked.remove(&cookie) else { return };
-        let tr = t.alert.end();
+        let tr = t.alert.update(AlertTracker::end);
         self.alerts.ended(cookie, tr, now);
         if !t.closed {
             // Its close record may still come, and must add only what it sent since.
-            self.totals.retire(cookie, t.account);
+            let held = e.map(|e| Tally::of(&e.record().tcp_info));
+            self.totals.retire(cookie, t.account, held.as_ref());
         }
     }
 
@@ -476,17 +536,19 @@ impl Engine {
         let rule = self.cfg.rule;
         let onset = self.kernel.onset(cookie).since();
         let Some(t) = self.tracked.get_mut(&cookie) else { return };
-        if t.alert.onset.is_none() {
+        if t.alert.get().onset.is_none() {
             return;
         }
         let quiet_for = now.mono.saturating_duration_since(t.counters_at);
         let since_ack = r.tcp_info.last_ack_recv_ms().map(|ms| Duration::from_millis(ms.into()) + quiet_for);
         let sample = rule.sample(r).map(|s| RuleSample { active: rule.active(since_ack), ..s });
         let tr = match (onset, sample) {
-            (Some(_), Some(s)) if s.active => t.alert.step(&rule, now.mono, onset, None),
-            _ => t.alert.eval(&rule, now.mono, sample.map(|s| RuleSample { active: false, ..s })),
+            (Some(_), Some(s)) if s.active => t.alert.update(|a| a.step(&rule, now.mono, onset, None)),
+            _ => {
+                t.alert.update(|a| a.eval(&rule, now.mono, sample.map(|s| RuleSample { active: false, ..s })))
+            }
         };
-        self.alerts.record(r, &t.alert, sample, tr, now);
+        self.alerts.record(r, t.alert.get(), sample, tr, now);
         let mut facts = None;
         if let Some(slot) = self.published.get(&cookie) {
             let mut f = slot.0.facts.clone();
@@ -501,12 +563,18 @@ impl Engine {
     /// Drops a dump that failed midway: sockets first seen in it go (they were never in a
     /// complete dump); the others keep what it said of them.
     fn abort_dump(&mut self) {
-        self.pending = None;
+        // What was counted of a socket stands for its entry's record: the entries dropped here
+        // held what was counted.
+        for (cookie, e) in self.pending.take().unwrap_or_default() {
+            if let Some(t) = self.tracked.get_mut(&cookie) {
+                t.account.keep(Some(&Tally::of(&e.record().tcp_info)));
+            }
+        }
         for cookie in std::mem::take(&mut self.fresh) {
             self.unpublish(cookie);
             self.hidden.remove(&cookie);
             if let Some(t) = self.tracked.remove(&cookie) {
-                self.totals.retire(cookie, t.account);
+                self.totals.retire(cookie, t.account, None);
             }
             self.moved.retain(|c| *c != cookie);
         }
@@ -555,8 +623,8 @@ impl Engine {
 
 /// The alert tracker's state as an entry shows it: when the spell began, and whether it fires.
 fn alert_facts(f: &mut Facts, t: &Tracked, now: Now) {
-    f.inflated_since_ms = t.alert.onset.map(|o| unix_ms(now.wall_of(o)));
-    f.alert_firing = t.alert.firing();
+    f.inflated_since_ms = t.alert.get().onset.map(|o| unix_ms(now.wall_of(o)));
+    f.alert_firing = t.alert.get().firing();
 }
 
 impl seam::DumpSink for Engine {

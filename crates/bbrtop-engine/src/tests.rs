@@ -1,6 +1,7 @@
 //! Engine scenarios driven by a hand-held clock.
 
 use super::*;
+use bbrtop_core::model::derive::Rates;
 use bbrtop_core::model::{Phase, ProbeBwStep, Source};
 use bbrtop_core::seam::{BpfPoll, DumpSink, KernelUpdate, feed_dump};
 use bbrtop_core::snapshot::AlertStatus;
@@ -673,7 +674,7 @@ fn quiet_sockets_share_their_entries() {
         new.sockets
             .changes_since(&old.sockets)
             .map(|c| match c {
-                Change::Added(e) | Change::Changed { new: e, .. } | Change::Gone(e) => e.record.cookie,
+                Change::Added(e) | Change::Changed { new: e, .. } | Change::Gone(e) => e.cookie,
             })
             .collect::<Vec<_>>()
     };

@@ -16,11 +16,30 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Where one socket's counts go, and how much of it was counted already.
-#[derive(Clone, Copy, Debug, Default)]
+/// Where one socket's counts go, and how much of it was counted already. What was counted is
+/// almost always the tally of the record the socket's entry holds: then it is left out (`None`,
+/// see [`Account::held`]), and an idle socket's account costs a bucket number.
+#[derive(Clone, Debug, Default)]
 pub struct Account {
     bucket: u32,
-    seen: Tally,
+    seen: Option<Box<Tally>>,
+}
+
+impl Account {
+    /// The socket's entry now holds a record whose tally is `held`: what was counted need not
+    /// be kept if it is that.
+    pub fn held(&mut self, held: &Tally) {
+        if self.seen.as_deref() == Some(held) {
+            self.seen = None;
+        }
+    }
+
+    /// Keeps what was counted, `held` standing for it where it was left out.
+    pub fn keep(&mut self, held: Option<&Tally>) {
+        if self.seen.is_none() {
+            self.seen = held.map(|t| Box::new(*t));
+        }
+    }
 }
 
 /// Sockets that left the engine without a close record (their state left the filter, or netlink
@@ -60,7 +79,7 @@ impl Totals {
     pub fn open(&mut self, cookie: Cookie, cc: &str, peer: IpAddr) -> Account {
         match self.retired.remove(&cookie) {
             Some(a) => a,
-            None => Account { bucket: self.bucket(cc, peer), seen: Tally::default() },
+            None => Account { bucket: self.bucket(cc, peer), seen: Some(Box::default()) },
         }
     }
 
@@ -75,18 +94,22 @@ impl Totals {
         }) as u32
     }
 
-    /// Adds what the socket counted since `acct` last saw it. A socket that changed its cc
-    /// (TCP_CONGESTION on an open socket) counts towards the new one from now on.
-    pub fn count(&mut self, acct: &mut Account, cc: &str, peer: IpAddr, now: &Tally) {
+    /// Adds what the socket counted since `acct` last saw it (`held`: the tally of the record
+    /// its entry holds, which stands for what was counted where that was left out). A socket that
+    /// changed its cc (TCP_CONGESTION on an open socket) counts towards the new one from now on.
+    pub fn count(&mut self, acct: &mut Account, cc: &str, peer: IpAddr, now: &Tally, held: Option<&Tally>) {
         if self.buckets[acct.bucket as usize].0.cc != cc {
             acct.bucket = self.bucket(cc, peer);
         }
-        let d = acct.seen.advance(now);
+        acct.keep(held);
+        let seen = acct.seen.get_or_insert_with(Box::default);
+        let d = seen.advance(now);
         self.buckets[acct.bucket as usize].0.counts.add(&d);
     }
 
-    /// A socket the engine stopped tracking with no close record yet.
-    pub fn retire(&mut self, cookie: Cookie, acct: Account) {
+    /// A socket the engine stopped tracking with no close record yet (`held` as for `count`).
+    pub fn retire(&mut self, cookie: Cookie, mut acct: Account, held: Option<&Tally>) {
+        acct.keep(held);
         if self.retired.insert(cookie, acct).is_none() {
             self.retired_order.push_back(cookie);
         }
@@ -101,7 +124,7 @@ impl Totals {
     /// and died between two polls, which counts in full.
     pub fn closed_untracked(&mut self, c: &ClosedFlow) {
         let mut acct = self.open(c.cookie, &c.cc, c.peer.ip());
-        self.count(&mut acct, &c.cc, c.peer.ip(), &c.counts);
+        self.count(&mut acct, &c.cc, c.peer.ip(), &c.counts, None);
     }
 
     pub fn snapshot(&self) -> Vec<CcTotals> {
@@ -149,16 +172,20 @@ mod tests {
         let (lab, far): (IpAddr, IpAddr) = ("10.1.1.1".parse().unwrap(), "192.0.2.1".parse().unwrap());
         let mut a = t.open(1, "bbr", lab);
         let mut b = t.open(2, "bbr", far);
-        t.count(&mut a, "bbr", lab, &sent(1000, 10));
-        t.count(&mut a, "bbr", lab, &sent(1500, 10));
-        t.count(&mut b, "bbr", far, &sent(300, 0));
+        t.count(&mut a, "bbr", lab, &sent(1000, 10), None);
+        t.count(&mut a, "bbr", lab, &sent(1500, 10), None);
+        t.count(&mut b, "bbr", far, &sent(300, 0), None);
         // b switches to cubic: its later growth is cubic's.
-        t.count(&mut b, "cubic", far, &sent(400, 0));
+        t.count(&mut b, "cubic", far, &sent(400, 0), None);
+        // What was counted left out where the entry's record stands for it.
+        b.held(&sent(400, 0));
+        assert!(b.seen.is_none());
+        t.count(&mut b, "cubic", far, &sent(450, 0), Some(&sent(400, 0)));
         let s = t.snapshot();
         let get = |cc: &str, g: &str| s.iter().find(|x| x.cc == cc && x.peer_group == g).unwrap().counts;
         assert_eq!(get("bbr", "lab"), sent(1500, 10));
         assert_eq!(get("bbr", "other"), sent(300, 0));
-        assert_eq!(get("cubic", "other"), sent(100, 0));
+        assert_eq!(get("cubic", "other"), sent(150, 0));
     }
 
     #[test]
@@ -166,8 +193,9 @@ mod tests {
         let mut t = Totals::new(groups());
         let peer: IpAddr = "10.1.1.1".parse().unwrap();
         let mut a = t.open(7, "cubic", peer);
-        t.count(&mut a, "cubic", peer, &sent(1000, 0));
-        t.retire(7, a);
+        t.count(&mut a, "cubic", peer, &sent(1000, 0), None);
+        a.held(&sent(1000, 0));
+        t.retire(7, a, Some(&sent(1000, 0)));
         let mut c = ClosedFlow::example("cubic", 1000, None);
         c.peer = "10.1.1.1:80".parse().unwrap();
         (c.cookie, c.counts) = (7, sent(1200, 5));
@@ -186,7 +214,7 @@ mod tests {
         let t0 = Instant::now();
         assert!(t.tick(t0).1.is_none(), "one tick: no growth yet");
         for s in 1..=90u64 {
-            t.count(&mut a, "bbr", peer, &sent(s * 100, s));
+            t.count(&mut a, "bbr", peer, &sent(s * 100, s), None);
             let (sums, recent) = t.tick(t0 + Duration::from_secs(s));
             assert_eq!(sums["bbr"], sent(s * 100, s));
             let (secs, growth) = recent.unwrap();

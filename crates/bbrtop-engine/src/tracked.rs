@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 pub(crate) struct Tracked {
     /// When its counters were last read: the interval its next rates span starts there.
     pub(crate) counters_at: Instant,
-    pub(crate) alert: AlertTracker,
+    pub(crate) alert: Alert,
     /// The dump or walk generation that last listed it, and the one it last moved in (a dump
     /// lists sockets that did not move).
     pub(crate) generation: u64,
@@ -45,11 +45,16 @@ pub(crate) const GRACE: u8 = 1;
 /// again, the walk would show it again.
 pub(crate) const CLOSING_QUIET: Duration = Duration::from_secs(30);
 
+/// How long a socket stays quiet before its entry keeps its record packed: long enough that a
+/// socket asked once a second, or a bulk flow, stays whole; an idle socket's record then takes a
+/// third of the memory.
+pub(crate) const PACK_AFTER: Duration = Duration::from_secs(10);
+
 impl Tracked {
     pub(crate) fn new(now: Instant, generation: u64, account: totals::Account) -> Tracked {
         Tracked {
             counters_at: now,
-            alert: AlertTracker::default(),
+            alert: Alert::default(),
             generation,
             moved: generation,
             next_idx: 0,
@@ -64,6 +69,28 @@ impl Tracked {
     /// Closing (its record says so), and quiet for [`CLOSING_QUIET`] as of `now`.
     pub(crate) fn lingering(&self, r: &SocketRecord, now: Instant) -> bool {
         closing(r) && now.saturating_duration_since(self.counters_at) >= CLOSING_QUIET
+    }
+}
+
+/// A socket's alert tracker, which takes no memory while the socket is calm (most are).
+#[derive(Default)]
+pub(crate) struct Alert(Option<Box<AlertTracker>>);
+
+static CALM: AlertTracker = AlertTracker { onset: None, fired: None, peak_ratio: 0.0 };
+
+impl Alert {
+    pub(crate) fn get(&self) -> &AlertTracker {
+        self.0.as_deref().unwrap_or(&CALM)
+    }
+
+    /// Runs `f` on the tracker; a tracker left calm goes.
+    pub(crate) fn update<R>(&mut self, f: impl FnOnce(&mut AlertTracker) -> R) -> R {
+        let t = self.0.get_or_insert_default();
+        let r = f(t);
+        if **t == CALM {
+            self.0 = None;
+        }
+        r
     }
 }
 

@@ -8,22 +8,59 @@
 //! did not move keeps its entry, shared, from one snapshot to the next, and a tick pays only for
 //! the sockets that moved.
 
-use super::history::{History, HistoryView};
+use super::history::{self, History, HistoryView};
 use super::kernel::KernelSocket;
 use super::socket::{Derived, RecordRef, SocketView};
 use crate::model::derive::{self, LimitedBy, Rates};
-use crate::model::{Ecn, Phase, SocketRecord, Source};
+use crate::model::packed::Packed;
+use crate::model::{Cookie, Ecn, Phase, SocketRecord, Source};
 use crate::rule::RuleConfig;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// One socket as a snapshot keeps it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Entry {
-    pub record: Arc<SocketRecord>,
+    pub cookie: Cookie,
+    pub record: Kept,
     pub facts: Facts,
-    /// Its samples, one per poll, and the poll it was first seen at.
-    pub history: Arc<History>,
+    /// Its samples, one per poll; `None` while they are all its record's own sample (an idle
+    /// socket's whole history), which then costs nothing.
+    pub history: Option<Arc<History>>,
+    /// The poll it was first seen at.
     pub first_poll: u64,
+    /// Which change of the socket this is: an entry replaced by one of the same version (its
+    /// record packed, say) did not change.
+    pub version: u64,
+}
+
+/// A record as an entry keeps it: whole while the socket moves, packed once it has been quiet
+/// for a while (a third of the memory; unpacked when read).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kept {
+    Whole(Arc<SocketRecord>),
+    Packed(Packed),
+}
+
+impl Kept {
+    pub fn get(&self) -> Cow<'_, SocketRecord> {
+        match self {
+            Kept::Whole(r) => Cow::Borrowed(r),
+            Kept::Packed(p) => Cow::Owned(p.unpack()),
+        }
+    }
+
+    /// The same record, packed.
+    pub fn packed(&self) -> Kept {
+        match self {
+            Kept::Whole(r) => Kept::Packed(Packed::pack(r)),
+            p => p.clone(),
+        }
+    }
+
+    pub fn is_packed(&self) -> bool {
+        matches!(self, Kept::Packed(_))
+    }
 }
 
 /// What bbrtop adds to a record: when things began, and what it worked out over the interval.
@@ -38,8 +75,9 @@ pub struct Facts {
     pub alert_firing: bool,
     /// The verdict over the last interval, or over the socket's life when it was idle.
     pub limited_by: Option<LimitedBy>,
-    /// Rates over the interval that ended at its last move; none once a poll passes without one.
-    pub rates: Rates,
+    /// Rates over the interval that ended at its last move; none once a poll passes without one
+    /// (boxed: most sockets are idle and have none).
+    pub rates: Option<Box<Rates>>,
     /// The kernel's own state of this socket (eBPF), when known.
     pub kernel: Option<Arc<KernelSocket>>,
 }
@@ -58,18 +96,31 @@ impl Entry {
     /// the time since: nothing moved in between, or it would have been read again.
     pub fn view(&self, at: &ViewAt) -> SocketView {
         let idle_ms = at.at_ms - self.facts.read_at_ms;
-        let record = if idle_ms > 0 {
-            RecordRef::single(SocketRecord {
-                tcp_info: self.record.tcp_info.aged(idle_ms as u64),
-                ..(*self.record).clone()
-            })
-        } else {
-            RecordRef::shared(Arc::clone(&self.record))
+        let record = match (&self.record, idle_ms > 0) {
+            (Kept::Whole(r), false) => RecordRef::shared(Arc::clone(r)),
+            (kept, _) => {
+                let mut r = kept.get().into_owned();
+                r.tcp_info = r.tcp_info.aged(idle_ms.max(0) as u64);
+                RecordRef::single(r)
+            }
         };
         SocketView {
             derived: self.facts.derived(&record, at),
+            history: HistoryView::new(self.history_ring(&record), self.first_poll, at.poll, at.history),
             record,
-            history: HistoryView::new(Arc::clone(&self.history), self.first_poll, at.poll, at.history),
+        }
+    }
+
+    /// The record as last read.
+    pub fn record(&self) -> Cow<'_, SocketRecord> {
+        self.record.get()
+    }
+
+    /// Its history ring, made whole where it was left out (`r` is its record).
+    pub fn history_ring(&self, r: &SocketRecord) -> Arc<History> {
+        match &self.history {
+            Some(h) => Arc::clone(h),
+            None => Arc::new(History::of_one(history::sample_of(r), self.first_poll)),
         }
     }
 
@@ -84,19 +135,25 @@ impl Entry {
             inflated_since_ms: d.inflated_for_seconds.map(since),
             alert_firing: d.alert_firing,
             limited_by: d.limited_by,
-            rates: d.rates,
+            rates: (d.rates != Rates::default()).then(|| Box::new(d.rates)),
             kernel: d.kernel.clone(),
         };
-        Entry { record: v.record.to_arc(), facts, history: Arc::default(), first_poll: 0 }
-    }
-
-    /// Its BBR phase (see [`phase`]).
-    pub fn phase(&self) -> Option<(Phase, Source)> {
-        phase(&self.record, self.facts.kernel.as_deref())
+        let record = Kept::Whole(v.record.to_arc());
+        Entry { cookie: v.record.cookie, record, facts, history: None, first_poll: 0, version: 0 }
     }
 }
 
 impl Facts {
+    /// Its rates (all unknown when it has none).
+    pub fn rates(&self) -> Rates {
+        self.rates.as_deref().copied().unwrap_or_default()
+    }
+
+    /// Sets its rates; unknown ones take no memory.
+    pub fn set_rates(&mut self, r: Rates) {
+        self.rates = (r != Rates::default()).then(|| Box::new(r));
+    }
+
     /// The values derived from record `r` and these facts, as of `at`.
     pub fn derived(&self, r: &SocketRecord, at: &ViewAt) -> Derived {
         let baseline = at.rule.baseline.of(r);
@@ -115,7 +172,7 @@ impl Facts {
             limited_by: self.limited_by,
             ecn: Ecn::of(&r.tcp_info),
             retrans_ratio: r.tcp_info.retrans_ratio(),
-            rates: self.rates,
+            rates: self.rates(),
             seen_for_seconds: secs(self.first_seen_ms),
             kernel: self.kernel.clone(),
         }
@@ -158,7 +215,8 @@ mod tests {
             alert_firing: true,
             ..Facts::default()
         };
-        let e = Entry { record: rec, facts, history: Arc::default(), first_poll: 1 };
+        let e =
+            Entry { cookie: 3, record: Kept::Whole(rec), facts, history: None, first_poll: 1, version: 1 };
         let v = e.view(&at);
         assert_eq!((v.derived.seen_for_seconds, v.derived.inflated_for_seconds), (4.5, Some(1.25)));
         assert_eq!(v.derived.inflation_ratio, Some(3.0));
@@ -172,7 +230,14 @@ mod tests {
         let at = at();
         let rec = record(1, "cubic").srtt_us(20_000).last_ack_recv_ms(40).last_data_recv_ms(7).build();
         let facts = Facts { read_at_ms: at.at_ms - 2_500, ..Facts::default() };
-        let e = Entry { record: Arc::new(rec.clone()), facts, history: Arc::default(), first_poll: 1 };
+        let e = Entry {
+            cookie: 1,
+            record: Kept::Whole(Arc::new(rec.clone())).packed(),
+            facts,
+            history: None,
+            first_poll: 1,
+            version: 1,
+        };
         let v = e.view(&at);
         let i = &v.record.tcp_info;
         assert_eq!(

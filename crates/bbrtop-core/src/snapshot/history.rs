@@ -47,6 +47,16 @@ pub struct History {
 }
 
 impl History {
+    /// One sample, from poll `seq` on.
+    pub fn of_one(s: Sample, seq: u64) -> History {
+        History { runs: VecDeque::from([(s, seq)]) }
+    }
+
+    /// Its only sample, when it has one run (an idle socket's whole history).
+    pub fn only(&self) -> Option<&Sample> {
+        (self.runs.len() == 1).then(|| self.last()).flatten()
+    }
+
     pub fn last(&self) -> Option<&Sample> {
         self.runs.back().map(|(s, _)| s)
     }

@@ -28,9 +28,9 @@ impl Rebuilt {
         let (poll, cap) = (self.poll, self.cap);
         let mut rings = std::mem::take(&mut self.rings);
         snap.sockets = snap.sockets.with_history(poll, cap, |e| {
-            let cookie = e.record.cookie;
+            let cookie = e.cookie;
             let (mut ring, first) = rings.remove(&cookie).unwrap_or_else(|| (Arc::default(), poll));
-            let sample = super::history::sample_of(&e.record);
+            let sample = super::history::sample_of(&e.record());
             if ring.needs_write(poll, &sample, cap) {
                 Arc::make_mut(&mut ring).record(poll, sample, cap);
             }

@@ -25,14 +25,15 @@ pub struct Sockets {
 /// The persistent map of entries.
 pub type Map = imbl::OrdMap<Cookie, Slot>;
 
-/// An entry in the map. Two slots are the same when they hold the same allocation: an entry is
-/// never changed in place, so a socket whose entry was replaced has changed.
+/// An entry in the map. Two slots are the same when they hold the same allocation, or the same
+/// change of the socket (an entry whose record was packed): an entry is never changed in place,
+/// so a socket whose entry was replaced by a new version has changed.
 #[derive(Clone, Debug)]
 pub struct Slot(pub Arc<Entry>);
 
 impl PartialEq for Slot {
     fn eq(&self, other: &Slot) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        Arc::ptr_eq(&self.0, &other.0) || (self.0.version != 0 && self.0.version == other.0.version)
     }
 }
 
@@ -66,7 +67,8 @@ impl Sockets {
             .into_iter()
             .map(|v| {
                 let mut e = Entry::of_view(&v, at.at_ms);
-                (e.history, e.first_poll) = v.history.ring();
+                let (ring, first) = v.history.ring();
+                (e.history, e.first_poll) = (Some(ring), first);
                 (v.record.cookie, Slot(Arc::new(e)))
             })
             .collect();
@@ -123,7 +125,7 @@ impl Sockets {
             .iter()
             .map(|(c, s)| match ring(s) {
                 Some((history, first_poll)) => {
-                    (*c, Slot(Arc::new(Entry { history, first_poll, ..Entry::clone(s) })))
+                    (*c, Slot(Arc::new(Entry { history: Some(history), first_poll, ..Entry::clone(s) })))
                 }
                 None => (*c, s.clone()),
             })

@@ -2,7 +2,9 @@
 //! and random bytes) fed to a parser that must never panic. Each crate's `fuzz` tests are
 //! `#[ignore]`d; `scripts/test.sh` runs 20,000 inputs per parser, and the full run is
 //!
-//!     BBRTOP_FUZZ_CASES=1000000 cargo test --profile fuzz --workspace --lib fuzz -- --ignored --nocapture
+//! ```text
+//! BBRTOP_FUZZ_CASES=1000000 cargo test --profile fuzz --workspace --lib fuzz -- --ignored --nocapture
+//! ```
 //!
 //! (the `fuzz` profile is release with overflow checks: a plain release build wraps an overflow
 //! silently, and the first debug run found one in the close record's delivery rate).
