@@ -3,7 +3,7 @@
 
 use crate::replay::Control;
 use bbrtop_core::columns::{self, Column};
-use bbrtop_core::filter::Filter;
+use bbrtop_core::filter::Expr;
 use bbrtop_core::model::Cookie;
 use bbrtop_core::snapshot::{Snapshot, SocketView};
 use std::sync::{Arc, LazyLock};
@@ -103,7 +103,7 @@ pub struct App {
     /// The socket the selection is on: re-sorting live data keeps it, not its row number.
     pub pinned: Option<Cookie>,
     /// The filter in force, and the words it came from.
-    pub filter: Filter,
+    pub filter: Expr,
     pub filter_text: String,
     /// The line being typed after `/` (or `g`, see `prompt`).
     pub editing: Option<String>,
@@ -132,7 +132,7 @@ impl Default for App {
             descending: true,
             selected: 0,
             pinned: None,
-            filter: Filter::default(),
+            filter: Expr::everything(),
             filter_text: String::new(),
             editing: None,
             prompt: Prompt::Filter,
@@ -193,7 +193,7 @@ impl App {
             Action::FilterApply => self.apply_filter(),
             Action::FilterCancel => self.editing = None,
             Action::ClearFilter => {
-                self.filter = Filter::default();
+                self.filter = Expr::everything();
                 self.filter_text.clear();
                 self.filter_error = None;
             }
@@ -246,15 +246,20 @@ impl App {
     /// stays.
     fn apply_filter(&mut self) {
         let text = self.editing.take().unwrap_or_default();
-        match Filter::parse_words(&text) {
+        match Expr::parse(&text) {
             Ok(f) => {
                 self.filter = f;
-                self.filter_text = text;
+                self.filter_text = text.trim().to_string();
                 self.filter_error = None;
                 self.selected = 0;
             }
             Err(e) => self.filter_error = Some(format!("filter {text:?}: {e}")),
         }
+    }
+
+    /// Whether a filter is in force: the views then show what it matches.
+    pub fn filtered(&self) -> bool {
+        !self.filter.is_everything()
     }
 
     /// Puts the selection on the pinned socket's row in this frame's `rows` (it moves as live
@@ -267,12 +272,12 @@ impl App {
         self.pinned = rows.get(self.selected).map(|s| s.record.cookie);
     }
 
-    /// The sockets the table shows: filtered, then sorted.
+    /// The sockets the filter matches, sorted: the table's rows (filtered once per frame).
     pub fn rows<'a>(&self, snap: &'a Snapshot) -> Vec<&'a SocketView> {
-        let mut v: Vec<&SocketView> = if self.filter.is_empty() {
-            snap.sockets.iter().collect()
+        let mut v: Vec<&SocketView> = if self.filtered() {
+            snap.sockets.iter().filter(|s| self.filter.matches(*s)).collect()
         } else {
-            snap.sockets.iter().filter(|s| self.filter.matches(&s.record)).collect()
+            snap.sockets.iter().collect()
         };
         let col = self.sort;
         v.sort_by(|a, b| {

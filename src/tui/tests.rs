@@ -7,6 +7,7 @@ use super::procs::Owners;
 use super::render::{self, Screen};
 use crate::replay::Status;
 use bbrtop_core::columns;
+use bbrtop_core::filter::Expr;
 use bbrtop_core::model::ClosedFlow;
 use bbrtop_core::model::derive::{LimitedBy, Rates};
 use bbrtop_core::model::{Phase, ProbeBwStep};
@@ -250,7 +251,7 @@ fn small_terminal_and_empty_states() {
     let empty = Snapshot::empty(RuleConfig::default());
     let t = text(&render(&App::default(), &empty, 100, 30));
     assert!(t.contains("No TCP sockets"), "{t}");
-    let filtered = app_with(|a| a.filter = bbrtop_core::filter::Filter::parse_words("port 9").unwrap());
+    let filtered = app_with(|a| a.filter = Expr::parse("port 9").unwrap());
     assert!(text(&render(&filtered, &snap, 100, 30)).contains("No socket matches the filter"));
     // At 80 columns not every column fits, but the sort column always does.
     for &col in COLUMNS.iter() {
@@ -337,23 +338,21 @@ fn update_table() {
                 Action::FilterChar('r'),
                 Action::FilterApply,
             ],
-            |a| a.filter_text == "cc bbr" && a.filter.cc == vec!["bbr".to_string()] && a.editing.is_none(),
+            |a| {
+                a.filter_text == "cc bbr" && a.filter == Expr::parse("cc bbr").unwrap() && a.editing.is_none()
+            },
         ),
         // A filter that does not parse is reported, and the previous one stays.
         (
-            [
-                Action::StartFilter,
-                Action::FilterChar('9'),
-                Action::FilterApply,
-                Action::StartFilter,
-                Action::FilterBackspace,
-            ]
-            .into_iter()
-            .chain("port x".chars().map(Action::FilterChar))
-            .chain([Action::FilterApply])
-            .collect(),
+            std::iter::once(Action::StartFilter)
+                .chain("port 9".chars().map(Action::FilterChar))
+                .chain([Action::FilterApply, Action::StartFilter])
+                .chain(std::iter::repeat_n(Action::FilterBackspace, 6))
+                .chain("port x".chars().map(Action::FilterChar))
+                .chain([Action::FilterApply])
+                .collect(),
             |a| {
-                a.filter.ports == vec![9]
+                a.filter == Expr::parse("port 9").unwrap()
                     && a.filter_error.as_deref().is_some_and(|e| e.contains("invalid port"))
             },
         ),
@@ -386,10 +385,7 @@ fn sorting_and_filtering_rows() {
     let ports = |a: &App| a.rows(&snap).iter().map(|s| s.record.local.port()).collect::<Vec<_>>();
     assert_eq!(ports(&App::default()), vec![40002, 40003, 40001]);
     assert_eq!(ports(&app_with(|a| a.descending = false)), vec![40001, 40003, 40002]);
-    assert_eq!(
-        ports(&app_with(|a| a.filter = bbrtop_core::filter::Filter::parse_words("cc cubic").unwrap())),
-        vec![40002, 40003]
-    );
+    assert_eq!(ports(&app_with(|a| a.filter = Expr::parse("cc cubic").unwrap())), vec![40002, 40003]);
     assert_eq!(
         ports(&app_with(|a| {
             a.sort = &columns::LOCAL;
@@ -592,10 +588,12 @@ fn a_time_typed_goes_to_the_player() {
     assert_eq!((a.control, a.time_error), (Some(Control::Skip(-60)), None));
     // A filter typed after a time is a filter again.
     let mut a = typed("07:30");
-    for act in [Action::StartFilter, Action::FilterChar('9'), Action::FilterApply] {
+    let typed = std::iter::once(Action::StartFilter).chain("port 9".chars().map(Action::FilterChar));
+    for act in typed.chain([Action::FilterApply]) {
         a.update(act, 3, &latest);
     }
-    assert_eq!((a.filter_text.as_str(), a.filter.ports.as_slice()), ("9", &[9][..]), "{a:?}");
+    assert_eq!(a.filter_text, "port 9", "{a:?}");
+    assert_eq!(a.filter, Expr::parse("port 9").unwrap());
 }
 
 /// The BBR-vs-CUBIC view says which sockets its figures leave out, per cc.
