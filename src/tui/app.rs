@@ -102,7 +102,7 @@ pub struct App {
     pub selected: usize,
     /// The socket the selection is on: re-sorting live data keeps it, not its row number.
     pub pinned: Option<Cookie>,
-    /// The filter in force, and the words it came from.
+    /// The filter in force (over every view), and the words it came from.
     pub filter: Expr,
     pub filter_text: String,
     /// The line being typed after `/` (or `g`, see `prompt`).
@@ -272,7 +272,8 @@ impl App {
         self.pinned = rows.get(self.selected).map(|s| s.record.cookie);
     }
 
-    /// The sockets the filter matches, sorted: the table's rows (filtered once per frame).
+    /// The sockets the filter matches, sorted: the table's rows, and what the other views of
+    /// sockets are made of (filtered once per frame).
     pub fn rows<'a>(&self, snap: &'a Snapshot) -> Vec<&'a SocketView> {
         let mut v: Vec<&SocketView> = if self.filtered() {
             snap.sockets.iter().filter(|s| self.filter.matches(*s)).collect()

@@ -608,3 +608,62 @@ fn compare_view_names_the_sockets_left_out() {
     assert!(t.contains(want), "{t}");
     assert!(!text(&render(&app_with(|a| a.view = View::Compare), &fixture(), 200, 40)).contains("left out"));
 }
+
+fn filtered(view: View, words: &str) -> App {
+    app_with(|a| {
+        a.view = view;
+        a.filter = Expr::parse(words).unwrap();
+        a.filter_text = words.into();
+    })
+}
+
+/// What a screen shows under the views' tabs (the header counts every socket, by design).
+fn body(t: &str) -> String {
+    t.lines().skip_while(|l| !l.contains("1 Sockets")).skip(1).collect::<Vec<_>>().join("\n")
+}
+
+/// `cc bbr` hides CUBIC in every view: the table, the per-cc figures (made again from the
+/// sockets it matches), the alerts, the closed flows and Where.
+#[test]
+fn every_view_follows_the_filter() {
+    let snap = fixture();
+    for view in View::ALL {
+        let all = text(&render(&app_with(|a| a.view = view), &snap, 120, 40));
+        assert!(body(&all).contains("cubic"), "{view:?} unfiltered shows CUBIC:\n{all}");
+        let t = text(&render(&filtered(view, "cc bbr"), &snap, 120, 40));
+        assert!(!body(&t).contains("cubic"), "{view:?} under cc bbr:\n{t}");
+        assert!(t.lines().last().unwrap().starts_with("filter: cc bbr"), "{t}");
+        insta::assert_snapshot!(format!("filtered_{view:?}_120x40").to_lowercase(), t);
+    }
+    // The per-cc figures are the filter's sockets': the CUBIC socket on 40003 alone, and the
+    // last minute's counters, which count every socket, left out and said to be.
+    let t = text(&render(&filtered(View::Compare, "sport 40003"), &snap, 120, 40));
+    let row = t.lines().find(|l| l.starts_with("cubic")).expect(&t);
+    assert!(row.contains("45.0ms") && !row.contains("180.0ms") && !t.contains("GOODPUT"), "{t}");
+    assert!(t.contains("filtered: 1 of 3 sockets") && t.contains("left out"), "{t}");
+    // An alert is its socket's while the socket is there, and its own (cc, ends, last srtt) after.
+    let alerts = |words: &str| {
+        let t = body(&text(&render(&filtered(View::Alerts, words), &snap, 120, 40)));
+        (t.contains("10.77.1.1:40002"), t.contains("10.77.1.1:40004"))
+    };
+    assert_eq!(alerts("cc cubic"), (true, true));
+    assert_eq!(alerts("state established"), (true, false), "a gone socket's state is unknown");
+    assert_eq!(alerts("sport 40004"), (false, true));
+    assert_eq!(alerts("srtt > 100ms"), (true, true));
+    assert_eq!(alerts("not lo and cc bbr"), (false, false));
+    // Closed flows: the words that make sense of one (its cc, ends, final values).
+    let closed = |words: &str| {
+        let t = body(&text(&render(&filtered(View::Closed, words), &snap, 120, 40)));
+        ["41007", "41006"].map(|p| t.contains(p))
+    };
+    assert_eq!(closed("cc cubic"), [false, true]);
+    assert_eq!(closed("inflation > 5x"), [false, true]);
+    assert_eq!(closed("sending"), [false, false]);
+    assert!(
+        body(&text(&render(&filtered(View::Closed, "sending"), &snap, 120, 40)))
+            .contains("No closed flow matches the filter")
+    );
+    // Where: the filter's sockets by place.
+    let t = body(&text(&render(&filtered(View::Places, "lo"), &snap, 120, 40)));
+    assert!(t.contains("No socket matches the filter"), "{t}");
+}

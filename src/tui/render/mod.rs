@@ -30,7 +30,8 @@ pub const MIN_HEIGHT: u16 = 24;
 pub struct Screen<'a> {
     pub app: &'a App,
     pub snap: &'a Snapshot,
-    /// The table's rows, filtered and sorted once per frame (`App::rows`).
+    /// The sockets the filter matches, sorted, once per frame (`App::rows`): the table's rows,
+    /// and what the views of sockets are made of.
     pub rows: &'a [&'a SocketView],
     pub sys: &'a SystemInfo,
     pub owners: &'a Owners,
@@ -67,10 +68,10 @@ pub fn draw(f: &mut Frame, v: &Screen) {
             detail::draw(f, d, v);
         }
         View::Sockets => table::draw(f, body, v),
-        View::Compare => compare::draw(f, body, v.snap),
-        View::Alerts => alerts::draw(f, body, v.snap),
+        View::Compare => compare::draw(f, body, v),
+        View::Alerts => alerts::draw(f, body, v),
         View::Closed => closed::draw(f, body, v),
-        View::Places => places::draw(f, body, v.snap),
+        View::Places => places::draw(f, body, v),
     }
     draw_footer(f, foot, v.app, v.playback.is_some());
     if v.app.help {
@@ -130,6 +131,16 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, replay: bool) {
         ])
     };
     f.render_widget(Paragraph::new(line), area);
+}
+
+/// What a view says when the filter leaves it nothing to show.
+pub fn no_match(what: &str) -> String {
+    format!("No {what} matches the filter (c clears it).")
+}
+
+/// What a view of sockets says when it has no row: no socket yet, or none the filter matches.
+fn no_rows(snap: &Snapshot) -> String {
+    if snap.sockets.is_empty() { "No sockets yet.".to_string() } else { no_match("socket") }
 }
 
 /// The columns that fit in `avail` cells (one cell between columns), taken in `priority` order
