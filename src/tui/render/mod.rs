@@ -102,11 +102,10 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, replay: bool) {
             Prompt::Filter => "/",
             Prompt::Time => "go to (HH:MM:SS UTC or RFC 3339): ",
         };
-        Line::from(vec![
-            Span::styled(prompt, Style::new().fg(Color::Yellow)),
-            Span::raw(e.clone()),
-            Span::raw("█"),
-        ])
+        let room = usize::from(area.width).saturating_sub(prompt.chars().count());
+        let mut spans = vec![Span::styled(prompt, Style::new().fg(Color::Yellow))];
+        spans.extend(prompt_line(e.value(), e.cursor(), room));
+        Line::from(spans)
     } else if let Some(err) = &app.time_error {
         Line::from(Span::styled(err.clone(), Style::new().fg(Color::Red)))
     } else if let Some(err) = &app.filter_error {
@@ -131,6 +130,25 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, replay: bool) {
         ])
     };
     f.render_widget(Paragraph::new(line), area);
+}
+
+/// The line being typed with its cursor, in `room` cells: the character under the cursor in
+/// reverse video, or a block after the last one; scrolled so that the cursor stays in view.
+fn prompt_line(text: &str, cursor: usize, room: usize) -> Vec<Span<'static>> {
+    let chars: Vec<char> = text.chars().collect();
+    let skip = cursor.saturating_sub(room.saturating_sub(1));
+    let shown: String = chars.iter().skip(skip).take(cursor - skip).collect();
+    let mut spans = vec![Span::raw(shown)];
+    match chars.get(cursor) {
+        Some(c) => {
+            spans.push(Span::styled(c.to_string(), Style::new().add_modifier(Modifier::REVERSED)));
+            let after: String =
+                chars[cursor + 1..].iter().take(room.saturating_sub(cursor - skip + 1)).collect();
+            spans.push(Span::raw(after));
+        }
+        None => spans.push(Span::raw("█")),
+    }
+    spans
 }
 
 /// What a view says when the filter leaves it nothing to show.
