@@ -52,6 +52,8 @@ pub enum FilterError {
     Unopened,
     #[error("\"()\" holds nothing")]
     EmptyGroup,
+    #[error("more than {0} nots and parentheses nested")]
+    TooDeep(usize),
     /// In `--filter`, a word whose truth changes from poll to poll.
     #[error(
         "{0:?} changes from poll to poll, and --filter decides which sockets are tracked at all (one that left would lose its history and counters): use it in the TUI's / filter"

@@ -31,7 +31,7 @@ pub fn parse(s: &str, scope: Scope) -> Result<Expr, FilterError> {
     if toks.is_empty() {
         return Ok(Expr::everything());
     }
-    let mut p = Parser { toks, at: 0, scope };
+    let mut p = Parser { toks, at: 0, scope, depth: 0 };
     let e = p.or()?;
     match p.peek() {
         None => Ok(e),
@@ -40,10 +40,16 @@ pub fn parse(s: &str, scope: Scope) -> Result<Expr, FilterError> {
     }
 }
 
+/// How deep `not`s and parentheses may nest: the parser and the evaluator recurse once per level,
+/// and a pasted line of ten thousand `(` must be an error, not an overflowed stack.
+pub const MAX_DEPTH: usize = 64;
+
 struct Parser<'a> {
     toks: Vec<Token<'a>>,
     at: usize,
     scope: Scope,
+    /// `not`s and parentheses open around the token at `at`.
+    depth: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -99,30 +105,39 @@ impl<'a> Parser<'a> {
             // Callers look before they call; the start of an empty group is handled below.
             return Err(FilterError::EmptyGroup);
         };
+        if matches!(t.kind, Kind::Not | Kind::Open) {
+            if self.depth == MAX_DEPTH {
+                return Err(FilterError::TooDeep(MAX_DEPTH));
+            }
+            self.depth += 1;
+            let e = self.nested(t.kind);
+            self.depth -= 1;
+            return e;
+        }
         match t.kind {
-            Kind::Not => {
-                if !self.operand_next() {
-                    return Err(FilterError::NotAtEnd);
-                }
-                Ok(Expr::Not(Box::new(self.unary()?)))
-            }
-            Kind::Open => {
-                if self.peek().is_some_and(|t| t.kind == Kind::Close) {
-                    return Err(FilterError::EmptyGroup);
-                }
-                if self.peek().is_none() {
-                    return Err(FilterError::Unclosed);
-                }
-                let e = self.or()?;
-                match self.next() {
-                    Some(t) if t.kind == Kind::Close => Ok(e),
-                    _ => Err(FilterError::Unclosed),
-                }
-            }
             Kind::Close => Err(FilterError::Unopened),
-            Kind::And | Kind::Or => Err(FilterError::Dangling(t.text.to_string())),
-            Kind::Cmp(_) => Err(FilterError::Dangling(t.text.to_string())),
-            Kind::Word => self.word(t.text),
+            Kind::And | Kind::Or | Kind::Cmp(_) => Err(FilterError::Dangling(t.text.to_string())),
+            _ => self.word(t.text),
+        }
+    }
+
+    /// What follows a `not` or a `(`, one level deeper.
+    fn nested(&mut self, kind: Kind) -> Result<Expr, FilterError> {
+        if kind == Kind::Not {
+            if !self.operand_next() {
+                return Err(FilterError::NotAtEnd);
+            }
+            return Ok(Expr::Not(Box::new(self.unary()?)));
+        }
+        match self.peek().map(|t| t.kind) {
+            Some(Kind::Close) => return Err(FilterError::EmptyGroup),
+            None => return Err(FilterError::Unclosed),
+            _ => {}
+        }
+        let e = self.or()?;
+        match self.next() {
+            Some(t) if t.kind == Kind::Close => Ok(e),
+            _ => Err(FilterError::Unclosed),
         }
     }
 
@@ -202,16 +217,7 @@ impl<'a> Parser<'a> {
                     let Some((cmp, op)) = self.cmp() else {
                         return Err(FilterError::NoComparison(text.into()));
                     };
-                    let v = match self.peek() {
-                        Some(t) if t.kind == Kind::Word => t.text,
-                        _ => {
-                            return Err(FilterError::MissingValue {
-                                word: format!("{text} {op}"),
-                                expected: "VALUE",
-                            });
-                        }
-                    };
-                    self.at += 1;
+                    let v = self.value(&format!("{text} {op}"), "VALUE")?;
                     let n = parse_value(c, v)?;
                     self.per_poll(&format!("{text} {op} {v}"))?;
                     Ok(Expr::Word(Word::Value(c, cmp, n)))

@@ -354,6 +354,10 @@ fn every_error_message() {
         ("srtt > fast", "srtt \"fast\": expected a time such as 100ms, 1.5s or 500us"),
         ("srtt > .", "srtt \".\": expected a time such as 100ms, 1.5s or 500us"),
         (
+            &*format!("cwnd > {}", "9".repeat(400)),
+            &*format!("cwnd {:?}: expected a number such as 10", "9".repeat(400)),
+        ),
+        (
             "delivery > 10",
             "delivery \"10\": expected a bit rate such as 10Mbit/s, 1Gbit or 500kbit (or 10Mbps as ss writes it)",
         ),
@@ -393,6 +397,14 @@ fn every_error_message() {
         assert_eq!(err.to_string(), want, "{text:?}");
         assert!(!want.contains('\n'));
     }
+    // Nesting is bounded: a pasted line of parentheses is an error, not an overflowed stack.
+    let deep = |n: usize| format!("{}lo{}", "(".repeat(n), ")".repeat(n));
+    assert!(Expr::parse(&deep(parser::MAX_DEPTH)).unwrap().matches(&receiver()));
+    let too_deep = "more than 64 nots and parentheses nested";
+    assert_eq!(Expr::parse(&deep(parser::MAX_DEPTH + 1)).unwrap_err().to_string(), too_deep);
+    assert_eq!(Expr::parse(&deep(100_000)).unwrap_err().to_string(), too_deep);
+    assert_eq!(Expr::parse(&format!("{}lo", "!".repeat(100_000))).unwrap_err().to_string(), too_deep);
+    assert!(Expr::parse(&format!("{}lo", "not ".repeat(64))).unwrap().matches(&receiver()));
 }
 
 /// `--filter` decides which sockets are tracked: it takes every word about the record, and

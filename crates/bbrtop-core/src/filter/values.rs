@@ -90,7 +90,8 @@ pub fn parse_value(c: &Column, text: &str) -> Result<f64, FilterError> {
     let err = || FilterError::Value { key: c.key.into(), value: text.into(), expected: expected(c.unit) };
     let split = text.find(|ch: char| !(ch.is_ascii_digit() || ch == '.')).unwrap_or(text.len());
     let (num, suffix) = text.split_at(split);
-    let n: f64 = num.parse().map_err(|_| err())?;
+    // A number too long for an f64 reads as infinity: refused, as any other non-number.
+    let n: f64 = num.parse().ok().filter(|n: &f64| n.is_finite()).ok_or_else(err)?;
     let (mul, div) = scale(c.unit, suffix).ok_or_else(err)?;
     Ok(n * mul / div)
 }
