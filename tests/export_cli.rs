@@ -317,7 +317,7 @@ fn live_scrape_passes_promtool_and_closed_sockets_leave_no_series() {
     assert_eq!(status, 200);
     let open: f64 = text
         .lines()
-        .filter(|l| l.starts_with("bbrtop_sockets{") && l.contains("state=\"ESTAB\""))
+        .filter(|l| l.starts_with("bbrtop_sockets{") && l.contains("state=\"established\""))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum();
     assert_eq!(open, 2.0, "{text}");

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// A sender (data in flight), which the live distributions count.
 fn socket(cookie: u64, cc: &str, peer: &str, srtt_us: u32) -> SocketRecord {
     record(cookie, cc)
         .peer(peer)
@@ -26,6 +27,7 @@ fn socket(cookie: u64, cc: &str, peer: &str, srtt_us: u32) -> SocketRecord {
         .min_rtt_us(10_000)
         .delivery_rate_bytes_per_sec(1_250_000)
         .last_ack_recv_ms(0)
+        .sending()
         .bbr(1_250_000, 10_000, 1.0, 2.0)
         .build()
 }
