@@ -486,6 +486,8 @@ fn alertmanager_example_is_valid_and_routes() {
         (&["alertname=TcpRttInflation", "instance=edge-02:10027", "cc=cubic"][..], "team-network"),
         (&["alertname=BbrtopExporterDown", "severity=critical"][..], "team-network-pager"),
         (&["alertname=BbrtopCollectorDown", "severity=warning"][..], "team-network"),
+        (&["alertname=BbrtopManySocketsInflated", "severity=warning"][..], "team-network"),
+        (&["alertname=BbrtopInflatedTrafficHigh", "severity=critical"][..], "team-network-pager"),
     ] {
         let out = run(Command::new(&amtool)
             .args(["config", "routes", "test", "--config.file"])

@@ -582,8 +582,9 @@ fn encode_histograms(enc: &mut Enc, by_group: &ByGroup) -> std::fmt::Result {
     Ok(())
 }
 
-/// The goodput the inflated senders carry, per (cc, peer group) with sockets: an inflated path
-/// that carries little traffic hurts little.
+/// The goodput the inflated senders carry, per (cc, peer group) with sockets: what the page
+/// (`BbrtopInflatedTrafficHigh`) weighs, since an inflated path that carries little traffic
+/// hurts little.
 fn encode_inflated_goodput(enc: &mut Enc, by_group: &ByGroup) -> std::fmt::Result {
     gauges(
         enc,

@@ -370,7 +370,7 @@ fn a_bbr_socket_of_unknown_phase_is_labelled_unknown() {
     assert!(!om.contains(r#"cc="bbr",state="established",phase="none""#), "{om}");
 }
 
-/// The goodput of the inflated senders, per cc and peer group.
+/// The goodput of the inflated senders, per cc and peer group: what the page weighs.
 #[test]
 fn inflated_goodput_sums_the_inflated_senders() {
     let groups = "groups: {edge: [10.1.0.0/16]}";
