@@ -49,7 +49,14 @@ fn bound(i: i32) -> f64 {
 /// reads it, checked against the bounds themselves so that a value on a bound is in the bucket
 /// it closes (`le` is inclusive).
 fn index(v: f64) -> i32 {
-    let i = (v.log2() * f64::from(1 << SCHEMA)).ceil() as i32;
+    let x = v.log2() * f64::from(1 << SCHEMA);
+    let i = x.ceil() as i32;
+    // log2 is off by an ulp or so at most: only a value within a hair of a bound can land one
+    // bucket off, and only such a value pays for the bounds themselves (two exp2s).
+    let room = f64::from(i) - x;
+    if room > 1e-9 && room < 1.0 - 1e-9 {
+        return i;
+    }
     if v > bound(i) {
         i + 1
     } else if v <= bound(i - 1) {
