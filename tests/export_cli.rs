@@ -355,7 +355,7 @@ fn live_scrape_passes_promtool_and_closed_sockets_leave_no_series() {
 fn established(metrics: &str) -> f64 {
     metrics
         .lines()
-        .filter(|l| l.starts_with("bbrtop_sockets{") && l.contains("state=\"ESTAB\""))
+        .filter(|l| l.starts_with("bbrtop_sockets{") && l.contains("state=\"established\""))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }

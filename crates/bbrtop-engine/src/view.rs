@@ -54,11 +54,17 @@ pub(crate) fn derived(rule: &RuleConfig, t: &Tracked, r: &SocketRecord, now: Ins
 /// state at the socket's latest ACK (the RTT window read with the dump) is the freshest; the last
 /// mode-change event stands in when there is no window. A phase the kernel said over netlink
 /// (v2alpha, v3) stays: it was read with the same dump and names REFILL, which eBPF's reading
-/// of v1's `struct bbr` cannot.
+/// of v1's `struct bbr` cannot. So does a phase the gains imply that the kernel's read does not
+/// match: the gains shown beside the phase are netlink's, read at the dump, after the ACK or
+/// mode change eBPF read (or with a policer's pacing, which the mode does not show), and a
+/// phase that contradicts them (BW:UP next to 0.75/2.00) would be the stale one.
 pub(crate) fn overlay(mut d: Derived, k: Option<&Arc<KernelSocket>>, r: &SocketRecord) -> Derived {
     let from_window = r.kernel_rtt.and_then(|w| w.bbr).and_then(|b| b.phase());
     let from_kernel = from_window.or_else(|| k.and_then(|k| k.bbr).and_then(|b| b.phase()));
-    if let Some(p) = from_kernel.filter(|_| d.phase_source != Some(Source::Netlink)) {
+    let fits = |p: &bbrtop_core::model::Phase| {
+        d.phase_source != Some(Source::Netlink) && d.phase.is_none_or(|gains| gains == *p)
+    };
+    if let Some(p) = from_kernel.filter(fits) {
         d.phase = Some(p);
         d.phase_source = Some(Source::Kernel);
     }
