@@ -12,7 +12,9 @@
 //! process of its own. As root with eBPF it then times the socket walk (`--collector.walk`)
 //! against the same raw dump, with 1% and with all of the connections moving between polls
 //! (each moving connection sends a byte each way):
-//!   walk      the walk's read of the sockets that moved, and the engine's update
+//!   walk      a poll of the walk as the binary runs it: the sockets that moved, handed to the
+//!             engine in parts as they are read (the read and the engine's update overlap)
+//!   whole     the same read taken whole, then handed over (no overlap), and of it the read
 //!   tick      publishing the snapshot (every socket, moved or not)
 //! With `--time-wait=N` it then makes N TIME_WAIT sockets (loopback connections the client
 //! closes first; they stay 60 s) and times the raw dump and the walk again beside them.

@@ -122,8 +122,11 @@ fn tmux(args: &[&str]) -> Option<std::process::Output> {
 #[derive(Clone, Copy, Debug)]
 pub struct WalkRow {
     pub permille: usize,
-    /// The walk's read of the sockets that moved and the engine's update, in ms (median).
+    /// A poll of the walk as the binary runs it, in ms (median): the read handed to the engine
+    /// in parts as it is read, so the two overlap.
     pub walk_ms: f64,
+    /// The same read taken whole first and then handed over (no overlap), in ms (median).
+    pub whole_ms: f64,
     /// Of which reading and parsing.
     pub read_ms: f64,
     /// Publishing the snapshot (every socket, moved or not).
@@ -150,14 +153,17 @@ pub fn walk_rows(holders: &mut Holders, seen: usize, raw_ms: f64) -> Vec<WalkRow
     d.dump_into(&mut engine, Now::system()).expect("seed");
     let mut rows = vec![];
     for permille in [10, 1000] {
-        let (mut walk, mut tick, mut moved, mut dropped) = (vec![], vec![], vec![], 0);
+        let (mut walk, mut whole, mut tick, mut moved, mut dropped) = (vec![], vec![], vec![], vec![], 0);
         let mut read_ms = vec![];
-        for _ in 0..ROUNDS {
+        // The moves to read: the ACKs of the bytes just sent (delayed ACKs wait up to 40 ms).
+        let mut moves = |walker: &mut bbrtop_collect::bpf::walk::Walker| {
             let _ = walker.walk();
             holders.touch(permille);
-            // The ACKs of the bytes just sent (delayed ACKs wait up to 40 ms).
             std::thread::sleep(Duration::from_millis(60));
-            walk.push(time(|| {
+        };
+        for _ in 0..ROUNDS {
+            moves(&mut walker);
+            whole.push(time(|| {
                 let t = Instant::now();
                 let bbrtop_collect::bpf::walk::Read { sockets, gone, stats } = walker.walk().expect("walk");
                 read_ms.push(t.elapsed().as_secs_f64() * 1e3);
@@ -167,16 +173,24 @@ pub fn walk_rows(holders: &mut Holders, seen: usize, raw_ms: f64) -> Vec<WalkRow
                 engine.walked(Ok(Walk { sockets, gone, stats, duration: Duration::ZERO, now }));
             }));
             tick.push(time(|| drop(std::hint::black_box(engine.tick(Now::system())))));
+            moves(&mut walker);
+            walk.push(time(|| bbrtop_core::seam::Source::poll(&mut walker, &mut engine)));
+            drop(engine.tick(Now::system()));
         }
         let row = WalkRow {
             permille,
             walk_ms: median(walk),
+            whole_ms: median(whole),
             read_ms: median(read_ms),
             tick_ms: median(tick),
             moved: median(moved),
         };
-        let (w, t, rd) = (row.walk_ms, row.tick_ms, row.read_ms);
-        println!("         (of the walk: reading and parsing {rd:.2} ms, the engine's update the rest)");
+        let (w, wh, t, rd) = (row.walk_ms, row.whole_ms, row.tick_ms, row.read_ms);
+        println!(
+            "         (read whole, then the engine: {wh:.2} ms ({:.3}x raw), of which reading and parsing {rd:.2} ms ({:.3}x raw))",
+            wh / raw_ms,
+            rd / raw_ms
+        );
         println!(
             "         walk, {:>5.1}% moving ({:.0} sockets, {dropped} records not written so far): walk {w:.2} ms ({:.3}x raw), tick {t:.2} ms ({:.3}x raw)",
             permille as f64 / 10.0,

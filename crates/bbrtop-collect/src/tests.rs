@@ -51,6 +51,9 @@ impl DumpSink for Places {
     fn abort(&mut self, why: Aborted) {
         self.aborted = Some(why);
     }
+    fn walk_part(&mut self, _: Now, _: Vec<SocketRecord>, _: Vec<bbrtop_core::model::Cookie>) {
+        unreachable!("netlink does not walk")
+    }
     fn walked(&mut self, _: Result<bbrtop_core::seam::Walk, bbrtop_core::seam::WalkFailed>) {
         unreachable!("netlink does not walk")
     }

@@ -99,5 +99,6 @@ impl<F: FnMut(Vec<SocketView>)> DumpSink for FirstSight<F> {
     }
 
     /// A one-shot read takes one namespace's dump; it starts no walk.
+    fn walk_part(&mut self, _: Now, _: Vec<SocketRecord>, _: Vec<Cookie>) {}
     fn walked(&mut self, _: Result<Walk, WalkFailed>) {}
 }

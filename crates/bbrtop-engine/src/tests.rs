@@ -517,6 +517,67 @@ fn walked_sockets_stay_until_they_close() {
     assert_eq!(e.tick(at(6)).sockets.len(), 2, "remembered for one walk only (cookies are not reused)");
 }
 
+/// A walk handed over in parts as it is read (the binary's poll) leaves the engine as the same
+/// walk handed over whole: the same sockets, views, figures and collector status, poll after
+/// poll, with sockets that move, go quiet and close.
+#[test]
+fn a_walk_in_parts_is_the_walk_whole() {
+    let t0 = Now::system();
+    let at = |s: u64| t0.after(Duration::from_secs(s));
+    let a = |acked| record(1, "bbr").netns(10).srtt_us(20_000).min_rtt_us(20_000).bytes_acked(acked).build();
+    let b = |srtt| record(2, "cubic").netns(20).srtt_us(srtt).min_rtt_us(20_000).sending().build();
+    let c = || record(3, "bbr").netns(20).srtt_us(30_000).min_rtt_us(20_000).build();
+    let polls: Vec<(Vec<SocketRecord>, Vec<Cookie>)> = vec![
+        (vec![a(0), b(90_000), c()], vec![]),
+        (vec![a(1_000_000), b(95_000)], vec![]),
+        (vec![b(40_000)], vec![3]),
+        (vec![], vec![]),
+        (vec![a(3_000_000)], vec![2]),
+    ];
+    let stats =
+        |n: usize| bbrtop_core::wire::walk::WalkStats { records: n as u64, hz: 250, ..Default::default() };
+    let (mut whole, mut parts) = (Engine::new(EngineConfig::default()), Engine::new(EngineConfig::default()));
+    for (i, (sockets, gone)) in polls.into_iter().enumerate() {
+        let now = at(i as u64);
+        let n = sockets.len() + gone.len();
+        whole.walked(Ok(Walk {
+            sockets: sockets.clone(),
+            gone: gone.clone(),
+            stats: stats(n),
+            duration: Duration::ZERO,
+            now,
+        }));
+        for s in sockets {
+            DumpSink::walk_part(&mut parts, now, vec![s], vec![]);
+        }
+        DumpSink::walk_part(&mut parts, now, vec![], gone);
+        parts.walked(Ok(Walk {
+            sockets: vec![],
+            gone: vec![],
+            stats: stats(n),
+            duration: Duration::ZERO,
+            now,
+        }));
+        let json = |s: &Snapshot| serde_json::to_string(s).expect("json");
+        let (w, p) = (whole.tick(now), parts.tick(now));
+        assert!(w.sockets.len() <= 3);
+        assert_eq!(json(&w), json(&p), "poll {i}");
+    }
+}
+
+/// A walk that fails midway keeps the parts it handed over (they were read) and says it failed.
+#[test]
+fn a_walk_that_fails_midway_keeps_its_parts() {
+    let mut e = Engine::new(EngineConfig::default());
+    let now = Now::system();
+    DumpSink::walk_part(&mut e, now, vec![record(1, "bbr").netns(10).build()], vec![]);
+    e.walked(Err(WalkFailed { error: "reading the moved sockets: EIO".into(), duration: Duration::ZERO }));
+    let s = e.tick(now);
+    assert_eq!(s.sockets.len(), 1, "the part read stays");
+    let walk = s.collectors.iter().find(|c| c.name == "walk").expect("the walk's status");
+    assert_eq!(walk.health.reason().map(|r| r.detail.as_str()), Some("reading the moved sockets: EIO"));
+}
+
 /// The counters per cc only grow: a socket adds what it sent since its last record, its close
 /// record the rest, a socket that lived and died between polls its whole life, and a socket
 /// seen again (a dump that failed midway, a state that left the filter) nothing twice.

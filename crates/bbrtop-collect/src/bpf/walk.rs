@@ -5,7 +5,7 @@
 
 use super::clock::ktime_now_ns;
 use crate::attrib::Resolver;
-use bbrtop_core::model::{SocketRecord, StateSet, TcpState};
+use bbrtop_core::model::{Cookie, SocketRecord, StateSet, TcpState};
 use bbrtop_core::seam::{Feed, Source};
 use bbrtop_core::seam::{Now, Walk, WalkFailed};
 use bbrtop_core::wire::CcNames;
@@ -22,14 +22,19 @@ pub struct Walker {
     moved: MapHandle,
     /// Per CPU, the records the hooks could not write.
     moved_full: MapHandle,
-    /// Names for the namespaces and cgroups the records carry.
-    resolver: Resolver,
     epoch_map: MapHandle,
     epoch: u32,
-    /// The records of the last read, back to back, and the keys a batch reads beside them
-    /// (kept: a poll allocates nothing here).
+    /// The records of the last whole read, back to back, and the keys a batch reads beside
+    /// them (kept: a poll allocates nothing here).
     buf: Vec<u8>,
     keys: Vec<u64>,
+    decode: Decode,
+}
+
+/// What turns records into sockets: the names they carry, the states asked for.
+struct Decode {
+    /// Names for the namespaces and cgroups the records carry.
+    resolver: Resolver,
     names: CcNames,
     states: StateSet,
 }
@@ -41,33 +46,99 @@ impl Walker {
         Walker {
             moved,
             moved_full,
-            resolver,
             epoch_map,
             epoch,
             buf: Vec::new(),
             keys: vec![0; BATCH as usize],
-            names: CcNames::default(),
-            states,
+            decode: Decode { resolver, names: CcNames::default(), states },
         }
     }
 
-    /// One read: the sockets that moved since the last, in the states asked for, and those that
-    /// entered CLOSE.
+    /// One read, whole: the sockets that moved since the last, in the states asked for, and
+    /// those that entered CLOSE.
     pub fn walk(&mut self) -> Result<Read, String> {
-        // A hook that sees the new epoch fills the socket's record afresh at its next move.
+        self.next_epoch()?;
+        self.buf.clear();
+        let mut batches = Batches::new(&self.moved, &mut self.keys);
+        for _ in 0..MAX_BATCHES {
+            if !batches.next_into(&mut self.buf)? {
+                break;
+            }
+        }
+        let mut stats = WalkStats::default();
+        let (sockets, gone) = self.decode.part(&self.buf, self.epoch, &mut stats);
+        stats.dropped_total = percpu_sum(&self.moved_full);
+        Ok(Read { sockets, gone, stats })
+    }
+
+    /// A hook that sees the new epoch fills the socket's record afresh at its next move.
+    fn next_epoch(&mut self) -> Result<(), String> {
         self.epoch = self.epoch.wrapping_add(1);
         let e = self.epoch.to_ne_bytes();
-        self.epoch_map.update(&0u32.to_ne_bytes(), &e, MapFlags::ANY).map_err(|e| e.to_string())?;
-        self.take_all()?;
-        let values = self.buf.chunks_exact(walk::REC_LEN);
-        let (mut sockets, mut stats) = walk::parse(values, self.epoch, ktime_now_ns(), &mut self.names);
+        self.epoch_map.update(&0u32.to_ne_bytes(), &e, MapFlags::ANY).map_err(|e| e.to_string())
+    }
+
+    /// One read, handed to `feed` in parts as it is read. When more than a batch moved, a
+    /// thread of the read's own takes the batches out of the kernel while this one parses them
+    /// and the engine takes them in: at 100k moving sockets the kernel's copy and the engine's
+    /// update overlap. The usual read, one batch, starts no thread.
+    fn stream(&mut self, feed: &mut dyn Feed, now: Now) -> Result<WalkStats, String> {
+        self.next_epoch()?;
+        let (epoch, mut stats) = (self.epoch, WalkStats::default());
+        let mut first = std::mem::take(&mut self.buf);
+        first.clear();
+        let mut batches = Batches::new(&self.moved, &mut self.keys);
+        let more = batches.next_into(&mut first)?;
+        let decode = &mut self.decode;
+        let mut take = |buf: &[u8], stats: &mut WalkStats| {
+            let (sockets, gone) = decode.part(buf, epoch, stats);
+            feed.walk_part(now, sockets, gone);
+        };
+        take(&first, &mut stats);
+        self.buf = first;
+        if !more {
+            return Ok(stats);
+        }
+        std::thread::scope(|scope| {
+            // Two batches in flight at most; their buffers come back to be filled again.
+            let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<Result<Vec<u8>, String>>(2);
+            let (empty_tx, empty_rx) = std::sync::mpsc::channel::<Vec<u8>>();
+            scope.spawn(move || {
+                for _ in 1..MAX_BATCHES {
+                    let mut buf = empty_rx.try_recv().unwrap_or_default();
+                    buf.clear();
+                    let read = batches.next_into(&mut buf);
+                    let last = !matches!(read, Ok(true));
+                    if full_tx.send(read.map(|_| buf)).is_err() || last {
+                        break;
+                    }
+                }
+            });
+            for read in full_rx {
+                let buf = read?;
+                take(&buf, &mut stats);
+                let _ = empty_tx.send(buf);
+            }
+            Ok::<(), String>(())
+        })?;
         stats.dropped_total = percpu_sum(&self.moved_full);
+        Ok(stats)
+    }
+}
+
+impl Decode {
+    /// The sockets of `bytes` (records back to back) in the states asked for, and the cookies
+    /// of those that entered CLOSE; what it could not use counts in `stats`.
+    fn part(&mut self, bytes: &[u8], epoch: u32, stats: &mut WalkStats) -> (Vec<SocketRecord>, Vec<Cookie>) {
+        let values = bytes.chunks_exact(walk::REC_LEN);
+        let (mut sockets, part) = walk::parse(values, epoch, ktime_now_ns(), &mut self.names);
+        stats.add(&part);
         let gone = sockets.iter().filter(|r| r.state == TcpState::Close).map(|r| r.cookie).collect();
         sockets.retain(|r| self.states.contains(r.state));
         for r in &mut sockets {
             r.origin = self.resolver.origin(r.netns, r.cgroup_id);
         }
-        Ok(Read { sockets, gone, stats })
+        (sockets, gone)
     }
 }
 
@@ -100,54 +171,69 @@ pub struct Read {
     pub stats: WalkStats,
 }
 
-impl Walker {
-    /// Every record in the map, deleted as read, one after another in `self.buf`: one pass of
-    /// `BPF_MAP_LOOKUP_AND_DELETE_BATCH` calls over the hash table, each filling up to `BATCH`
-    /// records straight into the buffer. (libbpf-rs's batch iterator allocates twice per record
-    /// and ends at the first batch shorter than asked for, which the kernel returns whenever
-    /// the next bucket does not fit; the end is the kernel's ENOENT.)
-    #[allow(unsafe_code)]
-    fn take_all(&mut self) -> Result<(), String> {
-        use libbpf_rs::libbpf_sys;
+/// Batch syscalls before a read gives up: the map's size over a batch, and one more.
+const MAX_BATCHES: usize = MAX_ENTRIES / BATCH as usize + 2;
+
+/// One pass of `BPF_MAP_LOOKUP_AND_DELETE_BATCH` calls over the `moved` hash table: every
+/// record in it, deleted as read, each batch of up to `BATCH` records straight onto the end of
+/// a buffer. (libbpf-rs's batch iterator allocates twice per record and ends at the first batch
+/// shorter than asked for, which the kernel returns whenever the next bucket does not fit; the
+/// end is the kernel's ENOENT.)
+struct Batches<'a> {
+    fd: std::os::fd::RawFd,
+    keys: &'a mut [u64],
+    /// Where the next batch starts; `None` before the first.
+    token: Option<u64>,
+    done: bool,
+}
+
+impl<'a> Batches<'a> {
+    fn new(map: &MapHandle, keys: &'a mut [u64]) -> Batches<'a> {
         use std::os::fd::{AsFd, AsRawFd};
-        let fd = self.moved.as_fd().as_raw_fd();
+        Batches { fd: map.as_fd().as_raw_fd(), keys, token: None, done: false }
+    }
+
+    /// Reads the next batch onto the end of `buf`: whether more may follow.
+    #[allow(unsafe_code)]
+    fn next_into(&mut self, buf: &mut Vec<u8>) -> Result<bool, String> {
+        use libbpf_rs::libbpf_sys;
+        if self.done {
+            return Ok(false);
+        }
         let opts = libbpf_sys::bpf_map_batch_opts {
             sz: size_of::<libbpf_sys::bpf_map_batch_opts>() as _,
             ..Default::default()
         };
-        let (mut token_in, mut token_out, mut first) = (0u64, 0u64, true);
-        self.buf.clear();
-        for _ in 0..=MAX_ENTRIES / BATCH as usize + 1 {
-            let len = self.buf.len();
-            self.buf.reserve(BATCH as usize * walk::REC_LEN);
-            let mut count = BATCH;
-            let token: *mut u64 = if first { std::ptr::null_mut() } else { &mut token_in };
-            // SAFETY: `self.keys` holds BATCH u64 keys and `buf` has room for BATCH values past its
-            // length (reserved above); the kernel writes at most `count` (≤ BATCH) of each and
-            // an 8-byte token (the hash map's is a u32 bucket index), and says how many in `count`.
-            let ret = unsafe {
-                libbpf_sys::bpf_map_lookup_and_delete_batch(
-                    fd,
-                    token.cast(),
-                    (&mut token_out as *mut u64).cast(),
-                    self.keys.as_mut_ptr().cast(),
-                    self.buf.as_mut_ptr().add(len).cast(),
-                    &mut count,
-                    &opts,
-                )
-            };
-            let err = (ret < 0).then(std::io::Error::last_os_error);
-            if let Some(e) = err.as_ref().filter(|e| e.raw_os_error() != Some(libc::ENOENT)) {
-                return Err(format!("reading the moved sockets: {e}"));
-            }
-            // SAFETY: the kernel initialised `count` values of REC_LEN bytes from `len` on.
-            unsafe { self.buf.set_len(len + count as usize * walk::REC_LEN) };
-            if err.is_some() {
-                break;
-            }
-            (token_in, first) = (token_out, false);
+        let len = buf.len();
+        let batch = self.keys.len().min(BATCH as usize);
+        buf.reserve(batch * walk::REC_LEN);
+        let (mut count, mut token_in, mut token_out) = (batch as u32, self.token.unwrap_or(0), 0u64);
+        let token: *mut u64 = if self.token.is_some() { &mut token_in } else { std::ptr::null_mut() };
+        // SAFETY: `self.keys` holds at least `batch` u64 keys and `buf` has room for `batch`
+        // values past its length (reserved above); the kernel writes at most `count` (≤ batch)
+        // of each and an 8-byte token (the hash map's is a u32 bucket index), and says how many
+        // in `count`.
+        let ret = unsafe {
+            libbpf_sys::bpf_map_lookup_and_delete_batch(
+                self.fd,
+                token.cast(),
+                (&mut token_out as *mut u64).cast(),
+                self.keys.as_mut_ptr().cast(),
+                buf.as_mut_ptr().add(len).cast(),
+                &mut count,
+                &opts,
+            )
+        };
+        let err = (ret < 0).then(std::io::Error::last_os_error);
+        if let Some(e) = err.as_ref().filter(|e| e.raw_os_error() != Some(libc::ENOENT)) {
+            self.done = true;
+            return Err(format!("reading the moved sockets: {e}"));
         }
-        Ok(())
+        // SAFETY: the kernel initialised `count` values of REC_LEN bytes from `len` on.
+        unsafe { buf.set_len(len + count as usize * walk::REC_LEN) };
+        self.done = err.is_some();
+        self.token = Some(token_out);
+        Ok(!self.done)
     }
 }
 
@@ -158,10 +244,10 @@ fn read_u32(m: &MapHandle) -> Option<u32> {
 
 impl Source for Walker {
     fn poll(&mut self, feed: &mut dyn Feed) {
-        let started = Instant::now();
-        let walk = match self.walk() {
-            Ok(Read { sockets, gone, stats }) => {
-                let now = Now::system();
+        let (started, now) = (Instant::now(), Now::system());
+        let walk = match self.stream(feed, now) {
+            Ok(stats) => {
+                let (sockets, gone) = (Vec::new(), Vec::new());
                 Ok(Walk { sockets, gone, stats, duration: started.elapsed(), now })
             }
             Err(error) => Err(WalkFailed { error, duration: started.elapsed() }),

@@ -13,7 +13,7 @@
 //! as the poller sees it.
 
 use super::{Now, Update, Walk, WalkFailed};
-use crate::model::SocketRecord;
+use crate::model::{Cookie, SocketRecord};
 use crate::wire::Dump;
 use std::time::Duration;
 
@@ -38,6 +38,11 @@ pub trait DumpSink {
     fn end(&mut self, dump: Dump);
     /// The dump is dropped; places handed over since [`DumpSink::begin`] point nowhere.
     fn abort(&mut self, why: Aborted);
+    /// Part of the kernel walk's read, handed over while the kernel hands over the rest: sockets
+    /// that moved, and those it saw enter CLOSE, read as of `now` (the read's start). The read
+    /// ends with [`DumpSink::walked`], whose own sockets are its last part; a read that fails
+    /// midway keeps the parts handed over.
+    fn walk_part(&mut self, now: Now, sockets: Vec<SocketRecord>, gone: Vec<Cookie>);
     /// The kernel walk's read: the sockets that moved since the last one (the others did not),
     /// or why it could not be read.
     fn walked(&mut self, walk: Result<Walk, WalkFailed>);
@@ -119,6 +124,9 @@ mod tests {
         }
         fn abort(&mut self, why: Aborted) {
             self.0.push(format!("abort {why:?}"));
+        }
+        fn walk_part(&mut self, _: Now, sockets: Vec<SocketRecord>, _: Vec<Cookie>) {
+            self.0.push(format!("part {}", sockets.len()));
         }
         fn walked(&mut self, _: Result<Walk, WalkFailed>) {
             self.0.push("walked".into());

@@ -55,6 +55,19 @@ pub struct WalkStats {
     pub hz: u16,
 }
 
+impl WalkStats {
+    /// Adds what a part of a read counted.
+    pub fn add(&mut self, part: &WalkStats) {
+        self.records += part.records;
+        self.skipped += part.skipped;
+        self.trailing += part.trailing;
+        self.dropped_total = self.dropped_total.max(part.dropped_total);
+        if part.hz != 0 {
+            self.hz = part.hz;
+        }
+    }
+}
+
 /// The window's own epoch decides whether it is this read's: the epoch was bumped just before
 /// the read, so a window of the previous epoch, or of this one (an ACK during the read), holds
 /// the samples since the last read.
@@ -131,7 +144,8 @@ pub fn parse<'a>(
     names: &mut CcNames,
 ) -> (Vec<SocketRecord>, WalkStats) {
     let mut stats = WalkStats::default();
-    let mut out = Vec::new();
+    let values = values.into_iter();
+    let mut out = Vec::with_capacity(values.size_hint().0);
     for v in values {
         let Ok(b) = <&[u8; REC_LEN]>::try_from(v) else {
             stats.trailing += v.len() as u64;
