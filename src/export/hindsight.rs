@@ -5,7 +5,7 @@
 use crate::record::hindsight::{Dumped, Hindsight};
 use crate::runtime::Published;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
@@ -22,6 +22,9 @@ pub struct Keeper {
     dir: PathBuf,
     /// When the last dump asked for over HTTP was written.
     last_http: Mutex<Option<Instant>>,
+    /// What the held minutes take in memory after the last push, for scrapes to read without
+    /// waiting for the lock a push holds.
+    memory_bytes: AtomicU64,
 }
 
 /// Why a dump asked for over HTTP was not written.
@@ -40,7 +43,13 @@ fn wait_left(last: Option<Instant>, now: Instant) -> Option<Duration> {
 
 impl Keeper {
     pub fn new(held: Hindsight, dir: PathBuf) -> Arc<Keeper> {
-        Arc::new(Keeper { held: Mutex::new(held), dir, last_http: Mutex::default() })
+        let memory_bytes = AtomicU64::new(held.bytes());
+        Arc::new(Keeper { held: Mutex::new(held), dir, last_http: Mutex::default(), memory_bytes })
+    }
+
+    /// Bytes the held minutes take in memory: finished chunks and the encoder's buffers.
+    pub fn memory_bytes(&self) -> u64 {
+        self.memory_bytes.load(Ordering::Relaxed)
     }
 
     /// A dump asked for over HTTP at `now`: at most one per [`HTTP_DUMP_GAP`]. A dump that
@@ -81,6 +90,7 @@ impl Keeper {
                     if let Err(e) = held.push(&snap) {
                         tracing::warn!("hindsight: {e:#}");
                     }
+                    me.memory_bytes.store(held.bytes(), Ordering::Relaxed);
                 }
                 if wanted.swap(false, Ordering::Relaxed)
                     && let Err(e) = me.dump()

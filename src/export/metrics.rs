@@ -45,6 +45,8 @@ pub struct Scrape {
     pub posts: PostCounts,
     /// The exporter's own process (`process_*`), read at the edge; None leaves them out.
     pub process: Option<super::process::Process>,
+    /// Bytes hindsight holds in memory; None when it is off.
+    pub hindsight_memory_bytes: Option<u64>,
 }
 
 /// The histograms of the sockets open now: their counts fall when sockets close, which
@@ -456,6 +458,14 @@ impl Collector for Scrape {
         encode_posts(&mut enc, &self.posts)?;
         if let Some(p) = &self.process {
             encode_process(&mut enc, p)?;
+        }
+        if let Some(bytes) = self.hindsight_memory_bytes {
+            gauges(
+                &mut enc,
+                "bbrtop_hindsight_memory_bytes",
+                "Bytes hindsight holds in memory: its chunks and its encoder's buffers (at most --hindsight.max-size).",
+                [(NO_LABELS, bytes as f64)],
+            )?;
         }
         encode_build_info(&mut enc)
     }

@@ -475,6 +475,7 @@ async fn metrics_response(
         by_pod_namespace: app.by_pod_namespace,
         posts,
         process: super::process::read(),
+        hindsight_memory_bytes: app.hindsight.as_ref().map(|k| k.memory_bytes()),
     };
     // Rendering 100k sockets takes milliseconds: off the event loop, so other connections keep
     // being served meanwhile.

@@ -43,6 +43,7 @@ fn scrape(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> String {
             max_fds: Some(1024),
             start_time_seconds: 1_763_900_000.0,
         }),
+        hindsight_memory_bytes: Some(48_000_000),
     })
 }
 
@@ -249,6 +250,7 @@ fn aggregates_by_pod_namespace_are_opt_in() {
         by_pod_namespace: true,
         posts: vec![],
         process: None,
+        hindsight_memory_bytes: None,
     });
     let v = |p: &str| value(&text, p);
     assert_eq!(v(r#"bbrtop_pod_namespace_sockets{pod_namespace="shop",cc="bbr"}"#), Some(2.0));
@@ -441,6 +443,7 @@ fn protobuf_carries_every_family_and_native_buckets() {
         by_pod_namespace: false,
         posts: vec![(("http://am:9093".into(), "success"), 3)],
         process: None,
+        hindsight_memory_bytes: Some(48_000_000),
     });
     let mut rest = &body[..];
     let mut families = Vec::new();
@@ -473,4 +476,22 @@ fn protobuf_carries_every_family_and_native_buckets() {
     assert_eq!(h.bucket.last().map(|b| (b.upper_bound, b.cumulative_count)), Some((f64::INFINITY, 1)));
     // Closed flows' histograms (none here) and the rest keep their types.
     assert_eq!(family("bbrtop_sockets").r#type, MetricType::Gauge as i32);
+}
+
+/// Hindsight's memory is a gauge of its own while hindsight is on, and absent when it is off.
+#[test]
+fn hindsight_memory_is_served_while_hindsight_is_on() {
+    let snap = snapshot(vec![rec(1, "bbr", "10.1.0.2:40000", 30_000, 10_000)]);
+    let on = scrape(Arc::clone(&snap), 0, "");
+    assert_eq!(value(&on, "bbrtop_hindsight_memory_bytes"), Some(48_000_000.0));
+    let off = render_openmetrics(Scrape {
+        snap,
+        groups: Arc::default(),
+        top_k: 0,
+        by_pod_namespace: false,
+        posts: vec![],
+        process: None,
+        hindsight_memory_bytes: None,
+    });
+    assert!(!off.contains("bbrtop_hindsight_memory_bytes"), "{off}");
 }
