@@ -202,8 +202,8 @@ fn role_index(r: Role) -> usize {
 }
 
 /// One congestion control's counts during a scrape.
-struct PerCc<'a> {
-    name: &'a str,
+struct PerCc {
+    name: String,
     bbr: bool,
     by_state: [[u64; PHASES.len()]; STATES],
     inflated: u64,
@@ -220,10 +220,10 @@ struct Group {
     hists: Hists,
 }
 
-impl<'a> PerCc<'a> {
-    fn new(name: &'a str, groups: usize) -> PerCc<'a> {
+impl PerCc {
+    fn new(name: &str, groups: usize) -> PerCc {
         PerCc {
-            name,
+            name: name.to_string(),
             bbr: is_bbr(name),
             by_state: [[0; PHASES.len()]; STATES],
             inflated: 0,
@@ -254,7 +254,7 @@ impl<'a> PerCc<'a> {
 }
 
 /// Every open socket counted into its congestion control's accumulator, sorted by cc name.
-fn per_cc<'a>(sockets: &'a [SocketView], groups: &PeerGroups, loopback: bool) -> Vec<PerCc<'a>> {
+fn per_cc(sockets: impl IntoIterator<Item = SocketView>, groups: &PeerGroups, loopback: bool) -> Vec<PerCc> {
     // Per-cc accumulators found by a short linear scan: a host has a handful of algorithms,
     // and this loop runs once per socket (100k sockets in 10-15 ms, see examples/scrape_bench.rs).
     let n_groups = groups.len() + 1;
@@ -271,9 +271,9 @@ fn per_cc<'a>(sockets: &'a [SocketView], groups: &PeerGroups, loopback: bool) ->
                 }
             };
         }
-        ccs[last].add(s, groups.index(s.record.peer.ip()), loopback);
+        ccs[last].add(&s, groups.index(s.record.peer.ip()), loopback);
     }
-    ccs.sort_unstable_by(|a, b| a.name.cmp(b.name));
+    ccs.sort_unstable_by(|a, b| a.name.cmp(&b.name));
     ccs
 }
 
@@ -423,7 +423,7 @@ fn by_group<'s>(ccs: &'s [PerCc], groups: &'s PeerGroups) -> ByGroup<'s> {
     for c in ccs {
         for (g, group) in c.groups.iter().enumerate() {
             if let Some(group) = group {
-                out.push(((c.name, groups.name(g)), group));
+                out.push(((c.name.as_str(), groups.name(g)), group));
             }
         }
     }
@@ -434,9 +434,10 @@ fn by_group<'s>(ccs: &'s [PerCc], groups: &'s PeerGroups) -> ByGroup<'s> {
 impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
         let (snap, groups) = (&self.snap, &self.groups);
-        // A scrape reads every socket: the views are derived for it, once.
-        let views = snap.sockets.to_vec();
-        let ccs = per_cc(&views, groups, snap.rule.loopback);
+        // A scrape reads every socket: each view is derived as it is counted, so a scrape of
+        // 100k sockets never holds 100k views (the opt-in per-socket and per-pod series below
+        // keep them for their own passes).
+        let ccs = per_cc(snap.sockets.iter(), groups, snap.rule.loopback);
         let by_group = by_group(&ccs, groups);
         encode_sockets(&mut enc, &ccs)?;
         encode_roles(&mut enc, &by_group)?;
@@ -446,6 +447,7 @@ impl Collector for Scrape {
         encode_closed(&mut enc, &snap.closed_by_cc)?;
         encode_totals(&mut enc, &snap.totals)?;
         encode_ecn(&mut enc, &snap.by_cc)?;
+        let views = if self.top_k > 0 || self.by_pod_namespace { snap.sockets.to_vec() } else { Vec::new() };
         if self.top_k > 0 {
             encode_top_k(&mut enc, &views, groups, self.top_k.min(TOP_K_CAP))?;
         }
@@ -539,7 +541,7 @@ fn encode_sockets(enc: &mut Enc, ccs: &[PerCc]) -> std::fmt::Result {
             for (p, label) in PHASES.iter().enumerate() {
                 let n = c.by_state[st as usize % STATES][p];
                 if n > 0 {
-                    by_state.push(([("cc", c.name), ("state", st.label()), ("phase", label)], n));
+                    by_state.push(([("cc", c.name.as_str()), ("state", st.label()), ("phase", label)], n));
                 }
             }
         }
@@ -609,8 +611,8 @@ fn encode_inflated_goodput(enc: &mut Enc, by_group: &ByGroup) -> std::fmt::Resul
 /// Inflated sockets and firing alerts per cc (0 for a cc with open sockets or onsets but none of
 /// them), and the inflation onsets per cc since start.
 fn encode_inflation(enc: &mut Enc, ccs: &[PerCc], snap: &Snapshot) -> std::fmt::Result {
-    let mut inflated: BTreeMap<&str, u64> = ccs.iter().map(|c| (c.name, c.inflated)).collect();
-    let mut firing: BTreeMap<&str, u64> = ccs.iter().map(|c| (c.name, 0)).collect();
+    let mut inflated: BTreeMap<&str, u64> = ccs.iter().map(|c| (c.name.as_str(), c.inflated)).collect();
+    let mut firing: BTreeMap<&str, u64> = ccs.iter().map(|c| (c.name.as_str(), 0)).collect();
     // Firing alerts per cc, from the engine's alert list.
     for a in snap.firing() {
         *firing.entry(a.cc.as_str()).or_default() += 1;
