@@ -9,8 +9,8 @@
 
 use super::LabError;
 use super::cc::set_congestion;
+use super::flows::{listening, spawn};
 use bbrtop_collect::netns::{NetnsSpec, run_in};
-use socket2::{Domain, Protocol, Socket, Type};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -69,7 +69,8 @@ impl Exchange {
         cc: &str,
         cfg: ExchangeConfig,
     ) -> Result<Exchange, LabError> {
-        let listener = run_in(server_ns, move || listen(server_addr)).map_err(collect)??;
+        let listener = run_in(server_ns, move || listening(server_addr, 1).map(TcpListener::from))
+            .map_err(collect)??;
         let to = listener.local_addr()?;
         let client = run_in(client_ns, move || TcpStream::connect_timeout(&to, Duration::from_secs(5)))
             .map_err(collect)??;
@@ -107,18 +108,6 @@ impl Drop for Exchange {
 
 fn collect(e: impl std::fmt::Display) -> LabError {
     LabError::Collect(e.to_string())
-}
-
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, LabError> {
-    Ok(std::thread::Builder::new().name(name.into()).spawn(f)?)
-}
-
-fn listen(bind: SocketAddr) -> std::io::Result<TcpListener> {
-    let s = Socket::new(Domain::for_address(bind), Type::STREAM, Some(Protocol::TCP))?;
-    s.set_reuse_address(true)?;
-    s.bind(&bind.into())?;
-    s.listen(1)?;
-    Ok(s.into())
 }
 
 /// The client's connection, accepted within five seconds.

@@ -22,7 +22,8 @@ fn transient(e: &std::io::Error) -> bool {
     matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted)
 }
 
-fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, LabError> {
+/// A named thread of the lab's.
+pub(super) fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, LabError> {
     Ok(std::thread::Builder::new().name(name.into()).spawn(f)?)
 }
 
@@ -30,12 +31,18 @@ fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>
 /// a backlog deep enough for a churn of short connections: with the default 128, a burst
 /// overflows it and each dropped SYN costs its client a second.
 fn listen(bind: SocketAddr) -> std::io::Result<TcpListener> {
+    let s = listening(bind, 4096)?;
+    s.set_read_timeout(Some(TICK))?;
+    Ok(s.into())
+}
+
+/// A socket listening on `bind` (the address reused at once) with `backlog` connections queued.
+pub(super) fn listening(bind: SocketAddr, backlog: i32) -> std::io::Result<Socket> {
     let s = Socket::new(Domain::for_address(bind), Type::STREAM, Some(Protocol::TCP))?;
     s.set_reuse_address(true)?;
     s.bind(&bind.into())?;
-    s.listen(4096)?;
-    s.set_read_timeout(Some(TICK))?;
-    Ok(s.into())
+    s.listen(backlog)?;
+    Ok(s)
 }
 
 /// A listener in the receiver namespace; each connection is read to its end and discarded.
