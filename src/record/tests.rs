@@ -200,3 +200,18 @@ fn damaged_chunks_are_left_out_and_said() {
     let e = Recording::open(dir.path()).err().map(|e| format!("{e:#}")).unwrap_or_default();
     assert!(e.contains("not a recording: every chunk is damaged"), "{e}");
 }
+
+/// A recording of format 1 (every socket's row at every poll), written by bbrtop before format 2:
+/// six polls in two chunks, a socket closing after the third. It reads back as the snapshots it
+/// read back as then (`testdata/format1.json`, written by that reader).
+#[test]
+fn a_format_1_recording_still_reads() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/record/testdata");
+    let mut rec = Recording::open(&data.join("format1")).unwrap();
+    assert_eq!(rec.polls().len(), 6);
+    // Compared as text: serde_json parses a float to within an ulp, and prints it exactly.
+    let back: Vec<serde_json::Value> = rec.read(0..6).unwrap().iter().map(doc).collect();
+    let want = std::fs::read_to_string(data.join("format1.json")).unwrap();
+    assert_eq!(serde_json::to_string_pretty(&back).unwrap() + "\n", want);
+    assert_eq!(rec.read(2..5).unwrap().iter().map(|s| s.sockets.len()).collect::<Vec<_>>(), vec![3, 2, 2]);
+}
