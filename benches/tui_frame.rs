@@ -10,7 +10,7 @@ use bbrtop::tui::Source;
 use bbrtop::tui::app::App;
 use bbrtop::tui::procs::Owners;
 use bbrtop::tui::render::{self, Screen};
-use bbrtop_core::filter::Filter;
+use bbrtop_core::filter::Expr;
 use bbrtop_core::seam::{Now, feed_dump};
 use bbrtop_core::system::SystemInfo;
 use bbrtop_core::testing::record;
@@ -49,7 +49,7 @@ fn main() {
         ("table", App::default()),
         ("table + detail", with(|a| a.detail = true)),
         ("sorted by LOCAL", with(|a| a.sort = &bbrtop_core::columns::LOCAL)),
-        ("filter cc cubic", with(|a| a.filter = Filter::parse_words("cc cubic").expect("a filter"))),
+        ("filter cc cubic", with(|a| a.filter = Expr::parse("cc cubic").expect("a filter"))),
     ];
     for (w, h) in [(200, 50), (120, 40), (80, 24)] {
         let mut t = Terminal::new(TestBackend::new(w, h)).expect("a terminal");

@@ -5,7 +5,7 @@
 //!
 //!     cargo run --release --example scrape_bench [N...]     (default: 10000 100000)
 
-use bbrtop::export::metrics::{Scrape, render_openmetrics, to_text_004};
+use bbrtop::export::metrics::{Scrape, render_openmetrics, render_protobuf, to_text_004};
 use bbrtop::output::json::SnapshotDoc;
 use bbrtop_core::model::SocketRecord;
 use bbrtop_core::peer_groups::PeerGroups;
@@ -32,6 +32,8 @@ fn sockets(n: usize) -> Vec<SocketRecord> {
                 .srtt_us(min + (i % 7) as u32 * min / 2)
                 .delivery_rate_bytes_per_sec(10_000 * (1 + i as u64 % 1000))
                 .last_ack_recv_ms((i % 3) as u32 * 600)
+                // Senders, which the live histograms count: the most a scrape does per socket.
+                .sending()
                 .bbr(12_500 * (1 + i as u64 % 1000), min, gains.0, gains.1)
                 .build()
         })
@@ -65,8 +67,8 @@ fn main() {
         .unwrap(),
     );
     println!(
-        "{:>8} {:>6} {:>12} {:>10} {:>14} {:>10}",
-        "sockets", "top_k", "metrics_ms", "bytes", "api_json_ms", "bytes"
+        "{:>8} {:>6} {:>12} {:>10} {:>10} {:>10} {:>14} {:>10}",
+        "sockets", "top_k", "metrics_ms", "bytes", "proto_ms", "bytes", "api_json_ms", "bytes"
     );
     for n in ns {
         let mut e = Engine::new(EngineConfig::default());
@@ -81,21 +83,22 @@ fn main() {
             serde_json::to_vec(&SnapshotDoc::new(&snap, views.iter().collect())).unwrap().len()
         });
         for top_k in [0, 100, 1000] {
-            let (t, b) = time(runs, || {
-                let s = Scrape {
-                    snap: Arc::clone(&snap),
-                    groups: Arc::clone(&groups),
-                    top_k,
-                    by_pod_namespace: false,
-                    posts: vec![],
-                    // As the server does: /proc is read at every scrape.
-                    process: bbrtop::export::process::read(),
-                };
-                to_text_004(&render_openmetrics(s)).len()
-            });
+            let scrape = || Scrape {
+                snap: Arc::clone(&snap),
+                groups: Arc::clone(&groups),
+                top_k,
+                by_pod_namespace: false,
+                posts: vec![],
+                // As the server does: /proc is read at every scrape.
+                process: bbrtop::export::process::read(),
+            };
+            let (t, b) = time(runs, || to_text_004(&render_openmetrics(scrape())).len());
+            // What a Prometheus with native histograms is served.
+            let (pt, pb) = time(runs, || render_protobuf(scrape()).len());
             println!(
-                "{n:>8} {top_k:>6} {:>12.2} {b:>10} {:>14.2} {json_b:>10}",
+                "{n:>8} {top_k:>6} {:>12.2} {b:>10} {:>10.2} {pb:>10} {:>14.2} {json_b:>10}",
                 t.as_secs_f64() * 1e3,
+                pt.as_secs_f64() * 1e3,
                 json_t.as_secs_f64() * 1e3
             );
         }

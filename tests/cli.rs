@@ -139,6 +139,48 @@ fn snapshot_json_streams_one_document_matching_the_table() {
     assert!(first.starts_with(b"{\"taken_at\":"), "{}", String::from_utf8_lossy(&first));
 }
 
+/// `snapshot --filter`: the TUI's language decides which sockets are listed, with `ss`'s
+/// meanings of `sport` and `dport`; `state` lifts the default state mask; a bad expression is a
+/// one-line usage error.
+#[test]
+fn snapshot_follows_filter() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let conns: Vec<_> = (0..3)
+        .map(|_| {
+            let c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            (c, l.accept().unwrap().0)
+        })
+        .collect();
+    // (filter, how many of the sockets on `port` it lists, which end's port is `port`)
+    let listed = |filter: &str| {
+        let o = bbrtop(&["snapshot", "--json", "--filter", filter]);
+        assert_eq!(o.status.code(), Some(0), "{filter}: {}", stderr(&o));
+        let doc: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON document");
+        let ends = |s: &serde_json::Value, end: &str| {
+            s[end].as_str().is_some_and(|a| a.ends_with(&format!(":{port}")))
+        };
+        let socks = doc["sockets"].as_array().unwrap().clone();
+        let on: Vec<_> = socks.iter().filter(|s| ends(s, "local") || ends(s, "peer")).collect();
+        (on.len(), on.iter().filter(|s| ends(s, "local")).count(), socks.len())
+    };
+    let n = conns.len();
+    assert_eq!(listed(&format!("port {port}")), (2 * n, n, 2 * n));
+    assert_eq!(listed(&format!("sport = {port}")), (n, n, n), "sport: the local end");
+    assert_eq!(listed(&format!("dport = :{port}")), (n, 0, n), "dport: the peer's end");
+    assert_eq!(listed(&format!("port {port} and not dport == {port}")), (n, n, n));
+    assert_eq!(listed(&format!("dport {port} or (sport {port} and src 127.0.0.0/8)")), (2 * n, n, 2 * n));
+    // The listener is LISTEN, which only a state word (or --state) brings in.
+    assert_eq!(listed(&format!("sport {port} and state listen")), (1, 1, 1));
+    for bad in ["bogus", "srtt > 100ms", "(port 1", "port", "cc bbr or"] {
+        let o = bbrtop(&["snapshot", "--filter", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+        let lines: Vec<String> = stderr(&o).lines().filter(|l| !l.is_empty()).map(str::to_string).collect();
+        assert_eq!(lines.len(), 1, "{bad}: {lines:?}");
+        assert!(lines[0].starts_with("bbrtop: error:") && lines[0].contains("--filter"), "{lines:?}");
+    }
+}
+
 /// The commands `bbrtop --help` lists (help itself aside).
 fn commands() -> Vec<String> {
     let help = String::from_utf8(bbrtop(&["--help"]).stdout).expect("utf-8");

@@ -20,6 +20,8 @@ const RULE_FILES: [&str; 2] =
 /// panel that is not here is a typo that would silently match nothing.
 const EXPORTED: &[&str] = &[
     "bbrtop_sockets",
+    "bbrtop_sockets_by_role",
+    "bbrtop_inflated_goodput_bytes_per_second",
     "bbrtop_srtt_seconds",
     "bbrtop_min_rtt_seconds",
     "bbrtop_rtt_inflation_ratio",
@@ -93,12 +95,13 @@ fn rules(rel: &str) -> Vec<Yaml> {
     seq(&doc, "groups").iter().flat_map(|g| seq(g, "rules").to_vec()).collect()
 }
 
-/// The test files under dashboards/prometheus/tests.
+/// The test files under dashboards/prometheus/tests (`*.test.yml`; beside them, rule files only
+/// the tests load).
 fn rule_test_files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = fs::read_dir(path("dashboards/prometheus/tests"))
         .expect("dashboards/prometheus/tests")
         .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yml"))
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(".test.yml")))
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no promtool test files");
@@ -368,20 +371,66 @@ fn grafana_dashboard_has_variables_and_panels() {
         "sockets by cc and phase"
     );
     for q in ["0.5", "0.95", "0.99"] {
-        let want = format!("histogram_quantile({q}, sum by (le, cc) (bbrtop_srtt_seconds_bucket");
-        assert!(has(&|e| e.starts_with(&want)), "srtt p{q} by cc");
+        let native = format!("histogram_quantile({q}, sum by (cc) (bbrtop_srtt_seconds{{");
+        let classic = format!(" or histogram_quantile({q}, sum by (le, cc) (bbrtop_srtt_seconds_bucket{{");
+        assert!(has(&|e| e.starts_with(&native) && e.contains(&classic)), "srtt p{q} by cc");
     }
+    assert!(
+        has(&|e| e.contains("bbrtop_sockets_by_role{") && e.contains("by (cc, role)")),
+        "sockets by role"
+    );
+    assert!(has(&|e| e.contains("bbrtop_inflated_goodput_bytes_per_second{")), "inflated goodput");
     assert!(has(&|e| e.contains("bbrtop_sockets_inflated")), "inflation");
     assert!(has(&|e| e.contains("bbrtop_bbr_bandwidth_bytes_per_second_bucket")), "BBR bandwidth");
     assert!(has(&|e| e.contains("bbrtop_alerts_firing")), "alerts firing");
     assert!(has(&|e| e.contains("bbrtop_collector_up")), "collector health");
     assert!(
-        has(&|e| e.starts_with("histogram_quantile(0.95, sum by (le, instance) (bbrtop_srtt_seconds_bucket")),
+        has(&|e| e.starts_with("histogram_quantile(0.95, sum by (instance) (bbrtop_srtt_seconds{")),
         "fleet A/B: p95 srtt per host"
     );
     for (title, e) in &all {
         assert_known_metrics(title, e);
     }
+}
+
+/// The open sockets' distributions go out as native histograms to a Prometheus that takes them,
+/// and it then stores no classic buckets: every quantile over a live family's `_bucket` series,
+/// in the rules and the dashboard, reads the native histogram first and the classic buckets only
+/// where there is none (`native or classic`).
+#[test]
+fn quantiles_read_native_histograms_first() {
+    const LIVE: [&str; 5] = [
+        "bbrtop_srtt_seconds",
+        "bbrtop_min_rtt_seconds",
+        "bbrtop_rtt_inflation_ratio",
+        "bbrtop_bbr_bandwidth_bytes_per_second",
+        "bbrtop_delivery_rate_bytes_per_second",
+    ];
+    let mut exprs: Vec<(String, String)> = exprs(&dashboard());
+    for rel in RULE_FILES {
+        for rule in rules(rel) {
+            let name = str_of(&rule, "record").or(str_of(&rule, "alert")).expect("a name").to_owned();
+            exprs.push((name, str_of(&rule, "expr").expect("expr").to_owned()));
+        }
+    }
+    let mut checked = 0;
+    for (what, e) in &exprs {
+        let e = e.split_whitespace().collect::<Vec<_>>().join(" ");
+        for fam in LIVE {
+            let classic = e.matches(&format!("{fam}_bucket")).count();
+            if classic == 0 {
+                continue;
+            }
+            // Each classic quantile follows its native one: `native or classic`.
+            let pairs = e.matches(&format!("{fam}{{")).count() + e.matches(&format!("{fam})")).count();
+            assert_eq!(pairs, classic, "{what}: a quantile of {fam} without its native histogram: {e}");
+            let native_first = e.find(&format!("({fam}")).zip(e.find(&format!("{fam}_bucket")));
+            assert!(native_first.is_some_and(|(n, c)| n < c), "{what}: native after classic: {e}");
+            assert_eq!(e.matches(" or histogram_quantile(").count(), classic, "{what}: {e}");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 40, "only {checked} quantiles found");
 }
 
 /// Grafana's variables replaced by values Prometheus accepts, as Grafana would send them.
@@ -437,6 +486,8 @@ fn alertmanager_example_is_valid_and_routes() {
         (&["alertname=TcpRttInflation", "instance=edge-02:10027", "cc=cubic"][..], "team-network"),
         (&["alertname=BbrtopExporterDown", "severity=critical"][..], "team-network-pager"),
         (&["alertname=BbrtopCollectorDown", "severity=warning"][..], "team-network"),
+        (&["alertname=BbrtopManySocketsInflated", "severity=warning"][..], "team-network"),
+        (&["alertname=BbrtopInflatedTrafficHigh", "severity=critical"][..], "team-network-pager"),
     ] {
         let out = run(Command::new(&amtool)
             .args(["config", "routes", "test", "--config.file"])

@@ -111,6 +111,16 @@ fn root_a_rejected_post_is_counted_as_a_client_error() {
     assert!(am.active_rtt_alerts().is_empty());
 }
 
+/// A real Alertmanager running the shipped configuration (routes, inhibit rules).
+fn shipped_alertmanager() -> Alertmanager {
+    let shipped = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/dashboards/alertmanager/alertmanager.yml"
+    ))
+    .unwrap();
+    Alertmanager::start_config(&shipped)
+}
+
 /// The shipped Alertmanager configuration, a pushed alert's labels and a per-host alert as
 /// Prometheus sends it: the inhibit rule (equal on instance and cc) suppresses the pushed alert of
 /// the same host and cc, not another cc's; and a blackholed Alertmanager beside it (it accepts
@@ -120,12 +130,7 @@ fn root_the_shipped_inhibit_rule_matches_pushed_alerts_beside_a_blackholed_alert
     if !have("prometheus-alertmanager") {
         return;
     }
-    let shipped = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/dashboards/alertmanager/alertmanager.yml"
-    ))
-    .unwrap();
-    let am = Alertmanager::start_config(&shipped);
+    let am = shipped_alertmanager();
     let blackhole = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let blackhole_url = format!("http://{}", blackhole.local_addr().unwrap());
     let _held = std::thread::spawn(move || blackhole.incoming().flatten().collect::<Vec<_>>());
@@ -165,4 +170,44 @@ fn root_the_shipped_inhibit_rule_matches_pushed_alerts_beside_a_blackholed_alert
     for key in ["summary", "description", "runbook_url"] {
         assert!(a["annotations"][key].as_str().is_some_and(|s| !s.is_empty()), "{key}: {a}");
     }
+}
+
+/// The shipped Alertmanager configuration: the page (`BbrtopInflatedTrafficHigh`) inhibits the
+/// warning it grew from (`BbrtopManySocketsInflated`) for the same host and cc, not another host's.
+#[test]
+fn root_the_page_inhibits_its_warning() {
+    if !have("prometheus-alertmanager") {
+        return;
+    }
+    let am = shipped_alertmanager();
+    let alert = |name: &str, severity: &str, instance: &str| {
+        serde_json::json!({
+            "labels": {"alertname": name, "severity": severity, "job": "bbrtop", "instance": instance, "cc": "cubic"},
+            "annotations": {"summary": name},
+        })
+    };
+    let posted = serde_json::json!([
+        alert("BbrtopInflatedTrafficHigh", "critical", "edge-01"),
+        alert("BbrtopManySocketsInflated", "warning", "edge-01"),
+        alert("BbrtopManySocketsInflated", "warning", "edge-02"),
+    ]);
+    assert_eq!(am.post(&posted), 200);
+    let warnings = poll_until(Duration::from_secs(10), || {
+        let w: Vec<(String, String)> = am
+            .alerts()
+            .into_iter()
+            .filter(|a| a["labels"]["alertname"] == "BbrtopManySocketsInflated")
+            .map(|a| {
+                let instance = a["labels"]["instance"].as_str().unwrap_or("").to_string();
+                (instance, a["status"]["state"].as_str().unwrap_or("").to_string())
+            })
+            .collect();
+        (w.len() == 2 && w.iter().all(|(_, s)| s != "unprocessed")).then_some(w)
+    });
+    let mut w = warnings.expect("both warnings processed");
+    w.sort();
+    assert_eq!(
+        w,
+        [("edge-01".to_string(), "suppressed".to_string()), ("edge-02".to_string(), "active".to_string())]
+    );
 }

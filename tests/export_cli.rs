@@ -315,12 +315,7 @@ fn live_scrape_passes_promtool_and_closed_sockets_leave_no_series() {
     assert!(sockets.is_some(), "the flow's two sockets never appeared in /api/sockets");
     let (status, text) = get(port, "/metrics", None).unwrap();
     assert_eq!(status, 200);
-    let open: f64 = text
-        .lines()
-        .filter(|l| l.starts_with("bbrtop_sockets{") && l.contains("state=\"ESTAB\""))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum();
-    assert_eq!(open, 2.0, "{text}");
+    assert_eq!(established(&text), 2.0, "{text}");
     assert!(text.contains("bbrtop_socket_srtt_seconds{cookie="), "top-K series missing: {text}");
     let (ok, printed) = promtool_check(&text);
     assert!(ok && printed.trim().is_empty(), "promtool check metrics: {printed}\n{text}");
@@ -353,6 +348,59 @@ fn live_scrape_passes_promtool_and_closed_sockets_leave_no_series() {
         assert!(closed.contains("bbrtop_closed_flow_srtt_seconds_bucket{"), "{closed}");
         let (ok, printed) = promtool_check(&closed);
         assert!(ok && printed.trim().is_empty(), "promtool check metrics: {printed}\n{closed}");
+    }
+}
+
+/// The established sockets `bbrtop_sockets` counts, over its series.
+fn established(metrics: &str) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("bbrtop_sockets{") && l.contains("state=\"established\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// `--filter` decides which sockets are tracked, so the metrics and the per-cc aggregates follow
+/// it: `dport = P` is the flow's client end alone (its peer's port is P, as `ss` has it), where
+/// `--port P` lists both ends. A filter that cannot decide tracking is a one-line usage error.
+#[test]
+fn export_follows_filter() {
+    let flow = Flow::start();
+    let port = free_port();
+    let child = Command::new(BIN)
+        .args(["export", "--web.listen-address", &format!("127.0.0.1:{port}"), "--interval", "200ms"])
+        .arg("--web.enable-api")
+        .args(["--filter", &format!("dport = {} and not cc no-such-cc", flow.port)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let _exporter = Proc(child);
+    // Both ends exist before the first poll: a filter that let the server's end in would list
+    // it in the same poll as the client's.
+    let sockets = poll_until(Duration::from_secs(10), || {
+        let (_, body) = get(port, "/api/sockets", None).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&body).ok()?;
+        let s = v["sockets"].as_array()?.clone();
+        (!s.is_empty()).then_some(s)
+    })
+    .expect("the flow's client never appeared in /api/sockets");
+    let peers: Vec<&str> = sockets.iter().filter_map(|s| s["peer"].as_str()).collect();
+    assert_eq!(peers, [format!("127.0.0.1:{}", flow.port)], "{sockets:?}");
+    let (_, text) = get(port, "/metrics", None).unwrap();
+    assert_eq!(established(&text), 1.0, "{text}");
+
+    let free = format!("127.0.0.1:{}", free_port());
+    for (bad, says) in [
+        ("srtt > 100ms", "changes from poll to poll"),
+        ("sending", "changes from poll to poll"),
+        ("dport = 443 and", "\"and\" needs a word on each side"),
+        ("bbr", "unknown word \"bbr\""),
+    ] {
+        let (code, err) = fails(&["--web.listen-address", &free, "--filter", bad]);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert_one_line(&err);
+        assert!(err.contains("--filter") && err.contains(says), "{bad}: {err}");
     }
 }
 

@@ -189,3 +189,35 @@ fn root_a_real_prometheus_scrapes_it() {
     assert_eq!(groups.into_iter().collect::<Vec<_>>(), ["lab", "other"]);
     assert!(prom.targets().iter().all(|(_, e)| e.is_empty()), "{:?}", prom.targets());
 }
+
+/// With native histograms on, Prometheus asks for protobuf first: the live distributions arrive
+/// as native histograms (and no classic `_bucket` series), every other family as before, and a
+/// quantile over them reads the one sender's srtt to within the native buckets' 4.4%.
+#[test]
+fn root_a_native_histograms_prometheus_scrapes_protobuf() {
+    if !have("prometheus") {
+        return;
+    }
+    let srv = Server::start(Security::default(), Limits::default(), 3);
+    let prom = Prometheus::start_native(&Prometheus::scraping(&format!("127.0.0.1:{}", srv.port)));
+    let srtt = r#"bbrtop_srtt_seconds{cc="cubic",peer_group="lab"}"#;
+    let native = poll_until(Duration::from_secs(20), || {
+        prom.query(srtt).into_iter().next().filter(|s| s.get("histogram").is_some())
+    });
+    assert!(native.is_some(), "no native histogram: {:?} {:?}", prom.query(srtt), prom.targets());
+    assert!(prom.query("bbrtop_srtt_seconds_bucket").is_empty(), "classic buckets beside the native ones");
+    for expr in [
+        "bbrtop_inflation_onsets_total",
+        "bbrtop_socket_srtt_seconds",
+        "bbrtop_sockets_by_role",
+        "bbrtop_build_info",
+        r#"bbrtop_sockets{state="established"}"#,
+    ] {
+        assert!(!prom.query(expr).is_empty(), "{expr}: no data in Prometheus");
+    }
+    // Socket 3, the lab group's one CUBIC sender, has srtt 90 ms.
+    let p95 = prom.query(&format!("histogram_quantile(0.95, sum by (cc) ({srtt}))"));
+    let got: f64 = p95[0]["value"][1].as_str().and_then(|v| v.parse().ok()).expect("a p95");
+    assert!((got / 0.09 - 1.0).abs() < 0.044, "p95 {got} s for one socket at 90 ms");
+    assert!(prom.targets().iter().all(|(h, e)| h == "up" && e.is_empty()), "{:?}", prom.targets());
+}

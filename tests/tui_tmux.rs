@@ -97,6 +97,16 @@ impl Tmux {
         self.keys(&["clear", "Enter"]);
     }
 
+    /// Starts bbrtop on this host's own sockets, which needs no privilege, and waits for its
+    /// screen; returns its pid.
+    fn launch_on_host(&self) -> u32 {
+        self.keys(&[&format!("{} --no-collector.bpf", env!("CARGO_BIN_EXE_bbrtop")), "Enter"]);
+        let pid = self.child_pid();
+        self.1.borrow_mut().push(pid);
+        self.wait_for("collectors:");
+        pid
+    }
+
     /// Waits (bounded) until the pane shows `want`; returns the pane.
     fn wait_for(&self, want: &str) -> String {
         let t = Instant::now();
@@ -158,13 +168,17 @@ fn root_tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     t.keys(&["/", "c", "c", " ", "b", "b", "r", "Enter"]);
     let p = t.wait_for("filter: cc bbr");
     assert!(p.contains("sockets (1)"), "the filter keeps the BBR flow only:\n{p}");
-    t.keys(&[
-        "/", "BSpace", "BSpace", "BSpace", "BSpace", "BSpace", "BSpace", "p", "o", "r", "t", " ", "x",
-        "Enter",
-    ]);
+    t.keys(&["/", "C-u", "port x", "Enter"]);
     let p = t.wait_for("invalid port");
     assert!(p.contains("kept: \"cc bbr\""), "a bad filter keeps the previous one:\n{p}");
-    t.keys(&["c"]);
+    // `not` inverts, and the views of sockets follow: the CUBIC flow alone, in view 2 too.
+    t.keys(&["/", "C-u", "not cc bbr", "Enter"]);
+    let p = t.wait_for("filter: not cc bbr");
+    assert!(p.contains("sockets (1)") && p.contains(" cubic "), "{p}");
+    t.keys(&["2"]);
+    let p = t.wait_for("filtered: 1 of 2 sockets");
+    assert!(!p.lines().any(|l| l.starts_with("bbr ")), "no BBR row under the filter:\n{p}");
+    t.keys(&["1", "c"]);
     t.wait_for("sockets (2)");
     t.keys(&["Enter"]);
     let p = t.wait_for("  pacing ");
@@ -244,11 +258,34 @@ fn tui_goes_on_after_sigusr1() {
     }
     let t = Tmux::start("usr1");
     t.keys(&["S0=$(stty -g)", "Enter"]);
-    t.keys(&[&format!("{} --no-collector.bpf", env!("CARGO_BIN_EXE_bbrtop")), "Enter"]);
-    let pid = t.child_pid();
-    t.1.borrow_mut().push(pid);
-    t.wait_for("collectors:");
+    let pid = t.launch_on_host();
     goes_on_after_sigusr1(&t, pid);
+}
+
+/// The `/` prompt in a real terminal: a bad filter is said in place and kept for mending, and the
+/// line editor's keys (Ctrl-A, Ctrl-U, Ctrl-K, arrows) work. On this host's own sockets: no
+/// privilege.
+#[test]
+fn tui_prompt_edits_and_says_what_it_did() {
+    if !have("tmux") {
+        return;
+    }
+    let t = Tmux::start("prompt");
+    t.keys(&["S0=$(stty -g)", "Enter"]);
+    let pid = t.launch_on_host();
+    t.keys(&["/", "srtt > 100", "Enter"]);
+    let p = t.wait_for("expected a time such as 100ms");
+    assert!(p.contains("filter \"srtt > 100\"") && p.contains("(kept: \"\")"), "{p}");
+    // `/` opens what was typed; mended at both ends, it applies.
+    t.keys(&["/", "ms", "C-a", "not ", "Enter"]);
+    t.wait_for("filter: not srtt > 100ms");
+    t.keys(&["/", "C-u", "cc bbr", "Left", "Left", "Left", "C-k", "cubic", "Home", "!", "Enter"]);
+    t.wait_for("filter: !cc cubic");
+    t.keys(&["/", "C-e", " and", "Enter"]);
+    let p = t.wait_for("needs a word on each side");
+    assert!(p.contains("(kept: \"!cc cubic\")"), "{p}");
+    t.keys(&["q"]);
+    t.back_at_shell(pid, "q");
 }
 
 /// Closing the terminal (its window, its ssh session) ends bbrtop, lab included, within seconds:

@@ -1,9 +1,9 @@
 //! Flags shared by several commands, and their value parsers. Bad values are usage errors.
 
 use bbrtop_collect::netns::NetnsSpec;
-use bbrtop_core::filter::{self, Filter};
+use bbrtop_core::filter::{self, Expr, Filter};
+use bbrtop_core::model::TcpState;
 use bbrtop_core::model::derive::Baseline;
-use bbrtop_core::model::{StateSet, TcpState};
 use bbrtop_core::rule::RuleConfig;
 use bbrtop_engine::EngineConfig;
 use clap::Args;
@@ -33,7 +33,8 @@ impl PollArgs {
     }
 }
 
-/// Which sockets: `--cc`, `--port`, `--peer`, `--state`. Each may be repeated (OR); kinds AND.
+/// Which sockets: `--cc`, `--port`, `--peer`, `--state`, each of which may be repeated (OR), and
+/// `--filter`; they AND.
 #[derive(Args, Clone, Debug, Default)]
 pub struct FilterArgs {
     /// Only sockets using this congestion control (e.g. bbr, cubic).
@@ -46,20 +47,24 @@ pub struct FilterArgs {
     #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
     pub peer: Vec<IpNet>,
     /// Only sockets in this state (ss names: established, syn-sent, fin-wait-1, listen, ...).
-    /// Default: every state but listen and time-wait.
+    /// Default: every state but listen and time-wait (every state when --filter names one).
     #[arg(long, value_name = "STATE", value_parser = parse_state)]
     pub state: Vec<TcpState>,
+    /// Only sockets this expression matches, in the TUI's filter language (README, "Filters"):
+    /// cc NAME, port/sport/dport [OP] N, src/dst ADDR[/LEN], state S, netns, pod, cgroup, lo,
+    /// joined by and, or, not and parentheses (not binds tightest, then and, then or), e.g.
+    /// 'cc bbr and not (dport = 22 or lo)'. It decides which sockets are tracked at all, so the
+    /// words whose truth changes from poll to poll (sending, value comparisons such as
+    /// srtt > 100ms) are refused here: a socket would lose its history and counters each time
+    /// it left. They work in the TUI's / filter.
+    #[arg(long = "filter", id = "filter", value_name = "EXPR", value_parser = parse_filter)]
+    pub expr: Option<Expr>,
 }
 
 impl FilterArgs {
     pub fn filter(&self) -> Filter {
-        Filter {
-            cc: self.cc.clone(),
-            ports: self.port.clone(),
-            peers: self.peer.clone(),
-            states: (!self.state.is_empty()).then(|| StateSet::from_states(&self.state)),
-            places: Vec::new(),
-        }
+        let expr = self.expr.clone().unwrap_or_default();
+        Filter::from_flags(&self.cc, &self.port, &self.peer, &self.state, expr)
     }
 }
 
@@ -204,6 +209,11 @@ pub fn parse_state(s: &str) -> Result<TcpState, String> {
     filter::parse_state(s).map_err(|e| e.to_string())
 }
 
+/// `--filter`: the words that decide tracking (see [`Expr::parse_tracked`]).
+pub fn parse_filter(s: &str) -> Result<Expr, String> {
+    Expr::parse_tracked(s).map_err(|e| e.to_string())
+}
+
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s).map_err(|e| format!("invalid duration {s:?}: {e} (try 1s, 250ms)"))
 }
@@ -301,5 +311,24 @@ mod tests {
         assert_eq!(parse_hold("0s"), Ok(Duration::ZERO));
         assert!(parse_hold("1000000000h").unwrap_err().contains("out of range (0s to 1day)"));
         assert!(parse_floor("11s").is_err());
+    }
+
+    /// The flags and `--filter` AND; `--filter` refuses what cannot decide tracking.
+    #[test]
+    fn filter_flags_and_expression_combine() {
+        use bbrtop_core::testing::record;
+        let a = FilterArgs {
+            cc: vec!["bbr".into(), "bbr2".into()],
+            expr: Some(parse_filter("not lo").unwrap()),
+            ..FilterArgs::default()
+        };
+        let f = a.filter();
+        assert!(f.matches(&record(1, "bbr").build()));
+        assert!(f.matches(&record(1, "bbr2").build()));
+        assert!(!f.matches(&record(1, "cubic").build()));
+        assert!(!f.matches(&record(1, "bbr").peer("127.0.0.1:80").build()));
+        assert!(FilterArgs::default().filter().is_empty());
+        assert!(parse_filter("sending").unwrap_err().contains("changes from poll to poll"));
+        assert!(parse_filter("port 0").unwrap_err().contains("invalid port"));
     }
 }

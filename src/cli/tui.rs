@@ -53,7 +53,7 @@ pub struct ConnectArgs {
 }
 
 /// The flags that say how this host is polled, which mean nothing for a remote's state.
-const LOCAL_ONLY: [&str; 17] = [
+const LOCAL_ONLY: [&str; 18] = [
     "netns",
     "lab",
     "collector_bpf",
@@ -66,6 +66,7 @@ const LOCAL_ONLY: [&str; 17] = [
     "port",
     "peer",
     "state",
+    "filter",
     "ratio",
     "hold",
     "floor",
@@ -200,6 +201,7 @@ mod tests {
             (&["--connect", "https://h:1", "--netns", "/proc/self/ns/net"][..], "'--netns <NAME|PATH>'"),
             (&["--connect", "https://h:1", "--lab"], "'--lab'"),
             (&["--connect", "https://h:1", "--cc", "bbr"], "'--cc <NAME>'"),
+            (&["--connect", "https://h:1", "--filter", "lo"], "'--filter <EXPR>'"),
             (&["--connect", "https://h:1", "--alert.ratio", "2"], "'--alert.ratio <RATIO>'"),
             (&["--connect", "https://h:1", "--no-collector.bpf"], "'--no-collector.bpf'"),
             (&["--connect", "https://h:1", "--loopback"], "'--loopback'"),

@@ -2,17 +2,27 @@
 //! leaves no stale series and the histograms describe the sockets open now.
 //!
 //! Names (prefix `bbrtop_`, base units) are fixed: the shipped rules and dashboards use them.
-//! prometheus-client encodes OpenMetrics text; [`to_text_004`] turns it into the classic text
-//! format for scrapers (and `promtool check metrics`) that do not ask for OpenMetrics.
+//! prometheus-client encodes OpenMetrics text, and Prometheus' own protobuf
+//! (`io.prometheus.client.MetricFamily`), the one format that carries native histograms;
+//! [`to_text_004`] turns the text into the classic text format for scrapers (and `promtool
+//! check metrics`) that ask for neither.
+//!
+//! The distributions of open sockets are over each cc's senders (`SocketView::role`), as the
+//! snapshot's per-cc figures are; `bbrtop_sockets` counts every socket.
 
+use bbrtop_core::model::bbr::is_bbr;
 use bbrtop_core::model::{Count, Phase, TcpState};
 use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::snapshot::CcAggregate;
 use bbrtop_core::snapshot::CcTotals;
 use bbrtop_core::snapshot::ClosedAggregate;
-use bbrtop_core::snapshot::{CollectorStatus, Snapshot, SocketView};
+use bbrtop_core::snapshot::hist::Hist;
+use bbrtop_core::snapshot::{CollectorStatus, Role, Snapshot, SocketView};
+use live_hist::LiveHist;
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, NoLabelSet};
+use prometheus_client::encoding::{
+    DescriptorEncoder, EncodeLabelSet, NativeHistogram, NativeHistogramBuckets, NoLabelSet,
+};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use std::collections::BTreeMap;
@@ -20,8 +30,6 @@ use std::sync::Arc;
 
 /// The hard cap on `--metrics.per-socket.top-k`.
 pub const TOP_K_CAP: usize = 1000;
-
-pub use bbrtop_core::snapshot::hist::{Hist, RATE_BOUNDS, RATIO_BOUNDS, RTT_BOUNDS};
 
 /// `bbrtop_alertmanager_posts_total` values: ((alertmanager, result), count).
 pub type PostCounts = Vec<((String, &'static str), u64)>;
@@ -40,8 +48,9 @@ pub struct Scrape {
 }
 
 /// The histograms of the sockets open now: their counts fall when sockets close, which
-/// OpenMetrics types `gaugehistogram` (samples `_bucket`, `_gcount`, `_gsum`). prometheus-client
-/// has no such type yet, so they are encoded as histograms and retyped by [`as_gauge_histograms`].
+/// OpenMetrics types `gaugehistogram` (samples `_bucket`, `_gcount`, `_gsum`) and protobuf
+/// `GAUGE_HISTOGRAM`. prometheus-client has no such type yet, so they are encoded as histograms
+/// and retyped: the text by [`as_gauge_histograms`], the protobuf in [`render_protobuf`].
 const LIVE_HISTOGRAMS: [&str; 5] = [
     "bbrtop_srtt_seconds",
     "bbrtop_min_rtt_seconds",
@@ -58,6 +67,33 @@ pub fn render_openmetrics(s: Scrape) -> String {
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
     as_gauge_histograms(&out)
+}
+
+/// The media type of [`render_protobuf`]'s body, which Prometheus asks for when its native
+/// histograms are on (`--enable-feature=native-histograms`).
+pub const PROTOBUF: &str =
+    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited";
+
+/// Encodes one scrape as Prometheus' protobuf exposition: `io.prometheus.client.MetricFamily`
+/// messages, each after its length as a varint. The live histograms carry native buckets beside
+/// the classic ones, as client_golang's do, and are typed `GAUGE_HISTOGRAM`.
+pub fn render_protobuf(s: Scrape) -> Vec<u8> {
+    use prometheus_client::encoding::prometheus_protobuf::{encode, prometheus_data_model::MetricType};
+    use prost::Message;
+    let mut reg = Registry::default();
+    reg.register_collector(Box::new(s));
+    // The collector writes to memory: only a bug of ours could make it fail, and then the
+    // families encoded so far are still served.
+    let families = encode(&reg).unwrap_or_default();
+    let mut out = Vec::with_capacity(64 * 1024);
+    for mut f in families {
+        if LIVE_HISTOGRAMS.contains(&f.name.as_str()) {
+            f.r#type = MetricType::GaugeHistogram as i32;
+        }
+        // Writing to a Vec cannot fail.
+        let _ = f.encode_length_delimited(&mut out);
+    }
+    out
 }
 
 /// The live histogram family `text` starts with, and the rest of it.
@@ -133,55 +169,90 @@ pub fn to_text_004(om: &str) -> String {
     out
 }
 
-/// `phase` label values, indexed by [`phase_index`].
-const PHASES: [&str; 5] = ["none", "startup", "drain", "probe_bw", "probe_rtt"];
+/// `phase` label values, indexed by [`phase_index`]: `none` for a cc that has no BBR phase,
+/// `unknown` for a BBR socket whose phase neither the kernel nor its gains tell.
+const PHASES: [&str; 6] = ["none", "unknown", "startup", "drain", "probe_bw", "probe_rtt"];
 /// Kernel TCP states are 1..=12; one slot per value.
 const STATES: usize = 16;
 
-fn phase_index(p: Option<Phase>) -> usize {
+fn phase_index(p: Option<Phase>, bbr: bool) -> usize {
     match p {
+        None if bbr => 1,
         None => 0,
-        Some(Phase::Startup) => 1,
-        Some(Phase::Drain) => 2,
-        Some(Phase::ProbeBw(_)) => 3,
-        Some(Phase::ProbeRtt) => 4,
+        Some(Phase::Startup) => 2,
+        Some(Phase::Drain) => 3,
+        Some(Phase::ProbeBw(_)) => 4,
+        Some(Phase::ProbeRtt) => 5,
     }
 }
 
-pub fn phase_label(p: Option<Phase>) -> &'static str {
-    PHASES[phase_index(p)]
+/// `role` label values, indexed by [`role_index`]; the JSON's `by_cc` counts them under the
+/// same words, plural.
+const ROLES: [&str; 4] = ["sender", "receiver", "idle", "loopback"];
+
+fn role_index(r: Role) -> usize {
+    match r {
+        Role::Sender => 0,
+        Role::Receiver => 1,
+        Role::Idle => 2,
+        Role::Loopback => 3,
+    }
 }
 
 /// One congestion control's counts during a scrape.
 struct PerCc<'a> {
     name: &'a str,
+    bbr: bool,
     by_state: [[u64; PHASES.len()]; STATES],
     inflated: u64,
     /// Indexed by peer group (the last is "other").
-    hists: Vec<Option<Hists>>,
+    groups: Vec<Option<Group>>,
+}
+
+/// One (cc, peer group)'s sockets.
+struct Group {
+    roles: [u64; ROLES.len()],
+    /// The goodput of the senders inflated now: how much traffic the inflated paths carry.
+    inflated_goodput: f64,
+    /// The senders' distributions.
+    hists: Hists,
 }
 
 impl<'a> PerCc<'a> {
     fn new(name: &'a str, groups: usize) -> PerCc<'a> {
         PerCc {
             name,
+            bbr: is_bbr(name),
             by_state: [[0; PHASES.len()]; STATES],
             inflated: 0,
-            hists: (0..groups).map(|_| None).collect(),
+            groups: (0..groups).map(|_| None).collect(),
         }
     }
 
-    /// Counts one socket whose peer is in group `group`. The hot path: once per socket per scrape.
+    /// Counts one socket whose peer is in group `group`; `loopback` counts loopback sockets as
+    /// any other (the rule's `--loopback`). The hot path: once per socket per scrape.
     #[inline]
-    fn add(&mut self, s: &SocketView, group: usize) {
-        self.by_state[s.record.state as usize % STATES][phase_index(s.derived.phase)] += 1;
+    fn add(&mut self, s: &SocketView, group: usize, loopback: bool) {
+        self.by_state[s.record.state as usize % STATES][phase_index(s.derived.phase, self.bbr)] += 1;
         self.inflated += u64::from(s.derived.inflated);
-        self.hists[group].get_or_insert_with(Hists::new).observe(&values(s));
+        let role = s.role(loopback);
+        let g = self.groups[group].get_or_insert_with(|| Group {
+            roles: [0; ROLES.len()],
+            inflated_goodput: 0.0,
+            hists: Hists::new(),
+        });
+        g.roles[role_index(role)] += 1;
+        if role == Role::Sender {
+            g.hists.observe(&values(s));
+            if s.derived.inflated {
+                g.inflated_goodput += s.derived.rates.goodput_bytes_per_sec.unwrap_or(0.0);
+            }
+        }
     }
 }
 
 /// Every open socket counted into its congestion control's accumulator, sorted by cc name.
-fn per_cc<'a>(sockets: &'a [SocketView], groups: &PeerGroups) -> Vec<PerCc<'a>> {
+fn per_cc<'a>(sockets: &'a [SocketView], groups: &PeerGroups, loopback: bool) -> Vec<PerCc<'a>> {
     // Per-cc accumulators found by a short linear scan: a host has a handful of algorithms,
     // and this loop runs once per socket (100k sockets in 10-15 ms, see examples/scrape_bench.rs).
     let n_groups = groups.len() + 1;
@@ -198,7 +269,7 @@ fn per_cc<'a>(sockets: &'a [SocketView], groups: &PeerGroups) -> Vec<PerCc<'a>> 
                 }
             };
         }
-        ccs[last].add(s, groups.index(s.record.peer.ip()));
+        ccs[last].add(s, groups.index(s.record.peer.ip()), loopback);
     }
     ccs.sort_unstable_by(|a, b| a.name.cmp(b.name));
     ccs
@@ -206,21 +277,22 @@ fn per_cc<'a>(sockets: &'a [SocketView], groups: &PeerGroups) -> Vec<PerCc<'a>> 
 
 /// The five per-(cc, peer_group) histograms.
 struct Hists {
-    srtt: Hist,
-    min_rtt: Hist,
-    ratio: Hist,
-    bbr_bw: Hist,
-    delivery: Hist,
+    srtt: LiveHist,
+    min_rtt: LiveHist,
+    ratio: LiveHist,
+    bbr_bw: LiveHist,
+    delivery: LiveHist,
 }
 
 impl Hists {
     fn new() -> Hists {
+        use live_hist::{RATE, RATIO, RTT};
         Hists {
-            srtt: Hist::new(RTT_BOUNDS),
-            min_rtt: Hist::new(RTT_BOUNDS),
-            ratio: Hist::new(RATIO_BOUNDS),
-            bbr_bw: Hist::new(RATE_BOUNDS),
-            delivery: Hist::new(RATE_BOUNDS),
+            srtt: LiveHist::new(RTT),
+            min_rtt: LiveHist::new(RTT),
+            ratio: LiveHist::new(RATIO),
+            bbr_bw: LiveHist::new(RATE),
+            delivery: LiveHist::new(RATE),
         }
     }
 
@@ -266,7 +338,7 @@ type Enc<'a> = DescriptorEncoder<'a>;
 
 /// A metric family: name, help, and how to read its value.
 type Family<F> = (&'static str, &'static str, F);
-type HistPick = fn(&Hists) -> &Hist;
+type HistPick = fn(&Group) -> &LiveHist;
 
 const NO_LABELS: [(&str, &str); 0] = [];
 
@@ -297,6 +369,7 @@ fn counters<L: EncodeLabelSet>(
     Ok(())
 }
 
+/// Classic histograms (closed flows').
 fn histograms<'h, L: EncodeLabelSet + 'h>(
     enc: &mut Enc,
     name: &str,
@@ -310,15 +383,64 @@ fn histograms<'h, L: EncodeLabelSet + 'h>(
     Ok(())
 }
 
+/// Histograms with native buckets beside the classic ones (the live distributions). Text
+/// formats carry the classic ones only.
+fn live_histograms<'h, L: EncodeLabelSet + 'h>(
+    enc: &mut Enc,
+    name: &str,
+    help: &str,
+    rows: impl IntoIterator<Item = (L, &'h LiveHist)>,
+) -> std::fmt::Result {
+    let mut m = enc.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    for (l, h) in rows {
+        let n = h.native();
+        let native = NativeHistogram {
+            schema: live_hist::SCHEMA,
+            zero_threshold: live_hist::ZERO_THRESHOLD,
+            zero_count: n.zero_count,
+            negative: NativeHistogramBuckets { spans: &[], deltas: &[] },
+            positive: NativeHistogramBuckets { spans: &n.spans, deltas: &n.deltas },
+            created: None,
+        };
+        m.encode_family(&l)?.encode_histogram_with_native::<NoLabelSet>(
+            h.sum(),
+            h.count(),
+            &h.classic(),
+            None,
+            native,
+        )?;
+    }
+    Ok(())
+}
+
+/// Each (cc, peer group) that has sockets, sorted by names.
+type ByGroup<'s> = Vec<((&'s str, &'s str), &'s Group)>;
+
+fn by_group<'s>(ccs: &'s [PerCc], groups: &'s PeerGroups) -> ByGroup<'s> {
+    let mut out: ByGroup = Vec::new();
+    for c in ccs {
+        for (g, group) in c.groups.iter().enumerate() {
+            if let Some(group) = group {
+                out.push(((c.name, groups.name(g)), group));
+            }
+        }
+    }
+    out.sort_unstable_by_key(|(k, _)| *k);
+    out
+}
+
 impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
         let (snap, groups) = (&self.snap, &self.groups);
         // A scrape reads every socket: the views are derived for it, once.
         let views = snap.sockets.to_vec();
-        let ccs = per_cc(&views, groups);
+        let ccs = per_cc(&views, groups, snap.rule.loopback);
+        let by_group = by_group(&ccs, groups);
         encode_sockets(&mut enc, &ccs)?;
-        encode_histograms(&mut enc, &ccs, groups)?;
+        encode_roles(&mut enc, &by_group)?;
+        encode_histograms(&mut enc, &by_group)?;
         encode_inflation(&mut enc, &ccs, snap)?;
+        encode_inflated_goodput(&mut enc, &by_group)?;
         encode_closed(&mut enc, &snap.closed_by_cc)?;
         encode_totals(&mut enc, &snap.totals)?;
         encode_ecn(&mut enc, &snap.by_cc)?;
@@ -399,7 +521,7 @@ fn encode_ecn(enc: &mut Enc, by_cc: &[CcAggregate]) -> std::fmt::Result {
     )
 }
 
-/// `bbrtop_sockets`: one series per (cc, state, phase) that has sockets.
+/// `bbrtop_sockets`: one series per (cc, state, phase) that has sockets: every open socket.
 fn encode_sockets(enc: &mut Enc, ccs: &[PerCc]) -> std::fmt::Result {
     let mut by_state: Vec<([(&str, &str); 3], u64)> = Vec::new();
     for c in ccs {
@@ -407,7 +529,7 @@ fn encode_sockets(enc: &mut Enc, ccs: &[PerCc]) -> std::fmt::Result {
             for (p, label) in PHASES.iter().enumerate() {
                 let n = c.by_state[st as usize % STATES][p];
                 if n > 0 {
-                    by_state.push(([("cc", c.name), ("state", st.name()), ("phase", label)], n));
+                    by_state.push(([("cc", c.name), ("state", st.label()), ("phase", label)], n));
                 }
             }
         }
@@ -415,41 +537,63 @@ fn encode_sockets(enc: &mut Enc, ccs: &[PerCc]) -> std::fmt::Result {
     gauges(
         enc,
         "bbrtop_sockets",
-        "Sockets by congestion control, TCP state and BBR phase (none for other algorithms).",
+        "Open sockets by congestion control, TCP state (as node_exporter's tcpstat names it) and BBR phase (none for other algorithms, unknown for a BBR socket whose phase is not known).",
         by_state,
     )
 }
 
-/// The five histograms of open sockets, one series per (cc, peer group) with observations.
-fn encode_histograms(enc: &mut Enc, ccs: &[PerCc], groups: &PeerGroups) -> std::fmt::Result {
-    let mut hists: Vec<((&str, &str), &Hists)> = Vec::new();
-    for c in ccs {
-        for (g, h) in c.hists.iter().enumerate() {
-            if let Some(h) = h {
-                hists.push(((c.name, groups.name(g)), h));
-            }
-        }
-    }
-    hists.sort_unstable_by_key(|(k, _)| *k);
+/// `bbrtop_sockets_by_role`: each (cc, peer group) that has sockets, every role (0 included).
+fn encode_roles(enc: &mut Enc, by_group: &ByGroup) -> std::fmt::Result {
+    let rows = by_group.iter().flat_map(|((cc, pg), g)| {
+        ROLES.iter().zip(g.roles).map(|(role, n)| ([("cc", *cc), ("peer_group", *pg), ("role", *role)], n))
+    });
+    gauges(
+        enc,
+        "bbrtop_sockets_by_role",
+        "Open sockets by what they did in the last poll interval: sender (sent data), receiver (received data and sent none), idle, loopback (the host talking to itself, counted apart unless --loopback). The distributions are over the senders.",
+        rows,
+    )
+}
+
+/// The five histograms of the senders, one series per (cc, peer group) with observations.
+fn encode_histograms(enc: &mut Enc, by_group: &ByGroup) -> std::fmt::Result {
     let fams: [Family<HistPick>; 5] = [
-        ("bbrtop_srtt_seconds", "Smoothed RTT of open sockets.", |h| &h.srtt),
-        ("bbrtop_min_rtt_seconds", "tcp_info min RTT of open sockets.", |h| &h.min_rtt),
-        ("bbrtop_rtt_inflation_ratio", "srtt / baseline RTT of open sockets.", |h| &h.ratio),
+        ("bbrtop_srtt_seconds", "Smoothed RTT of the open sockets that send.", |h| &h.hists.srtt),
+        ("bbrtop_min_rtt_seconds", "tcp_info min RTT of the open sockets that send.", |h| &h.hists.min_rtt),
+        ("bbrtop_rtt_inflation_ratio", "srtt / baseline RTT of the open sockets that send.", |h| {
+            &h.hists.ratio
+        }),
         (
             "bbrtop_bbr_bandwidth_bytes_per_second",
-            "BBR bottleneck bandwidth estimate of open BBR sockets.",
-            |h| &h.bbr_bw,
+            "BBR bottleneck bandwidth estimate of the open BBR sockets that send.",
+            |h| &h.hists.bbr_bw,
         ),
-        ("bbrtop_delivery_rate_bytes_per_second", "tcp_info delivery rate of open sockets.", |h| &h.delivery),
+        (
+            "bbrtop_delivery_rate_bytes_per_second",
+            "tcp_info delivery rate of the open sockets that send.",
+            |h| &h.hists.delivery,
+        ),
     ];
     for (name, help, pick) in fams {
-        let rows = hists.iter().filter_map(|(k, h)| {
-            let h = pick(h);
+        let rows = by_group.iter().filter_map(|(k, g)| {
+            let h = pick(g);
             (h.count() > 0).then_some(([("cc", k.0), ("peer_group", k.1)], h))
         });
-        histograms(enc, name, help, rows)?;
+        live_histograms(enc, name, help, rows)?;
     }
     Ok(())
+}
+
+/// The goodput the inflated senders carry, per (cc, peer group) with sockets: what the page
+/// (`BbrtopInflatedTrafficHigh`) weighs, since an inflated path that carries little traffic
+/// hurts little.
+fn encode_inflated_goodput(enc: &mut Enc, by_group: &ByGroup) -> std::fmt::Result {
+    gauges(
+        enc,
+        "bbrtop_inflated_goodput_bytes_per_second",
+        "Goodput (bytes acked per second over the last poll interval) of the senders the alert rule has inflated now.",
+        by_group.iter().map(|((cc, pg), g)| ([("cc", *cc), ("peer_group", *pg)], g.inflated_goodput)),
+    )
 }
 
 /// Inflated sockets and firing alerts per cc (0 for a cc with open sockets or onsets but none of
@@ -721,6 +865,7 @@ fn encode_build_info(enc: &mut Enc) -> std::fmt::Result {
     )
 }
 
+mod live_hist;
 mod pods;
 #[cfg(test)]
 mod tests;

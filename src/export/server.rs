@@ -264,6 +264,48 @@ fn json<T: Serialize>(v: &T) -> Resp {
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const TEXT_004: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// The exposition formats `/metrics` serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    /// Prometheus' protobuf, with native histograms ([`metrics::render_protobuf`]).
+    Protobuf,
+    OpenMetrics,
+    Text004,
+}
+
+/// The format an `Accept` header asks for: of the media ranges naming one of the three, the one
+/// of highest q (the earliest on a tie; q=0 refuses). Text 0.0.4 when none does: no header,
+/// `*/*`, or only other types, as every scraper reads it. Prometheus asks for protobuf first
+/// only when its native histograms are on.
+fn negotiate(accept: Option<&str>) -> Format {
+    let mut best: Option<(f32, Format)> = None;
+    for range in accept.unwrap_or("").split(',') {
+        let mut parts = range.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("").to_ascii_lowercase();
+        let params: Vec<(String, &str)> = parts
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().trim_matches('"')))
+            .collect();
+        let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
+        let format = match media.as_str() {
+            "application/vnd.google.protobuf"
+                if param("proto") == Some("io.prometheus.client.MetricFamily")
+                    && param("encoding") == Some("delimited") =>
+            {
+                Format::Protobuf
+            }
+            "application/openmetrics-text" => Format::OpenMetrics,
+            "text/plain" | "text/*" | "*/*" => Format::Text004,
+            _ => continue,
+        };
+        let q = param("q").map_or(Some(1.0), |q| q.parse::<f32>().ok()).unwrap_or(0.0);
+        if q > 0.0 && best.is_none_or(|(b, _)| q > b) {
+            best = Some((q, format));
+        }
+    }
+    best.map_or(Format::Text004, |(_, f)| f)
+}
+
 /// The landing page, which links the metrics wherever `--web.telemetry-path` puts them.
 fn landing(telemetry_path: &str) -> String {
     let metrics = telemetry_path.trim_start_matches('/');
@@ -424,11 +466,7 @@ async fn metrics_response(
     snap: Arc<bbrtop_core::snapshot::Snapshot>,
     req: &Request<Incoming>,
 ) -> Resp {
-    let om = req
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.contains("application/openmetrics-text"));
+    let format = negotiate(req.headers().get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     let posts = app.push_stats.as_ref().map(|s| s.snapshot()).unwrap_or_default();
     let scrape = Scrape {
         snap,
@@ -440,15 +478,17 @@ async fn metrics_response(
     };
     // Rendering 100k sockets takes milliseconds: off the event loop, so other connections keep
     // being served meanwhile.
-    blocking(move || {
-        let text = metrics::render_openmetrics(scrape);
-        if om {
-            respond(StatusCode::OK, OPENMETRICS, text)
-        } else {
-            respond(StatusCode::OK, TEXT_004, metrics::to_text_004(&text))
+    let mut r = blocking(move || match format {
+        Format::Protobuf => respond(StatusCode::OK, metrics::PROTOBUF, metrics::render_protobuf(scrape)),
+        Format::OpenMetrics => respond(StatusCode::OK, OPENMETRICS, metrics::render_openmetrics(scrape)),
+        Format::Text004 => {
+            respond(StatusCode::OK, TEXT_004, metrics::to_text_004(&metrics::render_openmetrics(scrape)))
         }
     })
-    .await
+    .await;
+    // The body depends on Accept: a cache between must not serve one scraper's format to another.
+    r.headers_mut().insert(header::VARY, HeaderValue::from_static("accept"));
+    r
 }
 
 async fn blocking(f: impl FnOnce() -> Resp + Send + 'static) -> Resp {
@@ -478,6 +518,35 @@ mod tests {
         assert!(bind(":notaport").unwrap_err().contains("bad port"));
         // ":port" listens on every address.
         assert!(bind(":0").unwrap().local_addr().unwrap().ip().is_unspecified());
+    }
+
+    #[test]
+    fn accept_headers_pick_the_format() {
+        // Prometheus 2.42 with and without its native histograms, as it sends them.
+        let native = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        let classic = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+        assert_eq!(negotiate(Some(native)), Format::Protobuf);
+        assert_eq!(negotiate(Some(classic)), Format::OpenMetrics);
+        assert_eq!(negotiate(None), Format::Text004);
+        assert_eq!(negotiate(Some("*/*")), Format::Text004);
+        assert_eq!(negotiate(Some("application/json")), Format::Text004);
+        // q decides, not the order; q=0 refuses.
+        assert_eq!(negotiate(Some("text/plain;q=0.5, application/openmetrics-text")), Format::OpenMetrics);
+        assert_eq!(negotiate(Some("application/openmetrics-text;q=0.3,text/plain")), Format::Text004);
+        assert_eq!(negotiate(Some("application/openmetrics-text;q=0")), Format::Text004);
+        // Protobuf only as Prometheus' delimited MetricFamily stream.
+        assert_eq!(
+            negotiate(Some(
+                "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=text"
+            )),
+            Format::Text004
+        );
+        assert_eq!(
+            negotiate(Some(
+                "Application/Vnd.Google.Protobuf; proto=\"io.prometheus.client.MetricFamily\"; encoding=delimited"
+            )),
+            Format::Protobuf
+        );
     }
 
     #[test]

@@ -3,10 +3,11 @@
 
 use crate::replay::Control;
 use bbrtop_core::columns::{self, Column};
-use bbrtop_core::filter::Filter;
+use bbrtop_core::filter::Expr;
 use bbrtop_core::model::Cookie;
 use bbrtop_core::snapshot::{Snapshot, SocketView};
 use std::sync::{Arc, LazyLock};
+use tui_input::{Input, InputRequest};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum View {
@@ -60,8 +61,8 @@ pub enum Action {
     PrevSort,
     ReverseSort,
     StartFilter,
-    FilterChar(char),
-    FilterBackspace,
+    /// A key typed on the prompt line: a character, a move of the cursor, a deletion.
+    Edit(InputRequest),
     FilterApply,
     FilterCancel,
     ClearFilter,
@@ -102,14 +103,16 @@ pub struct App {
     pub selected: usize,
     /// The socket the selection is on: re-sorting live data keeps it, not its row number.
     pub pinned: Option<Cookie>,
-    /// The filter in force, and the words it came from.
-    pub filter: Filter,
+    /// The filter in force (over every view), and the words it came from.
+    pub filter: Expr,
     pub filter_text: String,
-    /// The line being typed after `/` (or `g`, see `prompt`).
-    pub editing: Option<String>,
+    /// The line being typed after `/` (or `g`, see `prompt`), with its cursor.
+    pub editing: Option<Input>,
     pub prompt: Prompt,
-    /// Why the last filter did not parse (the previous one stays in force).
+    /// Why the last filter did not parse (the previous one stays in force), and what was typed,
+    /// which `/` opens again to be mended.
     pub filter_error: Option<String>,
+    pub rejected: Option<String>,
     /// Why the last time typed did not parse.
     pub time_error: Option<String>,
     /// A time control for the replay's player, taken by the loop.
@@ -132,11 +135,12 @@ impl Default for App {
             descending: true,
             selected: 0,
             pinned: None,
-            filter: Filter::default(),
+            filter: Expr::everything(),
             filter_text: String::new(),
             editing: None,
             prompt: Prompt::Filter,
             filter_error: None,
+            rejected: None,
             time_error: None,
             control: None,
             frozen: None,
@@ -171,31 +175,28 @@ impl App {
             Action::PrevSort => self.sort = step(self.sort, -1),
             Action::ReverseSort => self.descending = !self.descending,
             Action::StartFilter => {
-                self.editing = Some(self.filter_text.clone());
+                let text = self.rejected.clone().unwrap_or_else(|| self.filter_text.clone());
+                self.editing = Some(Input::new(text));
                 self.prompt = Prompt::Filter;
             }
             Action::StartGoto => {
-                self.editing = Some(String::new());
+                self.editing = Some(Input::default());
                 self.prompt = Prompt::Time;
                 self.time_error = None;
             }
-            Action::FilterChar(c) => {
+            Action::Edit(req) => {
                 if let Some(e) = &mut self.editing {
-                    e.push(c);
-                }
-            }
-            Action::FilterBackspace => {
-                if let Some(e) = &mut self.editing {
-                    e.pop();
+                    e.handle(req);
                 }
             }
             Action::FilterApply if self.prompt == Prompt::Time => self.apply_time(latest),
             Action::FilterApply => self.apply_filter(),
             Action::FilterCancel => self.editing = None,
             Action::ClearFilter => {
-                self.filter = Filter::default();
+                self.filter = Expr::everything();
                 self.filter_text.clear();
                 self.filter_error = None;
+                self.rejected = None;
             }
             Action::ToggleFreeze => {
                 self.frozen = match self.frozen {
@@ -218,7 +219,7 @@ impl App {
 
     /// The time typed becomes a control for the player; one that does not parse is reported.
     fn apply_time(&mut self, shown: &Snapshot) {
-        let text = self.editing.take().unwrap_or_default();
+        let text = self.editing.take().unwrap_or_default().to_string();
         match crate::replay::parse_time(&text, shown.taken_at) {
             Ok(t) => self.control = Some(Control::Goto(t)),
             Err(e) => self.time_error = Some(e),
@@ -245,16 +246,25 @@ impl App {
     /// Puts the typed line in force; one that does not parse is reported, and the filter in force
     /// stays.
     fn apply_filter(&mut self) {
-        let text = self.editing.take().unwrap_or_default();
-        match Filter::parse_words(&text) {
+        let text = self.editing.take().unwrap_or_default().to_string();
+        match Expr::parse(&text) {
             Ok(f) => {
                 self.filter = f;
-                self.filter_text = text;
+                self.filter_text = text.trim().to_string();
                 self.filter_error = None;
+                self.rejected = None;
                 self.selected = 0;
             }
-            Err(e) => self.filter_error = Some(format!("filter {text:?}: {e}")),
+            Err(e) => {
+                self.filter_error = Some(format!("filter {text:?}: {e}"));
+                self.rejected = Some(text);
+            }
         }
+    }
+
+    /// Whether a filter is in force: the views then show what it matches.
+    pub fn filtered(&self) -> bool {
+        !self.filter.is_everything()
     }
 
     /// Puts the selection on the pinned socket's row in this frame's `rows` (it moves as live
@@ -267,12 +277,13 @@ impl App {
         self.pinned = rows.get(self.selected).map(|s| s.record.cookie);
     }
 
-    /// The sockets the table shows: filtered, then sorted.
+    /// The sockets the filter matches, sorted: the table's rows, and what the other views of
+    /// sockets are made of (filtered once per frame).
     pub fn rows(&self, snap: &Snapshot) -> Vec<SocketView> {
-        let mut v: Vec<SocketView> = if self.filter.is_empty() {
-            snap.sockets.iter().collect()
+        let mut v: Vec<SocketView> = if self.filtered() {
+            snap.sockets.iter().filter(|s| self.filter.matches(s)).collect()
         } else {
-            snap.sockets.iter().filter(|s| self.filter.matches(&s.record)).collect()
+            snap.sockets.iter().collect()
         };
         let col = self.sort;
         v.sort_by(|a, b| {

@@ -1,9 +1,10 @@
-//! Keys to actions: one table, and one more for a replay's time controls, which the help
-//! overlay is generated from.
+//! Keys to actions: one table for the commands, one for a replay's time controls and one for the
+//! prompt line, which the help overlay is generated from.
 
 use super::app::{Action, Mode, View};
 use crate::replay::Control;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use tui_input::InputRequest as Edit;
 
 /// (key, modifiers, action, what the help says).
 pub type Binding = (KeyCode, KeyModifiers, Action, &'static str);
@@ -33,9 +34,10 @@ pub const BINDINGS: &[Binding] = &[
         KeyCode::Char('/'),
         NONE,
         Action::StartFilter,
-        "filter: cc bbr, port 443, 10.0.0.0/8, pod shop/, netns NAME",
+        "filter: not lo and srtt > 100ms or cc bbr (not > and > or)",
     ),
     (KeyCode::Char('c'), NONE, Action::ClearFilter, "clear the filter"),
+    (KeyCode::Esc, NONE, Action::ClearFilter, "clear the filter"),
     (KeyCode::Char('f'), NONE, Action::ToggleFreeze, "freeze / unfreeze the display"),
     (KeyCode::Enter, NONE, Action::ToggleDetail, "open / close the detail pane"),
     (KeyCode::Char('1'), NONE, Action::Show(View::Sockets), VIEWS),
@@ -43,13 +45,32 @@ pub const BINDINGS: &[Binding] = &[
     (KeyCode::Char('3'), NONE, Action::Show(View::Alerts), VIEWS),
     (KeyCode::Char('4'), NONE, Action::Show(View::Closed), VIEWS),
     (KeyCode::Char('5'), NONE, Action::Show(View::Places), VIEWS),
-    (KeyCode::Tab, NONE, Action::NextView, "next view"),
+    (KeyCode::Tab, NONE, Action::NextView, VIEWS),
     (KeyCode::Char('?'), NONE, Action::ToggleHelp, "this help"),
     (KeyCode::Char('h'), NONE, Action::ToggleHelp, "this help"),
 ];
 
 /// The views' keys share one line of help.
-const VIEWS: &str = "sockets, BBR vs CUBIC, alerts, closed flows (eBPF), where";
+const VIEWS: &str = "sockets, BBR vs CUBIC, alerts, closed flows, where (Tab: next)";
+
+/// The prompt line's keys (a filter, a time), as a shell's line editor has them; any other
+/// character without Ctrl or Alt is typed.
+pub const PROMPT_BINDINGS: &[Binding] = &[
+    (KeyCode::Enter, NONE, Action::FilterApply, "apply"),
+    (KeyCode::Esc, NONE, Action::FilterCancel, "cancel"),
+    (KeyCode::Left, NONE, Action::Edit(Edit::GoToPrevChar), "move"),
+    (KeyCode::Right, NONE, Action::Edit(Edit::GoToNextChar), "move"),
+    (KeyCode::Home, NONE, Action::Edit(Edit::GoToStart), "move"),
+    (KeyCode::Char('a'), CTRL, Action::Edit(Edit::GoToStart), "move"),
+    (KeyCode::End, NONE, Action::Edit(Edit::GoToEnd), "move"),
+    (KeyCode::Char('e'), CTRL, Action::Edit(Edit::GoToEnd), "move"),
+    (KeyCode::Backspace, NONE, Action::Edit(Edit::DeletePrevChar), "delete a character"),
+    (KeyCode::Delete, NONE, Action::Edit(Edit::DeleteNextChar), "delete a character"),
+    (KeyCode::Char('w'), CTRL, Action::Edit(Edit::DeletePrevWord), "delete the word before"),
+    (KeyCode::Char('u'), CTRL, Action::Edit(Edit::DeleteFromStart), "delete to the start / end"),
+    (KeyCode::Char('k'), CTRL, Action::Edit(Edit::DeleteTillEnd), "delete to the start / end"),
+    (KeyCode::Char('c'), CTRL, Action::Quit, "quit"),
+];
 
 /// A replay's time controls, before [`BINDINGS`]: `f` pauses (there is nothing live to freeze).
 pub const REPLAY_BINDINGS: &[Binding] = &[
@@ -82,24 +103,19 @@ pub fn bindings(replay: bool) -> impl Iterator<Item = &'static Binding> {
 
 /// The action a key means in `mode`, if any; `replay` adds the time controls.
 pub fn action(mode: Mode, key: KeyEvent, replay: bool) -> Option<Action> {
+    // Shift is implied by an upper-case letter on some terminals and not on others.
+    let mods = key.modifiers - SHIFT;
+    let bound = |b: &&Binding| b.0 == key.code && (b.1 - SHIFT) == mods;
     if mode == Mode::Filtering {
-        return match key.code {
-            KeyCode::Enter => Some(Action::FilterApply),
-            KeyCode::Esc => Some(Action::FilterCancel),
-            KeyCode::Backspace => Some(Action::FilterBackspace),
-            KeyCode::Char('c') if key.modifiers.contains(CTRL) => Some(Action::Quit),
-            KeyCode::Char(c) => Some(Action::FilterChar(c)),
+        return match (PROMPT_BINDINGS.iter().find(bound), key.code) {
+            (Some(b), _) => Some(b.2.clone()),
+            (None, KeyCode::Char(c)) if !mods.intersects(CTRL | KeyModifiers::ALT) => {
+                Some(Action::Edit(Edit::InsertChar(c)))
+            }
             _ => None,
         };
     }
-    if key.code == KeyCode::Esc {
-        return Some(Action::ClearFilter);
-    }
-    // Shift is implied by an upper-case letter on some terminals and not on others.
-    let mods = key.modifiers - SHIFT;
-    bindings(replay)
-        .find(|(code, m, _, _)| *code == key.code && (*m - SHIFT) == mods)
-        .map(|(_, _, a, _)| a.clone())
+    bindings(replay).find(bound).map(|b| b.2.clone())
 }
 
 #[cfg(test)]
@@ -125,10 +141,28 @@ mod tests {
             (Mode::Normal, KeyCode::Right, NONE, Some(Action::ScrollRight)),
             (Mode::Normal, KeyCode::Left, NONE, Some(Action::ScrollLeft)),
             (Mode::Normal, KeyCode::Esc, NONE, Some(Action::ClearFilter)),
-            (Mode::Filtering, KeyCode::Char('q'), NONE, Some(Action::FilterChar('q'))),
+            (Mode::Filtering, KeyCode::Char('q'), NONE, Some(Action::Edit(Edit::InsertChar('q')))),
+            (Mode::Filtering, KeyCode::Char('Q'), SHIFT, Some(Action::Edit(Edit::InsertChar('Q')))),
+            (Mode::Filtering, KeyCode::Char('/'), NONE, Some(Action::Edit(Edit::InsertChar('/')))),
             (Mode::Filtering, KeyCode::Enter, NONE, Some(Action::FilterApply)),
             (Mode::Filtering, KeyCode::Esc, NONE, Some(Action::FilterCancel)),
             (Mode::Filtering, KeyCode::Char('c'), CTRL, Some(Action::Quit)),
+            // The line editor's keys.
+            (Mode::Filtering, KeyCode::Char('u'), CTRL, Some(Action::Edit(Edit::DeleteFromStart))),
+            (Mode::Filtering, KeyCode::Char('k'), CTRL, Some(Action::Edit(Edit::DeleteTillEnd))),
+            (Mode::Filtering, KeyCode::Char('w'), CTRL, Some(Action::Edit(Edit::DeletePrevWord))),
+            (Mode::Filtering, KeyCode::Char('a'), CTRL, Some(Action::Edit(Edit::GoToStart))),
+            (Mode::Filtering, KeyCode::Home, NONE, Some(Action::Edit(Edit::GoToStart))),
+            (Mode::Filtering, KeyCode::Char('e'), CTRL, Some(Action::Edit(Edit::GoToEnd))),
+            (Mode::Filtering, KeyCode::End, NONE, Some(Action::Edit(Edit::GoToEnd))),
+            (Mode::Filtering, KeyCode::Left, NONE, Some(Action::Edit(Edit::GoToPrevChar))),
+            (Mode::Filtering, KeyCode::Right, NONE, Some(Action::Edit(Edit::GoToNextChar))),
+            (Mode::Filtering, KeyCode::Backspace, NONE, Some(Action::Edit(Edit::DeletePrevChar))),
+            (Mode::Filtering, KeyCode::Delete, NONE, Some(Action::Edit(Edit::DeleteNextChar))),
+            // Ctrl or Alt with a letter the editor does not take types nothing.
+            (Mode::Filtering, KeyCode::Char('x'), CTRL, None),
+            (Mode::Filtering, KeyCode::Char('b'), KeyModifiers::ALT, None),
+            (Mode::Filtering, KeyCode::Tab, NONE, None),
         ];
         for (mode, code, m, want) in cases {
             assert_eq!(action(*mode, key(*code, *m), false), *want, "{mode:?} {code:?} {m:?}");
@@ -158,7 +192,7 @@ mod tests {
         // Typing a time: the keys are text.
         assert_eq!(
             action(Mode::Filtering, key(KeyCode::Char('n'), NONE), true),
-            Some(Action::FilterChar('n'))
+            Some(Action::Edit(Edit::InsertChar('n')))
         );
         assert_eq!(
             bindings(true).filter(|b| b.2 == Action::ToggleFreeze).count(),
@@ -172,8 +206,8 @@ mod tests {
         for v in View::ALL {
             assert!(BINDINGS.iter().any(|(_, _, a, _)| *a == Action::Show(v)), "{v:?}");
         }
-        for replay in [false, true] {
-            let b: Vec<_> = bindings(replay).collect();
+        let prompt: Vec<_> = PROMPT_BINDINGS.iter().collect();
+        for b in [bindings(false).collect(), bindings(true).collect(), prompt] {
             for (i, (c, m, _, _)) in b.iter().enumerate() {
                 assert!(!b[i + 1..].iter().any(|(c2, m2, _, _)| c2 == c && m2 == m), "{c:?} bound twice");
             }

@@ -7,6 +7,7 @@ use super::procs::Owners;
 use super::render::{self, Screen};
 use crate::replay::Status;
 use bbrtop_core::columns;
+use bbrtop_core::filter::Expr;
 use bbrtop_core::model::ClosedFlow;
 use bbrtop_core::model::derive::{LimitedBy, Rates};
 use bbrtop_core::model::{Phase, ProbeBwStep};
@@ -21,6 +22,12 @@ use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use tui_input::{Input, InputRequest as Edit};
+
+/// The actions that type `s` on the prompt line.
+fn typing(s: &str) -> Vec<Action> {
+    s.chars().map(|c| Action::Edit(Edit::InsertChar(c))).collect()
+}
 
 fn at(secs: u64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(1_790_000_000 + secs)
@@ -271,7 +278,7 @@ fn small_terminal_and_empty_states() {
     let empty = Snapshot::empty(RuleConfig::default());
     let t = text(&render(&App::default(), &empty, 100, 30));
     assert!(t.contains("No TCP sockets"), "{t}");
-    let filtered = app_with(|a| a.filter = bbrtop_core::filter::Filter::parse_words("port 9").unwrap());
+    let filtered = app_with(|a| a.filter = Expr::parse("port 9").unwrap());
     assert!(text(&render(&filtered, &snap, 100, 30)).contains("No socket matches the filter"));
     // At 80 columns not every column fits, but the sort column always does.
     for &col in COLUMNS.iter() {
@@ -345,38 +352,42 @@ fn update_table() {
         (vec![Action::NextSort], |a| a.sort == &columns::PACING),
         (vec![Action::PrevSort, Action::PrevSort], |a| a.sort == &columns::BASE_RTT),
         (vec![Action::ReverseSort], |a| !a.descending),
-        (
-            vec![
-                Action::StartFilter,
-                Action::FilterChar('c'),
-                Action::FilterChar('c'),
-                Action::FilterChar(' '),
-                Action::FilterChar('b'),
-                Action::FilterChar('b'),
-                Action::FilterChar('r'),
-                Action::FilterApply,
-            ],
-            |a| a.filter_text == "cc bbr" && a.filter.cc == vec!["bbr".to_string()] && a.editing.is_none(),
-        ),
-        // A filter that does not parse is reported, and the previous one stays.
+        ([vec![Action::StartFilter], typing("cc bbr"), vec![Action::FilterApply]].concat(), |a| {
+            a.filter_text == "cc bbr" && a.filter == Expr::parse("cc bbr").unwrap() && a.editing.is_none()
+        }),
+        // A filter that does not parse is reported, and the previous one stays; `/` opens what
+        // was typed again, to be mended.
         (
             [
-                Action::StartFilter,
-                Action::FilterChar('9'),
-                Action::FilterApply,
-                Action::StartFilter,
-                Action::FilterBackspace,
+                vec![Action::StartFilter],
+                typing("port 9"),
+                vec![Action::FilterApply, Action::StartFilter, Action::Edit(Edit::DeleteFromStart)],
+                typing("port x"),
+                vec![Action::FilterApply],
             ]
-            .into_iter()
-            .chain("port x".chars().map(Action::FilterChar))
-            .chain([Action::FilterApply])
-            .collect(),
+            .concat(),
             |a| {
-                a.filter.ports == vec![9]
+                a.filter == Expr::parse("port 9").unwrap()
+                    && a.filter_text == "port 9"
                     && a.filter_error.as_deref().is_some_and(|e| e.contains("invalid port"))
             },
         ),
-        (vec![Action::StartFilter, Action::FilterChar('x'), Action::FilterCancel], |a| {
+        (
+            [
+                vec![Action::StartFilter],
+                typing("srtt > 100"),
+                vec![Action::FilterApply, Action::StartFilter, Action::Edit(Edit::InsertChar('m'))],
+                typing("s"),
+                vec![Action::FilterApply],
+            ]
+            .concat(),
+            |a| {
+                a.filter == Expr::parse("srtt > 100ms").unwrap()
+                    && a.filter_error.is_none()
+                    && a.rejected.is_none()
+            },
+        ),
+        (vec![Action::StartFilter, Action::Edit(Edit::InsertChar('x')), Action::FilterCancel], |a| {
             a.filter_text.is_empty() && a.editing.is_none()
         }),
         (vec![Action::ToggleFreeze], |a| a.frozen.is_some()),
@@ -405,10 +416,7 @@ fn sorting_and_filtering_rows() {
     let ports = |a: &App| a.rows(&snap).iter().map(|s| s.record.local.port()).collect::<Vec<_>>();
     assert_eq!(ports(&App::default()), vec![40002, 40003, 40001]);
     assert_eq!(ports(&app_with(|a| a.descending = false)), vec![40001, 40003, 40002]);
-    assert_eq!(
-        ports(&app_with(|a| a.filter = bbrtop_core::filter::Filter::parse_words("cc cubic").unwrap())),
-        vec![40002, 40003]
-    );
+    assert_eq!(ports(&app_with(|a| a.filter = Expr::parse("cc cubic").unwrap())), vec![40002, 40003]);
     assert_eq!(
         ports(&app_with(|a| {
             a.sort = &columns::LOCAL;
@@ -438,8 +446,8 @@ fn the_selection_follows_its_socket_through_a_resort() {
     assert_eq!(port(&app), 40003, "moving picks the next row and pins it");
     // Filtered out: the row number stays (clamped), on whatever is there now.
     step(&mut app, Action::StartFilter);
-    for c in "cc bbr".chars() {
-        step(&mut app, Action::FilterChar(c));
+    for act in typing("cc bbr") {
+        step(&mut app, act);
     }
     step(&mut app, Action::FilterApply);
     assert_eq!((app.selected, port(&app)), (0, 40001));
@@ -521,7 +529,7 @@ fn replay_screens() {
     let rec = Source::Recording("/var/lib/bbrtop/rec".into());
     let time_prompt = app_with(|a| {
         a.update(Action::StartGoto, 3, &Arc::new(fixture()));
-        a.editing.as_mut().unwrap().push_str("16:05");
+        *a.editing.as_mut().unwrap() = Input::new("16:05".into());
     });
     let cases: Vec<(&str, Status, App)> = vec![
         ("replay_playing", playback(120, true, 1.0, None), App::default()),
@@ -574,8 +582,8 @@ fn a_time_typed_goes_to_the_player() {
     let typed = |s: &str| {
         let mut app = App::default();
         app.update(Action::StartGoto, 3, &latest);
-        for c in s.chars() {
-            app.update(Action::FilterChar(c), 3, &latest);
+        for act in typing(s) {
+            app.update(act, 3, &latest);
         }
         app.update(Action::FilterApply, 3, &latest);
         app
@@ -586,8 +594,8 @@ fn a_time_typed_goes_to_the_player() {
     };
     let a = typed("07:30:15");
     assert_eq!(
-        (a.control, a.editing.as_ref(), a.time_error.as_ref()),
-        (Some(Control::Goto(day("07:30:15"))), None, None)
+        (a.control, a.editing.is_none(), a.time_error.as_ref()),
+        (Some(Control::Goto(day("07:30:15"))), true, None)
     );
     assert_eq!(a.filter_text, "", "the filter is left alone");
     let a = typed("2026-11-23T16:02:11Z");
@@ -610,10 +618,11 @@ fn a_time_typed_goes_to_the_player() {
     assert_eq!((a.control, a.time_error), (Some(Control::Skip(-60)), None));
     // A filter typed after a time is a filter again.
     let mut a = typed("07:30");
-    for act in [Action::StartFilter, Action::FilterChar('9'), Action::FilterApply] {
+    for act in [vec![Action::StartFilter], typing("port 9"), vec![Action::FilterApply]].concat() {
         a.update(act, 3, &latest);
     }
-    assert_eq!((a.filter_text.as_str(), a.filter.ports.as_slice()), ("9", &[9][..]), "{a:?}");
+    assert_eq!(a.filter_text, "port 9", "{a:?}");
+    assert_eq!(a.filter, Expr::parse("port 9").unwrap());
 }
 
 /// The BBR-vs-CUBIC view says which sockets its figures leave out, per cc.
@@ -627,4 +636,166 @@ fn compare_view_names_the_sockets_left_out() {
     let want = "left out of the figures (they sent nothing, or are loopback): bbr 2 receiving, 3 loopback; cubic 1 idle";
     assert!(t.contains(want), "{t}");
     assert!(!text(&render(&app_with(|a| a.view = View::Compare), &fixture(), 200, 40)).contains("left out"));
+}
+
+fn filtered(view: View, words: &str) -> App {
+    app_with(|a| {
+        a.view = view;
+        a.filter = Expr::parse(words).unwrap();
+        a.filter_text = words.into();
+    })
+}
+
+/// What a screen shows under the views' tabs (the header counts every socket, by design).
+fn body(t: &str) -> String {
+    t.lines().skip_while(|l| !l.contains("1 Sockets")).skip(1).collect::<Vec<_>>().join("\n")
+}
+
+/// `cc bbr` hides CUBIC in every view: the table, the per-cc figures (made again from the
+/// sockets it matches), the alerts, the closed flows and Where.
+#[test]
+fn every_view_follows_the_filter() {
+    let snap = fixture();
+    for view in View::ALL {
+        let all = text(&render(&app_with(|a| a.view = view), &snap, 120, 40));
+        assert!(body(&all).contains("cubic"), "{view:?} unfiltered shows CUBIC:\n{all}");
+        let t = text(&render(&filtered(view, "cc bbr"), &snap, 120, 40));
+        assert!(!body(&t).contains("cubic"), "{view:?} under cc bbr:\n{t}");
+        assert!(t.lines().last().unwrap().starts_with("filter: cc bbr"), "{t}");
+        insta::assert_snapshot!(format!("filtered_{view:?}_120x40").to_lowercase(), t);
+    }
+    // The per-cc figures are the filter's sockets': the CUBIC socket on 40003 alone, and the
+    // last minute's counters, which count every socket, left out and said to be.
+    let t = text(&render(&filtered(View::Compare, "sport 40003"), &snap, 120, 40));
+    let row = t.lines().find(|l| l.starts_with("cubic")).expect(&t);
+    assert!(row.contains("45.0ms") && !row.contains("180.0ms") && !t.contains("GOODPUT"), "{t}");
+    assert!(t.contains("filtered: 1 of 3 sockets") && t.contains("left out"), "{t}");
+    // An alert is its socket's while the socket is there, and its own (cc, ends, last srtt) after.
+    let alerts = |words: &str| {
+        let t = body(&text(&render(&filtered(View::Alerts, words), &snap, 120, 40)));
+        (t.contains("10.77.1.1:40002"), t.contains("10.77.1.1:40004"))
+    };
+    assert_eq!(alerts("cc cubic"), (true, true));
+    assert_eq!(alerts("state established"), (true, false), "a gone socket's state is unknown");
+    assert_eq!(alerts("sport 40004"), (false, true));
+    assert_eq!(alerts("srtt > 100ms"), (true, true));
+    assert_eq!(alerts("not lo and cc bbr"), (false, false));
+    // Closed flows: the words that make sense of one (its cc, ends, final values).
+    let closed = |words: &str| {
+        let t = body(&text(&render(&filtered(View::Closed, words), &snap, 120, 40)));
+        ["41007", "41006"].map(|p| t.contains(p))
+    };
+    assert_eq!(closed("cc cubic"), [false, true]);
+    assert_eq!(closed("inflation > 5x"), [false, true]);
+    assert_eq!(closed("sending"), [false, false]);
+    assert!(
+        body(&text(&render(&filtered(View::Closed, "sending"), &snap, 120, 40)))
+            .contains("No closed flow matches the filter")
+    );
+    // Where: the filter's sockets by place.
+    let t = body(&text(&render(&filtered(View::Places, "lo"), &snap, 120, 40)));
+    assert!(t.contains("No socket matches the filter"), "{t}");
+}
+
+/// The reports, typed at the prompt: `not` inverts, a comparison compares, `src` is the
+/// local address, and an unknown word is an error shown in place, the filter in force kept.
+#[test]
+fn typed_filters_say_what_they_did() {
+    let latest = Arc::new(fixture());
+    let apply = |app: &mut App, words: &str| {
+        let keys = [vec![Action::StartFilter, Action::Edit(Edit::DeleteFromStart)], typing(words)];
+        for act in keys.concat().into_iter().chain([Action::FilterApply]) {
+            app.update(act, 3, &latest);
+        }
+    };
+    let ports = |a: &App| a.rows(&latest).iter().map(|s| s.record.local.port()).collect::<Vec<_>>();
+    let mut app = App::default();
+    apply(&mut app, "not cc bbr");
+    assert_eq!(ports(&app), [40002, 40003]);
+    apply(&mut app, "srtt > 100ms");
+    assert_eq!(ports(&app), [40002]);
+    apply(&mut app, "src 10.77.1.1");
+    assert_eq!(ports(&app), [40002, 40003, 40001]);
+    apply(&mut app, "cc bbr");
+    for bad in ["srtt > 100", "bogus", "(cc cubic", "port"] {
+        apply(&mut app, bad);
+        assert_eq!(ports(&app), [40001], "{bad:?}: the filter in force stays");
+        let t = text(&render(&app, &latest, 120, 40));
+        let foot = t.lines().last().unwrap();
+        let err = Expr::parse(bad).unwrap_err().to_string();
+        assert!(foot.starts_with(&format!("filter {bad:?}: {}", &err[..20])), "{foot}");
+        assert!(t.contains("sockets (1)"), "{t}");
+    }
+    let t = text(&render(&app, &latest, 120, 40));
+    insta::assert_snapshot!("filter_error_in_place_120x40", t);
+    // `/` opens what was typed, to be mended.
+    app.update(Action::StartFilter, 1, &latest);
+    assert_eq!(app.editing.as_ref().map(|e| e.value()), Some("port"));
+    for act in typing(" 5201").into_iter().chain([Action::FilterApply]) {
+        app.update(act, 1, &latest);
+    }
+    assert_eq!((ports(&app).len(), app.filter_error.as_ref()), (3, None));
+}
+
+/// The prompt edits as a shell's line does, through the keymap's keys, and shows its cursor.
+#[test]
+fn the_prompt_edits_a_line() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let latest = Arc::new(fixture());
+    let mut app = App::default();
+    let press = |app: &mut App, code: KeyCode, m: KeyModifiers| {
+        let act =
+            super::keymap::action(app.mode(), KeyEvent::new(code, m), false).expect("a key of the prompt");
+        app.update(act, 3, &latest);
+    };
+    let ctrl = KeyModifiers::CONTROL;
+    let none = KeyModifiers::NONE;
+    let line = |app: &App| app.editing.as_ref().map(|e| (e.value().to_string(), e.cursor()));
+    press(&mut app, KeyCode::Char('/'), none);
+    for c in "cc bbr port 22".chars() {
+        press(&mut app, KeyCode::Char(c), none);
+    }
+    assert_eq!(line(&app), Some(("cc bbr port 22".into(), 14)));
+    // (key, the line and cursor after it)
+    let steps: &[(KeyCode, KeyModifiers, &str, usize)] = &[
+        (KeyCode::Char('w'), ctrl, "cc bbr port ", 12),
+        (KeyCode::Char('w'), ctrl, "cc bbr ", 7),
+        (KeyCode::Char('a'), ctrl, "cc bbr ", 0),
+        (KeyCode::Right, none, "cc bbr ", 1),
+        (KeyCode::Right, none, "cc bbr ", 2),
+        (KeyCode::Right, none, "cc bbr ", 3),
+        (KeyCode::Char('k'), ctrl, "cc ", 3),
+        (KeyCode::Char('x'), none, "cc x", 4),
+        (KeyCode::Left, none, "cc x", 3),
+        (KeyCode::Home, none, "cc x", 0),
+        (KeyCode::Delete, none, "c x", 0),
+        (KeyCode::End, none, "c x", 3),
+        (KeyCode::Backspace, none, "c ", 2),
+        (KeyCode::Char('e'), ctrl, "c ", 2),
+        (KeyCode::Left, none, "c ", 1),
+        (KeyCode::Char('u'), ctrl, " ", 0),
+        (KeyCode::Char('c'), none, "c ", 1),
+    ];
+    for &(code, m, want, at) in steps {
+        press(&mut app, code, m);
+        assert_eq!(line(&app), Some((want.to_string(), at)), "after {m:?} {code:?}");
+    }
+    // The cursor in the middle is the character under it in reverse video; at the end, a block.
+    let foot = |app: &App| text(&render(app, &latest, 80, 24)).lines().last().unwrap().to_string();
+    let b = render(&app, &latest, 80, 24);
+    assert_eq!(text(&b).lines().last().unwrap(), "/c");
+    assert!(b[(2, 23)].modifier.contains(Modifier::REVERSED) && b[(2, 23)].symbol() == " ");
+    assert!(!b[(1, 23)].modifier.contains(Modifier::REVERSED));
+    press(&mut app, KeyCode::End, none);
+    assert_eq!(foot(&app), "/c █");
+    // A line longer than the screen scrolls to keep the cursor in view.
+    for c in "port 5201 or ".repeat(8).chars() {
+        press(&mut app, KeyCode::Char(c), none);
+    }
+    let f = foot(&app);
+    assert!(f.chars().count() <= 80 && f.ends_with("or █") && f.starts_with('/'), "{f:?}");
+    press(&mut app, KeyCode::Char('u'), ctrl);
+    assert_eq!(line(&app), Some((String::new(), 0)));
+    press(&mut app, KeyCode::Esc, none);
+    assert!(app.editing.is_none() && app.filter_text.is_empty());
 }

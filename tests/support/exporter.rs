@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+/// A sender (data in flight), which the live distributions count.
 fn socket(cookie: u64, cc: &str, peer: &str, srtt_us: u32) -> SocketRecord {
     record(cookie, cc)
         .peer(peer)

@@ -101,18 +101,42 @@ pub struct Prometheus(Running);
 impl Prometheus {
     /// A Prometheus scraping `target` every second.
     pub fn start(target: &str) -> Prometheus {
-        Prometheus::start_config(&format!(
-            "global: {{scrape_interval: 1s, scrape_timeout: 1s}}\nscrape_configs:\n  - job_name: bbrtop\n    static_configs: [{{targets: ['{target}']}}]\n"
-        ))
+        Prometheus::start_config(&Prometheus::scraping(target))
     }
 
     /// A Prometheus with this whole configuration file (scrape configs, rule files).
     pub fn start_config(config: &str) -> Prometheus {
-        Prometheus(start("prometheus", config, "--storage.tsdb.path", &[], Duration::from_secs(30)))
+        Prometheus::start_with(config, &[])
+    }
+
+    /// [`Prometheus::start_config`] with native histograms on, so that it asks exporters for
+    /// protobuf first.
+    pub fn start_native(config: &str) -> Prometheus {
+        Prometheus::start_with(config, &["--enable-feature=native-histograms"])
+    }
+
+    fn start_with(config: &str, flags: &[&str]) -> Prometheus {
+        Prometheus(start("prometheus", config, "--storage.tsdb.path", flags, Duration::from_secs(30)))
+    }
+
+    /// The configuration [`Prometheus::start`] uses: `target` scraped every second.
+    pub fn scraping(target: &str) -> String {
+        format!(
+            "global: {{scrape_interval: 1s, scrape_timeout: 1s}}\nscrape_configs:\n  - job_name: bbrtop\n    static_configs: [{{targets: ['{target}']}}]\n"
+        )
     }
 
     /// An instant query: the result vector.
     pub fn query(&self, expr: &str) -> Vec<serde_json::Value> {
+        self.query_params(expr, "")
+    }
+
+    /// An instant query evaluated at `time` (Unix seconds): the result vector.
+    pub fn query_at(&self, expr: &str, time: f64) -> Vec<serde_json::Value> {
+        self.query_params(expr, &format!("&time={time:.3}"))
+    }
+
+    fn query_params(&self, expr: &str, params: &str) -> Vec<serde_json::Value> {
         let escaped: String = expr
             .bytes()
             .map(|b| {
@@ -123,7 +147,7 @@ impl Prometheus {
                 }
             })
             .collect();
-        json(self.0.port, &format!("/api/v1/query?query={escaped}"))["data"]["result"]
+        json(self.0.port, &format!("/api/v1/query?query={escaped}{params}"))["data"]["result"]
             .as_array()
             .cloned()
             .unwrap_or_default()

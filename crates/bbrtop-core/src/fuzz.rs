@@ -49,6 +49,7 @@ fn fuzz_configuration() {
     let corpus: Vec<Vec<u8>> = [
         "groups:\n  edge-as1: [10.0.0.0/8, \"2001:db8::/32\"]\n  transit: [192.0.2.0/24]\n",
         "cc bbr port 443 10.0.0.0/8 state established",
+        "not (cc bbr or lo) and srtt > 100ms || retx >= 1% && dport = :443",
     ]
     .iter()
     .map(|s| s.as_bytes().to_vec())
@@ -56,6 +57,6 @@ fn fuzz_configuration() {
     fuzz("configuration", corpus, |b| {
         let text = String::from_utf8_lossy(b);
         let _ = crate::peer_groups::PeerGroups::parse(&text);
-        let _ = crate::filter::Filter::parse_words(&text);
+        let _ = crate::filter::Expr::parse(&text);
     });
 }

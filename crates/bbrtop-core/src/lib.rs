@@ -8,7 +8,7 @@
 //!   unknown, never zero), `tcp_bbr_info` in BBR v1's, v2alpha's and v3's layouts, DCTCP's info,
 //!   skmeminfo, and what follows from them (BBR's phase, the inflation baseline, what limits the
 //!   sender);
-//! - [`rule`]: the queue-delay alert rule; [`filter`]: `ss`-like socket filters;
+//! - [`rule`]: the queue-delay alert rule; [`filter`]: a filter language in `ss`'s terms;
 //! - [`seam`] and [`snapshot`]: the two contracts of bbrtop's engine, what collectors hand in and
 //!   what consumers read; [`columns`]: the per-socket values consumers show.
 //!

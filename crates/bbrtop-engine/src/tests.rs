@@ -205,8 +205,13 @@ fn kernel_state_overrides_inferred_phase_and_times_the_alert() {
     use bbrtop_core::seam::KernelUpdate;
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
-    // Netlink alone: BBR cruise (inferred), and the CUBIC socket is not inflated.
-    let socks = || vec![sock(1, "bbr", 20_000, 20_000, 0), sock(2, "cubic", 20_000, 20_000, 0)];
+    // Netlink alone: BBR gains that imply no phase, and the CUBIC socket is not inflated.
+    let unclear = || {
+        let mut r = sock(1, "bbr", 20_000, 20_000, 0);
+        r.bbr = Some(bbrtop_core::model::BbrInfo::v1(2_500_000, 20_000, 1.0, 1.5));
+        r
+    };
+    let socks = || vec![unclear(), sock(2, "cubic", 20_000, 20_000, 0)];
     e.apply(Update::Kernel(KernelUpdate::Phase {
         cookie: 1,
         netns: 7,
@@ -336,6 +341,7 @@ fn window_state_gives_the_kernel_phase() {
         entered: 1,
     }));
     let mut r = sock(1, "bbr", 20_000, 20_000, 0);
+    r.bbr = Some(bbrtop_core::model::BbrInfo::v1(2_500_000, 20_000, 0.75, 2.0));
     r.kernel_rtt = Some(RttWindow {
         samples: 3,
         last_srtt_us: 20_000,
@@ -351,6 +357,44 @@ fn window_state_gives_the_kernel_phase() {
     assert_eq!(d.kernel.as_ref().unwrap().mode_entered, 1, "the event's counts stay");
     let d = &s.socket(2).unwrap().derived;
     assert_eq!(d.phase_source, Some(Source::Inferred), "no window, no event: inferred");
+}
+
+/// The phase never contradicts the gains shown beside it: where the kernel's read (at the latest
+/// ACK) names another phase than netlink's gains (read at the dump, later), the gains' phase is
+/// shown, as inferred; where they agree, or the gains imply none, the kernel's.
+#[test]
+fn the_phase_fits_the_gains_shown() {
+    use bbrtop_core::model::{BbrInfo, BbrState, RttWindow};
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    // The kernel read PROBE_BW up (cycle_idx 0) at the latest ACK.
+    let up = RttWindow {
+        samples: 1,
+        last_srtt_us: 20_000,
+        min_srtt_us: Some(20_000),
+        max_srtt_us: Some(20_000),
+        bbr: Some(BbrState { mode: 2, cycle_idx: 0, full_bw_reached: true, ..BbrState::default() }),
+        ..RttWindow::default()
+    };
+    let with_gains = |cookie: u64, pacing: f64, cwnd: f64| {
+        let mut r = sock(cookie, "bbr", 20_000, 20_000, 0);
+        r.bbr = Some(BbrInfo::v1(2_500_000, 20_000, pacing, cwnd));
+        r.kernel_rtt = Some(up);
+        r
+    };
+    dump(&mut e, vec![with_gains(1, 0.75, 2.0), with_gains(2, 1.25, 2.0), with_gains(3, 1.0, 1.5)], t0);
+    let s = e.tick(t0);
+    let shown = |c: u64| {
+        let d = &s.socket(c).unwrap().derived;
+        (d.phase.map(|p| p.label()), d.phase_source)
+    };
+    assert_eq!(
+        shown(1),
+        (Some("BW:DOWN"), Some(Source::Inferred)),
+        "0.75/2.00 is BW:DOWN, whatever the ACK said"
+    );
+    assert_eq!(shown(2), (Some("BW:UP"), Some(Source::Kernel)), "they agree: the kernel's");
+    assert_eq!(shown(3), (Some("BW:UP"), Some(Source::Kernel)), "gains of no phase: the kernel's");
 }
 
 /// A v3 socket's phase is the one its netlink info names, even where eBPF reads `struct bbr`.

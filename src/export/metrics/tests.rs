@@ -46,6 +46,20 @@ fn scrape(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> String {
     })
 }
 
+/// A classic histogram's buckets in a text scrape: (le, cumulative count), in order, for the
+/// series of `family` whose labels after `le` are `labels`.
+fn buckets(text: &str, family: &str, labels: &str) -> Vec<(f64, f64)> {
+    let prefix = format!("{family}_bucket{{le=\"");
+    text.lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .filter_map(|l| {
+            let (le, rest) = l.split_once('"')?;
+            let value = rest.strip_prefix(&format!(",{labels}}} "))?;
+            Some((le.parse().ok()?, value.parse().ok()?))
+        })
+        .collect()
+}
+
 /// The value of the one sample whose line starts with `prefix` (name and labels).
 fn value(text: &str, prefix: &str) -> Option<f64> {
     let mut it = text.lines().filter(|l| l.starts_with(prefix));
@@ -63,13 +77,16 @@ fn aggregates_by_cc_state_phase_and_peer_group() {
     ]);
     let om = scrape(snap, 0, "groups: {edge: [10.1.0.0/16]}");
     assert!(om.ends_with("# EOF\n"));
-    assert_eq!(value(&om, r#"bbrtop_sockets{cc="bbr",state="ESTAB",phase="startup"}"#), Some(2.0));
-    assert_eq!(value(&om, r#"bbrtop_sockets{cc="cubic",state="ESTAB",phase="none"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_sockets{cc="bbr",state="established",phase="startup"}"#), Some(2.0));
+    assert_eq!(value(&om, r#"bbrtop_sockets{cc="cubic",state="established",phase="none"}"#), Some(1.0));
     assert_eq!(value(&om, r#"bbrtop_srtt_seconds_gcount{cc="bbr",peer_group="edge"}"#), Some(1.0));
     assert_eq!(value(&om, r#"bbrtop_srtt_seconds_gcount{cc="bbr",peer_group="other"}"#), Some(1.0));
-    // 30 ms: not in the 25 ms bucket, in the 50 ms one.
-    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_bucket{le="0.025",cc="bbr",peer_group="edge"}"#), Some(0.0));
-    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_bucket{le="0.05",cc="bbr",peer_group="edge"}"#), Some(1.0));
+    // 30 ms: in the bucket whose bounds are 2^(-41/8) = 28.65 ms and 2^(-40/8) = 31.25 ms.
+    let edge = buckets(&om, "bbrtop_srtt_seconds", r#"cc="bbr",peer_group="edge""#);
+    let first = edge.iter().position(|(_, n)| *n == 1.0).expect("a bucket holds it");
+    assert_eq!(edge[first].0, 0.03125, "{edge:?}");
+    assert!((edge[first - 1].0 - 0.028656).abs() < 1e-6, "{edge:?}");
+    assert_eq!(edge.len(), 146, "145 bounds and +Inf");
     assert_eq!(value(&om, r#"bbrtop_rtt_inflation_ratio_gsum{cc="cubic",peer_group="edge"}"#), Some(8.0));
     // Only BBR sockets have a BBR bandwidth.
     assert!(value(&om, r#"bbrtop_bbr_bandwidth_bytes_per_second_gcount{cc="cubic""#).is_none());
@@ -286,4 +303,174 @@ fn counters_per_cc_and_peer_group_outlive_their_sockets() {
     assert!(om.contains("# TYPE bbrtop_rto_timeouts counter"), "{om}");
     let text = to_text_004(&om);
     assert!(text.contains("# TYPE bbrtop_sent_bytes_total counter"), "{text}");
+}
+
+/// The live distributions are over the senders (loopback left out unless the rule counts it),
+/// `bbrtop_sockets_by_role` counts each role, and `bbrtop_sockets` every socket.
+#[test]
+fn distributions_count_the_senders_and_roles_count_every_socket() {
+    let receiver = |cookie, peer: &str| {
+        record(cookie, "cubic").peer(peer).srtt_us(900_000).min_rtt_us(10_000).last_data_recv_ms(10).build()
+    };
+    let idle = record(3, "cubic")
+        .peer("10.1.0.4:1")
+        .srtt_us(800_000)
+        .min_rtt_us(10_000)
+        .last_data_recv_ms(60_000)
+        .build();
+    let snap = snapshot(vec![
+        rec(1, "cubic", "10.1.0.2:40000", 30_000, 10_000),
+        receiver(2, "10.1.0.3:1"),
+        idle,
+        rec(4, "cubic", "127.0.0.1:40003", 700_000, 10_000),
+    ]);
+    let om = scrape(Arc::clone(&snap), 0, "");
+    let v = |p: &str| value(&om, p);
+    assert_eq!(v(r#"bbrtop_sockets{cc="cubic",state="established",phase="none"}"#), Some(4.0));
+    assert_eq!(v(r#"bbrtop_srtt_seconds_gcount{cc="cubic",peer_group="other"}"#), Some(1.0));
+    assert_eq!(v(r#"bbrtop_srtt_seconds_gsum{cc="cubic",peer_group="other"}"#), Some(0.03));
+    assert_eq!(
+        v(r#"bbrtop_delivery_rate_bytes_per_second_gcount{cc="cubic",peer_group="other"}"#),
+        Some(1.0)
+    );
+    for (role, n) in [("sender", 1.0), ("receiver", 1.0), ("idle", 1.0), ("loopback", 1.0)] {
+        let series = format!(r#"bbrtop_sockets_by_role{{cc="cubic",peer_group="other",role="{role}"}}"#);
+        assert_eq!(v(&series), Some(n), "{role}: {om}");
+    }
+
+    // With the rule's --loopback the loopback sender counts as any other.
+    let mut counted = (*snap).clone();
+    counted.rule.loopback = true;
+    let om = scrape(Arc::new(counted), 0, "");
+    assert_eq!(value(&om, r#"bbrtop_srtt_seconds_gcount{cc="cubic",peer_group="other"}"#), Some(2.0));
+    assert_eq!(
+        value(&om, r#"bbrtop_sockets_by_role{cc="cubic",peer_group="other",role="sender"}"#),
+        Some(2.0)
+    );
+    assert_eq!(
+        value(&om, r#"bbrtop_sockets_by_role{cc="cubic",peer_group="other",role="loopback"}"#),
+        Some(0.0)
+    );
+}
+
+/// A BBR socket whose phase nobody knows says `unknown`; `none` is for other algorithms.
+#[test]
+fn a_bbr_socket_of_unknown_phase_is_labelled_unknown() {
+    let odd_gains =
+        record(2, "bbr").srtt_us(12_000).min_rtt_us(10_000).bbr(5_000_000, 10_000, 1.0, 1.5).build();
+    let snap = snapshot(vec![
+        rec(1, "bbr", "10.1.0.2:1", 12_000, 10_000),
+        odd_gains,
+        rec(3, "cubic", "10.1.0.2:2", 12_000, 10_000),
+    ]);
+    let om = scrape(snap, 0, "");
+    assert_eq!(value(&om, r#"bbrtop_sockets{cc="bbr",state="established",phase="startup"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_sockets{cc="bbr",state="established",phase="unknown"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_sockets{cc="cubic",state="established",phase="none"}"#), Some(1.0));
+    assert!(!om.contains(r#"cc="bbr",state="established",phase="none""#), "{om}");
+}
+
+/// The goodput of the inflated senders, per cc and peer group: what the page weighs.
+#[test]
+fn inflated_goodput_sums_the_inflated_senders() {
+    let groups = "groups: {edge: [10.1.0.0/16]}";
+    let mut e = Engine::new(EngineConfig::default());
+    let at = |acked: u64| {
+        vec![
+            // Inflated (30 ms over 10 ms), and a sender once it acks.
+            record(1, "cubic")
+                .peer("10.1.0.2:1")
+                .srtt_us(30_000)
+                .min_rtt_us(10_000)
+                .last_ack_recv_ms(0)
+                .sending()
+                .bytes_acked(acked)
+                .build(),
+            // Not inflated, sending as much.
+            record(2, "cubic")
+                .peer("10.1.0.3:1")
+                .srtt_us(10_500)
+                .min_rtt_us(10_000)
+                .last_ack_recv_ms(0)
+                .sending()
+                .bytes_acked(acked)
+                .build(),
+            // Inflated, to another group.
+            record(3, "cubic")
+                .peer("192.0.2.1:1")
+                .srtt_us(40_000)
+                .min_rtt_us(10_000)
+                .last_ack_recv_ms(0)
+                .sending()
+                .bytes_acked(acked / 2)
+                .build(),
+        ]
+    };
+    let t0 = Now::system();
+    feed_dump(&mut e, Dump { sockets: at(1_000_000), ..Dump::default() }, t0);
+    e.tick(t0);
+    let t1 = t0.after(std::time::Duration::from_secs(1));
+    feed_dump(&mut e, Dump { sockets: at(3_000_000), ..Dump::default() }, t1);
+    let om = scrape(e.tick(t1), 0, groups);
+    let v = |p: &str| value(&om, p);
+    assert_eq!(
+        v(r#"bbrtop_inflated_goodput_bytes_per_second{cc="cubic",peer_group="edge"}"#),
+        Some(2e6),
+        "{om}"
+    );
+    assert_eq!(v(r#"bbrtop_inflated_goodput_bytes_per_second{cc="cubic",peer_group="other"}"#), Some(1e6));
+    assert_eq!(v(r#"bbrtop_sockets_inflated{cc="cubic"}"#), Some(2.0));
+}
+
+/// The protobuf scrape: every family of the text, counters named with `_total`, and the live
+/// histograms typed GAUGE_HISTOGRAM with native buckets (schema 4) beside the classic ones.
+#[test]
+fn protobuf_carries_every_family_and_native_buckets() {
+    use prometheus_client::encoding::prometheus_protobuf::prometheus_data_model::{MetricFamily, MetricType};
+    use prost::Message;
+    let snap = snapshot(vec![
+        rec(1, "bbr", "10.1.0.2:40000", 30_000, 10_000),
+        rec(2, "cubic", "10.1.0.3:1", 80_000, 10_000),
+    ]);
+    let groups = "groups: {edge: [10.1.0.0/16]}";
+    let om = scrape(Arc::clone(&snap), 0, groups);
+    let body = render_protobuf(Scrape {
+        snap,
+        groups: Arc::new(PeerGroups::parse(groups).unwrap()),
+        top_k: 0,
+        by_pod_namespace: false,
+        posts: vec![(("http://am:9093".into(), "success"), 3)],
+        process: None,
+    });
+    let mut rest = &body[..];
+    let mut families = Vec::new();
+    while !rest.is_empty() {
+        families.push(MetricFamily::decode_length_delimited(&mut rest).expect("a delimited MetricFamily"));
+    }
+    // The same families as the text (less the process's, left out here), by their series names.
+    let text_families: Vec<String> = to_text_004(&om)
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.split(' ').next())
+        .filter(|n| !n.starts_with("process_"))
+        .map(String::from)
+        .collect();
+    let names: Vec<String> = families.iter().map(|f| f.name.clone()).collect();
+    assert_eq!(names, text_families);
+    let family = |name: &str| families.iter().find(|f| f.name == name).unwrap_or_else(|| panic!("{name}"));
+    assert_eq!(family("bbrtop_inflation_onsets_total").r#type, MetricType::Counter as i32);
+    let srtt = family("bbrtop_srtt_seconds");
+    assert_eq!(srtt.r#type, MetricType::GaugeHistogram as i32);
+    let bbr = srtt.metric.iter().find(|m| m.label.iter().any(|l| l.value == "bbr")).expect("bbr's");
+    let h = bbr.histogram.as_ref().expect("a histogram");
+    assert_eq!((h.sample_count, h.sample_sum), (1, 0.03));
+    assert_eq!(h.schema, 4);
+    assert!(h.zero_threshold > 0.0, "a zero threshold marks it native");
+    // 30 ms lies in (2^(-81/16), 2^(-80/16)] = (29.9 ms, 31.25 ms]: one bucket, at -80.
+    assert_eq!(h.positive_span.iter().map(|s| (s.offset, s.length)).collect::<Vec<_>>(), [(-80, 1)]);
+    assert_eq!(h.positive_delta, [1]);
+    assert_eq!(h.bucket.len(), 146, "the classic buckets too");
+    assert_eq!(h.bucket.last().map(|b| (b.upper_bound, b.cumulative_count)), Some((f64::INFINITY, 1)));
+    // Closed flows' histograms (none here) and the rest keep their types.
+    assert_eq!(family("bbrtop_sockets").r#type, MetricType::Gauge as i32);
 }

@@ -1,7 +1,10 @@
-//! Alerts: firing first, then recently resolved, with how long each lasted.
+//! Alerts: firing first, then recently resolved, with how long each lasted. Under a filter, those
+//! of the sockets it matches: a socket still in the snapshot is matched as itself, and an alert
+//! whose socket has gone by what it carries (cc, ends, its last srtt and ratio).
 
-use super::{ago, fitted_table};
-use bbrtop_core::snapshot::{AlertStatus, Snapshot};
+use super::{Screen, ago, fitted_table};
+use bbrtop_core::filter::Expr;
+use bbrtop_core::snapshot::{AlertStatus, AlertView, Snapshot};
 use bbrtop_core::units::micros;
 use bbrtop_core::units::ratio;
 use ratatui::Frame;
@@ -14,7 +17,20 @@ fn secs(from: SystemTime, to: SystemTime) -> f64 {
     to.duration_since(from).map_or(0.0, |d| d.as_secs_f64())
 }
 
-pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
+/// The alerts `filter` matches, in the snapshot's order. The sockets are looked up for the
+/// alerts only (a few): the filter is evaluated once per alert.
+fn matching<'a>(snap: &'a Snapshot, filter: &Expr) -> Vec<&'a AlertView> {
+    snap.alerts
+        .iter()
+        .filter(|a| match snap.sockets.get(a.cookie) {
+            Some(s) => filter.matches(&s),
+            None => filter.matches(*a),
+        })
+        .collect()
+}
+
+pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
+    let snap = v.snap;
     let r = &snap.rule;
     let title = format!(
         " TcpRttInflation: srtt >= {}x baseline and >= {} above it, for {} ",
@@ -23,18 +39,22 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
         ago(r.hold.as_secs_f64())
     );
     let block = Block::default().borders(Borders::TOP).title(title);
-    if snap.alerts.is_empty() {
-        f.render_widget(
-            Paragraph::new("No alerts: no socket has stayed inflated for the hold time.").block(block),
-            area,
-        );
+    let alerts: Vec<&AlertView> =
+        if v.app.filtered() { matching(snap, &v.app.filter) } else { snap.alerts.iter().collect() };
+    if alerts.is_empty() {
+        let msg = if snap.alerts.is_empty() {
+            "No alerts: no socket has stayed inflated for the hold time.".to_string()
+        } else {
+            super::no_match("alert")
+        };
+        f.render_widget(Paragraph::new(msg).block(block), area);
         return;
     }
     let headers = ["STATUS", "CC", "LOCAL", "PEER", "SRTT", "BASELINE", "RATIO", "PEAK", "FOR"];
     let widths = [9, 6, 21, 21, 9, 9, 7, 7, 7];
     // At 80 columns the peer and the baseline go first.
     let priority = [0, 1, 2, 4, 6, 8, 7, 5, 3];
-    let rows = snap.alerts.iter().map(|a| {
+    let rows = alerts.iter().map(|a| {
         let (status, style, lasted) = match a.status {
             AlertStatus::Firing => (
                 "FIRING",

@@ -1,4 +1,5 @@
-//! Closed flows, from eBPF close records: the last ones, newest first, and per-cc totals.
+//! Closed flows, from eBPF close records: the last ones, newest first (those the filter matches:
+//! see `bbrtop_core::filter::eval` for what a closed flow is known by), and per-cc totals.
 
 use bbrtop_core::model::Count;
 use bbrtop_core::units::{bitrate, micros, opt, percent};
@@ -37,8 +38,15 @@ pub fn draw(f: &mut Frame, area: Rect, v: &super::Screen) {
     }
     // eBPF sees every namespace's sockets close; show the watched one's.
     let ours = |c: &&bbrtop_core::model::ClosedFlow| v.sys.netns_inode.is_none_or(|i| c.netns == i);
-    if !snap.closed.iter().any(|c| ours(&c)) {
-        f.render_widget(Paragraph::new("No flow has closed since bbrtop started.").block(block), area);
+    let shown =
+        |c: &&bbrtop_core::model::ClosedFlow| ours(c) && (!v.app.filtered() || v.app.filter.matches(*c));
+    if !snap.closed.iter().any(|c| shown(&c)) {
+        let msg = if snap.closed.iter().any(|c| ours(&c)) {
+            super::no_match("closed flow")
+        } else {
+            "No flow has closed since bbrtop started.".to_string()
+        };
+        f.render_widget(Paragraph::new(msg).block(block), area);
         return;
     }
     let headers = [
@@ -57,7 +65,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &super::Screen) {
     let widths = [6, 21, 21, 9, 11, 5, 6, 9, 9, 11, 9];
     let priority = [0, 1, 3, 7, 10, 9, 5, 6, 8, 4, 2];
     // Newest first, as the snapshot keeps them.
-    let rows = snap.closed.iter().filter(ours).map(|c| {
+    let rows = snap.closed.iter().filter(shown).map(|c| {
         let cells = vec![
             c.cc.clone(),
             c.local.to_string(),

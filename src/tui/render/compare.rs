@@ -1,20 +1,38 @@
 //! BBR vs CUBIC, live: the guides' comparison table, per congestion control, over the sockets that
 //! sent in the last interval, with the rollout's risks (retransmits, spurious ones, timeouts,
 //! goodput share) over the last minute, a line saying which sockets the figures leave out, and a
-//! verdict in words under it.
+//! verdict in words under it. Under a filter, the figures are over the sockets it matches, and
+//! the last minute's counters, which count every socket (closed ones too), are left out.
 
-use bbrtop_core::snapshot::Snapshot;
+use super::Screen;
 use bbrtop_core::snapshot::verdict;
+use bbrtop_core::snapshot::{CcAggregate, aggregate};
 use bbrtop_core::units::{bitrate, micros, opt, percent};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use std::borrow::Cow;
 
-pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
-    let block = Block::default().borders(Borders::TOP).title(" per congestion control (rates: last minute) ");
-    if snap.by_cc.is_empty() {
-        f.render_widget(Paragraph::new("No sockets yet.").block(block), area);
+/// The columns from the last minute's counters on: not over the filter's sockets.
+const COUNTERS_FROM: usize = 10;
+
+pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
+    let (snap, filtered) = (v.snap, v.app.filtered());
+    // The snapshot's own figures, or the filter's sockets' (the rows already filtered this frame).
+    let by_cc: Cow<[CcAggregate]> = if filtered {
+        Cow::Owned(aggregate::by_cc(v.rows.iter(), snap.rule.loopback))
+    } else {
+        Cow::Borrowed(&snap.by_cc)
+    };
+    let title = if filtered {
+        format!(" per congestion control, filtered: {} of {} sockets ", v.rows.len(), snap.sockets.len())
+    } else {
+        " per congestion control (rates: last minute) ".to_string()
+    };
+    let block = Block::default().borders(Borders::TOP).title(title);
+    if by_cc.is_empty() {
+        f.render_widget(Paragraph::new(super::no_rows(snap)).block(block), area);
         return;
     }
     let headers = [
@@ -24,7 +42,8 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
     let widths = [6, 7, 8, 8, 8, 8, 7, 8, 6, 11, 11, 5, 6, 5, 5];
     // The guides' table first (count, srtt percentiles), then the rollout's risks, then the rest.
     let priority = [0, 1, 2, 3, 12, 11, 4, 5, 6, 13, 14, 10, 9, 8, 7];
-    let rows = snap.by_cc.iter().map(|a| {
+    let priority: Vec<usize> = priority.into_iter().filter(|&i| !filtered || i < COUNTERS_FROM).collect();
+    let rows = by_cc.iter().map(|a| {
         let r = a.recent.unwrap_or_default();
         let cells = vec![
             a.cc.clone(),
@@ -45,15 +64,22 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
         ];
         (cells, Style::new())
     });
-    let mut verdicts = verdict::all(&snap.by_cc);
-    verdicts.extend(left_out(snap));
+    let mut verdicts = verdict::all(&by_cc);
+    verdicts.extend(left_out(&by_cc));
+    if filtered {
+        verdicts.push(
+            "filtered: the last minute's goodput, share, RETX%, SPUR% and RTO/s count every socket of \
+             each cc, closed ones too, so they are left out (c clears the filter)"
+                .to_string(),
+        );
+    }
     let inner = block.inner(area);
     f.render_widget(block, area);
     // The verdict right under the table's rows, wrapped at the screen's width.
     let width = usize::from(inner.width.max(1));
     let lines: usize = verdicts.iter().map(|v| v.chars().count().div_ceil(width)).sum();
     let [table, _, words] = Layout::vertical([
-        Constraint::Max(snap.by_cc.len() as u16 + 1),
+        Constraint::Max(by_cc.len() as u16 + 1),
         Constraint::Length(u16::from(lines > 0)),
         Constraint::Min(lines as u16),
     ])
@@ -64,9 +90,8 @@ pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
 
 /// "not counted: bbr 2 receivers, 1 idle; cubic 4 loopback", when any socket is left out of the
 /// figures.
-fn left_out(snap: &Snapshot) -> Option<String> {
-    let parts: Vec<String> = snap
-        .by_cc
+fn left_out(by_cc: &[CcAggregate]) -> Option<String> {
+    let parts: Vec<String> = by_cc
         .iter()
         .filter_map(|a| {
             let kinds = [(a.receivers, "receiving"), (a.idle, "idle"), (a.loopback, "loopback")];

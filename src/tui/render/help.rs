@@ -1,10 +1,11 @@
-//! The help overlay, generated from the keymap so it never goes stale.
+//! The help overlay, generated from the keymap so it never goes stale: the commands, then the
+//! prompt line's keys.
 
-use crate::tui::keymap::bindings;
+use crate::tui::keymap::{Binding, PROMPT_BINDINGS, bindings};
 use crossterm::event::{KeyCode, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 fn key_name(code: KeyCode, m: KeyModifiers) -> String {
     let k = match code {
@@ -23,25 +24,36 @@ fn key_name(code: KeyCode, m: KeyModifiers) -> String {
     if m.contains(KeyModifiers::CONTROL) { format!("Ctrl-{k}") } else { k }
 }
 
-/// The keys in force (a replay's time controls first), one line per help text.
-pub fn draw(f: &mut Frame, area: Rect, replay: bool) {
-    // Keys with the same help share a line.
+/// Bindings with the same help, one after the other, share a row: (keys, help).
+fn rows<'a>(b: impl Iterator<Item = &'a Binding>) -> Vec<(Vec<String>, &'a str)> {
     let mut rows: Vec<(Vec<String>, &str)> = Vec::new();
-    for (code, m, _, help) in bindings(replay) {
+    for (code, m, _, help) in b {
         match rows.last_mut() {
             Some((keys, h)) if *h == *help => keys.push(key_name(*code, *m)),
             _ => rows.push((vec![key_name(*code, *m)], *help)),
         }
     }
+    rows
+}
+
+/// The keys in force (a replay's time controls first), one line per help text, and the prompt
+/// line's keys run together in a paragraph.
+pub fn draw(f: &mut Frame, area: Rect, replay: bool) {
+    let commands: Vec<(String, &str)> =
+        rows(bindings(replay)).into_iter().map(|(keys, help)| (keys.join(" "), help)).collect();
+    let width = commands.iter().map(|(keys, _)| keys.len()).max().unwrap_or(0);
     let mut lines: Vec<String> =
-        rows.iter().map(|(keys, help)| format!("{:<11} {help}", keys.join(" "))).collect();
-    lines.push("Esc         clear the filter; when typing, Enter applies and Esc cancels".into());
-    let h = (lines.len() as u16 + 2).min(area.height);
+        commands.iter().map(|(keys, help)| format!("{keys:<width$} {help}")).collect();
+    let typing: Vec<String> = rows(PROMPT_BINDINGS.iter())
+        .iter()
+        .map(|(keys, help)| format!("{} {help}", keys.join(" ")))
+        .collect();
+    let prompts = if replay { "/ or g" } else { "/" };
+    lines.push(format!("typing after {prompts}: {}", typing.join(", ")));
     let w = 78.min(area.width);
+    let text = Paragraph::new(lines.join("\n")).wrap(Wrap { trim: false });
+    let h = (text.line_count(w.saturating_sub(2)) as u16 + 2).min(area.height);
     let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h };
     f.render_widget(Clear, r);
-    f.render_widget(
-        Paragraph::new(lines.join("\n")).block(Block::default().borders(Borders::ALL).title(" keys ")),
-        r,
-    );
+    f.render_widget(text.block(Block::default().borders(Borders::ALL).title(" keys ")), r);
 }

@@ -30,7 +30,8 @@ pub const MIN_HEIGHT: u16 = 24;
 pub struct Screen<'a> {
     pub app: &'a App,
     pub snap: &'a Snapshot,
-    /// The table's rows, filtered and sorted once per frame (`App::rows`).
+    /// The sockets the filter matches, sorted, once per frame (`App::rows`): the table's rows,
+    /// and what the views of sockets are made of.
     pub rows: &'a [SocketView],
     pub sys: &'a SystemInfo,
     pub owners: &'a Owners,
@@ -67,10 +68,10 @@ pub fn draw(f: &mut Frame, v: &Screen) {
             detail::draw(f, d, v);
         }
         View::Sockets => table::draw(f, body, v),
-        View::Compare => compare::draw(f, body, v.snap),
-        View::Alerts => alerts::draw(f, body, v.snap),
+        View::Compare => compare::draw(f, body, v),
+        View::Alerts => alerts::draw(f, body, v),
         View::Closed => closed::draw(f, body, v),
-        View::Places => places::draw(f, body, v.snap),
+        View::Places => places::draw(f, body, v),
     }
     draw_footer(f, foot, v.app, v.playback.is_some());
     if v.app.help {
@@ -101,11 +102,10 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, replay: bool) {
             Prompt::Filter => "/",
             Prompt::Time => "go to (HH:MM:SS UTC or RFC 3339): ",
         };
-        Line::from(vec![
-            Span::styled(prompt, Style::new().fg(Color::Yellow)),
-            Span::raw(e.clone()),
-            Span::raw("█"),
-        ])
+        let room = usize::from(area.width).saturating_sub(prompt.chars().count());
+        let mut spans = vec![Span::styled(prompt, Style::new().fg(Color::Yellow))];
+        spans.extend(prompt_line(e.value(), e.cursor(), room));
+        Line::from(spans)
     } else if let Some(err) = &app.time_error {
         Line::from(Span::styled(err.clone(), Style::new().fg(Color::Red)))
     } else if let Some(err) = &app.filter_error {
@@ -130,6 +130,35 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, replay: bool) {
         ])
     };
     f.render_widget(Paragraph::new(line), area);
+}
+
+/// The line being typed with its cursor, in `room` cells: the character under the cursor in
+/// reverse video, or a block after the last one; scrolled so that the cursor stays in view.
+fn prompt_line(text: &str, cursor: usize, room: usize) -> Vec<Span<'static>> {
+    let chars: Vec<char> = text.chars().collect();
+    let skip = cursor.saturating_sub(room.saturating_sub(1));
+    let shown: String = chars.iter().skip(skip).take(cursor - skip).collect();
+    let mut spans = vec![Span::raw(shown)];
+    match chars.get(cursor) {
+        Some(c) => {
+            spans.push(Span::styled(c.to_string(), Style::new().add_modifier(Modifier::REVERSED)));
+            let after: String =
+                chars[cursor + 1..].iter().take(room.saturating_sub(cursor - skip + 1)).collect();
+            spans.push(Span::raw(after));
+        }
+        None => spans.push(Span::raw("█")),
+    }
+    spans
+}
+
+/// What a view says when the filter leaves it nothing to show.
+pub fn no_match(what: &str) -> String {
+    format!("No {what} matches the filter (c clears it).")
+}
+
+/// What a view of sockets says when it has no row: no socket yet, or none the filter matches.
+fn no_rows(snap: &Snapshot) -> String {
+    if snap.sockets.is_empty() { "No sockets yet.".to_string() } else { no_match("socket") }
 }
 
 /// The columns that fit in `avail` cells (one cell between columns), taken in `priority` order

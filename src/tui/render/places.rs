@@ -1,8 +1,10 @@
 //! Where the sockets live: one row per place (pod, namespace name or cgroup; "node" for sockets
-//! with no origin) and congestion control, with the per-cc figures of the BBR-vs-CUBIC view.
+//! with no origin) and congestion control, with the per-cc figures of the BBR-vs-CUBIC view, over
+//! the sockets the filter matches.
 
+use super::Screen;
+use bbrtop_core::snapshot::SocketView;
 use bbrtop_core::snapshot::aggregate;
-use bbrtop_core::snapshot::{Snapshot, SocketView};
 use bbrtop_core::units::{bitrate, micros, opt};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -16,15 +18,16 @@ fn place(s: &SocketView) -> Cow<'_, str> {
     s.record.origin.as_deref().and_then(|o| o.label()).unwrap_or(Cow::Borrowed("node"))
 }
 
-pub fn draw(f: &mut Frame, area: Rect, snap: &Snapshot) {
+pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
+    let snap = v.snap;
     let block = Block::default().borders(Borders::TOP).title(" per place and congestion control ");
-    if snap.sockets.is_empty() {
-        f.render_widget(Paragraph::new("No sockets yet.").block(block), area);
+    if v.rows.is_empty() {
+        f.render_widget(Paragraph::new(super::no_rows(snap)).block(block), area);
         return;
     }
-    let views = snap.sockets.to_vec();
+    // The rows: every socket, or the filter's, already filtered this frame.
     let mut places: BTreeMap<Cow<str>, Vec<&SocketView>> = BTreeMap::new();
-    for s in &views {
+    for s in v.rows {
         places.entry(place(s)).or_default().push(s);
     }
     let headers = ["WHERE", "CC", "SOCKETS", "SRTT p50", "p95", "INFLATED", "FIRING", "DELIVERY", "RETR/s"];

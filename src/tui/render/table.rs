@@ -74,9 +74,9 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let block = Block::default().borders(Borders::TOP).title(format!(" sockets ({}) ", rows.len()));
     if rows.is_empty() {
         let msg = if v.snap.sockets.is_empty() {
-            no_sockets(v.source)
+            no_sockets(v.source).to_string()
         } else {
-            "No socket matches the filter (c clears it)."
+            super::no_match("socket")
         };
         f.render_widget(Paragraph::new(msg).block(block), area);
         return;

@@ -280,12 +280,16 @@ impl SocketRecord {
     /// A socket of the host talking to itself: its peer is a loopback address (127.0.0.0/8,
     /// ::1, or 127.x mapped into IPv6).
     pub fn is_loopback(&self) -> bool {
-        match self.peer.ip() {
-            std::net::IpAddr::V4(a) => a.is_loopback(),
-            std::net::IpAddr::V6(a) => {
-                a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-            }
-        }
+        is_loopback_peer(self.peer)
+    }
+}
+
+/// Whether a socket whose peer is `peer` talks to its own host (see
+/// [`SocketRecord::is_loopback`]); closed flows and alerts carry the peer without the record.
+pub fn is_loopback_peer(peer: SocketAddr) -> bool {
+    match peer.ip() {
+        std::net::IpAddr::V4(a) => a.is_loopback(),
+        std::net::IpAddr::V6(a) => a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
     }
 }
 

@@ -59,6 +59,27 @@ impl TcpState {
         }
     }
 
+    /// The word node_exporter's tcpstat collector gives this state in its `state` label
+    /// (`established`, `fin_wait1`), which the exporter's labels use too, so that queries join
+    /// and read alike. node_exporter has no word for NEW-SYN-RECV (a request socket, which
+    /// /proc/net/tcp lists as SYN-RECV); it is `new_syn_recv` here.
+    pub fn label(self) -> &'static str {
+        match self {
+            TcpState::Established => "established",
+            TcpState::SynSent => "syn_sent",
+            TcpState::SynRecv => "syn_recv",
+            TcpState::FinWait1 => "fin_wait1",
+            TcpState::FinWait2 => "fin_wait2",
+            TcpState::TimeWait => "time_wait",
+            TcpState::Close => "close",
+            TcpState::CloseWait => "close_wait",
+            TcpState::LastAck => "last_ack",
+            TcpState::Listen => "listen",
+            TcpState::Closing => "closing",
+            TcpState::NewSynRecv => "new_syn_recv",
+        }
+    }
+
     /// The bit for this state in an inet_diag `idiag_states` mask.
     pub fn bit(self) -> u32 {
         1 << (self as u32)
@@ -110,15 +131,16 @@ pub struct UnknownState(pub String);
 impl FromStr for TcpState {
     type Err = UnknownState;
 
-    /// Accepts `ss` names (`ESTAB`, `SYN-SENT`) and `ss` filter words (`established`, `syn_sent`).
+    /// Accepts `ss` names (`ESTAB`, `SYN-SENT`), `ss` filter words (`established`, `syn_sent`)
+    /// and the metrics' label values, node_exporter's (`fin_wait1`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let norm = s.to_ascii_lowercase().replace('_', "-");
         let st = match norm.as_str() {
             "estab" | "established" => TcpState::Established,
             "syn-sent" => TcpState::SynSent,
             "syn-recv" => TcpState::SynRecv,
-            "fin-wait-1" => TcpState::FinWait1,
-            "fin-wait-2" => TcpState::FinWait2,
+            "fin-wait-1" | "fin-wait1" => TcpState::FinWait1,
+            "fin-wait-2" | "fin-wait2" => TcpState::FinWait2,
             "time-wait" => TcpState::TimeWait,
             "close" | "closed" | "unconn" => TcpState::Close,
             "close-wait" => TcpState::CloseWait,
@@ -140,8 +162,14 @@ mod tests {
     fn names_round_trip() {
         for s in TcpState::ALL {
             assert_eq!(s.name().parse::<TcpState>().unwrap(), s);
+            // `--state` takes what the metrics' `state` label says.
+            assert_eq!(s.label().parse::<TcpState>().unwrap(), s, "{}", s.label());
             assert_eq!(TcpState::from_kernel(s as u8), Some(s));
         }
+        // node_exporter's tcpstat words, which its users' queries already spell.
+        assert_eq!(TcpState::Established.label(), "established");
+        assert_eq!(TcpState::CloseWait.label(), "close_wait");
+        assert_eq!(TcpState::FinWait1.label(), "fin_wait1");
         assert_eq!(TcpState::from_kernel(0), None);
         assert_eq!(TcpState::from_kernel(13), None);
         assert!("bogus".parse::<TcpState>().is_err());

@@ -183,7 +183,10 @@ impl Facts {
 /// v3) is read with the record and names REFILL, which eBPF's reading of v1's `struct bbr`
 /// cannot: it stays. Otherwise BBR's state at the socket's latest ACK (the RTT window read with
 /// the record) is the freshest, and the last mode-change event stands in when there is no
-/// window; without either, the phase is inferred from the gains.
+/// window; without either, the phase is inferred from the gains. A kernel phase the gains do not
+/// imply gives way to theirs: the gains shown beside the phase are netlink's, read at the dump,
+/// after the ACK or mode change eBPF read (or with a policer's pacing, which the mode does not
+/// show), and a phase that contradicts them (BW:UP next to 0.75/2.00) would be the stale one.
 pub fn phase(r: &SocketRecord, k: Option<&KernelSocket>) -> Option<(Phase, Source)> {
     let netlink = derive::netlink_phase(r);
     if netlink.is_some_and(|(_, s)| s == Source::Netlink) {
@@ -191,7 +194,10 @@ pub fn phase(r: &SocketRecord, k: Option<&KernelSocket>) -> Option<(Phase, Sourc
     }
     let from_window = r.kernel_rtt.and_then(|w| w.bbr).and_then(|b| b.phase());
     let from_kernel = from_window.or_else(|| k.and_then(|k| k.bbr).and_then(|b| b.phase()));
-    from_kernel.map(|p| (p, Source::Kernel)).or(netlink)
+    match (from_kernel, netlink) {
+        (Some(p), gains) if gains.is_none_or(|(g, _)| g == p) => Some((p, Source::Kernel)),
+        _ => netlink,
+    }
 }
 
 #[cfg(test)]

@@ -123,7 +123,9 @@ pub enum Role {
 impl SocketView {
     /// What this socket did in the last interval (see [`role`]).
     pub fn role(&self, loopback: bool) -> Role {
-        role(&self.record, &self.derived.rates, self.derived.seen_for_seconds == 0.0, loopback)
+        // Seen once: no interval yet (no rates), at most one poll of history.
+        let once = self.history.len() <= 1 && self.derived.rates == Rates::default();
+        role(&self.record, &self.derived.rates, once, loopback)
     }
 }
 

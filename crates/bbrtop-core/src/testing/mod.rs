@@ -62,6 +62,7 @@ impl RecordBuilder {
         min_rtt_us => set_min_rtt_us: u32,
         snd_cwnd_segs => set_snd_cwnd_segs: u32,
         bytes_acked => set_bytes_acked: u64,
+        bytes_received => set_bytes_received: u64,
         total_retrans_segs => set_total_retrans_segs: u32,
         bytes_sent => set_bytes_sent: u64,
         bytes_retrans => set_bytes_retrans: u64,
