@@ -8,19 +8,26 @@ use arrow_array::RecordBatch;
 use arrow_schema::Schema;
 use bbrtop_core::model::ClosedFlow;
 use bbrtop_core::rule::RuleConfig;
-use bbrtop_core::snapshot::Snapshot;
+use bbrtop_core::snapshot::entry::Entry;
+use bbrtop_core::snapshot::sockets::Change;
+use bbrtop_core::snapshot::{Snapshot, Sockets};
 use bbrtop_core::system::SystemInfo;
+use bbrtop_core::units::unix_ms;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
+use sockets::{Kind, Row};
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-/// The recording format's version, in every file's metadata.
-pub const FORMAT: &str = "1";
+/// The recording format's version, in every file's metadata: 2 stores a socket's row only when
+/// it changed (`sockets.rs`).
+pub const FORMAT: &str = "2";
+/// The formats this bbrtop reads: 1 had every socket's row at every poll.
+const READS: [&str; 2] = ["1", FORMAT];
 pub const KEY_FORMAT: &str = "bbrtop.format";
 pub const KEY_SYSTEM: &str = "bbrtop.system";
 pub const KEY_RULE: &str = "bbrtop.rule";
@@ -45,7 +52,7 @@ impl Meta {
     pub fn from_key_values(kv: Option<&Vec<KeyValue>>, what: &str) -> anyhow::Result<Meta> {
         let get = |k: &str| kv.and_then(|kv| kv.iter().find(|e| e.key == k)).and_then(|e| e.value.clone());
         match get(KEY_FORMAT).as_deref() {
-            Some(FORMAT) => {}
+            Some(v) if READS.contains(&v) => {}
             Some(v) => anyhow::bail!("{what}: a recording of format {v}; this bbrtop reads format {FORMAT}"),
             None => anyhow::bail!("{what}: a Parquet file, but not a bbrtop recording"),
         }
@@ -87,7 +94,13 @@ pub fn write(w: &mut ArrowWriter<impl Write + Send>, b: &RecordBatch) -> anyhow:
     w.write(b).context("writing Parquet")
 }
 
-/// A chunk being written: its two tables, into files (a recording) or memory (hindsight).
+/// A chunk being written: its two tables, into files (a recording), memory (hindsight) or one
+/// body (a frame).
+///
+/// Its first poll is a keyframe (every live socket's row); each later poll has the rows of the
+/// sockets that came, moved or went since the poll before. A keyframe at each chunk's start, and
+/// nowhere else: a chunk is what retention deletes and where a reader starts (replay seeking,
+/// compare's `@FROM`), so each must stand alone, and within one the deltas cost what moved.
 pub struct Pair<W: Write + Send> {
     sockets: ArrowWriter<W>,
     polls: ArrowWriter<W>,
@@ -95,6 +108,10 @@ pub struct Pair<W: Write + Send> {
     /// The first poll's time, and how many polls so far.
     pub started: SystemTime,
     pub polls_written: u64,
+    /// The sockets of the poll written last (a clone of the snapshot's, which shares them).
+    last: Option<Sockets>,
+    /// The keyframe's time, in ms since the epoch.
+    key_at_ms: i64,
 }
 
 impl<W: Write + Send> Pair<W> {
@@ -105,16 +122,22 @@ impl<W: Write + Send> Pair<W> {
             meta,
             started,
             polls_written: 0,
+            last: None,
+            key_at_ms: 0,
         })
     }
 
     /// Adds one poll, with the closed flows to write beside it.
     pub fn write(&mut self, snap: &Snapshot, closed: &[ClosedFlow]) -> anyhow::Result<()> {
-        write(
-            &mut self.sockets,
-            &sockets::batch(snap.seq, bbrtop_core::units::unix_ms(snap.taken_at), &snap.sockets.to_vec())?,
-        )?;
-        write(&mut self.polls, &polls::batch(&[polls::Poll { snap, closed }])?)?;
+        let at_ms = unix_ms(snap.taken_at);
+        let before = self.last.replace(snap.sockets.clone());
+        if before.is_none() {
+            self.key_at_ms = at_ms;
+        }
+        let rows = rows(&snap.sockets, before.as_ref());
+        write(&mut self.sockets, &sockets::batch(snap.seq, at_ms, &rows)?)?;
+        let poll = polls::Poll { snap, closed, rows: rows.len() as u64, key_at_ms: self.key_at_ms };
+        write(&mut self.polls, &polls::batch(&[poll])?)?;
         self.polls_written += 1;
         Ok(())
     }
@@ -135,6 +158,23 @@ impl<W: Write + Send> Pair<W> {
             self.sockets.into_inner().context("finishing a chunk")?,
             self.polls.into_inner().context("finishing a chunk")?,
         ))
+    }
+}
+
+/// The rows of sockets `now`: every one's (`key`) without a poll `before`, else those of the
+/// sockets that came or moved (`change`) or went (`gone`) since, in cookie order. Entries shared
+/// with `before` are skipped without being looked at.
+pub fn rows(now: &Sockets, before: Option<&Sockets>) -> Vec<Row> {
+    let row = |kind, e: &Entry| Row { kind, cookie: e.cookie, view: Some(e.view(now.at())) };
+    match before {
+        None => now.entries().map(|e| row(Kind::Key, e)).collect(),
+        Some(before) => now
+            .changes_since(before)
+            .map(|c| match c {
+                Change::Added(e) | Change::Changed { new: e, .. } => row(Kind::Change, e),
+                Change::Gone(e) => Row { kind: Kind::Gone, cookie: e.cookie, view: None },
+            })
+            .collect(),
     }
 }
 

@@ -14,6 +14,7 @@ pub mod frame;
 pub mod hindsight;
 pub mod polls;
 pub mod reader;
+mod rebuild;
 pub mod sockets;
 pub mod writer;
 

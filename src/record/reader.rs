@@ -1,12 +1,13 @@
 //! `Recording`: a recording directory (or one chunk) read back as snapshots. The polls files are
 //! read whole at open (a row per poll); a poll's sockets are read when asked for, by row range
-//! (a chunk's rows are in poll order, and each poll row says how many sockets it had).
+//! (a chunk's rows are in poll order, and each poll row says how many rows it has), and rebuilt
+//! from its keyframe's rows and the changes since (`rebuild.rs`).
 
 use super::chunk::Meta;
 use super::writer::{POLLS_SUFFIX, SOCKETS_SUFFIX, chunks};
-use super::{polls, sockets};
+use super::{polls, rebuild, sockets};
 use anyhow::Context;
-use bbrtop_core::snapshot::{AlertStatus, Snapshot, SocketView};
+use bbrtop_core::snapshot::{AlertStatus, Snapshot, Sockets};
 use bbrtop_core::system::SystemInfo;
 use bbrtop_core::units::from_unix_ms;
 use bbrtop_core::{model::ClosedFlow, snapshot::DEFAULT_KEEP_CLOSED};
@@ -46,6 +47,9 @@ pub struct Recording {
     closed: VecDeque<(usize, Vec<Vec<ClosedFlow>>)>,
     /// Damaged chunks left out, a line each, for the command to say.
     skipped: Vec<String>,
+    /// The poll read last and its sockets: the next poll's are rebuilt from them (a replay reads
+    /// a poll at a time) rather than from the chunk's keyframe.
+    cursor: Option<(usize, Sockets)>,
 }
 
 /// Chunks whose closed flows are kept decoded.
@@ -80,6 +84,7 @@ impl Recording {
             onsets: Vec::new(),
             closed: VecDeque::new(),
             skipped: Vec::new(),
+            cursor: None,
         };
         for stem in &stems {
             let after = rec.rows.last().map(|r| r.at_ms);
@@ -146,9 +151,16 @@ impl Recording {
         for (first, lo, hi) in chunks {
             let c = self.chunks.iter().find(|c| c.first == first).expect("listed above");
             let rows = c.rows.clone();
+            // A poll's sockets are rebuilt from its keyframe on (the chunk's first poll; in
+            // format 1, its own), or on from the poll read last when that lies between.
+            let key = (0..=lo).rev().find(|&p| self.rows[first + p].is_key()).unwrap_or(0);
+            let (start, mut state) = match self.cursor.take() {
+                Some((i, s)) if first + key <= i && i < first + lo => (i + 1 - first, s),
+                _ => (key, Sockets::default()),
+            };
             // Damage the footer did not show (a data page): the chunk's polls are played without
             // their sockets, and said once, rather than ending the replay there.
-            let mut socks = match read_sockets(&c.sockets, rows[lo]..rows[hi]) {
+            let mut socks = match read_sockets(&c.sockets, rows[start]..rows[hi]) {
                 Ok(s) => s,
                 Err(e) => {
                     let line = format!("a damaged chunk's sockets left out: {e:#}");
@@ -158,15 +170,22 @@ impl Recording {
                     }
                     Vec::new()
                 }
-            };
-            for p in lo..hi {
+            }
+            .into_iter();
+            let damaged = socks.len() == 0 && rows[start] < rows[hi];
+            for p in start..hi {
                 let n = (rows[p + 1] - rows[p]) as usize;
-                let views: Vec<SocketView> =
-                    socks.drain(..n.min(socks.len())).map(sockets::Decoded::into_view).collect();
                 let i = first + p;
-                let mut row = self.rows[i].clone();
-                row.closed = self.closed_before(i)?;
-                out.push(row.into_snapshot(views, self.meta.rule));
+                let at = self.rows[i].view_at(self.meta.rule);
+                state = rebuild::apply(&state, self.rows[i].is_key(), socks.by_ref().take(n), at);
+                if p >= lo {
+                    let mut row = self.rows[i].clone();
+                    row.closed = self.closed_before(i)?;
+                    out.push(row.into_snapshot(state.clone(), self.meta.rule));
+                }
+            }
+            if !damaged {
+                self.cursor = Some((first + hi - 1, state));
             }
         }
         Ok(out)
@@ -232,7 +251,7 @@ fn read_chunk(stem: &Path, after: Option<i64>) -> anyhow::Result<(Meta, Chunk, V
     );
     let mut offsets = vec![0u64];
     for r in &rows {
-        offsets.push(offsets.last().copied().unwrap_or(0) + r.sockets);
+        offsets.push(offsets.last().copied().unwrap_or(0) + r.rows);
     }
     let want = offsets.last().copied().unwrap_or(0);
     let (times, had) = crate::contained::contain(&sockets_file.display().to_string(), || {

@@ -215,3 +215,72 @@ fn a_format_1_recording_still_reads() {
     assert_eq!(serde_json::to_string_pretty(&back).unwrap() + "\n", want);
     assert_eq!(rec.read(2..5).unwrap().iter().map(|s| s.sockets.len()).collect::<Vec<_>>(), vec![3, 2, 2]);
 }
+
+/// Polls a second apart: socket 1 moves every poll, 2 never does, 3 goes after poll 3 (inside
+/// the first chunk), 4 after poll 5 (where the second chunk starts), 5 comes at poll 8.
+fn churn(n: u64) -> Vec<Snapshot> {
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now { mono: Instant::now(), wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000) };
+    (0..n)
+        .map(|i| {
+            let now = t0.after(Duration::from_secs(i));
+            let mut socks = vec![sock(1, "bbr", 21_000, i * 1_000_000), sock(2, "cubic", 25_000, 5)];
+            socks.extend((i < 3).then(|| sock(3, "cubic", 22_000, 7)));
+            socks.extend((i < 5).then(|| sock(4, "bbr", 22_000, 9)));
+            socks.extend((i >= 8).then(|| sock(5, "bbr", 22_000, 3)));
+            feed_dump(&mut e, Dump { sockets: socks, ..Dump::default() }, now);
+            (*e.tick(now)).clone()
+        })
+        .collect()
+}
+
+/// Format 2 writes a socket's row when it changed: an idle socket once per chunk (its keyframe
+/// row), a socket that went a `gone` row, and reading rebuilds every poll as it was, an idle
+/// socket's entry shared from one poll to the next rather than copied.
+#[test]
+fn history_is_written_as_changes_and_read_back_whole() {
+    let snaps = churn(12);
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RecordOptions { chunk: Duration::from_secs(5), ..RecordOptions::default() };
+    let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
+    snaps.iter().for_each(|s| r.write(s).unwrap());
+    r.finish().unwrap();
+    let stems = writer::chunks(dir.path()).unwrap();
+    assert_eq!(stems.len(), 3, "12 polls in chunks of 5 s");
+    let mut rows: Vec<sockets::Decoded> = Vec::new();
+    for c in &stems {
+        let f =
+            std::fs::File::open(dir.path().join(format!("{}{}", c.stem, writer::SOCKETS_SUFFIX))).unwrap();
+        let b = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
+        for batch in b.build().unwrap() {
+            rows.extend(sockets::decode(&batch.unwrap()).unwrap());
+        }
+    }
+    let of = |cookie: u64| -> Vec<(u64, &'static str)> {
+        rows.iter().filter(|r| r.record.cookie == cookie).map(|r| (r.seq, r.kind.label())).collect()
+    };
+    assert_eq!(of(2), vec![(1, "key"), (6, "key"), (11, "key")], "the idle socket: its keyframe rows only");
+    assert_eq!(of(3), vec![(1, "key"), (4, "gone")], "gone inside a chunk: a tombstone");
+    assert_eq!(of(4), vec![(1, "key")], "gone as a chunk starts: that keyframe leaves it out");
+    assert_eq!(of(5), vec![(9, "change"), (11, "key")]);
+    assert_eq!(of(1).len(), 12, "the moving socket, every poll");
+
+    let mut rec = Recording::open(dir.path()).unwrap();
+    let back = rec.read(0..12).unwrap();
+    // The sockets (the polls' JSON columns parse a float to within an ulp: not at stake here).
+    let socks = |s: &Snapshot| doc(s)["sockets"].clone();
+    for (a, b) in back.iter().zip(&snaps) {
+        assert_eq!((a.seq, socks(a)), (b.seq, socks(b)));
+    }
+    let shared =
+        |a: &Snapshot, b: &Snapshot| std::ptr::eq(a.sockets.entry(2).unwrap(), b.sockets.entry(2).unwrap());
+    assert!(shared(&back[1], &back[2]), "an idle socket's entry is shared between polls");
+    assert!(!shared(&back[4], &back[5]), "a new chunk's keyframe makes it anew");
+    // A poll at a time, forwards, then backwards and across chunks: the same polls.
+    let one: Vec<serde_json::Value> = (0..12).map(|i| doc(&rec.read(i..i + 1).unwrap()[0])).collect();
+    let back_docs: Vec<serde_json::Value> = back.iter().map(doc).collect();
+    assert_eq!(one, back_docs);
+    assert_eq!(doc(&rec.read(3..4).unwrap()[0]), back_docs[3]);
+    assert_eq!(rec.read(6..9).unwrap().iter().map(doc).collect::<Vec<_>>(), back_docs[6..9]);
+    assert_eq!(rec.read(2..3).unwrap().iter().map(doc).collect::<Vec<_>>(), back_docs[2..3]);
+}
