@@ -285,3 +285,62 @@ fn the_readmes_sql_gives_each_sockets_state_at_each_poll_as_bbrtop_reads_it() {
     let live: Vec<usize> = snaps.iter().map(|s| s.sockets.len()).collect();
     assert!(live.iter().max() > live.iter().min(), "sockets came and went: {live:?}");
 }
+
+/// `bbrtop record` with its default segments (5 s) beside real loopback sockets, killed with
+/// SIGKILL about 12 s in, mid-chunk (chunks are a minute): bbrtop and DuckDB read every poll but
+/// those of the segment under way. That segment started at most 5 s before the kill, after the
+/// last poll that reads and one interval later (a segment ends when a poll 5 s after its first
+/// comes): so the last poll read is at most 5 s and two intervals before the kill.
+#[test]
+fn a_killed_recorder_loses_at_most_its_last_segment() {
+    let Some(python) = duckdb_python().or_else(|| {
+        guard::unavailable("DuckDB (scripts/setup.sh installs it into target/duckdb-venv)");
+        None
+    }) else {
+        return;
+    };
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let _conns: Vec<_> = (0..20).map(|_| connect(&l)).collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("rec");
+    let interval = Duration::from_millis(500);
+    let child = Command::new(BIN)
+        .args(["record", &rec.display().to_string(), "--port", &port.to_string()])
+        .args(["--interval", "500ms", "--no-collector.bpf"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("bbrtop record");
+    let mut child = Reaped(child);
+    let t = Instant::now();
+    let segments = |rec: &Path| files(rec, ".polls.parquet").iter().filter(|f| f.contains(".part")).count();
+    while t.elapsed() < Duration::from_secs(12) || !rec.exists() || segments(&rec) < 2 {
+        assert!(t.elapsed() < Duration::from_secs(60), "no two segments in 60 s: {:?}", files(&rec, ""));
+        assert!(child.0.try_wait().expect("wait").is_none(), "the recorder ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let killed_at = std::time::SystemTime::now();
+    child.0.kill().expect("SIGKILL");
+    child.0.wait().expect("reaped");
+    assert!(files(&rec, ".polls.parquet").len() >= 2, "{:?}", files(&rec, ""));
+
+    let mut recording = Recording::open(&rec).expect("the whole segments read");
+    let polls = recording.polls().to_vec();
+    let seqs: Vec<u64> = polls.iter().map(|p| p.seq).collect();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]) && seqs[0] <= 2, "polls in order, from the first: {seqs:?}");
+    let last = polls.last().expect("polls").at;
+    let lost = killed_at.duration_since(last).unwrap_or_default();
+    assert!(lost <= Duration::from_secs(5) + 2 * interval, "the last poll read is {lost:?} before the kill");
+    let snaps = recording.read(0..polls.len()).expect("every poll reads");
+    let ours: usize = snaps.iter().map(|s| s.sockets.len()).sum();
+    assert!(snaps.iter().all(|s| s.sockets.len() >= 40), "the test's 40 sockets in every poll");
+
+    let got = duckdb(
+        &python,
+        dir.path(),
+        &(readme_states_sql() + "; select count(distinct seq), count(*), max(at_ms) from socket_states"),
+    );
+    let last_ms = last.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    assert_eq!(got, vec![format!("{}\t{ours}\t{last_ms}", polls.len())], "DuckDB reads what bbrtop reads");
+}

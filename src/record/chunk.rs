@@ -19,7 +19,9 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 use sockets::{Kind, Row};
+use std::fs::File;
 use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -94,6 +96,20 @@ pub fn write(w: &mut ArrowWriter<impl Write + Send>, b: &RecordBatch) -> anyhow:
     w.write(b).context("writing Parquet")
 }
 
+pub const SOCKETS_SUFFIX: &str = ".sockets.parquet";
+pub const POLLS_SUFFIX: &str = ".polls.parquet";
+/// A file being written, until it is whole.
+pub const TMP: &str = ".tmp";
+
+/// Syncs a chunk's file written as `<stem><suffix>.tmp` and gives it its name; its size.
+pub fn put_in_place(dir: &Path, stem: &str, suffix: &str, file: File) -> anyhow::Result<u64> {
+    file.sync_all().context("syncing a chunk")?;
+    let tmp = dir.join(format!("{stem}{suffix}{TMP}"));
+    std::fs::rename(&tmp, dir.join(format!("{stem}{suffix}")))
+        .with_context(|| format!("renaming {}", tmp.display()))?;
+    Ok(file.metadata().map_or(0, |m| m.len()))
+}
+
 /// A chunk being written: its two tables, into files (a recording), memory (hindsight) or one
 /// body (a frame).
 ///
@@ -154,11 +170,38 @@ impl<W: Write + Send> Pair<W> {
 
     /// Both files, finished: sockets, then polls.
     pub fn finish(self) -> anyhow::Result<(W, W)> {
-        Ok((
+        Ok(self.finish_carrying()?.0)
+    }
+
+    /// Both files, finished, and what the chunk's next segment goes on from.
+    pub fn finish_carrying(self) -> anyhow::Result<((W, W), Carry)> {
+        let carry = Carry { last: self.last, key_at_ms: self.key_at_ms };
+        let files = (
             self.sockets.into_inner().context("finishing a chunk")?,
             self.polls.into_inner().context("finishing a chunk")?,
-        ))
+        );
+        Ok((files, carry))
     }
+
+    /// The next segment of a chunk (`carry` from the one before): its first poll's rows are the
+    /// changes since the segment before's last, against the same keyframe.
+    pub fn resume(
+        sockets: W,
+        polls: W,
+        meta: Meta,
+        started: SystemTime,
+        carry: Carry,
+    ) -> anyhow::Result<Pair<W>> {
+        let mut p = Pair::new(sockets, polls, meta, started)?;
+        (p.last, p.key_at_ms) = (carry.last, carry.key_at_ms);
+        Ok(p)
+    }
+}
+
+/// Where a chunk's segment ended: its last poll's sockets, and the chunk's keyframe time.
+pub struct Carry {
+    last: Option<Sockets>,
+    key_at_ms: i64,
 }
 
 /// The rows of sockets `now`: every one's (`key`) without a poll `before`, else those of the

@@ -7,7 +7,7 @@
 //! encoder's own buffers are the floor: a bound below them keeps the chunk under way only.
 
 use super::chunk::{self, Meta, Pair};
-use super::writer::{POLLS_SUFFIX, SOCKETS_SUFFIX, TMP, put_in_place};
+use super::chunk::{POLLS_SUFFIX, SOCKETS_SUFFIX, TMP, put_in_place};
 use anyhow::Context;
 use bbrtop_core::snapshot::Snapshot;
 use bbrtop_core::system::SystemInfo;

@@ -136,31 +136,29 @@ impl Recording {
     pub fn read(&mut self, range: Range<usize>) -> anyhow::Result<Vec<Snapshot>> {
         anyhow::ensure!(range.end <= self.polls.len(), "polls {range:?} of {}", self.polls.len());
         let mut out = Vec::with_capacity(range.len());
-        let chunks: Vec<(usize, usize, usize)> = self
-            .chunks
-            .iter()
-            .filter(|c| c.first < range.end && c.first + c.rows.len() - 1 > range.start)
-            .map(|c| {
-                (
-                    c.first,
-                    range.start.max(c.first) - c.first,
-                    range.end.min(c.first + c.rows.len() - 1) - c.first,
-                )
-            })
-            .collect();
-        for (first, lo, hi) in chunks {
-            let c = self.chunks.iter().find(|c| c.first == first).expect("listed above");
-            let rows = c.rows.clone();
-            // A poll's sockets are rebuilt from its keyframe on (the chunk's first poll; in
-            // format 1, its own), or on from the poll read last when that lies between.
-            let key = (0..=lo).rev().find(|&p| self.rows[first + p].is_key()).unwrap_or(0);
-            let (start, mut state) = match self.cursor.take() {
-                Some((i, s)) if first + key <= i && i < first + lo => (i + 1 - first, s),
-                _ => (key, Sockets::default()),
-            };
+        if range.is_empty() {
+            return Ok(out);
+        }
+        // A poll's sockets are rebuilt from its keyframe on (its chunk's first poll, perhaps in
+        // an earlier segment's file; in format 1, its own), or on from the poll read last when
+        // that lies between.
+        let key = self.keyframe_of(range.start);
+        let (from, mut state) = match self.cursor.take() {
+            Some((i, s)) if key <= i && i < range.start => (i + 1, s),
+            _ => (key, Sockets::default()),
+        };
+        let mut whole = true;
+        for k in 0..self.chunks.len() {
+            let (first, n) = (self.chunks[k].first, self.chunks[k].rows.len() - 1);
+            let (lo, hi) = (from.max(first), range.end.min(first + n));
+            if lo >= hi {
+                continue;
+            }
+            let rows = self.chunks[k].rows.clone();
+            let (lo, hi) = (lo - first, hi - first);
             // Damage the footer did not show (a data page): the chunk's polls are played without
             // their sockets, and said once, rather than ending the replay there.
-            let mut socks = match read_sockets(&c.sockets, rows[start]..rows[hi]) {
+            let mut socks = match read_sockets(&self.chunks[k].sockets, rows[lo]..rows[hi]) {
                 Ok(s) => s,
                 Err(e) => {
                     let line = format!("a damaged chunk's sockets left out: {e:#}");
@@ -168,27 +166,42 @@ impl Recording {
                         tracing::warn!("{line}");
                         self.skipped.push(line);
                     }
+                    whole = false;
                     Vec::new()
                 }
             }
             .into_iter();
-            let damaged = socks.len() == 0 && rows[start] < rows[hi];
-            for p in start..hi {
+            for p in lo..hi {
                 let n = (rows[p + 1] - rows[p]) as usize;
                 let i = first + p;
+                // Changes against another keyframe than the state's (a segment lost between)
+                // start from nothing rather than from the wrong sockets.
+                let key = self.rows[i].is_key()
+                    || (i > from && self.rows[i - 1].key_at_ms != self.rows[i].key_at_ms);
                 let at = self.rows[i].view_at(self.meta.rule);
-                state = rebuild::apply(&state, self.rows[i].is_key(), socks.by_ref().take(n), at);
-                if p >= lo {
+                state = rebuild::apply(&state, key, socks.by_ref().take(n), at);
+                if i >= range.start {
                     let mut row = self.rows[i].clone();
                     row.closed = self.closed_before(i)?;
                     out.push(row.into_snapshot(state.clone(), self.meta.rule));
                 }
             }
-            if !damaged {
-                self.cursor = Some((first + hi - 1, state));
-            }
+        }
+        if whole {
+            self.cursor = Some((range.end - 1, state));
         }
         Ok(out)
+    }
+
+    /// The keyframe poll `i` is rebuilt from: the latest poll at or before it that names the same
+    /// keyframe and is one, or the first that names it when the keyframe itself was lost.
+    fn keyframe_of(&self, i: usize) -> usize {
+        let want = self.rows[i].key_at_ms;
+        let mut k = i;
+        while !self.rows[k].is_key() && k > 0 && self.rows[k - 1].key_at_ms == want {
+            k -= 1;
+        }
+        k
     }
 
     /// The closed flows a snapshot at poll `i` listed: those recorded up to it, newest first, as

@@ -284,3 +284,70 @@ fn history_is_written_as_changes_and_read_back_whole() {
     assert_eq!(rec.read(6..9).unwrap().iter().map(doc).collect::<Vec<_>>(), back_docs[6..9]);
     assert_eq!(rec.read(2..3).unwrap().iter().map(doc).collect::<Vec<_>>(), back_docs[2..3]);
 }
+
+/// A chunk under way is written as segments, each readable once whole: a recorder that stops
+/// without closing its chunk (as SIGKILL stops it; here it is forgotten) leaves every poll but
+/// those of the segment under way, read back as they were; the next recorder makes the segments
+/// the chunk, and they read the same.
+#[test]
+fn a_chunks_segments_read_before_it_closes_and_become_the_chunk() {
+    let snaps = churn(12);
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RecordOptions {
+        chunk: Duration::from_secs(60),
+        segment: Duration::from_secs(3),
+        ..RecordOptions::default()
+    };
+    let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
+    snaps[..11].iter().for_each(|s| r.write(s).unwrap());
+    // Polls 1-3, 4-6 and 7-9 in segments; 10 and 11 in the one under way.
+    std::mem::forget(r);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".parquet"))
+        .collect();
+    assert_eq!(names.len(), 6, "three segments of two files: {names:?}");
+    let socks = |s: &Snapshot| (s.seq, doc(s)["sockets"].clone());
+    let mut rec = Recording::open(dir.path()).unwrap();
+    assert_eq!(rec.polls().len(), 9);
+    let back = rec.read(0..9).unwrap();
+    assert_eq!(back.iter().map(socks).collect::<Vec<_>>(), snaps[..9].iter().map(socks).collect::<Vec<_>>());
+    assert_eq!(socks(&rec.read(7..8).unwrap()[0]), socks(&snaps[7]), "a poll of a later segment alone");
+
+    // What the next recorder does first: the segments become the chunk.
+    std::fs::remove_file(dir.path().join(".bbrtop-record.lock")).unwrap();
+    segments::recover(dir.path()).unwrap();
+    assert_eq!(writer::chunks(dir.path()).unwrap().len(), 1, "one chunk");
+    let mut rec = Recording::open(dir.path()).unwrap();
+    let again = rec.read(0..9).unwrap();
+    assert_eq!(again.iter().map(socks).collect::<Vec<_>>(), back.iter().map(socks).collect::<Vec<_>>());
+}
+
+/// A recorder that closes its chunks leaves two files per chunk, however many segments each had.
+#[test]
+fn closed_chunks_are_two_files_each() {
+    let snaps = churn(12);
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RecordOptions {
+        chunk: Duration::from_secs(5),
+        segment: Duration::from_secs(2),
+        ..RecordOptions::default()
+    };
+    let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
+    snaps.iter().for_each(|s| r.write(s).unwrap());
+    r.finish().unwrap();
+    let parquet = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
+        .count();
+    assert_eq!((writer::chunks(dir.path()).unwrap().len(), parquet), (3, 6));
+    let mut rec = Recording::open(dir.path()).unwrap();
+    let socks = |s: &Snapshot| (s.seq, doc(s)["sockets"].clone());
+    assert_eq!(
+        rec.read(0..12).unwrap().iter().map(socks).collect::<Vec<_>>(),
+        snaps.iter().map(socks).collect::<Vec<_>>()
+    );
+}
