@@ -16,7 +16,7 @@ use bbrtop_core::units::unix_ms;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 use sockets::{Kind, Row};
 use std::fs::File;
@@ -69,10 +69,14 @@ impl Meta {
 /// Rows in one row group, at most: a chunk is one row group unless it is huge.
 const ROW_GROUP_ROWS: usize = 64 << 20;
 
-/// The column that differs from socket to socket but not from poll to poll, and whose rows are
-/// sorted: its deltas are small, where a dictionary would spend an index on every row. (Inodes
-/// are not in cookie order: a dictionary serves them better.)
-const DELTA: [&str; 1] = ["cookie"];
+/// Integer columns that differ from socket to socket and rise with the cookie, the rows' order
+/// (inodes, roughly): their deltas are small. A chunk's rows are mostly its keyframe's, a row per
+/// socket, so a dictionary would hold every value once and an index beside it.
+const DELTA: [&str; 2] = ["cookie", "inode"];
+
+/// Address columns, different in every row but sharing their prefix with the row before
+/// (`127.0.0.1:4`...): stored as the prefix's length and the rest.
+const PREFIXED: [&str; 2] = ["local", "peer"];
 
 /// A Parquet stream of `schema` into `out`. Pages keep Parquet's default of 20,000 rows: a
 /// dictionary-encoded column holds 8 bytes per row of its page in memory until the page is
@@ -81,12 +85,17 @@ pub fn writer<W: Write + Send>(out: W, schema: Schema, meta: &Meta) -> anyhow::R
     let mut props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        // Statistics per column chunk (the reader checks a chunk's times by them), not per page:
+        // page indexes would double the footer, a chunk's fixed cost, for no reader.
+        .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_key_value_metadata(Some(meta.key_values()));
-    for col in DELTA.into_iter().filter(|c| schema.field_with_name(c).is_ok()) {
+    let encodings = DELTA.map(|c| (c, Encoding::DELTA_BINARY_PACKED)).into_iter();
+    for (col, encoding) in encodings.chain(PREFIXED.map(|c| (c, Encoding::DELTA_BYTE_ARRAY))) {
+        if schema.field_with_name(col).is_err() {
+            continue;
+        }
         let path = ColumnPath::from(col);
-        props = props
-            .set_column_dictionary_enabled(path.clone(), false)
-            .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+        props = props.set_column_dictionary_enabled(path.clone(), false).set_column_encoding(path, encoding);
     }
     Ok(ArrowWriter::try_new(out, Arc::new(schema), Some(props.build()))?)
 }
