@@ -24,9 +24,8 @@ pub struct RecordArgs {
     #[arg(long = "record.chunk", value_name = "DURATION", default_value = "1m", value_parser = parse_chunk)]
     pub chunk: Duration,
     /// A segment's length: the chunk under way is written in segments, each a pair of files
-    /// readable once renamed from .tmp, so a crash or SIGKILL loses at most the last segment's
-    /// polls (this long, and the poll that would have ended it). A closed chunk's segments
-    /// become its two files.
+    /// readable once renamed from .tmp (as soon as its polls cover this long), so a crash or
+    /// SIGKILL loses at most this long of polls. A closed chunk's segments become its two files.
     #[arg(long = "record.segment", value_name = "DURATION", default_value = "5s", value_parser = parse_segment)]
     pub segment: Duration,
     /// Delete chunks older than this (e.g. 7d). Default: keep them.

@@ -167,6 +167,10 @@ impl<W: Write + Send> Pair<W> {
 
     /// Adds one poll, with the closed flows to write beside it.
     pub fn write(&mut self, snap: &Snapshot, closed: &[ClosedFlow]) -> anyhow::Result<()> {
+        if self.polls_written == 0 {
+            // A segment made ahead of its first poll starts there.
+            self.started = snap.taken_at;
+        }
         let at_ms = unix_ms(snap.taken_at);
         let before = self.last.replace(snap.sockets.clone());
         if before.is_none() {

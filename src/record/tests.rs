@@ -325,31 +325,39 @@ fn a_chunks_segments_read_before_it_closes_and_become_the_chunk() {
     assert_eq!(again.iter().map(socks).collect::<Vec<_>>(), back.iter().map(socks).collect::<Vec<_>>());
 }
 
-/// A recorder that closes its chunks leaves two files per chunk, however many segments each had.
+/// A recorder that closes its chunks leaves two files per chunk, however many segments each had,
+/// and one whose last segment was renamed just before the chunk closed as well.
 #[test]
 fn closed_chunks_are_two_files_each() {
     let snaps = churn(12);
-    let dir = tempfile::tempdir().unwrap();
-    let opts = RecordOptions {
-        chunk: Duration::from_secs(5),
-        segment: Duration::from_secs(2),
-        ..RecordOptions::default()
-    };
-    let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
-    snaps.iter().for_each(|s| r.write(s).unwrap());
-    r.finish().unwrap();
-    let parquet = std::fs::read_dir(dir.path())
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".parquet"))
-        .count();
-    assert_eq!((writer::chunks(dir.path()).unwrap().len(), parquet), (3, 6));
-    let mut rec = Recording::open(dir.path()).unwrap();
-    let socks = |s: &Snapshot| (s.seq, doc(s)["sockets"].clone());
-    assert_eq!(
-        rec.read(0..12).unwrap().iter().map(socks).collect::<Vec<_>>(),
-        snaps.iter().map(socks).collect::<Vec<_>>()
-    );
+    for chunk_s in [5, 4] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = RecordOptions {
+            chunk: Duration::from_secs(chunk_s),
+            segment: Duration::from_secs(2),
+            ..RecordOptions::default()
+        };
+        let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
+        snaps.iter().for_each(|s| r.write(s).unwrap());
+        r.finish().unwrap();
+        let files: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with(".bbrtop"))
+            .collect();
+        assert_eq!(
+            (writer::chunks(dir.path()).unwrap().len(), files.len()),
+            (3, 6),
+            "{chunk_s} s: {files:?}"
+        );
+        let mut rec = Recording::open(dir.path()).unwrap();
+        let socks = |s: &Snapshot| (s.seq, doc(s)["sockets"].clone());
+        assert_eq!(
+            rec.read(0..12).unwrap().iter().map(socks).collect::<Vec<_>>(),
+            snaps.iter().map(socks).collect::<Vec<_>>()
+        );
+    }
 }
 
 /// A chunk kept in memory (hindsight's) writes its keyframe apart: the keyframe of 2,000 idle

@@ -52,6 +52,8 @@ struct Chunk {
     stem: String,
     started: SystemTime,
     parts: Vec<String>,
+    /// Its newest poll's time.
+    last_at: Option<SystemTime>,
 }
 
 pub struct Recorder {
@@ -99,24 +101,30 @@ impl Recorder {
     }
 
     /// Adds one poll, first closing the chunk under way (and applying retention) if this poll
-    /// is `chunk` or more after the chunk's first, or the segment under way if `segment` or more
-    /// after the segment's first.
+    /// is `chunk` or more after the chunk's first. Then the segment under way is renamed if it
+    /// covers `segment`, each poll counted until the next (taken as far as the one before was):
+    /// renamed once its newest poll is in, a segment leaves at most `segment` of polls unread
+    /// whenever the recorder is killed, where renaming it when the next poll came would leave up
+    /// to a poll more.
     pub fn write(&mut self, snap: &Snapshot) -> anyhow::Result<()> {
         let meta = Meta { system: self.system.clone(), rule: snap.rule };
         let age = |since: SystemTime| snap.taken_at.duration_since(since).unwrap_or_default();
-        if let Some(o) = &self.open {
-            if o.pair.meta != meta || age(o.chunk.started) >= self.opts.chunk {
-                self.close()?;
-            } else if age(o.pair.started) >= self.opts.segment {
-                self.next_segment(snap.taken_at)?;
-            }
+        if self.open.as_ref().is_some_and(|o| o.pair.meta != meta || age(o.chunk.started) >= self.opts.chunk)
+        {
+            self.close()?;
         }
         let open = match &mut self.open {
             Some(o) => o,
             None => self.open.insert(self.start(snap, meta)?),
         };
         let fresh = chunk::fresh_closed(snap, &mut self.closed_seq);
-        open.pair.write(snap, &fresh)
+        open.pair.write(snap, &fresh)?;
+        let gap = open.chunk.last_at.map_or(Duration::ZERO, age);
+        open.chunk.last_at = Some(snap.taken_at);
+        if age(open.pair.started) + gap >= self.opts.segment {
+            self.next_segment(snap.taken_at)?;
+        }
+        Ok(())
     }
 
     /// Closes the chunk under way; the bytes this recorder wrote, in all.
@@ -139,7 +147,7 @@ impl Recorder {
         let stem = unique_stem(&self.dir, &chunk::stem_of(snap.taken_at, snap.seq));
         let (socks, polls) = self.create_part(&stem, 0)?;
         let pair = chunk::Pair::new(socks, polls, meta, snap.taken_at)?;
-        Ok(Open { pair, chunk: Chunk { stem, started: snap.taken_at, parts: Vec::new() } })
+        Ok(Open { pair, chunk: Chunk { stem, started: snap.taken_at, parts: Vec::new(), last_at: None } })
     }
 
     /// Renames the segment under way and starts the next, from where it ended.
@@ -152,14 +160,24 @@ impl Recorder {
         Ok(())
     }
 
-    /// Finishes segment `pair` of `chunk` and gives it its name.
+    /// Finishes segment `pair` of `chunk` and gives it its name; one without polls (the chunk
+    /// closed just after a segment was renamed) is removed instead.
     fn end_segment(&self, pair: chunk::Pair<BufWriter<File>>, chunk: &mut Chunk) -> anyhow::Result<Carry> {
+        let empty = pair.polls_written == 0;
         let ((socks, polls), carry) = pair.finish_carrying()?;
         let part = segments::stem_of(&chunk.stem, chunk.parts.len());
         for (w, suffix) in [(socks, SOCKETS_SUFFIX), (polls, POLLS_SUFFIX)] {
-            put_in_place(&self.dir, &part, suffix, w.into_inner().context("finishing a segment")?)?;
+            let file = w.into_inner().context("finishing a segment")?;
+            if empty {
+                drop(file);
+                let _ = std::fs::remove_file(self.dir.join(format!("{part}{suffix}{TMP}")));
+            } else {
+                put_in_place(&self.dir, &part, suffix, file)?;
+            }
         }
-        chunk.parts.push(part);
+        if !empty {
+            chunk.parts.push(part);
+        }
         Ok(carry)
     }
 
