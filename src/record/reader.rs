@@ -86,10 +86,23 @@ impl Recording {
             skipped: Vec::new(),
             cursor: None,
         };
+        // Whether a file was left out since the last one kept: a segment of changes after it
+        // would be applied to the wrong sockets.
+        let mut gap = false;
         for stem in &stems {
             let after = rec.rows.last().map(|r| r.at_ms);
             match read_chunk(stem, after) {
+                Ok((_, _, rows)) if !follows(rec.rows.last(), &rows[0], gap) => {
+                    let why = format!(
+                        "{}: changes without their keyframe or the segment before (a chunk's later segment)",
+                        stem.display()
+                    );
+                    anyhow::ensure!(stems.len() > 1, "{why}");
+                    rec.skipped.push(format!("skipped a segment: {why}"));
+                    gap = true;
+                }
                 Ok((meta, chunk, rows)) => {
+                    gap = false;
                     if rec.chunks.is_empty() {
                         rec.meta = meta;
                     }
@@ -100,7 +113,10 @@ impl Recording {
                 }
                 // One chunk asked for by name: its damage is the answer.
                 Err(e) if stems.len() == 1 => return Err(e),
-                Err(e) => rec.skipped.push(format!("skipped a damaged chunk: {e:#}")),
+                Err(e) => {
+                    rec.skipped.push(format!("skipped a damaged chunk: {e:#}"));
+                    gap = true;
+                }
             }
         }
         if rec.chunks.is_empty() {
@@ -294,6 +310,13 @@ fn column_range(meta: &parquet::file::metadata::ParquetMetaData, name: &str) -> 
         range = Some(range.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
     }
     range
+}
+
+/// Whether a file whose first poll is `first` can follow the poll kept before it (`last`; `gap`
+/// when a file between was left out): a keyframe stands alone; changes need the poll before them,
+/// of the same keyframe.
+fn follows(last: Option<&polls::Decoded>, first: &polls::Decoded, gap: bool) -> bool {
+    first.is_key() || (!gap && last.is_some_and(|l| l.key_at_ms == first.key_at_ms))
 }
 
 /// The polls at which some alert fired (its `fired_at` falls after the poll before).

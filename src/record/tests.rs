@@ -316,6 +316,17 @@ fn a_chunks_segments_read_before_it_closes_and_become_the_chunk() {
     assert_eq!(back.iter().map(socks).collect::<Vec<_>>(), snaps[..9].iter().map(socks).collect::<Vec<_>>());
     assert_eq!(socks(&rec.read(7..8).unwrap()[0]), socks(&snaps[7]), "a poll of a later segment alone");
 
+    // A damaged segment: the one after it (changes against the sockets it held) is left out too.
+    let parts: Vec<std::path::PathBuf> =
+        writer::chunks(dir.path()).unwrap().iter().map(|c| dir.path().join(&c.stem)).collect();
+    let keep = std::fs::read(file(&parts[1], writer::POLLS_SUFFIX)).unwrap();
+    std::fs::write(file(&parts[1], writer::POLLS_SUFFIX), b"junk").unwrap();
+    let damaged = Recording::open(dir.path()).unwrap();
+    assert_eq!(damaged.polls().len(), 3, "{:?}", damaged.skipped());
+    assert!(damaged.skipped().iter().any(|s| s.starts_with("skipped a segment")), "{:?}", damaged.skipped());
+    assert!(Recording::open(&file(&parts[2], writer::POLLS_SUFFIX)).is_err(), "a later segment alone");
+    std::fs::write(file(&parts[1], writer::POLLS_SUFFIX), keep).unwrap();
+
     // What the next recorder does first: the segments become the chunk.
     std::fs::remove_file(dir.path().join(".bbrtop-record.lock")).unwrap();
     segments::recover(dir.path()).unwrap();
