@@ -344,3 +344,52 @@ fn a_killed_recorder_loses_at_most_its_last_segment() {
     let last_ms = last.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
     assert_eq!(got, vec![format!("{}\t{ours}\t{last_ms}", polls.len())], "DuckDB reads what bbrtop reads");
 }
+
+/// The README's SQL where real sockets leave it to chance: a socket that goes just as a chunk
+/// begins (no tombstone: the keyframe leaves it out), one that goes inside a chunk, one that
+/// comes, an idle one and a moving one, over three chunks of segments; DuckDB's states are
+/// bbrtop's reader's, poll by poll.
+#[test]
+fn the_readmes_sql_keeps_a_socket_gone_at_a_chunks_start_out() {
+    use bbrtop_core::seam::{Now, feed_dump};
+    use bbrtop_core::testing::record;
+    use bbrtop_core::wire::Dump;
+    use bbrtop_engine::{Engine, EngineConfig};
+    let Some(python) = duckdb_python().or_else(|| {
+        guard::unavailable("DuckDB (scripts/setup.sh installs it into target/duckdb-venv)");
+        None
+    }) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let opts = RecordOptions {
+        chunk: Duration::from_secs(5),
+        segment: Duration::from_secs(2),
+        ..RecordOptions::default()
+    };
+    let mut rec = Recorder::create(&dir.path().join("rec"), opts, &Default::default()).expect("recorder");
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now { mono: Instant::now(), wall: std::time::UNIX_EPOCH + Duration::from_secs(1_795_000_000) };
+    let sock = |c: u64, acked: u64| record(c, "bbr").bytes_acked(acked).last_ack_recv_ms(0).build();
+    for i in 0..12u64 {
+        let now = t0.after(Duration::from_secs(i));
+        let mut socks = vec![sock(1, i * 1000), sock(2, 5)];
+        socks.extend((i < 3).then(|| sock(3, 7)));
+        socks.extend((i < 5).then(|| sock(4, 9)));
+        socks.extend((i >= 8).then(|| sock(5, 11)));
+        feed_dump(&mut e, Dump { sockets: socks, ..Dump::default() }, now);
+        rec.write(&e.tick(now)).expect("a poll written");
+    }
+    rec.finish().expect("finished");
+    let mut recording = Recording::open(&dir.path().join("rec")).expect("a recording");
+    let snaps = recording.read(0..12).expect("every poll");
+    let ours: Vec<String> = snaps
+        .iter()
+        .flat_map(|s| s.sockets.iter().map(move |v| format!("{}\t{}", s.seq, v.record.cookie)))
+        .collect();
+    assert!(ours.contains(&"5\t4".to_string()) && !ours.contains(&"6\t4".to_string()), "{ours:?}");
+    let sql = readme_states_sql() + "; select seq, cookie from socket_states order by at_ms, cookie";
+    assert_eq!(duckdb(&python, dir.path(), &sql), ours);
+    let gone = duckdb(&python, dir.path(), "select cookie from 'rec/*.sockets.parquet' where row = 'gone'");
+    assert_eq!(gone, vec!["3".to_string()], "a tombstone inside a chunk, none at its start");
+}
