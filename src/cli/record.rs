@@ -19,10 +19,15 @@ pub struct RecordArgs {
     pub dir: PathBuf,
     #[command(flatten)]
     pub poll: PollArgs,
-    /// A chunk's length: files are cut (and retention applied) this often, and a crash loses at
-    /// most this much.
+    /// A chunk's length: files are cut (and retention applied) this often; each chunk starts with
+    /// every socket's row, and holds only changes after.
     #[arg(long = "record.chunk", value_name = "DURATION", default_value = "1m", value_parser = parse_chunk)]
     pub chunk: Duration,
+    /// A segment's length: the chunk under way is written in segments, each a pair of files
+    /// readable once renamed from .tmp (as soon as its polls cover this long), so a crash or
+    /// SIGKILL loses at most this long of polls. A closed chunk's segments become its two files.
+    #[arg(long = "record.segment", value_name = "DURATION", default_value = "5s", value_parser = parse_segment)]
+    pub segment: Duration,
     /// Delete chunks older than this (e.g. 7d). Default: keep them.
     #[arg(long = "record.retention.time", value_name = "DURATION", value_parser = parse_retention)]
     pub max_age: Option<Duration>,
@@ -42,6 +47,10 @@ fn parse_chunk(s: &str) -> Result<Duration, String> {
     parse_duration_in(s, "chunk", Duration::from_secs(1), Duration::from_secs(24 * 3600))
 }
 
+fn parse_segment(s: &str) -> Result<Duration, String> {
+    parse_duration_in(s, "segment", Duration::from_millis(100), Duration::from_secs(24 * 3600))
+}
+
 fn parse_retention(s: &str) -> Result<Duration, String> {
     parse_duration_in(s, "retention", Duration::from_secs(1), Duration::from_secs(100 * 365 * 24 * 3600))
 }
@@ -51,7 +60,8 @@ fn usage(e: anyhow::Error) -> Failure {
 }
 
 pub fn run(a: RecordArgs) -> Result<(), Failure> {
-    let opts = RecordOptions { chunk: a.chunk, max_age: a.max_age, max_bytes: a.max_bytes };
+    let opts =
+        RecordOptions { chunk: a.chunk, segment: a.segment, max_age: a.max_age, max_bytes: a.max_bytes };
     // The directory first: a recording that cannot be written should not wait for the lab.
     let placeholder = SystemInfo::default();
     drop(Recorder::create(&a.dir, opts, &placeholder).map_err(usage)?);

@@ -8,19 +8,28 @@ use arrow_array::RecordBatch;
 use arrow_schema::Schema;
 use bbrtop_core::model::ClosedFlow;
 use bbrtop_core::rule::RuleConfig;
-use bbrtop_core::snapshot::Snapshot;
+use bbrtop_core::snapshot::entry::Entry;
+use bbrtop_core::snapshot::sockets::Change;
+use bbrtop_core::snapshot::{Snapshot, Sockets};
 use bbrtop_core::system::SystemInfo;
+use bbrtop_core::units::unix_ms;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
+use sockets::{Kind, Row};
+use std::fs::File;
 use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-/// The recording format's version, in every file's metadata.
-pub const FORMAT: &str = "1";
+/// The recording format's version, in every file's metadata: 2 stores a socket's row only when
+/// it changed (`sockets.rs`).
+pub const FORMAT: &str = "2";
+/// The formats this bbrtop reads: 1 had every socket's row at every poll.
+const READS: [&str; 2] = ["1", FORMAT];
 pub const KEY_FORMAT: &str = "bbrtop.format";
 pub const KEY_SYSTEM: &str = "bbrtop.system";
 pub const KEY_RULE: &str = "bbrtop.rule";
@@ -45,7 +54,7 @@ impl Meta {
     pub fn from_key_values(kv: Option<&Vec<KeyValue>>, what: &str) -> anyhow::Result<Meta> {
         let get = |k: &str| kv.and_then(|kv| kv.iter().find(|e| e.key == k)).and_then(|e| e.value.clone());
         match get(KEY_FORMAT).as_deref() {
-            Some(FORMAT) => {}
+            Some(v) if READS.contains(&v) => {}
             Some(v) => anyhow::bail!("{what}: a recording of format {v}; this bbrtop reads format {FORMAT}"),
             None => anyhow::bail!("{what}: a Parquet file, but not a bbrtop recording"),
         }
@@ -60,10 +69,14 @@ impl Meta {
 /// Rows in one row group, at most: a chunk is one row group unless it is huge.
 const ROW_GROUP_ROWS: usize = 64 << 20;
 
-/// The column that differs from socket to socket but not from poll to poll, and whose rows are
-/// sorted: its deltas are small, where a dictionary would spend an index on every row. (Inodes
-/// are not in cookie order: a dictionary serves them better.)
-const DELTA: [&str; 1] = ["cookie"];
+/// Integer columns that differ from socket to socket and rise with the cookie, the rows' order
+/// (inodes, roughly): their deltas are small. A chunk's rows are mostly its keyframe's, a row per
+/// socket, so a dictionary would hold every value once and an index beside it.
+const DELTA: [&str; 2] = ["cookie", "inode"];
+
+/// Address columns, different in every row but sharing their prefix with the row before
+/// (`127.0.0.1:4`...): stored as the prefix's length and the rest.
+const PREFIXED: [&str; 2] = ["local", "peer"];
 
 /// A Parquet stream of `schema` into `out`. Pages keep Parquet's default of 20,000 rows: a
 /// dictionary-encoded column holds 8 bytes per row of its page in memory until the page is
@@ -72,12 +85,17 @@ pub fn writer<W: Write + Send>(out: W, schema: Schema, meta: &Meta) -> anyhow::R
     let mut props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        // Statistics per column chunk (the reader checks a chunk's times by them), not per page:
+        // page indexes would double the footer, a chunk's fixed cost, for no reader.
+        .set_statistics_enabled(EnabledStatistics::Chunk)
         .set_key_value_metadata(Some(meta.key_values()));
-    for col in DELTA.into_iter().filter(|c| schema.field_with_name(c).is_ok()) {
+    let encodings = DELTA.map(|c| (c, Encoding::DELTA_BINARY_PACKED)).into_iter();
+    for (col, encoding) in encodings.chain(PREFIXED.map(|c| (c, Encoding::DELTA_BYTE_ARRAY))) {
+        if schema.field_with_name(col).is_err() {
+            continue;
+        }
         let path = ColumnPath::from(col);
-        props = props
-            .set_column_dictionary_enabled(path.clone(), false)
-            .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+        props = props.set_column_dictionary_enabled(path.clone(), false).set_column_encoding(path, encoding);
     }
     Ok(ArrowWriter::try_new(out, Arc::new(schema), Some(props.build()))?)
 }
@@ -87,7 +105,27 @@ pub fn write(w: &mut ArrowWriter<impl Write + Send>, b: &RecordBatch) -> anyhow:
     w.write(b).context("writing Parquet")
 }
 
-/// A chunk being written: its two tables, into files (a recording) or memory (hindsight).
+pub const SOCKETS_SUFFIX: &str = ".sockets.parquet";
+pub const POLLS_SUFFIX: &str = ".polls.parquet";
+/// A file being written, until it is whole.
+pub const TMP: &str = ".tmp";
+
+/// Syncs a chunk's file written as `<stem><suffix>.tmp` and gives it its name; its size.
+pub fn put_in_place(dir: &Path, stem: &str, suffix: &str, file: File) -> anyhow::Result<u64> {
+    file.sync_all().context("syncing a chunk")?;
+    let tmp = dir.join(format!("{stem}{suffix}{TMP}"));
+    std::fs::rename(&tmp, dir.join(format!("{stem}{suffix}")))
+        .with_context(|| format!("renaming {}", tmp.display()))?;
+    Ok(file.metadata().map_or(0, |m| m.len()))
+}
+
+/// A chunk being written: its two tables, into files (a recording), memory (hindsight) or one
+/// body (a frame).
+///
+/// Its first poll is a keyframe (every live socket's row); each later poll has the rows of the
+/// sockets that came, moved or went since the poll before. A keyframe at each chunk's start, and
+/// nowhere else: a chunk is what retention deletes and where a reader starts (replay seeking,
+/// compare's `@FROM`), so each must stand alone, and within one the deltas cost what moved.
 pub struct Pair<W: Write + Send> {
     sockets: ArrowWriter<W>,
     polls: ArrowWriter<W>,
@@ -95,6 +133,12 @@ pub struct Pair<W: Write + Send> {
     /// The first poll's time, and how many polls so far.
     pub started: SystemTime,
     pub polls_written: u64,
+    /// The sockets of the poll written last (a clone of the snapshot's, which shares them).
+    last: Option<Sockets>,
+    /// The keyframe's time, in ms since the epoch.
+    key_at_ms: i64,
+    /// Whether the keyframe is a row group of its own (see [`Pair::keyframe_apart`]).
+    keyframe_apart: bool,
 }
 
 impl<W: Write + Send> Pair<W> {
@@ -105,16 +149,40 @@ impl<W: Write + Send> Pair<W> {
             meta,
             started,
             polls_written: 0,
+            last: None,
+            key_at_ms: 0,
+            keyframe_apart: false,
         })
+    }
+
+    /// Writes the keyframe out as a row group of its own as soon as it is encoded, rather than
+    /// with the chunk's changes when the chunk closes: an encoder holds some 8 bytes per row of
+    /// each dictionary-encoded column until then (17 MB for 10k sockets' keyframe, where the
+    /// encoded rows take 0.15 MB), for the price of a second row group's footer (some 35 KB). For
+    /// a chunk kept in memory (hindsight); a recording's segments are finished every few seconds.
+    pub fn keyframe_apart(mut self) -> Pair<W> {
+        self.keyframe_apart = true;
+        self
     }
 
     /// Adds one poll, with the closed flows to write beside it.
     pub fn write(&mut self, snap: &Snapshot, closed: &[ClosedFlow]) -> anyhow::Result<()> {
-        write(
-            &mut self.sockets,
-            &sockets::batch(snap.seq, bbrtop_core::units::unix_ms(snap.taken_at), &snap.sockets.to_vec())?,
-        )?;
-        write(&mut self.polls, &polls::batch(&[polls::Poll { snap, closed }])?)?;
+        if self.polls_written == 0 {
+            // A segment made ahead of its first poll starts there.
+            self.started = snap.taken_at;
+        }
+        let at_ms = unix_ms(snap.taken_at);
+        let before = self.last.replace(snap.sockets.clone());
+        if before.is_none() {
+            self.key_at_ms = at_ms;
+        }
+        let rows = rows(&snap.sockets, before.as_ref());
+        write(&mut self.sockets, &sockets::batch(snap.seq, at_ms, &rows)?)?;
+        if before.is_none() && self.keyframe_apart {
+            self.sockets.flush().context("writing a keyframe")?;
+        }
+        let poll = polls::Poll { snap, closed, rows: rows.len() as u64, key_at_ms: self.key_at_ms };
+        write(&mut self.polls, &polls::batch(&[poll])?)?;
         self.polls_written += 1;
         Ok(())
     }
@@ -124,17 +192,63 @@ impl<W: Write + Send> Pair<W> {
         self.meta != *meta || snap.taken_at.duration_since(self.started).unwrap_or_default() >= chunk
     }
 
-    /// Memory the encoders hold for the rows not yet written out.
+    /// Memory a chunk written into memory takes so far: the encoders' buffers, and what they
+    /// wrote out (a keyframe apart).
     pub fn in_memory(&self) -> usize {
-        self.sockets.memory_size() + self.polls.memory_size()
+        let w = |w: &ArrowWriter<W>| w.memory_size() + w.bytes_written();
+        w(&self.sockets) + w(&self.polls)
     }
 
     /// Both files, finished: sockets, then polls.
     pub fn finish(self) -> anyhow::Result<(W, W)> {
-        Ok((
+        Ok(self.finish_carrying()?.0)
+    }
+
+    /// Both files, finished, and what the chunk's next segment goes on from.
+    pub fn finish_carrying(self) -> anyhow::Result<((W, W), Carry)> {
+        let carry = Carry { last: self.last, key_at_ms: self.key_at_ms };
+        let files = (
             self.sockets.into_inner().context("finishing a chunk")?,
             self.polls.into_inner().context("finishing a chunk")?,
-        ))
+        );
+        Ok((files, carry))
+    }
+
+    /// The next segment of a chunk (`carry` from the one before): its first poll's rows are the
+    /// changes since the segment before's last, against the same keyframe.
+    pub fn resume(
+        sockets: W,
+        polls: W,
+        meta: Meta,
+        started: SystemTime,
+        carry: Carry,
+    ) -> anyhow::Result<Pair<W>> {
+        let mut p = Pair::new(sockets, polls, meta, started)?;
+        (p.last, p.key_at_ms) = (carry.last, carry.key_at_ms);
+        Ok(p)
+    }
+}
+
+/// Where a chunk's segment ended: its last poll's sockets, and the chunk's keyframe time.
+pub struct Carry {
+    last: Option<Sockets>,
+    key_at_ms: i64,
+}
+
+/// The rows of sockets `now`: every one's (`key`) without a poll `before`, else those of the
+/// sockets that came or moved (`change`) or went (`gone`) since, in cookie order. Entries shared
+/// with `before` are skipped without being looked at.
+pub fn rows(now: &Sockets, before: Option<&Sockets>) -> Vec<Row> {
+    let row = |kind, e: &Entry| Row { kind, cookie: e.cookie, view: Some(e.view(now.at())) };
+    match before {
+        None => now.entries().map(|e| row(Kind::Key, e)).collect(),
+        Some(before) => now
+            .changes_since(before)
+            .map(|c| match c {
+                Change::Added(e) | Change::Changed { new: e, .. } => row(Kind::Change, e),
+                Change::Gone(e) => Row { kind: Kind::Gone, cookie: e.cookie, view: None },
+            })
+            .collect(),
     }
 }
 

@@ -3,11 +3,10 @@
 //! as a little-endian u64 length and its bytes, sockets first.
 
 use super::chunk::{self, Meta};
-use super::{polls, sockets};
+use super::{polls, rebuild, sockets};
 use anyhow::Context;
-use bbrtop_core::snapshot::{Snapshot, SocketView};
+use bbrtop_core::snapshot::{Snapshot, Sockets};
 use bbrtop_core::system::SystemInfo;
-use bbrtop_core::units::unix_ms;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
@@ -19,16 +18,16 @@ pub const MAGIC: &[u8] = b"bbrtop-frame 1\n";
 /// The media type of a frame.
 pub const CONTENT_TYPE: &str = "application/vnd.bbrtop.frame";
 
-/// `snap` (with all of its closed flows) and the host's facts, as a frame.
+/// `snap` (with all of its closed flows) and the host's facts, as a frame: a chunk of one poll,
+/// a keyframe, so that each frame stands alone.
 pub fn encode(snap: &Snapshot, sys: &SystemInfo) -> anyhow::Result<Vec<u8>> {
     let meta = Meta { system: sys.clone(), rule: snap.rule };
+    let mut pair = chunk::Pair::new(Vec::new(), Vec::new(), meta, snap.taken_at)?;
+    pair.write(snap, &snap.closed)?;
+    let (socks, poll) = pair.finish()?;
     let mut out = MAGIC.to_vec();
-    let mut w = chunk::writer(Vec::new(), sockets::schema(), &meta)?;
-    chunk::write(&mut w, &sockets::batch(snap.seq, unix_ms(snap.taken_at), &snap.sockets.to_vec())?)?;
-    push(&mut out, &w.into_inner()?);
-    let mut w = chunk::writer(Vec::new(), polls::schema(), &meta)?;
-    chunk::write(&mut w, &polls::batch(&[polls::Poll { snap, closed: &snap.closed }])?)?;
-    push(&mut out, &w.into_inner()?);
+    push(&mut out, &socks);
+    push(&mut out, &poll);
     Ok(out)
 }
 
@@ -51,10 +50,11 @@ fn decode_parts(body: &[u8]) -> anyhow::Result<(Snapshot, SystemInfo)> {
     let b = ParquetRecordBatchReaderBuilder::try_new(Bytes::copy_from_slice(socks))
         .context("the frame's sockets")?;
     let meta = Meta::from_key_values(b.metadata().file_metadata().key_value_metadata(), "the frame")?;
-    let mut views: Vec<SocketView> = Vec::new();
+    let mut rows = Vec::new();
     for batch in b.build()? {
-        views.extend(sockets::decode(&batch?)?.into_iter().map(sockets::Decoded::into_view));
+        rows.extend(sockets::decode(&batch?)?);
     }
+    let socks = rows;
     let b =
         ParquetRecordBatchReaderBuilder::try_new(Bytes::copy_from_slice(poll)).context("the frame's poll")?;
     let mut rows = Vec::new();
@@ -63,7 +63,15 @@ fn decode_parts(body: &[u8]) -> anyhow::Result<(Snapshot, SystemInfo)> {
     }
     anyhow::ensure!(rows.len() == 1, "a frame of {} polls", rows.len());
     let row = rows.pop().expect("one");
-    Ok((row.into_snapshot(views, meta.rule), meta.system))
+    anyhow::ensure!(row.is_key(), "a frame of changes, without the keyframe they apply to");
+    anyhow::ensure!(
+        row.rows == socks.len() as u64,
+        "a frame of {} sockets' rows, not {}",
+        socks.len(),
+        row.rows
+    );
+    let sockets = rebuild::apply(&Sockets::default(), true, socks, row.view_at(meta.rule));
+    Ok((row.into_snapshot(sockets, meta.rule), meta.system))
 }
 
 /// A length-prefixed part, and what follows it.

@@ -7,7 +7,7 @@
 //! encoder's own buffers are the floor: a bound below them keeps the chunk under way only.
 
 use super::chunk::{self, Meta, Pair};
-use super::writer::{POLLS_SUFFIX, SOCKETS_SUFFIX, TMP, put_in_place};
+use super::chunk::{POLLS_SUFFIX, SOCKETS_SUFFIX, TMP, put_in_place};
 use anyhow::Context;
 use bbrtop_core::snapshot::Snapshot;
 use bbrtop_core::system::SystemInfo;
@@ -89,7 +89,7 @@ impl Hindsight {
             None => {
                 let stem = chunk::stem_of(snap.taken_at, snap.seq);
                 self.open.insert((
-                    Pair::new(Vec::new(), Vec::new(), meta, snap.taken_at)?,
+                    Pair::new(Vec::new(), Vec::new(), meta, snap.taken_at)?.keyframe_apart(),
                     stem,
                     snap.taken_at,
                 ))
@@ -111,7 +111,7 @@ impl Hindsight {
         self.held.iter().map(Held::bytes).sum()
     }
 
-    /// The encoder's buffers for the chunk under way.
+    /// The chunk under way: its encoder's buffers, and its keyframe, written apart.
     pub fn encoder_bytes(&self) -> u64 {
         self.open.as_ref().map_or(0, |(p, ..)| p.in_memory() as u64)
     }

@@ -3,10 +3,12 @@
 //! read without bbrtop, and read back by replay, compare and the remote TUI.
 //!
 //! A recording is a directory of chunks; a chunk is the polls of one stretch of time (a minute by
-//! default) in two files, `<start>.sockets.parquet` (one row per socket per poll, `sockets.rs`)
-//! and `<start>.polls.parquet` (one row per poll, `polls.rs`). Both are written under a temporary
-//! name and renamed when whole, the polls file last, so a crash loses at most the chunk being
-//! written (`writer.rs`). `frame.rs` puts one poll in one body, for the remote TUI.
+//! default) in two files, `<start>.sockets.parquet` (a socket's row at each poll it changed,
+//! after a keyframe of every socket's at the chunk's start: `sockets.rs`) and
+//! `<start>.polls.parquet` (one row per poll, `polls.rs`). The chunk under way is written as
+//! segments of a few seconds (`segments.rs`), each renamed from `.tmp` when whole, so a crash
+//! loses at most the segment being written (`writer.rs`). `rebuild.rs` turns rows back into each
+//! poll's sockets; `frame.rs` puts one poll in one body, for the remote TUI.
 
 mod chunk;
 mod columns;
@@ -14,6 +16,8 @@ pub mod frame;
 pub mod hindsight;
 pub mod polls;
 pub mod reader;
+mod rebuild;
+mod segments;
 pub mod sockets;
 pub mod writer;
 

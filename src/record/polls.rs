@@ -6,17 +6,20 @@
 use super::columns::table;
 use arrow_array::RecordBatch;
 use bbrtop_core::snapshot::CcTotals;
-use bbrtop_core::snapshot::{AlertView, CcAggregate, CollectorStatus, Snapshot};
+use bbrtop_core::snapshot::{AlertView, CcAggregate, CollectorStatus, Snapshot, Sockets, ViewAt};
 use bbrtop_core::units::{from_unix_ms, unix_ms};
 use bbrtop_core::{model::ClosedFlow, snapshot::ClosedAggregate};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 
-/// One poll's row: the snapshot, and which of its closed flows to write (a recording writes each
-/// flow once, at the first poll that lists it; a frame sends them all).
+/// One poll's row: the snapshot, which of its closed flows to write (a recording writes each
+/// flow once, at the first poll that lists it; a frame sends them all), how many rows it has in
+/// the sockets table, and the time of the keyframe its sockets are rebuilt from.
 pub struct Poll<'a> {
     pub snap: &'a Snapshot,
     pub closed: &'a [ClosedFlow],
+    pub rows: u64,
+    pub key_at_ms: i64,
 }
 
 /// A poll read back: everything of its snapshot but the sockets and the rule.
@@ -24,7 +27,12 @@ pub struct Poll<'a> {
 pub struct Decoded {
     pub seq: u64,
     pub at_ms: i64,
+    /// Live sockets.
     pub sockets: u64,
+    /// Its rows in the sockets table (format 1: one per live socket).
+    pub rows: u64,
+    /// The time of the keyframe its sockets are rebuilt from (format 1: its own).
+    pub key_at_ms: i64,
     pub by_cc: Vec<CcAggregate>,
     pub collectors: Vec<CollectorStatus>,
     pub alerts: Vec<AlertView>,
@@ -37,19 +45,22 @@ pub struct Decoded {
 }
 
 impl Decoded {
-    /// The snapshot this poll was, with `sockets` (and the recording's rule).
-    pub fn into_snapshot(
-        self,
-        sockets: Vec<bbrtop_core::snapshot::SocketView>,
-        rule: bbrtop_core::rule::RuleConfig,
-    ) -> Snapshot {
+    /// Whether its sockets are all in its own rows.
+    pub fn is_key(&self) -> bool {
+        self.key_at_ms == self.at_ms
+    }
+
+    /// What its sockets are viewed as of (with the recording's rule).
+    pub fn view_at(&self, rule: bbrtop_core::rule::RuleConfig) -> ViewAt {
+        ViewAt { at_ms: self.at_ms, rule, ..Default::default() }
+    }
+
+    /// The snapshot this poll was, with `sockets` (made for [`Decoded::view_at`]) and the rule.
+    pub fn into_snapshot(self, sockets: Sockets, rule: bbrtop_core::rule::RuleConfig) -> Snapshot {
         Snapshot {
             seq: self.seq,
             taken_at: from_unix_ms(self.at_ms),
-            sockets: bbrtop_core::snapshot::Sockets::of_views(
-                sockets,
-                bbrtop_core::snapshot::ViewAt { at_ms: self.at_ms, rule, ..Default::default() },
-            ),
+            sockets,
             by_cc: self.by_cc,
             alerts: self.alerts,
             collectors: self.collectors,
@@ -78,6 +89,8 @@ table! { <'p> Poll<'p> => Decoded {
     seq: u64 = |p| Some(p.snap.seq), |d, v| d.seq = v;
     at_ms: i64 = |p| Some(unix_ms(p.snap.taken_at)), |d, v| d.at_ms = v;
     sockets: u64 = |p| Some(p.snap.sockets.len() as u64), |d, v| d.sockets = v;
+    rows: u64 = |p| Some(p.rows), |d, v| d.rows = v;
+    key_at_ms: i64 = |p| Some(p.key_at_ms), |d, v| d.key_at_ms = v;
     by_cc: String = |p| json(&p.snap.by_cc), |d, v| d.by_cc = parse(d, "by_cc", &v).unwrap_or_default();
     collectors: String = |p| json(&p.snap.collectors), |d, v| d.collectors = parse(d, "collectors", &v).unwrap_or_default();
     alerts: String = |p| json(&p.snap.alerts), |d, v| d.alerts = parse(d, "alerts", &v).unwrap_or_default();
@@ -96,5 +109,9 @@ pub fn batch(polls: &[Poll<'_>]) -> anyhow::Result<RecordBatch> {
 pub fn read(batch: &RecordBatch) -> anyhow::Result<Vec<Decoded>> {
     let mut out = vec![Decoded::default(); batch.num_rows()];
     decode(batch, &mut out)?;
+    // Format 1 has neither column: a row per live socket, every poll a keyframe.
+    if batch.column_by_name("key_at_ms").is_none() {
+        out.iter_mut().for_each(|d| (d.rows, d.key_at_ms) = (d.sockets, d.at_ms));
+    }
     Ok(out)
 }

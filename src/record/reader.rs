@@ -1,12 +1,13 @@
 //! `Recording`: a recording directory (or one chunk) read back as snapshots. The polls files are
 //! read whole at open (a row per poll); a poll's sockets are read when asked for, by row range
-//! (a chunk's rows are in poll order, and each poll row says how many sockets it had).
+//! (a chunk's rows are in poll order, and each poll row says how many rows it has), and rebuilt
+//! from its keyframe's rows and the changes since (`rebuild.rs`).
 
 use super::chunk::Meta;
 use super::writer::{POLLS_SUFFIX, SOCKETS_SUFFIX, chunks};
-use super::{polls, sockets};
+use super::{polls, rebuild, sockets};
 use anyhow::Context;
-use bbrtop_core::snapshot::{AlertStatus, Snapshot, SocketView};
+use bbrtop_core::snapshot::{AlertStatus, Snapshot, Sockets};
 use bbrtop_core::system::SystemInfo;
 use bbrtop_core::units::from_unix_ms;
 use bbrtop_core::{model::ClosedFlow, snapshot::DEFAULT_KEEP_CLOSED};
@@ -46,6 +47,9 @@ pub struct Recording {
     closed: VecDeque<(usize, Vec<Vec<ClosedFlow>>)>,
     /// Damaged chunks left out, a line each, for the command to say.
     skipped: Vec<String>,
+    /// The poll read last and its sockets: the next poll's are rebuilt from them (a replay reads
+    /// a poll at a time) rather than from the chunk's keyframe.
+    cursor: Option<(usize, Sockets)>,
 }
 
 /// Chunks whose closed flows are kept decoded.
@@ -80,11 +84,25 @@ impl Recording {
             onsets: Vec::new(),
             closed: VecDeque::new(),
             skipped: Vec::new(),
+            cursor: None,
         };
+        // Whether a file was left out since the last one kept: a segment of changes after it
+        // would be applied to the wrong sockets.
+        let mut gap = false;
         for stem in &stems {
             let after = rec.rows.last().map(|r| r.at_ms);
             match read_chunk(stem, after) {
+                Ok((_, _, rows)) if !follows(rec.rows.last(), &rows[0], gap) => {
+                    let why = format!(
+                        "{}: changes without their keyframe or the segment before (a chunk's later segment)",
+                        stem.display()
+                    );
+                    anyhow::ensure!(stems.len() > 1, "{why}");
+                    rec.skipped.push(format!("skipped a segment: {why}"));
+                    gap = true;
+                }
                 Ok((meta, chunk, rows)) => {
+                    gap = false;
                     if rec.chunks.is_empty() {
                         rec.meta = meta;
                     }
@@ -95,7 +113,10 @@ impl Recording {
                 }
                 // One chunk asked for by name: its damage is the answer.
                 Err(e) if stems.len() == 1 => return Err(e),
-                Err(e) => rec.skipped.push(format!("skipped a damaged chunk: {e:#}")),
+                Err(e) => {
+                    rec.skipped.push(format!("skipped a damaged chunk: {e:#}"));
+                    gap = true;
+                }
             }
         }
         if rec.chunks.is_empty() {
@@ -131,24 +152,29 @@ impl Recording {
     pub fn read(&mut self, range: Range<usize>) -> anyhow::Result<Vec<Snapshot>> {
         anyhow::ensure!(range.end <= self.polls.len(), "polls {range:?} of {}", self.polls.len());
         let mut out = Vec::with_capacity(range.len());
-        let chunks: Vec<(usize, usize, usize)> = self
-            .chunks
-            .iter()
-            .filter(|c| c.first < range.end && c.first + c.rows.len() - 1 > range.start)
-            .map(|c| {
-                (
-                    c.first,
-                    range.start.max(c.first) - c.first,
-                    range.end.min(c.first + c.rows.len() - 1) - c.first,
-                )
-            })
-            .collect();
-        for (first, lo, hi) in chunks {
-            let c = self.chunks.iter().find(|c| c.first == first).expect("listed above");
-            let rows = c.rows.clone();
+        if range.is_empty() {
+            return Ok(out);
+        }
+        // A poll's sockets are rebuilt from its keyframe on (its chunk's first poll, perhaps in
+        // an earlier segment's file; in format 1, its own), or on from the poll read last when
+        // that lies between.
+        let key = self.keyframe_of(range.start);
+        let (from, mut state) = match self.cursor.take() {
+            Some((i, s)) if key <= i && i < range.start => (i + 1, s),
+            _ => (key, Sockets::default()),
+        };
+        let mut whole = true;
+        for k in 0..self.chunks.len() {
+            let (first, n) = (self.chunks[k].first, self.chunks[k].rows.len() - 1);
+            let (lo, hi) = (from.max(first), range.end.min(first + n));
+            if lo >= hi {
+                continue;
+            }
+            let rows = self.chunks[k].rows.clone();
+            let (lo, hi) = (lo - first, hi - first);
             // Damage the footer did not show (a data page): the chunk's polls are played without
             // their sockets, and said once, rather than ending the replay there.
-            let mut socks = match read_sockets(&c.sockets, rows[lo]..rows[hi]) {
+            let mut socks = match read_sockets(&self.chunks[k].sockets, rows[lo]..rows[hi]) {
                 Ok(s) => s,
                 Err(e) => {
                     let line = format!("a damaged chunk's sockets left out: {e:#}");
@@ -156,20 +182,42 @@ impl Recording {
                         tracing::warn!("{line}");
                         self.skipped.push(line);
                     }
+                    whole = false;
                     Vec::new()
                 }
-            };
+            }
+            .into_iter();
             for p in lo..hi {
                 let n = (rows[p + 1] - rows[p]) as usize;
-                let views: Vec<SocketView> =
-                    socks.drain(..n.min(socks.len())).map(sockets::Decoded::into_view).collect();
                 let i = first + p;
-                let mut row = self.rows[i].clone();
-                row.closed = self.closed_before(i)?;
-                out.push(row.into_snapshot(views, self.meta.rule));
+                // Changes against another keyframe than the state's (a segment lost between)
+                // start from nothing rather than from the wrong sockets.
+                let key = self.rows[i].is_key()
+                    || (i > from && self.rows[i - 1].key_at_ms != self.rows[i].key_at_ms);
+                let at = self.rows[i].view_at(self.meta.rule);
+                state = rebuild::apply(&state, key, socks.by_ref().take(n), at);
+                if i >= range.start {
+                    let mut row = self.rows[i].clone();
+                    row.closed = self.closed_before(i)?;
+                    out.push(row.into_snapshot(state.clone(), self.meta.rule));
+                }
             }
         }
+        if whole {
+            self.cursor = Some((range.end - 1, state));
+        }
         Ok(out)
+    }
+
+    /// The keyframe poll `i` is rebuilt from: the latest poll at or before it that names the same
+    /// keyframe and is one, or the first that names it when the keyframe itself was lost.
+    fn keyframe_of(&self, i: usize) -> usize {
+        let want = self.rows[i].key_at_ms;
+        let mut k = i;
+        while !self.rows[k].is_key() && k > 0 && self.rows[k - 1].key_at_ms == want {
+            k -= 1;
+        }
+        k
     }
 
     /// The closed flows a snapshot at poll `i` listed: those recorded up to it, newest first, as
@@ -232,7 +280,7 @@ fn read_chunk(stem: &Path, after: Option<i64>) -> anyhow::Result<(Meta, Chunk, V
     );
     let mut offsets = vec![0u64];
     for r in &rows {
-        offsets.push(offsets.last().copied().unwrap_or(0) + r.sockets);
+        offsets.push(offsets.last().copied().unwrap_or(0) + r.rows);
     }
     let want = offsets.last().copied().unwrap_or(0);
     let (times, had) = crate::contained::contain(&sockets_file.display().to_string(), || {
@@ -262,6 +310,13 @@ fn column_range(meta: &parquet::file::metadata::ParquetMetaData, name: &str) -> 
         range = Some(range.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
     }
     range
+}
+
+/// Whether a file whose first poll is `first` can follow the poll kept before it (`last`; `gap`
+/// when a file between was left out): a keyframe stands alone; changes need the poll before them,
+/// of the same keyframe.
+fn follows(last: Option<&polls::Decoded>, first: &polls::Decoded, gap: bool) -> bool {
+    first.is_key() || (!gap && last.is_some_and(|l| l.key_at_ms == first.key_at_ms))
 }
 
 /// The polls at which some alert fired (its `fired_at` falls after the poll before).

@@ -200,3 +200,215 @@ fn damaged_chunks_are_left_out_and_said() {
     let e = Recording::open(dir.path()).err().map(|e| format!("{e:#}")).unwrap_or_default();
     assert!(e.contains("not a recording: every chunk is damaged"), "{e}");
 }
+
+/// A recording of format 1 (every socket's row at every poll), written by bbrtop before format 2:
+/// six polls in two chunks, a socket closing after the third. It reads back as the snapshots it
+/// read back as then (`testdata/format1.json`, written by that reader).
+#[test]
+fn a_format_1_recording_still_reads() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/record/testdata");
+    let mut rec = Recording::open(&data.join("format1")).unwrap();
+    assert_eq!(rec.polls().len(), 6);
+    // Compared as text: serde_json parses a float to within an ulp, and prints it exactly.
+    let back: Vec<serde_json::Value> = rec.read(0..6).unwrap().iter().map(doc).collect();
+    let want = std::fs::read_to_string(data.join("format1.json")).unwrap();
+    assert_eq!(serde_json::to_string_pretty(&back).unwrap() + "\n", want);
+    assert_eq!(rec.read(2..5).unwrap().iter().map(|s| s.sockets.len()).collect::<Vec<_>>(), vec![3, 2, 2]);
+}
+
+/// Polls a second apart: socket 1 moves every poll, 2 never does, 3 goes after poll 3 (inside
+/// the first chunk), 4 after poll 5 (where the second chunk starts), 5 comes at poll 8.
+fn churn(n: u64) -> Vec<Snapshot> {
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now { mono: Instant::now(), wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000) };
+    (0..n)
+        .map(|i| {
+            let now = t0.after(Duration::from_secs(i));
+            let mut socks = vec![sock(1, "bbr", 21_000, i * 1_000_000), sock(2, "cubic", 25_000, 5)];
+            socks.extend((i < 3).then(|| sock(3, "cubic", 22_000, 7)));
+            socks.extend((i < 5).then(|| sock(4, "bbr", 22_000, 9)));
+            socks.extend((i >= 8).then(|| sock(5, "bbr", 22_000, 3)));
+            feed_dump(&mut e, Dump { sockets: socks, ..Dump::default() }, now);
+            (*e.tick(now)).clone()
+        })
+        .collect()
+}
+
+/// Format 2 writes a socket's row when it changed: an idle socket once per chunk (its keyframe
+/// row), a socket that went a `gone` row, and reading rebuilds every poll as it was, an idle
+/// socket's entry shared from one poll to the next rather than copied.
+#[test]
+fn history_is_written_as_changes_and_read_back_whole() {
+    let snaps = churn(12);
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RecordOptions { chunk: Duration::from_secs(5), ..RecordOptions::default() };
+    let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
+    snaps.iter().for_each(|s| r.write(s).unwrap());
+    r.finish().unwrap();
+    let stems = writer::chunks(dir.path()).unwrap();
+    assert_eq!(stems.len(), 3, "12 polls in chunks of 5 s");
+    let mut rows: Vec<sockets::Decoded> = Vec::new();
+    for c in &stems {
+        let f =
+            std::fs::File::open(dir.path().join(format!("{}{}", c.stem, writer::SOCKETS_SUFFIX))).unwrap();
+        let b = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f).unwrap();
+        for batch in b.build().unwrap() {
+            rows.extend(sockets::decode(&batch.unwrap()).unwrap());
+        }
+    }
+    let of = |cookie: u64| -> Vec<(u64, &'static str)> {
+        rows.iter().filter(|r| r.record.cookie == cookie).map(|r| (r.seq, r.kind.label())).collect()
+    };
+    assert_eq!(of(2), vec![(1, "key"), (6, "key"), (11, "key")], "the idle socket: its keyframe rows only");
+    assert_eq!(of(3), vec![(1, "key"), (4, "gone")], "gone inside a chunk: a tombstone");
+    assert_eq!(of(4), vec![(1, "key")], "gone as a chunk starts: that keyframe leaves it out");
+    assert_eq!(of(5), vec![(9, "change"), (11, "key")]);
+    assert_eq!(of(1).len(), 12, "the moving socket, every poll");
+
+    let mut rec = Recording::open(dir.path()).unwrap();
+    let back = rec.read(0..12).unwrap();
+    // The sockets (the polls' JSON columns parse a float to within an ulp: not at stake here).
+    let socks = |s: &Snapshot| doc(s)["sockets"].clone();
+    for (a, b) in back.iter().zip(&snaps) {
+        assert_eq!((a.seq, socks(a)), (b.seq, socks(b)));
+    }
+    let shared =
+        |a: &Snapshot, b: &Snapshot| std::ptr::eq(a.sockets.entry(2).unwrap(), b.sockets.entry(2).unwrap());
+    assert!(shared(&back[1], &back[2]), "an idle socket's entry is shared between polls");
+    assert!(!shared(&back[4], &back[5]), "a new chunk's keyframe makes it anew");
+    // A poll at a time, forwards, then backwards and across chunks: the same polls.
+    let one: Vec<serde_json::Value> = (0..12).map(|i| doc(&rec.read(i..i + 1).unwrap()[0])).collect();
+    let back_docs: Vec<serde_json::Value> = back.iter().map(doc).collect();
+    assert_eq!(one, back_docs);
+    assert_eq!(doc(&rec.read(3..4).unwrap()[0]), back_docs[3]);
+    assert_eq!(rec.read(6..9).unwrap().iter().map(doc).collect::<Vec<_>>(), back_docs[6..9]);
+    assert_eq!(rec.read(2..3).unwrap().iter().map(doc).collect::<Vec<_>>(), back_docs[2..3]);
+}
+
+/// A chunk under way is written as segments, each readable once whole: a recorder that stops
+/// without closing its chunk (as SIGKILL stops it; here it is forgotten) leaves every poll but
+/// those of the segment under way, read back as they were; the next recorder makes the segments
+/// the chunk, and they read the same.
+#[test]
+fn a_chunks_segments_read_before_it_closes_and_become_the_chunk() {
+    let snaps = churn(12);
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RecordOptions {
+        chunk: Duration::from_secs(60),
+        segment: Duration::from_secs(3),
+        ..RecordOptions::default()
+    };
+    let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
+    snaps[..11].iter().for_each(|s| r.write(s).unwrap());
+    // Polls 1-3, 4-6 and 7-9 in segments; 10 and 11 in the one under way.
+    std::mem::forget(r);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".parquet"))
+        .collect();
+    assert_eq!(names.len(), 6, "three segments of two files: {names:?}");
+    let socks = |s: &Snapshot| (s.seq, doc(s)["sockets"].clone());
+    let mut rec = Recording::open(dir.path()).unwrap();
+    assert_eq!(rec.polls().len(), 9);
+    let back = rec.read(0..9).unwrap();
+    assert_eq!(back.iter().map(socks).collect::<Vec<_>>(), snaps[..9].iter().map(socks).collect::<Vec<_>>());
+    assert_eq!(socks(&rec.read(7..8).unwrap()[0]), socks(&snaps[7]), "a poll of a later segment alone");
+
+    // A damaged segment: the one after it (changes against the sockets it held) is left out too.
+    let parts: Vec<std::path::PathBuf> =
+        writer::chunks(dir.path()).unwrap().iter().map(|c| dir.path().join(&c.stem)).collect();
+    let keep = std::fs::read(file(&parts[1], writer::POLLS_SUFFIX)).unwrap();
+    std::fs::write(file(&parts[1], writer::POLLS_SUFFIX), b"junk").unwrap();
+    let damaged = Recording::open(dir.path()).unwrap();
+    assert_eq!(damaged.polls().len(), 3, "{:?}", damaged.skipped());
+    assert!(damaged.skipped().iter().any(|s| s.starts_with("skipped a segment")), "{:?}", damaged.skipped());
+    assert!(Recording::open(&file(&parts[2], writer::POLLS_SUFFIX)).is_err(), "a later segment alone");
+    std::fs::write(file(&parts[1], writer::POLLS_SUFFIX), keep).unwrap();
+
+    // What the next recorder does first: the segments become the chunk.
+    std::fs::remove_file(dir.path().join(".bbrtop-record.lock")).unwrap();
+    segments::recover(dir.path()).unwrap();
+    assert_eq!(writer::chunks(dir.path()).unwrap().len(), 1, "one chunk");
+    let mut rec = Recording::open(dir.path()).unwrap();
+    let again = rec.read(0..9).unwrap();
+    assert_eq!(again.iter().map(socks).collect::<Vec<_>>(), back.iter().map(socks).collect::<Vec<_>>());
+}
+
+/// A recorder that closes its chunks leaves two files per chunk, however many segments each had,
+/// and one whose last segment was renamed just before the chunk closed as well.
+#[test]
+fn closed_chunks_are_two_files_each() {
+    let snaps = churn(12);
+    for chunk_s in [5, 4] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = RecordOptions {
+            chunk: Duration::from_secs(chunk_s),
+            segment: Duration::from_secs(2),
+            ..RecordOptions::default()
+        };
+        let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
+        snaps.iter().for_each(|s| r.write(s).unwrap());
+        r.finish().unwrap();
+        let files: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with(".bbrtop"))
+            .collect();
+        assert_eq!(
+            (writer::chunks(dir.path()).unwrap().len(), files.len()),
+            (3, 6),
+            "{chunk_s} s: {files:?}"
+        );
+        let mut rec = Recording::open(dir.path()).unwrap();
+        let socks = |s: &Snapshot| (s.seq, doc(s)["sockets"].clone());
+        assert_eq!(
+            rec.read(0..12).unwrap().iter().map(socks).collect::<Vec<_>>(),
+            snaps.iter().map(socks).collect::<Vec<_>>()
+        );
+    }
+}
+
+/// A chunk kept in memory (hindsight's) writes its keyframe apart: the keyframe of 2,000 idle
+/// sockets held encoded takes far less than in the encoder's buffers, and reads the same.
+#[test]
+fn a_keyframe_apart_takes_less_memory_and_reads_the_same() {
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now { mono: Instant::now(), wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000) };
+    let snaps: Vec<Snapshot> = (0..5)
+        .map(|i| {
+            let now = t0.after(Duration::from_secs(i));
+            let socks = (1..=2000).map(|c| sock(c, "cubic", 25_000, 5)).collect();
+            feed_dump(&mut e, Dump { sockets: socks, ..Dump::default() }, now);
+            (*e.tick(now)).clone()
+        })
+        .collect();
+    let meta = chunk::Meta { system: system(), rule: snaps[0].rule };
+    let mut whole = chunk::Pair::new(Vec::new(), Vec::new(), meta.clone(), snaps[0].taken_at).unwrap();
+    let mut apart =
+        chunk::Pair::new(Vec::new(), Vec::new(), meta, snaps[0].taken_at).unwrap().keyframe_apart();
+    for s in &snaps {
+        whole.write(s, &[]).unwrap();
+        apart.write(s, &[]).unwrap();
+    }
+    assert!(
+        apart.in_memory() * 4 < whole.in_memory(),
+        "{} bytes apart, {} whole",
+        apart.in_memory(),
+        whole.in_memory()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for (name, pair) in [("whole", whole), ("apart", apart)] {
+        let (socks, polls) = pair.finish().unwrap();
+        std::fs::write(dir.path().join(format!("{name}{}", writer::SOCKETS_SUFFIX)), socks).unwrap();
+        std::fs::write(dir.path().join(format!("{name}{}", writer::POLLS_SUFFIX)), polls).unwrap();
+    }
+    let read = |name: &str| -> Vec<serde_json::Value> {
+        let mut r = Recording::open(&dir.path().join(format!("{name}{}", writer::POLLS_SUFFIX))).unwrap();
+        r.read(0..5).unwrap().iter().map(doc).collect()
+    };
+    assert_eq!(read("apart"), read("whole"));
+    assert_eq!(read("apart")[4]["sockets"].as_array().map(Vec::len), Some(2000));
+}

@@ -1,9 +1,11 @@
 //! `Recorder`: polls into a recording directory, a chunk at a time, with retention by age and by
-//! total size. A chunk's files are written under `.tmp` names and renamed when whole (the polls
-//! file last, which is what marks a chunk complete), so a crash or SIGKILL loses at most the
-//! chunk being written. One recorder per directory: a lock file says so.
+//! total size. A chunk under way is written as segments (`segments.rs`), each under `.tmp` names
+//! and renamed when whole (the polls file last, which is what marks it complete), so a crash or
+//! SIGKILL loses at most the segment being written; when the chunk closes its segments become
+//! its two files. One recorder per directory: a lock file says so.
 
-use super::chunk::{self, Meta};
+use super::chunk::{self, Carry, Meta};
+use super::segments;
 use anyhow::Context;
 use bbrtop_core::snapshot::Snapshot;
 use std::fs::File;
@@ -14,8 +16,10 @@ use std::time::{Duration, SystemTime};
 /// Where chunks are cut, and what is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecordOptions {
-    /// A chunk's length: what a crash can lose, and what retention deletes at a time.
+    /// A chunk's length: what retention deletes at a time, and where readers start.
     pub chunk: Duration,
+    /// A segment's length: what a crash can lose.
+    pub segment: Duration,
     /// Chunks that ended longer ago than this are deleted.
     pub max_age: Option<Duration>,
     /// The oldest chunks are deleted while the recording is larger than this.
@@ -24,19 +28,32 @@ pub struct RecordOptions {
 
 impl Default for RecordOptions {
     fn default() -> Self {
-        RecordOptions { chunk: Duration::from_secs(60), max_age: None, max_bytes: None }
+        RecordOptions {
+            chunk: Duration::from_secs(60),
+            segment: Duration::from_secs(5),
+            max_age: None,
+            max_bytes: None,
+        }
     }
 }
 
-pub const SOCKETS_SUFFIX: &str = ".sockets.parquet";
-pub const POLLS_SUFFIX: &str = ".polls.parquet";
-pub(super) const TMP: &str = ".tmp";
+pub use super::chunk::{POLLS_SUFFIX, SOCKETS_SUFFIX};
+use super::chunk::{TMP, put_in_place};
 const LOCK: &str = ".bbrtop-record.lock";
 
-/// The chunk under way, and its files' name.
+/// The chunk under way: the segment being written, and the chunk's name, first poll's time and
+/// segments renamed so far.
 struct Open {
     pair: chunk::Pair<BufWriter<File>>,
+    chunk: Chunk,
+}
+
+struct Chunk {
     stem: String,
+    started: SystemTime,
+    parts: Vec<String>,
+    /// Its newest poll's time.
+    last_at: Option<SystemTime>,
 }
 
 pub struct Recorder {
@@ -60,6 +77,7 @@ impl Recorder {
         system: &bbrtop_core::system::SystemInfo,
     ) -> anyhow::Result<Recorder> {
         anyhow::ensure!(!opts.chunk.is_zero(), "the chunk length must be above zero");
+        anyhow::ensure!(!opts.segment.is_zero(), "the segment length must be above zero");
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let lock = File::create(dir.join(LOCK)).with_context(|| format!("writing in {}", dir.display()))?;
         if lock.try_lock().is_err() {
@@ -70,6 +88,7 @@ impl Recorder {
                 let _ = std::fs::remove_file(e.path());
             }
         }
+        segments::recover(dir)?;
         Ok(Recorder {
             dir: dir.to_path_buf(),
             opts,
@@ -82,10 +101,16 @@ impl Recorder {
     }
 
     /// Adds one poll, first closing the chunk under way (and applying retention) if this poll
-    /// is `chunk` or more after the chunk's first.
+    /// is `chunk` or more after the chunk's first. Then the segment under way is renamed if it
+    /// covers `segment`, each poll counted until the next (taken as far as the one before was):
+    /// renamed once its newest poll is in, a segment leaves at most `segment` of polls unread
+    /// whenever the recorder is killed, where renaming it when the next poll came would leave up
+    /// to a poll more.
     pub fn write(&mut self, snap: &Snapshot) -> anyhow::Result<()> {
         let meta = Meta { system: self.system.clone(), rule: snap.rule };
-        if self.open.as_ref().is_some_and(|o| o.pair.ends_before(snap, &meta, self.opts.chunk)) {
+        let age = |since: SystemTime| snap.taken_at.duration_since(since).unwrap_or_default();
+        if self.open.as_ref().is_some_and(|o| o.pair.meta != meta || age(o.chunk.started) >= self.opts.chunk)
+        {
             self.close()?;
         }
         let open = match &mut self.open {
@@ -93,7 +118,13 @@ impl Recorder {
             None => self.open.insert(self.start(snap, meta)?),
         };
         let fresh = chunk::fresh_closed(snap, &mut self.closed_seq);
-        open.pair.write(snap, &fresh)
+        open.pair.write(snap, &fresh)?;
+        let gap = open.chunk.last_at.map_or(Duration::ZERO, age);
+        open.chunk.last_at = Some(snap.taken_at);
+        if age(open.pair.started) + gap >= self.opts.segment {
+            self.next_segment(snap.taken_at)?;
+        }
+        Ok(())
     }
 
     /// Closes the chunk under way; the bytes this recorder wrote, in all.
@@ -102,24 +133,59 @@ impl Recorder {
         Ok(self.written)
     }
 
-    fn start(&self, snap: &Snapshot, meta: Meta) -> anyhow::Result<Open> {
-        let stem = unique_stem(&self.dir, &chunk::stem_of(snap.taken_at, snap.seq));
+    /// The files of segment `k` of chunk `stem`, under their `.tmp` names.
+    fn create_part(&self, stem: &str, k: usize) -> anyhow::Result<(BufWriter<File>, BufWriter<File>)> {
+        let part = segments::stem_of(stem, k);
         let create = |suffix: &str| -> anyhow::Result<BufWriter<File>> {
-            let p = self.dir.join(format!("{stem}{suffix}{TMP}"));
+            let p = self.dir.join(format!("{part}{suffix}{TMP}"));
             Ok(BufWriter::new(File::create(&p).with_context(|| format!("creating {}", p.display()))?))
         };
-        let pair = chunk::Pair::new(create(SOCKETS_SUFFIX)?, create(POLLS_SUFFIX)?, meta, snap.taken_at)?;
-        Ok(Open { pair, stem })
+        Ok((create(SOCKETS_SUFFIX)?, create(POLLS_SUFFIX)?))
     }
 
-    /// Finishes both files, renames them (polls last), and applies retention.
-    fn close(&mut self) -> anyhow::Result<()> {
-        let Some(open) = self.open.take() else { return Ok(()) };
-        let (sockets, polls) = open.pair.finish()?;
-        for (w, suffix) in [(sockets, SOCKETS_SUFFIX), (polls, POLLS_SUFFIX)] {
-            let file = w.into_inner().context("finishing a chunk")?;
-            self.written += put_in_place(&self.dir, &open.stem, suffix, file)?;
+    fn start(&self, snap: &Snapshot, meta: Meta) -> anyhow::Result<Open> {
+        let stem = unique_stem(&self.dir, &chunk::stem_of(snap.taken_at, snap.seq));
+        let (socks, polls) = self.create_part(&stem, 0)?;
+        let pair = chunk::Pair::new(socks, polls, meta, snap.taken_at)?;
+        Ok(Open { pair, chunk: Chunk { stem, started: snap.taken_at, parts: Vec::new(), last_at: None } })
+    }
+
+    /// Renames the segment under way and starts the next, from where it ended.
+    fn next_segment(&mut self, at: SystemTime) -> anyhow::Result<()> {
+        let Some(Open { pair, mut chunk }) = self.open.take() else { return Ok(()) };
+        let meta = pair.meta.clone();
+        let carry = self.end_segment(pair, &mut chunk)?;
+        let (socks, polls) = self.create_part(&chunk.stem, chunk.parts.len())?;
+        self.open = Some(Open { pair: chunk::Pair::resume(socks, polls, meta, at, carry)?, chunk });
+        Ok(())
+    }
+
+    /// Finishes segment `pair` of `chunk` and gives it its name; one without polls (the chunk
+    /// closed just after a segment was renamed) is removed instead.
+    fn end_segment(&self, pair: chunk::Pair<BufWriter<File>>, chunk: &mut Chunk) -> anyhow::Result<Carry> {
+        let empty = pair.polls_written == 0;
+        let ((socks, polls), carry) = pair.finish_carrying()?;
+        let part = segments::stem_of(&chunk.stem, chunk.parts.len());
+        for (w, suffix) in [(socks, SOCKETS_SUFFIX), (polls, POLLS_SUFFIX)] {
+            let file = w.into_inner().context("finishing a segment")?;
+            if empty {
+                drop(file);
+                let _ = std::fs::remove_file(self.dir.join(format!("{part}{suffix}{TMP}")));
+            } else {
+                put_in_place(&self.dir, &part, suffix, file)?;
+            }
         }
+        if !empty {
+            chunk.parts.push(part);
+        }
+        Ok(carry)
+    }
+
+    /// Finishes the last segment, makes the segments the chunk, and applies retention.
+    fn close(&mut self) -> anyhow::Result<()> {
+        let Some(Open { pair, mut chunk }) = self.open.take() else { return Ok(()) };
+        self.end_segment(pair, &mut chunk)?;
+        self.written += segments::compact(&self.dir, &chunk.stem, &chunk.parts)?;
         retain(&self.dir, &self.opts, SystemTime::now())
     }
 }
@@ -133,16 +199,8 @@ impl Drop for Recorder {
     }
 }
 
-/// Syncs a chunk's file written as `<stem><suffix>.tmp` and gives it its name; its size.
-pub(super) fn put_in_place(dir: &Path, stem: &str, suffix: &str, file: File) -> anyhow::Result<u64> {
-    file.sync_all().context("syncing a chunk")?;
-    let tmp = dir.join(format!("{stem}{suffix}{TMP}"));
-    std::fs::rename(&tmp, dir.join(format!("{stem}{suffix}")))
-        .with_context(|| format!("renaming {}", tmp.display()))?;
-    Ok(file.metadata().map_or(0, |m| m.len()))
-}
-
-/// `stem`, or `stem.N` if a chunk of that name exists (a restarted bbrtop numbers polls anew).
+/// `stem`, or `stem.N` if a chunk of that name exists (a restarted bbrtop numbers polls anew;
+/// the segments a killed one left were made chunks when this recorder started).
 pub(super) fn unique_stem(dir: &Path, stem: &str) -> String {
     let taken = |s: &str| {
         dir.join(format!("{s}{POLLS_SUFFIX}")).exists() || dir.join(format!("{s}{SOCKETS_SUFFIX}")).exists()
@@ -161,12 +219,17 @@ pub struct ChunkFile {
     pub modified: SystemTime,
 }
 
-/// The complete chunks in `dir`, oldest first (by name, which starts with the first poll's time).
+/// The complete chunks in `dir`, and the whole segments of a chunk under way (or a killed
+/// recorder's) each as one, oldest first (by name, which starts with the first poll's time).
 pub fn chunks(dir: &Path) -> anyhow::Result<Vec<ChunkFile>> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(stem) = name.strip_suffix(POLLS_SUFFIX) else { continue };
+        // A segment left beside the chunk made of it (a recorder killed as it removed them).
+        if segments::chunk_of(stem).is_some_and(|c| dir.join(format!("{c}{POLLS_SUFFIX}")).exists()) {
+            continue;
+        }
         let sockets = dir.join(format!("{stem}{SOCKETS_SUFFIX}"));
         let (Ok(pm), Ok(sm)) = (e.metadata(), std::fs::metadata(&sockets)) else { continue };
         out.push(ChunkFile {

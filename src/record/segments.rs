@@ -1,0 +1,119 @@
+//! A chunk's segments: the files a recorder writes while the chunk is under way, so that a crash
+//! or SIGKILL loses at most one segment's polls (`--record.segment`, 5 s by default) rather than
+//! the chunk's. Segment `k` of chunk `<stem>` is `<stem>.part<k>.sockets.parquet` and
+//! `<stem>.part<k>.polls.parquet`, each whole once renamed from `.tmp`, and read at once by bbrtop
+//! and DuckDB (the same `*.sockets.parquet` glob). When the chunk closes its segments are copied,
+//! batch by batch, into the chunk's two files and removed, so a recording holds two files per
+//! chunk and at most one chunk's segments; a recorder that starts does the same for the segments
+//! a killed one left.
+
+use super::chunk::{self, Meta};
+use super::chunk::{POLLS_SUFFIX, SOCKETS_SUFFIX, TMP, put_in_place};
+use super::{polls, sockets};
+use anyhow::Context;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::Path;
+
+const PART: &str = ".part";
+
+/// Segment `k` of the chunk named `stem`. Zero-padded, so that names sort as numbers do.
+pub fn stem_of(stem: &str, k: usize) -> String {
+    format!("{stem}{PART}{k:04}")
+}
+
+/// The chunk a segment's stem belongs to, or `None` for a chunk's own stem.
+pub fn chunk_of(stem: &str) -> Option<&str> {
+    let (chunk, k) = stem.rsplit_once(PART)?;
+    (k.len() >= 4 && k.bytes().all(|b| b.is_ascii_digit())).then_some(chunk)
+}
+
+/// Makes segments `parts` (oldest first) the chunk `stem`: their rows, in order, in the chunk's
+/// two files (the polls file renamed last, which marks the chunk whole), then removes them.
+/// The chunk's bytes.
+pub fn compact(dir: &Path, stem: &str, parts: &[String]) -> anyhow::Result<u64> {
+    let Some(first) = parts.first() else { return Ok(0) };
+    let mut bytes = 0;
+    for (suffix, schema) in [(SOCKETS_SUFFIX, sockets::schema()), (POLLS_SUFFIX, polls::schema())] {
+        let path = |s: &str| dir.join(format!("{s}{suffix}"));
+        if parts.len() == 1 {
+            // Renamed already, by a recorder killed between its two files.
+            if !path(first).exists() && path(stem).exists() {
+                continue;
+            }
+            std::fs::rename(path(first), path(stem))
+                .with_context(|| format!("renaming {}", path(first).display()))?;
+            bytes += std::fs::metadata(path(stem)).map_or(0, |m| m.len());
+            continue;
+        }
+        let meta = read_meta(&path(first))?;
+        let tmp = dir.join(format!("{stem}{suffix}{TMP}"));
+        let out = File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut w = chunk::writer(std::io::BufWriter::new(out), schema, &meta)?;
+        for p in parts {
+            let f = File::open(path(p)).with_context(|| format!("opening {}", path(p).display()))?;
+            for batch in ParquetRecordBatchReaderBuilder::try_new(f)?.build()? {
+                chunk::write(&mut w, &batch.with_context(|| format!("reading {}", path(p).display()))?)?;
+            }
+        }
+        let file = w.into_inner().context("finishing a chunk")?.into_inner().context("finishing a chunk")?;
+        bytes += put_in_place(dir, stem, suffix, file)?;
+    }
+    remove(dir, parts);
+    Ok(bytes)
+}
+
+/// Segments are gone once the chunk is whole: polls files first, so none is left half a segment.
+fn remove(dir: &Path, parts: &[String]) {
+    for suffix in [POLLS_SUFFIX, SOCKETS_SUFFIX] {
+        for p in parts {
+            let _ = std::fs::remove_file(dir.join(format!("{p}{suffix}")));
+        }
+    }
+}
+
+fn read_meta(path: &Path) -> anyhow::Result<Meta> {
+    let f = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let b = ParquetRecordBatchReaderBuilder::try_new(f)
+        .with_context(|| format!("{}: not a readable Parquet file", path.display()))?;
+    Meta::from_key_values(b.metadata().file_metadata().key_value_metadata(), &path.display().to_string())
+}
+
+/// What a killed recorder left in `dir` (its `.tmp` files removed before): each chunk's whole
+/// segments become the chunk, or are removed where the chunk was already made of them. A
+/// segment that does not compact (damaged) is left for the reader to skip and name.
+pub fn recover(dir: &Path) -> anyhow::Result<()> {
+    let mut chunks: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(POLLS_SUFFIX) else { continue };
+        if let Some(chunk) = chunk_of(stem) {
+            chunks.entry(chunk.to_string()).or_default().push(stem.to_string());
+        }
+    }
+    for (chunk, mut parts) in chunks {
+        parts.sort();
+        if dir.join(format!("{chunk}{POLLS_SUFFIX}")).exists() {
+            remove(dir, &parts);
+        } else if let Err(e) = compact(dir, &chunk, &parts) {
+            tracing::warn!(chunk, "the segments a recorder left did not compact: {e:#}");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_names_sort_after_their_chunk_and_in_order() {
+        let c = "20261123T171000Z-42";
+        assert_eq!(chunk_of(&stem_of(c, 3)), Some(c));
+        assert_eq!(chunk_of(&stem_of("20261123T171000Z-42.1", 12)), Some("20261123T171000Z-42.1"));
+        assert_eq!(chunk_of(c), None);
+        assert_eq!(chunk_of("x.partly"), None);
+        assert!(c < stem_of(c, 0).as_str() && stem_of(c, 9) < stem_of(c, 10));
+    }
+}
