@@ -176,12 +176,27 @@ impl<W: Write + Send> Pair<W> {
         if before.is_none() {
             self.key_at_ms = at_ms;
         }
-        let rows = rows(&snap.sockets, before.as_ref());
-        write(&mut self.sockets, &sockets::batch(snap.seq, at_ms, &rows)?)?;
+        let mut rows = rows(&snap.sockets, before.as_ref());
+        let mut written = 0;
+        loop {
+            // A poll's rows go in slices, each encoded and, past the first, written out as a row
+            // group of its own: a keyframe of 100k sockets never holds 100k views, nor an
+            // encoder's 8 bytes per row of each column (some 170 MB), at once.
+            let slice: Vec<Row> = rows.by_ref().take(ROWS_PER_SLICE).collect();
+            if slice.is_empty() {
+                break;
+            }
+            let full = slice.len() == ROWS_PER_SLICE;
+            written += slice.len() as u64;
+            write(&mut self.sockets, &sockets::batch(snap.seq, at_ms, &slice)?)?;
+            if full {
+                self.sockets.flush().context("writing a poll's rows")?;
+            }
+        }
         if before.is_none() && self.keyframe_apart {
             self.sockets.flush().context("writing a keyframe")?;
         }
-        let poll = polls::Poll { snap, closed, rows: rows.len() as u64, key_at_ms: self.key_at_ms };
+        let poll = polls::Poll { snap, closed, rows: written, key_at_ms: self.key_at_ms };
         write(&mut self.polls, &polls::batch(&[poll])?)?;
         self.polls_written += 1;
         Ok(())
@@ -238,19 +253,19 @@ pub struct Carry {
 /// The rows of sockets `now`: every one's (`key`) without a poll `before`, else those of the
 /// sockets that came or moved (`change`) or went (`gone`) since, in cookie order. Entries shared
 /// with `before` are skipped without being looked at.
-pub fn rows(now: &Sockets, before: Option<&Sockets>) -> Vec<Row> {
-    let row = |kind, e: &Entry| Row { kind, cookie: e.cookie, view: Some(e.view(now.at())) };
+pub fn rows<'a>(now: &'a Sockets, before: Option<&'a Sockets>) -> Box<dyn Iterator<Item = Row> + 'a> {
+    let row = move |kind, e: &Entry| Row { kind, cookie: e.cookie, view: Some(e.view(now.at())) };
     match before {
-        None => now.entries().map(|e| row(Kind::Key, e)).collect(),
-        Some(before) => now
-            .changes_since(before)
-            .map(|c| match c {
-                Change::Added(e) | Change::Changed { new: e, .. } => row(Kind::Change, e),
-                Change::Gone(e) => Row { kind: Kind::Gone, cookie: e.cookie, view: None },
-            })
-            .collect(),
+        None => Box::new(now.entries().map(move |e| row(Kind::Key, e))),
+        Some(before) => Box::new(now.changes_since(before).map(move |c| match c {
+            Change::Added(e) | Change::Changed { new: e, .. } => row(Kind::Change, e),
+            Change::Gone(e) => Row { kind: Kind::Gone, cookie: e.cookie, view: None },
+        })),
     }
 }
+
+/// Rows encoded at a time (see [`Pair::write`]).
+const ROWS_PER_SLICE: usize = 8192;
 
 /// The closed flows of `snap` not written yet (each is written once, at the first poll that
 /// lists it); moves `written` to the newest.
