@@ -142,7 +142,7 @@ fn run(
         previous(info);
     }));
     // Processes are this host's: another host's (or another time's) sockets are not theirs.
-    let procs = match source {
+    let mut procs = match source {
         Source::Local => procs::ProcTable::start(Duration::from_secs(5)),
         _ => procs::ProcTable::none(),
     };
@@ -160,6 +160,7 @@ fn run(
         let shown = (latest.seq, frames.playback());
         if dirty || drawn.as_ref() != Some(&shown) {
             let sys = sys();
+            procs.look(&latest.sockets);
             let view = View { source, playback: shown.1.as_ref(), sys: &sys, procs: &procs };
             rows = draw(&mut terminal, &mut app, &mut table, &latest, &view)?;
             drawn = Some(shown);
