@@ -142,7 +142,7 @@ fn run(
         previous(info);
     }));
     // Processes are this host's: another host's (or another time's) sockets are not theirs.
-    let mut procs = match source {
+    let procs = match source {
         Source::Local => procs::ProcTable::start(Duration::from_secs(5)),
         _ => procs::ProcTable::none(),
     };
@@ -160,7 +160,6 @@ fn run(
         let shown = (latest.seq, frames.playback());
         if dirty || drawn.as_ref() != Some(&shown) {
             let sys = sys();
-            procs.look(&latest.sockets);
             let view = View { source, playback: shown.1.as_ref(), sys: &sys, procs: &procs };
             rows = draw(&mut terminal, &mut app, &mut table, &latest, &view)?;
             drawn = Some(shown);
@@ -199,6 +198,10 @@ fn draw(
     let owners = v.procs.owners();
     table.update(app.order(), &snap);
     app.follow(table);
+    // The process scan looks for the owners of what is on screen: the rows within a screen's
+    // height of the selection (the table shows a part of these).
+    let near = app.page + 8;
+    v.procs.shown(table.inodes(app.selected.saturating_sub(near), 2 * near));
     let mut page = app.page;
     terminal
         .draw(|f| {

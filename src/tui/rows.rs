@@ -192,6 +192,14 @@ impl Rows {
             .collect()
     }
 
+    /// The socket inodes of rows `first..first + n`, derived from nothing (the process lookup's).
+    pub fn inodes(&self, first: usize, n: usize) -> Vec<u32> {
+        self.cookies(first, n)
+            .into_iter()
+            .filter_map(|c| self.sockets.entry(c).map(|e| e.record().inode))
+            .collect()
+    }
+
     /// The view of row `i`.
     pub fn get(&self, i: usize) -> Option<SocketView> {
         self.window(i, 1).pop()
