@@ -61,7 +61,6 @@ struct Basis {
     filter: Expr,
     rule: RuleConfig,
     history: usize,
-    poll: u64,
 }
 
 impl Rows {
@@ -75,19 +74,15 @@ impl Rows {
     /// Brings the rows to `snap`, in `order`.
     pub fn update(&mut self, order: Order, snap: &Snapshot) {
         let at = *snap.sockets.at();
-        let basis = Basis {
-            sort: order.sort.key,
-            filter: order.filter.clone(),
-            rule: at.rule,
-            history: at.history,
-            poll: at.poll,
-        };
+        let basis =
+            Basis { sort: order.sort.key, filter: order.filter.clone(), rule: at.rule, history: at.history };
         self.descending = order.descending;
-        let same = self.basis.as_ref().is_some_and(|b| Basis { poll: b.poll, ..basis.clone() } == *b);
-        let forward = self.basis.as_ref().is_some_and(|b| b.poll <= at.poll);
-        let sending = says_sending(&basis.filter);
-        self.basis = Some(basis);
-        if !(same && forward) {
+        let sending = says_sending(order.filter);
+        // A poll before the one the rows are of (a replay's seek back) is worked out whole: the
+        // sockets to check again for `sending` were noted going forward.
+        let back = at.poll < self.sockets.at().poll;
+        if self.basis.as_ref() != Some(&basis) || back {
+            self.basis = Some(basis);
             return self.rebuild(order, &snap.sockets);
         }
         let old = std::mem::replace(&mut self.sockets, snap.sockets.clone());
@@ -192,7 +187,8 @@ impl Rows {
             .collect()
     }
 
-    /// The socket inodes of rows `first..first + n`, derived from nothing (the process lookup's).
+    /// The socket inodes of rows `first..first + n`, read from the entries with no view derived:
+    /// what the process lookup looks for.
     pub fn inodes(&self, first: usize, n: usize) -> Vec<u32> {
         self.cookies(first, n)
             .into_iter()
@@ -367,6 +363,8 @@ mod tests {
         Select(usize),
         /// The poll ends here; the TUI draws it, or (false) misses it.
         Poll(bool),
+        /// A replay's seek: the TUI draws a poll drawn or missed before (the `n`th back, round).
+        Seek(usize),
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -380,6 +378,7 @@ mod tests {
             1 => any::<usize>().prop_map(Op::Select),
             4 => Just(Op::Poll(true)),
             1 => Just(Op::Poll(false)),
+            1 => any::<usize>().prop_map(Op::Seek),
         ]
     }
 
@@ -399,14 +398,14 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         /// Sockets come, change and go, polls pass with nothing moving (a socket in its first
-        /// poll then stops being judged by the moment), frames are missed, and the sort and the
-        /// filter change: after each frame the rows equal a from-scratch filter and sort, and the
-        /// selection is on the socket it follows.
+        /// poll then stops being judged by the moment), frames are missed, a replay seeks back
+        /// and forth, and the sort and the filter change: after each frame the rows equal a
+        /// from-scratch filter and sort, and the selection is on the socket it follows.
         #[test]
         fn kept_rows_equal_rows_from_scratch(ops in prop::collection::vec(op(), 1..120)) {
             let mut w = World::new();
             let (mut app, mut rows) = (App::default(), Rows::default());
-            let mut next = 1;
+            let (mut next, mut polls) = (1, Vec::new());
             for op in ops {
                 match op {
                     Op::Add(s) => {
@@ -422,8 +421,15 @@ mod tests {
                         app.selected = n % 7;
                         app.pinned = None;
                     }
+                    Op::Seek(n) => {
+                        if let Some(snap) = polls.iter().rev().nth(n % polls.len().max(1)) {
+                            rows.update(app.order(), snap);
+                            agree(&rows, &app, snap)?;
+                        }
+                    }
                     Op::Poll(drawn) => {
                         let snap = w.snapshot();
+                        polls.push(snap.clone());
                         if drawn {
                             let pinned = app.pinned;
                             rows.update(app.order(), &snap);
