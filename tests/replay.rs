@@ -12,6 +12,7 @@ use bbrtop::tui::Source;
 use bbrtop::tui::app::{App, View};
 use bbrtop::tui::procs::Owners;
 use bbrtop::tui::render::{self, Screen};
+use bbrtop::tui::rows::Rows;
 use bbrtop_core::model::SocketRecord;
 use bbrtop_core::seam::Now;
 use bbrtop_core::seam::feed_dump;
@@ -86,7 +87,7 @@ fn recorded(snaps: &[Snapshot]) -> tempfile::TempDir {
 }
 
 fn screen(source: &Source, playback: Option<&Status>, app: &App, snap: &Snapshot, w: u16, h: u16) -> String {
-    let rows = app.rows(snap);
+    let rows = Rows::of(app.order(), snap);
     let mut app = app.clone();
     app.follow(&rows);
     let (owners, sys) = (Owners::new(), bbrtop_core::system::SystemInfo::example());

@@ -13,6 +13,7 @@ use bbrtop::tui::Source;
 use bbrtop::tui::app::{App, View};
 use bbrtop::tui::procs::Owners;
 use bbrtop::tui::render::{self, Screen};
+use bbrtop::tui::rows::Rows;
 use bbrtop_collect::InetDiag;
 use bbrtop_collect::netns::NetnsSpec;
 use bbrtop_core::seam::Now;
@@ -27,7 +28,7 @@ use support::tmux::Tmux;
 const POLLS: usize = 16;
 
 fn screen(snap: &Snapshot, app: &App, sys: &SystemInfo) -> String {
-    let rows = app.rows(snap);
+    let rows = Rows::of(app.order(), snap);
     let mut app = app.clone();
     app.follow(&rows);
     let owners = Owners::new();

@@ -1,11 +1,14 @@
 //! View state, kept apart from the data: what is selected, sorted, filtered, frozen, shown. Keys
 //! become [`Action`]s (see `keymap`), and [`App::update`] is the only place state changes.
 
+use super::rows::{Order, Rows};
 use crate::replay::Control;
 use bbrtop_core::columns::{self, Column};
 use bbrtop_core::filter::Expr;
 use bbrtop_core::model::Cookie;
-use bbrtop_core::snapshot::{Snapshot, SocketView};
+use bbrtop_core::snapshot::Snapshot;
+#[cfg(any(test, feature = "test-support"))]
+use bbrtop_core::snapshot::SocketView;
 use std::sync::{Arc, LazyLock};
 use tui_input::{Input, InputRequest};
 
@@ -262,6 +265,11 @@ impl App {
         }
     }
 
+    /// What the table's rows are sorted and filtered by.
+    pub fn order(&self) -> Order<'_> {
+        Order { sort: self.sort, descending: self.descending, filter: &self.filter }
+    }
+
     /// Whether a filter is in force: the views then show what it matches.
     pub fn filtered(&self) -> bool {
         !self.filter.is_everything()
@@ -269,16 +277,18 @@ impl App {
 
     /// Puts the selection on the pinned socket's row in this frame's `rows` (it moves as live
     /// values re-sort), or keeps the row number when that socket is gone; then pins what is selected.
-    pub fn follow(&mut self, rows: &[SocketView]) {
-        if let Some(i) = self.pinned.and_then(|c| rows.iter().position(|s| s.record.cookie == c)) {
+    pub fn follow(&mut self, rows: &Rows) {
+        if let Some(i) = self.pinned.and_then(|c| rows.rank(c)) {
             self.selected = i;
         }
         self.selected = self.selected.min(rows.len().saturating_sub(1));
-        self.pinned = rows.get(self.selected).map(|s| s.record.cookie);
+        self.pinned = rows.cookie_at(self.selected);
     }
 
-    /// The sockets the filter matches, sorted: the table's rows, and what the other views of
-    /// sockets are made of (filtered once per frame).
+    /// The sockets the filter matches, sorted, every one derived, filtered and sorted from scratch
+    /// as the table did before it kept its rows (`Rows`): what the rows are held to in tests, and
+    /// the reference the frame benchmark times them against.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn rows(&self, snap: &Snapshot) -> Vec<SocketView> {
         let mut v: Vec<SocketView> = if self.filtered() {
             snap.sockets.iter().filter(|s| self.filter.matches(s)).collect()

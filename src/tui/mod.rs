@@ -4,9 +4,12 @@
 //! commands, collectors or the lab: `cli` starts those and hands it what to show.
 
 pub mod app;
+mod key;
 pub mod keymap;
 pub mod procs;
+mod ranked;
 pub mod render;
+pub mod rows;
 pub mod source;
 use bbrtop_core::system::SystemInfo;
 mod tty;
@@ -144,6 +147,8 @@ fn run(
         _ => procs::ProcTable::none(),
     };
     let mut app = App::default();
+    // The table's rows, kept from frame to frame and brought to each snapshot drawn.
+    let mut table = rows::Rows::default();
     // A frame is drawn for a new snapshot, a move of the play, or after input (keys, a resize),
     // not on every wake: an idle screen costs one frame per poll.
     let (mut drawn, mut dirty, mut rows) = (None, true, 0);
@@ -156,7 +161,7 @@ fn run(
         if dirty || drawn.as_ref() != Some(&shown) {
             let sys = sys();
             let view = View { source, playback: shown.1.as_ref(), sys: &sys, procs: &procs };
-            rows = draw(&mut terminal, &mut app, &latest, &view)?;
+            rows = draw(&mut terminal, &mut app, &mut table, &latest, &view)?;
             drawn = Some(shown);
         }
         match tty.wait(frames.wait(Instant::now())).context("reading the terminal")? {
@@ -180,17 +185,23 @@ struct View<'a> {
     procs: &'a procs::ProcTable,
 }
 
-/// Draws one frame of `latest` (or the frozen snapshot); returns the table's row count.
+/// Draws one frame of `latest` (or the frozen snapshot), bringing the table's rows to it first;
+/// returns the table's row count.
 fn draw(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
+    table: &mut rows::Rows,
     latest: &Arc<Snapshot>,
     v: &View,
 ) -> anyhow::Result<usize> {
     let snap = app.shown(latest);
     let owners = v.procs.owners();
-    let table = app.rows(&snap);
-    app.follow(&table);
+    table.update(app.order(), &snap);
+    app.follow(table);
+    // The process scan looks for the owners of what is on screen: the rows within a screen's
+    // height of the selection (the table shows a part of these).
+    let near = app.page + 8;
+    v.procs.shown(table.inodes(app.selected.saturating_sub(near), 2 * near));
     let mut page = app.page;
     terminal
         .draw(|f| {
@@ -198,7 +209,7 @@ fn draw(
             let screen = render::Screen {
                 app,
                 snap: &snap,
-                rows: &table,
+                rows: table,
                 sys: v.sys,
                 owners: &owners,
                 source: v.source,

@@ -1,7 +1,14 @@
-//! Which process owns a socket: a /proc/*/fd scan by socket inode, on a thread of its own every
-//! few seconds, so the render path only reads a cached map. "-" where we may not look.
+//! Which process owns a socket: a /proc/*/fd scan by socket inode, on a thread of its own, so the
+//! render path only reads a cached map. "-" where we may not look.
+//!
+//! A scan reads every socket descriptor of every process, which at 100k sockets costs more than
+//! everything else the TUI does (a second of CPU), and only the rows on screen show an owner; so
+//! it runs when a socket on screen has an owner no scan has looked for (at most every few
+//! seconds: a socket that came, a row scrolled into view), and otherwise once a minute, for the
+//! owners that change under a socket that stays (a descriptor passed on, a parent that exits
+//! after a fork). Sockets coming and going off screen cost nothing here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -37,42 +44,98 @@ pub fn socket_inode(link: &str) -> Option<u32> {
     link.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
 }
 
+/// How often the owners are scanned when every socket on screen has been looked for.
+const REFRESH: Duration = Duration::from_secs(60);
+
+/// Whether a scan is due `since` the last: a socket on screen is `missing` and `every` has
+/// passed, or [`REFRESH`] has.
+fn due(since: Duration, missing: bool, every: Duration) -> bool {
+    since >= REFRESH || (missing && since >= every)
+}
+
+/// The sockets on screen, as the scanner sees them.
+#[derive(Default)]
+struct Wanted {
+    /// Their inodes, as the last frame drawn showed them.
+    shown: Vec<u32>,
+    /// Those the last scan looked for (found or not: a socket no process we may read holds is
+    /// not looked for again until the refresh).
+    searched: HashSet<u32>,
+    /// A socket on screen that no scan has looked for.
+    missing: bool,
+}
+
+/// Whether one of the inodes `shown` was neither found nor looked for (0: no inode, as in
+/// TIME-WAIT, is never looked for).
+fn missing(shown: &[u32], owners: &Owners, searched: &HashSet<u32>) -> bool {
+    shown.iter().any(|i| *i != 0 && !owners.contains_key(i) && !searched.contains(i))
+}
+
 /// The scanner thread and its latest result.
 pub struct ProcTable {
     latest: Arc<Mutex<Arc<Owners>>>,
     stop: Arc<AtomicBool>,
+    wanted: Arc<Mutex<Wanted>>,
     thread: Option<JoinHandle<()>>,
 }
 
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl ProcTable {
+    /// Scans now, then within `every` of a socket on screen whose owner no scan looked for, and
+    /// each [`REFRESH`] (see the module's words).
     pub fn start(every: Duration) -> ProcTable {
         let latest = Arc::new(Mutex::new(Arc::new(Owners::new())));
         let stop = Arc::new(AtomicBool::new(false));
-        let (l, s) = (Arc::clone(&latest), Arc::clone(&stop));
+        let wanted = Arc::new(Mutex::new(Wanted::default()));
+        let (l, s, w) = (Arc::clone(&latest), Arc::clone(&stop), Arc::clone(&wanted));
         let thread = std::thread::Builder::new()
             .name("bbrtop-procs".into())
             .spawn(move || {
+                let mut last: Option<Instant> = None;
                 while !s.load(Ordering::Relaxed) {
-                    let owners = Arc::new(scan());
-                    *l.lock().unwrap_or_else(|e| e.into_inner()) = owners;
-                    let next = Instant::now() + every;
-                    while !s.load(Ordering::Relaxed) && Instant::now() < next {
-                        std::thread::sleep(Duration::from_millis(100));
+                    if last.is_none_or(|t| due(t.elapsed(), locked(&w).missing, every)) {
+                        // What is on screen now is what this scan looks for; a socket that comes
+                        // on screen during it asks for the next.
+                        {
+                            let mut w = locked(&w);
+                            w.missing = false;
+                            w.searched = w.shown.iter().copied().collect();
+                        }
+                        last = Some(Instant::now());
+                        let owners = Arc::new(scan());
+                        *locked(&l) = owners;
                     }
+                    std::thread::sleep(Duration::from_millis(100));
                 }
             })
             .ok();
-        ProcTable { latest, stop, thread }
+        ProcTable { latest, stop, wanted, thread }
+    }
+
+    /// Tells the scanner the inodes of the sockets on screen: one whose owner no scan has looked
+    /// for makes a scan due. Nothing without a scanner.
+    pub fn shown(&self, inodes: Vec<u32>) {
+        if self.thread.is_none() {
+            return;
+        }
+        let owners = self.owners();
+        let mut w = locked(&self.wanted);
+        w.missing |= missing(&inodes, &owners, &w.searched);
+        w.shown = inodes;
     }
 
     /// No scan: the sockets shown are not this host's now (another host's, a recording's).
     pub fn none() -> ProcTable {
         let latest = Arc::new(Mutex::new(Arc::new(Owners::new())));
-        ProcTable { latest, stop: Arc::new(AtomicBool::new(true)), thread: None }
+        let (stop, wanted) = (Arc::new(AtomicBool::new(true)), Arc::new(Mutex::new(Wanted::default())));
+        ProcTable { latest, stop, wanted, thread: None }
     }
 
     pub fn owners(&self) -> Arc<Owners> {
-        Arc::clone(&self.latest.lock().unwrap_or_else(|e| e.into_inner()))
+        Arc::clone(&locked(&self.latest))
     }
 }
 
@@ -88,6 +151,21 @@ impl Drop for ProcTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A socket on screen is looked for within `every`; with none missing, owners are read again
+    /// each minute.
+    #[test]
+    fn scans_are_due_for_sockets_on_screen_or_once_a_minute() {
+        let (every, s) = (Duration::from_secs(5), Duration::from_secs);
+        assert!(!due(s(4), true, every));
+        assert!(due(s(5), true, every));
+        assert!(!due(s(59), false, every));
+        assert!(due(s(60), false, every));
+        let owners: Owners = [(7, (1, "nginx".to_string()))].into_iter().collect();
+        let searched: HashSet<u32> = [8].into_iter().collect();
+        assert!(!missing(&[7, 8, 0], &owners, &searched), "found, looked for, no inode");
+        assert!(missing(&[7, 9], &owners, &searched), "9 came on screen since");
+    }
 
     #[test]
     fn finds_our_own_socket() {

@@ -5,6 +5,7 @@ use super::Source;
 use super::app::{Action, App, COLUMNS, View};
 use super::procs::Owners;
 use super::render::{self, Screen};
+use super::rows::Rows;
 use crate::replay::Status;
 use bbrtop_core::columns;
 use bbrtop_core::filter::Expr;
@@ -233,7 +234,7 @@ fn render_from(
     h: u16,
 ) -> Buffer {
     let owners: Owners = [(1001, (4242, "nginx".to_string()))].into_iter().collect();
-    let rows = app.rows(snap);
+    let rows = Rows::of(app.order(), snap);
     let sys = bbrtop_core::system::SystemInfo::example();
     render::buffer_of(&Screen { app, snap, rows: &rows, sys: &sys, owners: &owners, source, playback }, w, h)
 }
@@ -433,10 +434,10 @@ fn the_selection_follows_its_socket_through_a_resort() {
     let port = |a: &App| a.rows(&latest)[a.selected].record.local.port();
     // Each step as the loop runs it: follow this frame's rows, then apply a key's action.
     let step = |app: &mut App, act: Action| {
-        app.follow(&app.rows(&latest));
+        app.follow(&Rows::of(app.order(), &latest));
         let n = app.rows(&latest).len();
         app.update(act, n, &latest);
-        app.follow(&app.rows(&latest));
+        app.follow(&Rows::of(app.order(), &latest));
     };
     step(&mut app, Action::Bottom);
     assert_eq!(port(&app), 40001, "the last row by inflation, descending");

@@ -19,9 +19,10 @@ const COUNTERS_FROM: usize = 10;
 
 pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let (snap, filtered) = (v.snap, v.app.filtered());
-    // The snapshot's own figures, or the filter's sockets' (the rows already filtered this frame).
+    // The snapshot's own figures, or the filter's sockets' (the table's rows, each derived for
+    // this frame: only while this view is shown under a filter).
     let by_cc: Cow<[CcAggregate]> = if filtered {
-        Cow::Owned(aggregate::by_cc(v.rows.iter(), snap.rule.loopback))
+        Cow::Owned(aggregate::by_cc(v.rows.views().iter(), snap.rule.loopback))
     } else {
         Cow::Borrowed(&snap.by_cc)
     };

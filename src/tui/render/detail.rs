@@ -133,13 +133,14 @@ fn title(s: &SocketView) -> String {
 /// The selected socket: the title, the summary, three charts side by side, and the phase ribbon.
 pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let rows = v.rows;
-    let Some(s) = rows.get(v.app.selected.min(rows.len().saturating_sub(1))) else {
+    let Some(selected) = rows.get(v.app.selected.min(rows.len().saturating_sub(1))) else {
         f.render_widget(
             Paragraph::new("no socket selected").block(Block::default().borders(Borders::ALL)),
             area,
         );
         return;
     };
+    let s = &selected;
     let samples: Vec<Sample> = s.history.iter().copied().collect();
     let outer = Block::default().borders(Borders::TOP).title(title(s));
     let inner = outer.inner(area);

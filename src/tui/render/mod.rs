@@ -13,8 +13,9 @@ pub mod table;
 use super::Source;
 use super::app::{App, Prompt, View};
 use super::procs::Owners;
+use super::rows::Rows;
 use crate::replay::Status;
-use bbrtop_core::snapshot::{Snapshot, SocketView};
+use bbrtop_core::snapshot::Snapshot;
 use bbrtop_core::system::SystemInfo;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -30,9 +31,9 @@ pub const MIN_HEIGHT: u16 = 24;
 pub struct Screen<'a> {
     pub app: &'a App,
     pub snap: &'a Snapshot,
-    /// The sockets the filter matches, sorted, once per frame (`App::rows`): the table's rows,
-    /// and what the views of sockets are made of.
-    pub rows: &'a [SocketView],
+    /// The sockets the filter matches, sorted (kept from frame to frame, see `rows`): the
+    /// table's rows, and what the views of sockets are made of. Views are derived as read.
+    pub rows: &'a Rows,
     pub sys: &'a SystemInfo,
     pub owners: &'a Owners,
     /// Where the snapshot comes from, and for a recording where its play is.

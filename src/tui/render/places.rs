@@ -25,9 +25,12 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
         f.render_widget(Paragraph::new(super::no_rows(snap)).block(block), area);
         return;
     }
-    // The rows: every socket, or the filter's, already filtered this frame.
+    // The table's rows (every socket, or the filter's), each derived for this frame: this view
+    // needs their srtt percentiles per place, which are not kept between frames as the rows are.
+    // It is not the view the TUI opens on, and costs what it did only while it is shown.
+    let views = v.rows.views();
     let mut places: BTreeMap<Cow<str>, Vec<&SocketView>> = BTreeMap::new();
-    for s in v.rows {
+    for s in &views {
         places.entry(place(s)).or_default().push(s);
     }
     let headers = ["WHERE", "CC", "SOCKETS", "SRTT p50", "p95", "INFLATED", "FIRING", "DELIVERY", "RETR/s"];

@@ -1,5 +1,5 @@
-//! The socket table. Only the rows on screen are formatted, so 10k sockets cost a sort, not
-//! 10k rows of strings.
+//! The socket table. Only the rows on screen are derived and formatted: the rows are kept in
+//! order from frame to frame (`crate::tui::rows`), so 100k sockets cost a screenful of rows.
 
 use super::Screen;
 use crate::tui::app::COLUMNS;
@@ -92,13 +92,12 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     }))
     .style(Style::new().add_modifier(Modifier::BOLD).fg(Color::Cyan));
     let body: Vec<Row> = rows
+        .window(first, height)
         .iter()
         .enumerate()
-        .skip(first)
-        .take(height)
         .map(|(i, s)| {
             let style = row_style(s);
-            let style = if i == selected { style.add_modifier(Modifier::REVERSED) } else { style };
+            let style = if first + i == selected { style.add_modifier(Modifier::REVERSED) } else { style };
             Row::new(cols.iter().map(|c| Cell::from(cell(c, s, v)))).style(style)
         })
         .collect();
