@@ -7,9 +7,19 @@ mod support;
 use bbrtop::lab::owner::{Owner, starttime};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 const BBRTOP: &str = env!("CARGO_BIN_EXE_bbrtop");
+
+/// Every lab removes dead labs' namespaces as it starts, so a lab started by another test in
+/// this binary would remove the cleanup test's dead namespaces before `lab --cleanup` could
+/// report them: the tests here run one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
 
 fn netns_exists(name: &str) -> bool {
     Path::new("/run/netns").join(name).exists()
@@ -61,6 +71,7 @@ fn root_cleanup_removes_dead_labs_and_keeps_live_ones() {
     if !support::guard::lab("lab namespaces") {
         return;
     }
+    let _one = one_at_a_time();
     let mut made = Made(Vec::new());
     let dead = {
         let s = Sleeper::start();
@@ -86,6 +97,7 @@ fn root_cleanup_removes_dead_labs_and_keeps_live_ones() {
 /// Starts `bbrtop lab`, waits until its namespaces are up, sends `signal`, and checks that it
 /// exits and leaves none behind.
 fn lab_cleans_up_on(signal: i32) {
+    let _one = one_at_a_time();
     let mut lab = Command::new(BBRTOP)
         .args(["lab", "bufferbloat", "--duration", "60s"])
         .stdout(Stdio::null())
@@ -138,6 +150,7 @@ fn root_a_lab_goes_on_after_sigusr1() {
     if !support::guard::lab("a lab") {
         return;
     }
+    let _one = one_at_a_time();
     let mut lab = support::Proc(
         Command::new(BBRTOP)
             .args(["lab", "ab", "--duration", "3s", "--json"])
