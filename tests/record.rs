@@ -14,6 +14,14 @@ use support::guard;
 const BIN: &str = env!("CARGO_BIN_EXE_bbrtop");
 
 /// The Python of scripts/setup.sh's DuckDB virtualenv.
+/// DuckDB's Python, or None once its absence is said (which fails the test under CI).
+fn duckdb_or_said() -> Option<PathBuf> {
+    duckdb_python().or_else(|| {
+        guard::unavailable("DuckDB (scripts/setup.sh installs it into target/duckdb-venv)");
+        None
+    })
+}
+
 fn duckdb_python() -> Option<PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/duckdb-venv/bin/python");
     let ok = Command::new(&p).args(["-c", "import duckdb"]).status().is_ok_and(|s| s.success());
@@ -56,10 +64,7 @@ fn root_a_killed_recorder_leaves_its_chunks_readable_by_bbrtop_and_duckdb() {
     if !guard::lab("the recording test") {
         return;
     }
-    let Some(python) = duckdb_python().or_else(|| {
-        guard::unavailable("DuckDB (scripts/setup.sh installs it into target/duckdb-venv)");
-        None
-    }) else {
+    let Some(python) = duckdb_or_said() else {
         return;
     };
     let top = tempfile::tempdir().expect("tempdir");
@@ -211,10 +216,7 @@ fn connect(l: &std::net::TcpListener) -> (std::net::TcpStream, std::net::TcpStre
 #[test]
 fn the_readmes_sql_gives_each_sockets_state_at_each_poll_as_bbrtop_reads_it() {
     use std::io::Write;
-    let Some(python) = duckdb_python().or_else(|| {
-        guard::unavailable("DuckDB (scripts/setup.sh installs it into target/duckdb-venv)");
-        None
-    }) else {
+    let Some(python) = duckdb_or_said() else {
         return;
     };
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -293,10 +295,7 @@ fn the_readmes_sql_gives_each_sockets_state_at_each_poll_as_bbrtop_reads_it() {
 /// slack for the time a poll takes to be read and written.
 #[test]
 fn a_killed_recorder_loses_at_most_its_last_segment() {
-    let Some(python) = duckdb_python().or_else(|| {
-        guard::unavailable("DuckDB (scripts/setup.sh installs it into target/duckdb-venv)");
-        None
-    }) else {
+    let Some(python) = duckdb_or_said() else {
         return;
     };
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -355,10 +354,7 @@ fn the_readmes_sql_keeps_a_socket_gone_at_a_chunks_start_out() {
     use bbrtop_core::testing::record;
     use bbrtop_core::wire::Dump;
     use bbrtop_engine::{Engine, EngineConfig};
-    let Some(python) = duckdb_python().or_else(|| {
-        guard::unavailable("DuckDB (scripts/setup.sh installs it into target/duckdb-venv)");
-        None
-    }) else {
+    let Some(python) = duckdb_or_said() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");

@@ -177,20 +177,20 @@ impl<W: Write + Send> Pair<W> {
             self.key_at_ms = at_ms;
         }
         let mut rows = rows(&snap.sockets, before.as_ref());
-        let mut written = 0;
+        let (mut written, mut unflushed) = (0, 0);
         loop {
-            // A poll's rows go in slices, each encoded and, past the first, written out as a row
-            // group of its own: a keyframe of 100k sockets never holds 100k views, nor an
-            // encoder's 8 bytes per row of each column (some 170 MB), at once.
+            // A poll's rows are derived and encoded a slice at a time, and written out as a row
+            // group every ROWS_PER_GROUP: a keyframe of 100k sockets never holds 100k views, nor
+            // an encoder's 8 bytes per row of each column (some 170 MB), at once.
             let slice: Vec<Row> = rows.by_ref().take(ROWS_PER_SLICE).collect();
             if slice.is_empty() {
                 break;
             }
-            let full = slice.len() == ROWS_PER_SLICE;
-            written += slice.len() as u64;
+            (written, unflushed) = (written + slice.len() as u64, unflushed + slice.len());
             write(&mut self.sockets, &sockets::batch(snap.seq, at_ms, &slice)?)?;
-            if full {
+            if unflushed >= ROWS_PER_GROUP {
                 self.sockets.flush().context("writing a poll's rows")?;
+                unflushed = 0;
             }
         }
         if before.is_none() && self.keyframe_apart {
@@ -264,8 +264,10 @@ pub fn rows<'a>(now: &'a Sockets, before: Option<&'a Sockets>) -> Box<dyn Iterat
     }
 }
 
-/// Rows encoded at a time (see [`Pair::write`]).
-const ROWS_PER_SLICE: usize = 8192;
+/// Rows derived and encoded at a time, and rows a poll writes out as a row group once it has
+/// that many unwritten (see [`Pair::write`]); a row group's footer costs some 35 KB.
+const ROWS_PER_SLICE: usize = 1024;
+const ROWS_PER_GROUP: usize = 8192;
 
 /// The closed flows of `snap` not written yet (each is written once, at the first poll that
 /// lists it); moves `written` to the newest.
