@@ -25,7 +25,7 @@ use bbrtop_core::wire::Dump;
 use bbrtop_core::wire::walk::WalkStats;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 use tracked::{CLOSING_QUIET, GRACE, PACK_AFTER, Tracked, evaluate};
 
 #[derive(Clone, Debug)]
@@ -443,28 +443,27 @@ impl Engine {
     /// The walk's read ended: `read` names what it read, or why it stopped (the parts fed
     /// before stay: they were read; the closed sockets wait for the next walk).
     fn walk_end(&mut self, read: Result<(&WalkStats, Duration), WalkFailed>) {
-        let began = self.walking.take();
-        let whole = match read {
-            Ok((stats, duration)) => {
-                let at = began.map_or_else(SystemTime::now, |n| n.wall);
-                self.walk.saw_walk(stats, duration, at);
-                true
-            }
-            Err(WalkFailed { error, duration }) => {
+        // A read begins with its first part (`walked` hands its own sockets over as one), so
+        // only a read that failed before any part has none to end.
+        let Some(now) = self.walking.take() else {
+            if let Err(WalkFailed { error, duration }) = read {
                 self.walk.walk_failed(error, duration);
-                false
             }
+            return;
         };
-        let Some(now) = began else { return };
         let generation = self.generation;
         self.fresh = Vec::new();
-        if whole {
-            let closed: Vec<Cookie> = self.closing.iter().copied().collect();
-            for cookie in closed {
-                if self.tracked.get(&cookie).is_some_and(|t| t.generation != generation) {
-                    self.keep_missing(cookie, now);
+        match read {
+            Ok((stats, duration)) => {
+                self.walk.saw_walk(stats, duration, now.wall);
+                let closed: Vec<Cookie> = self.closing.iter().copied().collect();
+                for cookie in closed {
+                    if self.tracked.get(&cookie).is_some_and(|t| t.generation != generation) {
+                        self.keep_missing(cookie, now);
+                    }
                 }
             }
+            Err(WalkFailed { error, duration }) => self.walk.walk_failed(error, duration),
         }
         self.settle(now);
         self.closed_untracked.clear();

@@ -85,17 +85,15 @@ impl Walker {
     fn stream(&mut self, feed: &mut dyn Feed, now: Now) -> Result<WalkStats, String> {
         self.next_epoch()?;
         let (epoch, mut stats) = (self.epoch, WalkStats::default());
-        let mut first = std::mem::take(&mut self.buf);
-        first.clear();
+        self.buf.clear();
         let mut batches = Batches::new(&self.moved, &mut self.keys);
-        let more = batches.next_into(&mut first)?;
+        let more = batches.next_into(&mut self.buf)?;
         let decode = &mut self.decode;
         let mut take = |buf: &[u8], stats: &mut WalkStats| {
             let (sockets, gone) = decode.part(buf, epoch, stats);
             feed.walk_part(now, sockets, gone);
         };
-        take(&first, &mut stats);
-        self.buf = first;
+        take(&self.buf, &mut stats);
         if !more {
             return Ok(stats);
         }
