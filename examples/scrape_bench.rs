@@ -92,6 +92,7 @@ fn main() {
                 // As the server does: /proc is read at every scrape.
                 process: bbrtop::export::process::read(),
                 hindsight_memory_bytes: None,
+                hindsight_spool_bytes: None,
             };
             let (t, b) = time(runs, || to_text_004(&render_openmetrics(scrape())).len());
             // What a Prometheus with native histograms is served.

@@ -7,7 +7,7 @@ mod support;
 use bbrtop::export::server::{Limits, Options};
 use bbrtop::export::web_config::WebConfig;
 use bbrtop::lab::{Lab, LabConfig};
-use bbrtop::remote::client::{Client, FetchError, Roots};
+use bbrtop::remote::client::{Client, FetchError, Fetched, Roots};
 use bbrtop::remote::target::{self, Credentials};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,8 +63,14 @@ fn frames_come_through_tls_and_auth_and_failures_say_why() {
     let srv = Server::start_with(security.clone(), Limits::default(), api.clone(), snapshot);
     let url = format!("https://127.0.0.1:{}", srv.port);
 
-    let bytes = client(&url, Some(PASSWORD), Roots::File(&ca)).fetch().unwrap();
-    let (got, _) = bbrtop::record::frame::decode(&bytes).unwrap();
+    let c = client(&url, Some(PASSWORD), Roots::File(&ca));
+    let Fetched::Frame(bytes) = c.fetch(None).unwrap() else { panic!("a frame") };
+    let (got, _) = bbrtop::record::frame::decode(&bytes, None).unwrap();
+    // The poll this reader holds is still the latest (the stand-in publishes the same poll
+    // again): 304. One the exporter never framed: a keyframe, which stands alone.
+    assert_eq!(c.fetch(Some(got.seq)).unwrap(), Fetched::Held);
+    let Fetched::Frame(again) = c.fetch(Some(got.seq + 1_000)).unwrap() else { panic!("a keyframe") };
+    assert!(bbrtop::record::frame::decode(&again, None).is_ok());
     let want = snapshot();
     let peers = |s: &bbrtop_core::snapshot::Snapshot| {
         let mut p: Vec<_> = s
@@ -77,7 +83,7 @@ fn frames_come_through_tls_and_auth_and_failures_say_why() {
     };
     assert_eq!(peers(&got), peers(&want), "the frame carries the exporter's sockets");
 
-    let fetch = |url: &str, password, roots| client(url, password, roots).fetch().unwrap_err();
+    let fetch = |url: &str, password, roots| client(url, password, roots).fetch(None).unwrap_err();
     assert_eq!(fetch(&url, Some("wrong"), Roots::File(&ca)), FetchError::Unauthorized { sent: true });
     assert_eq!(fetch(&url, None, Roots::File(&ca)), FetchError::Unauthorized { sent: false });
     // A self-signed certificate is no CA of the system's.
@@ -127,20 +133,21 @@ fn answering(status: &'static str, head: &'static str, body: &'static [u8], n: u
 #[test]
 fn garbage_is_not_a_frame() {
     let page = answering("200 OK", "Content-Type: text/html", b"<html>log in</html>", 1);
-    let e = client(&format!("http://127.0.0.1:{page}"), None, Roots::System).fetch().unwrap_err();
+    let e = client(&format!("http://127.0.0.1:{page}"), None, Roots::System).fetch(None).unwrap_err();
     assert!(matches!(&e, FetchError::NotAFrame(_)) && e.to_string().contains("text/html"), "{e}");
     let junk =
         answering("200 OK", "Content-Type: application/vnd.bbrtop.frame", b"bbrtop-frame 1\n\xff\xff", 1);
-    let bytes = client(&format!("http://127.0.0.1:{junk}"), None, Roots::System).fetch().unwrap();
-    let e = bbrtop::record::frame::decode(&bytes).unwrap_err();
+    let got = client(&format!("http://127.0.0.1:{junk}"), None, Roots::System).fetch(None).unwrap();
+    let Fetched::Frame(bytes) = got else { panic!("{got:?}") };
+    let e = bbrtop::record::frame::decode(&bytes, None).unwrap_err();
     assert!(format!("{e:#}").contains("cut short"), "{e:#}");
     // https:// to a plain HTTP server: its answer is not TLS, and the error says what it is.
     let plain = answering("200 OK", "Content-Type: text/html", b"<html>log in</html>", 1);
-    let e = client(&format!("https://127.0.0.1:{plain}"), None, Roots::System).fetch().unwrap_err();
+    let e = client(&format!("https://127.0.0.1:{plain}"), None, Roots::System).fetch(None).unwrap_err();
     assert!(e.to_string().contains("this looks like plain HTTP"), "{e}");
     // A redirect is not followed (it would carry the password elsewhere): it is said.
     let moved = answering("301 Moved Permanently", "Location: https://edge-2:10027/", b"", 1);
-    let e = client(&format!("http://127.0.0.1:{moved}"), None, Roots::System).fetch().unwrap_err();
+    let e = client(&format!("http://127.0.0.1:{moved}"), None, Roots::System).fetch(None).unwrap_err();
     assert!(e.to_string().contains("redirected to https://edge-2:10027/"), "{e}");
 }
 
@@ -159,8 +166,10 @@ fn root_connect_through_tls_and_auth_shows_a_remote_labs_sockets() {
     let dir = tempfile::tempdir().unwrap();
     let (ca, web) = tls_and_auth(dir.path(), true);
     let port = support::http::free_port();
+    let (_hindsight, hindsight_flag) = support::hindsight_dir();
     let export = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
         .arg("export")
+        .arg(&hindsight_flag)
         .arg(format!("--netns={}", lab.sender_netns().display()))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
         .arg(format!("--web.config.file={}", web.display()))

@@ -1,7 +1,8 @@
 //! The exporter as the shipped DaemonSet runs it (the args of deploy/kubernetes/daemonset.yaml,
 //! `--hindsight.max-size` among them) inside a memory cgroup of the DaemonSet's memory limit, on
 //! a host with 100,000 sockets, hindsight on: it stays up, every scrape answers, it never reaches
-//! the limit, and the memory hindsight reports stays within `--hindsight.max-size`.
+//! the limit, and what hindsight reports (in memory, and in its spool on disk, whose page cache
+//! the cgroup is charged for too) stays within `--hindsight.max-size`.
 //! Privileged: a memory cgroup (v1 here) and the eBPF socket walk the DaemonSet uses.
 
 mod support;
@@ -24,6 +25,8 @@ const SCRAPE_EVERY: Duration = Duration::from_secs(5);
 /// The memory hindsight holds (held chunks and the encoder's buffers), as the exporter reports it:
 /// the sum of this gauge's series.
 const METRIC: &str = "bbrtop_hindsight_memory_bytes";
+/// Hindsight's spool on disk, as the exporter reports it.
+const SPOOL_METRIC: &str = "bbrtop_hindsight_spool_bytes";
 
 /// Run as a child by `Holder::start`: opens loopback connections and keeps them.
 #[test]
@@ -100,7 +103,7 @@ fn root_daemonset_exporter_fits_its_memory_limit_with_100k_sockets() {
     eprintln!("ready {:.1} s after it started", spawned.elapsed().as_secs_f64());
 
     let start = Instant::now();
-    let (mut scrapes, mut hindsight_max, mut rss_max) = (0, None::<f64>, 0);
+    let (mut scrapes, mut hindsight_max, mut spool_max, mut rss_max) = (0, None::<f64>, None::<f64>, 0);
     let rounds = RUN.as_secs() / SCRAPE_EVERY.as_secs() + 1;
     for _ in 0..rounds {
         let scrape = support::http::get(port, "/metrics", None);
@@ -121,6 +124,9 @@ fn root_daemonset_exporter_fits_its_memory_limit_with_100k_sockets() {
         if let Some(v) = gauge(&page, METRIC) {
             hindsight_max = Some(hindsight_max.map_or(v, |m: f64| m.max(v)));
         }
+        if let Some(v) = gauge(&page, SPOOL_METRIC) {
+            spool_max = Some(spool_max.map_or(v, |m: f64| m.max(v)));
+        }
         rss_max = rss_max.max(support::rss_kib(pid));
         if start.elapsed() >= RUN {
             break;
@@ -129,12 +135,13 @@ fn root_daemonset_exporter_fits_its_memory_limit_with_100k_sockets() {
     }
     eprintln!(
         "after {:.0} s, {scrapes} scrapes: RSS max {rss_max} KiB, now {} KiB; the cgroup's peak {} KiB of {} KiB; \
-         hindsight reported at most {} bytes (bound {bound})",
+         hindsight reported at most {} bytes in memory and {} in its spool (bound {bound})",
         start.elapsed().as_secs_f64(),
         support::rss_kib(pid),
         cgroup.read("memory.max_usage_in_bytes") >> 10,
         limit >> 10,
         hindsight_max.map_or("no".to_string(), |b| format!("{b:.0}")),
+        spool_max.map_or("no".to_string(), |b| format!("{b:.0}")),
     );
     let alive = exporter.0.try_wait().ok().flatten().is_none();
     assert!(alive, "the exporter died: {}", state(&mut exporter.0, &cgroup, limit, &log));
@@ -146,4 +153,6 @@ fn root_daemonset_exporter_fits_its_memory_limit_with_100k_sockets() {
     );
     let hindsight = hindsight_max.unwrap_or_else(|| panic!("the exporter reports no {METRIC}"));
     assert!(hindsight <= bound as f64, "hindsight held {hindsight} bytes, over --hindsight.max-size {bound}");
+    let spool = spool_max.unwrap_or_else(|| panic!("the exporter reports no {SPOOL_METRIC}: no spool"));
+    assert!(spool <= bound as f64, "hindsight's spool took {spool} bytes, over --hindsight.max-size {bound}");
 }

@@ -201,8 +201,10 @@ fn logs_are_structured_lines_in_either_format() {
     use std::io::BufRead;
     for format in ["json", "logfmt"] {
         let listen = format!("127.0.0.1:{}", free_port());
+        let (_hindsight, hindsight_flag) = support::hindsight_dir();
         let child = Command::new(BIN)
             .args(["export", "--no-collector.bpf", "--web.listen-address", &listen, "--log.format", format])
+            .arg(&hindsight_flag)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -293,8 +295,10 @@ fn live_scrape_passes_promtool_and_closed_sockets_leave_no_series() {
     }
     let flow = Flow::start();
     let port = free_port();
+    let (_hindsight, hindsight_flag) = support::hindsight_dir();
     let child = Command::new(BIN)
         .args(["export", "--web.listen-address", &format!("127.0.0.1:{port}"), "--interval", "200ms"])
+        .arg(&hindsight_flag)
         .arg("--web.enable-api")
         .args(["--port", &flow.port.to_string(), "--metrics.per-socket.top-k", "5"])
         .stdout(Stdio::null())
@@ -367,8 +371,10 @@ fn established(metrics: &str) -> f64 {
 fn export_follows_filter() {
     let flow = Flow::start();
     let port = free_port();
+    let (_hindsight, hindsight_flag) = support::hindsight_dir();
     let child = Command::new(BIN)
         .args(["export", "--web.listen-address", &format!("127.0.0.1:{port}"), "--interval", "200ms"])
+        .arg(&hindsight_flag)
         .arg("--web.enable-api")
         .args(["--filter", &format!("dport = {} and not cc no-such-cc", flow.port)])
         .stdout(Stdio::null())
@@ -411,9 +417,11 @@ fn export_follows_filter() {
 fn systemd_socket_activation_with_a_telemetry_path() {
     let Some(activate) = tool("systemd-socket-activate") else { return };
     let port = free_port();
+    let (_hindsight, hindsight_flag) = support::hindsight_dir();
     let _activated = Proc(
         Command::new(activate)
             .args(["--listen", &format!("127.0.0.1:{port}"), BIN, "export", "--web.systemd-socket"])
+            .arg(&hindsight_flag)
             .args(["--web.telemetry-path", "/node/bbrtop", "--interval", "200ms", "--no-collector.bpf"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -32,9 +32,11 @@ fn root_exporter_holds_in_256_mib_with_slow_readers() {
     let _holders: Vec<Holder> = (0..2).map(|_| Holder::start(5_000)).collect();
     let cgroup = Cgroup::new("test", LIMIT);
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (_hindsight, hindsight_flag) = support::hindsight_dir();
     let exporter = support::Proc(
         Command::new(env!("CARGO_BIN_EXE_bbrtop"))
             .args(["export", "--web.enable-api", "--web.listen-address", &format!("127.0.0.1:{port}")])
+            .arg(&hindsight_flag)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

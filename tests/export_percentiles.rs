@@ -85,8 +85,10 @@ fn root_rule_p95_srtt_is_within_10_percent_of_the_exact_with_native_histograms_a
     let flows: Vec<Flow> =
         ["bbr", "bbr", "cubic", "cubic"].iter().map(|cc| lab.start_flow(cc).expect("a flow")).collect();
     let port = free_port();
+    let (_hindsight, hindsight_flag) = support::hindsight_dir();
     let child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
         .args(["export", "--web.listen-address", &format!("127.0.0.1:{port}"), "--web.enable-api"])
+        .arg(&hindsight_flag)
         .arg(format!("--netns={}", lab.sender_netns().display()))
         .args(["--interval", &format!("{}s", INTERVAL.as_secs()), "--no-collector.bpf"])
         .stdout(Stdio::null())

@@ -10,12 +10,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use support::servers::Prometheus;
 use support::tools::have;
-use support::{Proc, grafana, guard, poll_until};
+use support::{grafana, guard, poll_until};
 
 struct Host {
     name: &'static str,
     port: u16,
-    _export: Proc,
+    _export: support::Exporter,
     _lab: Lab,
 }
 

@@ -172,3 +172,86 @@ fn sigusr1_without_hindsight_is_logged_and_the_exporter_goes_on() {
     };
     assert!(status.success(), "SIGTERM ends it cleanly: {status:?}");
 }
+
+/// An exporter killed with SIGKILL about 12 s in loses at most its spool's last segment (5 s by
+/// default): the spool reads at once, in bbrtop and in DuckDB, up to at most 5 s before the kill
+/// (and a poll of slack); the next exporter over the same directory goes on from it, and its dump
+/// holds the killed one's polls before its own.
+#[test]
+fn a_killed_exporters_hindsight_loses_at_most_its_last_segment() {
+    use support::duckdb::{duckdb, duckdb_or_said, readme_states_sql};
+    let Some(python) = duckdb_or_said() else {
+        return;
+    };
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let conns: Vec<_> =
+        (0..20).map(|_| std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap()).collect();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let out = tmp.path().join("hindsight");
+    let spool = out.join(".spool");
+    let interval = Duration::from_millis(500);
+    let start = |port: u16| {
+        let child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+            .args(["export", "--web.listen-address", &format!("127.0.0.1:{port}")])
+            .args(["--hindsight.dir", &out.display().to_string(), "--hindsight.window", "5m"])
+            .args(["--interval", "500ms", "--no-collector.bpf"])
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bbrtop export");
+        Exporter(child)
+    };
+    let parts = |d: &Path| {
+        std::fs::read_dir(d).map_or(0, |r| {
+            r.flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".polls.parquet")).count()
+        })
+    };
+    let mut killed = start(support::http::free_port());
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(12) || parts(&spool) < 2 {
+        assert!(t.elapsed() < Duration::from_secs(60), "no two segments in 60 s");
+        assert!(killed.0.try_wait().expect("wait").is_none(), "the exporter ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let killed_at = std::time::SystemTime::now();
+    killed.0.kill().expect("SIGKILL");
+    killed.0.wait().expect("reaped");
+
+    let mut spooled = Recording::open(&spool).expect("the spool reads at once");
+    let polls = spooled.polls().to_vec();
+    let last = polls.last().expect("polls").at;
+    let lost = killed_at.duration_since(last).unwrap_or_default();
+    assert!(lost <= Duration::from_secs(5) + interval, "the last poll read is {lost:?} before the kill");
+    let snaps = spooled.read(0..polls.len()).expect("every poll reads");
+    assert!(snaps.iter().all(|s| s.sockets.len() >= 40), "the test's 40 sockets in every poll");
+    let ours: usize = snaps.iter().map(|s| s.sockets.len()).sum();
+    std::os::unix::fs::symlink(&spool, tmp.path().join("rec")).expect("symlink");
+    let sql = readme_states_sql() + "; select count(distinct seq), count(*), max(at_ms) from socket_states";
+    let last_ms = last.duration_since(std::time::UNIX_EPOCH).unwrap().as_millis();
+    let got = duckdb(&python, tmp.path(), &sql);
+    assert_eq!(got, vec![format!("{}\t{ours}\t{last_ms}", polls.len())], "DuckDB reads what bbrtop reads");
+
+    let port = support::http::free_port();
+    let next = start(port);
+    let t = Instant::now();
+    while polls_done(port) < 2 {
+        assert!(t.elapsed() < Duration::from_secs(30), "no two polls in 30 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, metrics) = curl("GET", port, "/metrics", None);
+    assert!(
+        metrics.lines().any(|l| l.starts_with("bbrtop_hindsight_spool_bytes")),
+        "the spool's size is served"
+    );
+    let before = dirs(&out).len();
+    assert!(Command::new("kill").args(["-USR1", &next.0.id().to_string()]).status().expect("kill").success());
+    let t = Instant::now();
+    while dirs(&out).len() <= before {
+        assert!(t.elapsed() < Duration::from_secs(10), "no dump after SIGUSR1: {:?}", dirs(&out));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let dump = Recording::open(dirs(&out).last().expect("a dump")).expect("the dump");
+    let dumped = dump.polls();
+    assert_eq!(&dumped[..polls.len()], &polls[..], "the killed exporter's polls, first");
+    assert!(dumped.len() > polls.len(), "then the next one's");
+    drop(conns);
+}

@@ -6,36 +6,13 @@
 mod support;
 
 use bbrtop::record::{RecordOptions, Recorder, Recording};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::duckdb::{duckdb, duckdb_or_said, readme_states_sql};
 use support::guard;
 
 const BIN: &str = env!("CARGO_BIN_EXE_bbrtop");
-
-/// The Python of scripts/setup.sh's DuckDB virtualenv.
-/// DuckDB's Python, or None once its absence is said (which fails the test under CI).
-fn duckdb_or_said() -> Option<PathBuf> {
-    duckdb_python().or_else(|| {
-        guard::unavailable("DuckDB (scripts/setup.sh installs it into target/duckdb-venv)");
-        None
-    })
-}
-
-fn duckdb_python() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/duckdb-venv/bin/python");
-    let ok = Command::new(&p).args(["-c", "import duckdb"]).status().is_ok_and(|s| s.success());
-    ok.then_some(p)
-}
-
-/// Runs `sql` in DuckDB inside `dir`; one line per row, columns joined by tabs.
-fn duckdb(python: &Path, dir: &Path, sql: &str) -> Vec<String> {
-    let script =
-        "import duckdb, sys\nfor r in duckdb.sql(sys.argv[1]).fetchall(): print('\\t'.join(map(str, r)))";
-    let out = Command::new(python).current_dir(dir).args(["-c", script, sql]).output().expect("python");
-    assert!(out.status.success(), "DuckDB: {sql}\n{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("utf-8").lines().map(String::from).collect()
-}
 
 fn files(dir: &Path, suffix: &str) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
@@ -189,19 +166,6 @@ impl Drop for Reaped {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-/// The README's view of each socket's state at each poll (the SQL block that creates
-/// `socket_states`), which reads the recording in `rec/` of DuckDB's directory.
-fn readme_states_sql() -> String {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let block = readme
-        .split("```sql\n")
-        .skip(1)
-        .filter_map(|b| b.split("```").next())
-        .find(|b| b.contains("CREATE VIEW socket_states"))
-        .expect("the README's recordings section has the socket_states view");
-    block.to_string()
 }
 
 /// Loopback connections to `l`: client and server ends.

@@ -62,8 +62,10 @@ fn root_per_cc_figures_are_the_senders_alone() {
     let back = flow(s, &format!("{}:0", lab.sender_addr()), r, &stop);
     let lo = flow(s, "127.0.0.1:0", s, &stop);
     let port = free_port();
+    let (_hindsight, hindsight_flag) = support::hindsight_dir();
     let child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
         .args(["export", "--web.listen-address", &format!("127.0.0.1:{port}"), "--web.enable-api"])
+        .arg(&hindsight_flag)
         .arg(format!("--netns={}", s.display()))
         .args(["--interval", "1s", "--no-collector.bpf"])
         .stdout(Stdio::null())

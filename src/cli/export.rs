@@ -67,18 +67,24 @@ pub struct ExportArgs {
     /// (namespace, cc) with sockets. Needs the socket walk, and --kubernetes.pods for names.
     #[arg(long = "metrics.by-pod-namespace")]
     pub by_pod_namespace: bool,
-    /// Keep the last DURATION of polls in memory (0 turns hindsight off), to be written as a
-    /// recording on SIGUSR1 or `POST /api/hindsight` (with --web.enable-api), so the minutes
-    /// before an alert can be kept after it fired.
+    /// Keep the last DURATION of polls (0 turns hindsight off), to be written as a recording on
+    /// SIGUSR1 or `POST /api/hindsight` (with --web.enable-api), so the minutes before an alert
+    /// can be kept after it fired. They are spooled to DIR/.spool (--hindsight.dir), which
+    /// outlives a kill or a restart; in memory where that cannot be written.
     #[arg(long = "hindsight.window", value_name = "DURATION", default_value = "15m", value_parser = parse_window)]
     pub hindsight_window: Duration,
-    /// The memory hindsight may hold (the encoded polls and the encoder's buffers); past it the
-    /// oldest polls go first.
+    /// The space hindsight's polls may take (in its spool, or in memory without one); past it the
+    /// oldest polls go first. The encoder's buffers take some MB of memory besides.
     #[arg(long = "hindsight.max-size", value_name = "SIZE", default_value = "256MiB", value_parser = super::args::parse_size)]
     pub hindsight_max: u64,
-    /// Where hindsight is written: a new recording directory under it each time.
+    /// Where hindsight is written: a new recording directory under it each time, and the spool
+    /// in DIR/.spool.
     #[arg(long = "hindsight.dir", value_name = "DIR", default_value = "/var/lib/bbrtop/hindsight")]
     pub hindsight_dir: PathBuf,
+    /// A spool segment's length: the spool's newest polls are written as a segment readable once
+    /// it covers this long, so a SIGKILL, an OOM kill or a power cut loses at most this long.
+    #[arg(long = "hindsight.segment", value_name = "DURATION", default_value = "5s", value_parser = super::record::parse_segment)]
+    pub hindsight_segment: Duration,
     /// CIDR groups (YAML) that become the peer_group label. A regular file of at most 1 MiB.
     #[arg(long = "peer-groups.file", value_name = "FILE", alias = "peer-groups")]
     pub peer_groups: Option<PathBuf>,
@@ -204,9 +210,18 @@ fn start_hindsight(a: &ExportArgs, started: &super::startup::Started) -> Result<
     if a.hindsight_window.is_zero() {
         return Ok(None);
     }
-    let opts = HindsightOptions { window: a.hindsight_window, max_bytes: a.hindsight_max };
+    let opts = HindsightOptions {
+        window: a.hindsight_window,
+        max_bytes: a.hindsight_max,
+        segment: a.hindsight_segment,
+    };
     let sys = bbrtop_collect::host::system_info(started.netns.as_ref());
-    let keeper = Keeper::new(Hindsight::new(opts, sys), a.hindsight_dir.clone());
+    let spool = a.hindsight_dir.join(crate::record::hindsight::SPOOL);
+    let held = Hindsight::spooled(opts, sys.clone(), &spool).unwrap_or_else(|e| {
+        tracing::warn!("hindsight is held in memory, which a kill loses: no spool: {e:#}");
+        Hindsight::in_memory(opts, sys)
+    });
+    let keeper = Keeper::new(held, a.hindsight_dir.clone());
     // The startup sequence took SIGUSR1; hindsight's thread is its one reader.
     let wanted = Arc::clone(super::startup::usr1());
     let thread = keeper

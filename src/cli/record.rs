@@ -47,7 +47,7 @@ fn parse_chunk(s: &str) -> Result<Duration, String> {
     parse_duration_in(s, "chunk", Duration::from_secs(1), Duration::from_secs(24 * 3600))
 }
 
-fn parse_segment(s: &str) -> Result<Duration, String> {
+pub(super) fn parse_segment(s: &str) -> Result<Duration, String> {
     parse_duration_in(s, "segment", Duration::from_millis(100), Duration::from_secs(24 * 3600))
 }
 

@@ -1,5 +1,5 @@
-//! Hindsight in `bbrtop export`: a thread feeds every published snapshot to the in-memory
-//! `record::Hindsight`, and writes what it holds as a recording when asked: SIGUSR1, or an
+//! Hindsight in `bbrtop export`: a thread feeds every published snapshot to
+//! `record::Hindsight` (spooled to disk, or held in memory), and writes what it holds as a recording when asked: SIGUSR1, or an
 //! authenticated `POST /api/hindsight`. So the minutes before an alert can be kept after it fired.
 
 use crate::record::hindsight::{Dumped, Hindsight};
@@ -22,9 +22,10 @@ pub struct Keeper {
     dir: PathBuf,
     /// When the last dump asked for over HTTP was written.
     last_http: Mutex<Option<Instant>>,
-    /// What the held minutes take in memory after the last push, for scrapes to read without
-    /// waiting for the lock a push holds.
+    /// What the held minutes take in memory and in the spool (if spooled) after the last push,
+    /// for scrapes to read without waiting for the lock a push holds.
     memory_bytes: AtomicU64,
+    spool_bytes: Option<AtomicU64>,
 }
 
 /// Why a dump asked for over HTTP was not written.
@@ -43,13 +44,34 @@ fn wait_left(last: Option<Instant>, now: Instant) -> Option<Duration> {
 
 impl Keeper {
     pub fn new(held: Hindsight, dir: PathBuf) -> Arc<Keeper> {
-        let memory_bytes = AtomicU64::new(held.bytes());
-        Arc::new(Keeper { held: Mutex::new(held), dir, last_http: Mutex::default(), memory_bytes })
+        let memory_bytes = AtomicU64::new(held.memory_bytes());
+        let spool_bytes = held.spool_bytes().map(AtomicU64::new);
+        Arc::new(Keeper {
+            held: Mutex::new(held),
+            dir,
+            last_http: Mutex::default(),
+            memory_bytes,
+            spool_bytes,
+        })
     }
 
-    /// Bytes the held minutes take in memory: finished chunks and the encoder's buffers.
+    /// Bytes the held minutes take in memory: the encoder's buffers, and the finished chunks
+    /// when they are not spooled.
     pub fn memory_bytes(&self) -> u64 {
         self.memory_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of the spool's files; `None` when hindsight is held in memory.
+    pub fn spool_bytes(&self) -> Option<u64> {
+        self.spool_bytes.as_ref().map(|b| b.load(Ordering::Relaxed))
+    }
+
+    /// What the scrapes read, as of now.
+    fn note_bytes(&self, held: &Hindsight) {
+        self.memory_bytes.store(held.memory_bytes(), Ordering::Relaxed);
+        if let (Some(b), Some(v)) = (&self.spool_bytes, held.spool_bytes()) {
+            b.store(v, Ordering::Relaxed);
+        }
     }
 
     /// A dump asked for over HTTP at `now`: at most one per [`HTTP_DUMP_GAP`]. A dump that
@@ -67,7 +89,9 @@ impl Keeper {
     /// Writes what is held as a recording; the pushes wait meanwhile (they are a poll apart).
     pub fn dump(&self) -> anyhow::Result<Dumped> {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        let d = held.dump(&self.dir, SystemTime::now())?;
+        let d = held.dump(&self.dir, SystemTime::now());
+        self.note_bytes(&held);
+        let d = d?;
         tracing::info!(dir = %d.dir.display(), polls = d.polls, bytes = d.bytes, memory_bytes = d.memory_bytes, "hindsight written");
         Ok(d)
     }
@@ -90,7 +114,7 @@ impl Keeper {
                     if let Err(e) = held.push(&snap) {
                         tracing::warn!("hindsight: {e:#}");
                     }
-                    me.memory_bytes.store(held.bytes(), Ordering::Relaxed);
+                    me.note_bytes(&held);
                 }
                 if wanted.swap(false, Ordering::Relaxed)
                     && let Err(e) = me.dump()

@@ -47,6 +47,8 @@ pub struct Scrape {
     pub process: Option<super::process::Process>,
     /// Bytes hindsight holds in memory; None when it is off.
     pub hindsight_memory_bytes: Option<u64>,
+    /// Bytes of hindsight's spool on disk; None when it is off or held in memory.
+    pub hindsight_spool_bytes: Option<u64>,
 }
 
 /// The histograms of the sockets open now: their counts fall when sockets close, which
@@ -465,7 +467,15 @@ impl Collector for Scrape {
             gauges(
                 &mut enc,
                 "bbrtop_hindsight_memory_bytes",
-                "Bytes hindsight holds in memory: its chunks and its encoder's buffers (at most --hindsight.max-size).",
+                "Bytes hindsight holds in memory: its encoder's buffers, and its chunks when they are not spooled (at most --hindsight.max-size).",
+                [(NO_LABELS, bytes as f64)],
+            )?;
+        }
+        if let Some(bytes) = self.hindsight_spool_bytes {
+            gauges(
+                &mut enc,
+                "bbrtop_hindsight_spool_bytes",
+                "Bytes of hindsight's spool on disk, in --hindsight.dir (at most --hindsight.max-size and a chunk); absent when hindsight is held in memory.",
                 [(NO_LABELS, bytes as f64)],
             )?;
         }

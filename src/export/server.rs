@@ -387,7 +387,7 @@ async fn handle(app: &App, req: Request<Incoming>, slot: &Slot) -> Resp {
         p if p == app.telemetry_path => metrics_response(app, snap, &req).await,
         path @ ("/api/sockets" | "/api/alerts") => api_response(app, snap, path),
         "/api/hindsight" => hindsight_response(app).await,
-        crate::record::frame::PATH => frame_response(app, snap).await,
+        crate::record::frame::PATH => frame_response(app, snap, req.uri().query()).await,
         "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", *RUNBOOK),
         "/" => respond(StatusCode::OK, "text/html; charset=utf-8", app.landing.clone()),
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "Not Found\n"),
@@ -444,18 +444,34 @@ fn api_off() -> Resp {
     respond(StatusCode::NOT_FOUND, "text/plain", "Not Found: the JSON API is off (--web.enable-api)\n")
 }
 
-/// A poll's frame for `bbrtop --connect`, when the API is on and a frame slot is free.
-async fn frame_response(app: &App, snap: Arc<bbrtop_core::snapshot::Snapshot>) -> Resp {
+/// The poll a frame's reader holds: `since=SEQ` in the query, the only parameter.
+fn since_of(query: Option<&str>) -> Result<Option<u64>, String> {
+    let Some(q) = query.filter(|q| !q.is_empty()) else { return Ok(None) };
+    match q.strip_prefix("since=").map(str::parse::<u64>) {
+        Some(Ok(seq)) => Ok(Some(seq)),
+        _ => Err(format!("Bad Request: {q:?}: the frame's one parameter is since=SEQ (a poll's number)\n")),
+    }
+}
+
+/// A poll's frame for `bbrtop --connect`, when the API is on and a frame slot is free: the
+/// changes since the poll the reader holds (`?since=SEQ`) where the exporter holds it too.
+async fn frame_response(app: &App, snap: Arc<bbrtop_core::snapshot::Snapshot>, query: Option<&str>) -> Resp {
+    use super::frame::Answer;
     let Some((frames, slots)) = &app.frames else { return api_off() };
+    let since = match since_of(query) {
+        Ok(s) => s,
+        Err(why) => return respond(StatusCode::BAD_REQUEST, "text/plain", why),
+    };
     let Ok(slot) = Arc::clone(slots).try_acquire_owned() else {
         return respond(StatusCode::SERVICE_UNAVAILABLE, "text/plain", "Too many frame requests at once\n");
     };
     let frames = Arc::clone(frames);
     // Encoding 100k sockets takes a while: off the event loop.
-    match tokio::task::spawn_blocking(move || frames.of(&snap)).await {
-        Ok(Ok(frame)) => {
+    match tokio::task::spawn_blocking(move || frames.of(&snap, since)).await {
+        Ok(Ok(Answer::Frame(frame))) => {
             with_body(StatusCode::OK, crate::record::frame::CONTENT_TYPE, FrameBody::new(frame, slot))
         }
+        Ok(Ok(Answer::Held)) => respond(StatusCode::NOT_MODIFIED, crate::record::frame::CONTENT_TYPE, ""),
         Ok(Err(e)) => respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", format!("frame: {e:#}\n")),
         Err(e) => respond(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", format!("internal error: {e}\n")),
     }
@@ -476,6 +492,7 @@ async fn metrics_response(
         posts,
         process: super::process::read(),
         hindsight_memory_bytes: app.hindsight.as_ref().map(|k| k.memory_bytes()),
+        hindsight_spool_bytes: app.hindsight.as_ref().and_then(|k| k.spool_bytes()),
     };
     // Rendering 100k sockets takes milliseconds: off the event loop, so other connections keep
     // being served meanwhile.
@@ -509,6 +526,17 @@ struct AlertsDoc<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frames_one_parameter_is_the_poll_its_reader_holds() {
+        assert_eq!(since_of(None), Ok(None));
+        assert_eq!(since_of(Some("")), Ok(None));
+        assert_eq!(since_of(Some("since=42")), Ok(Some(42)));
+        for bad in ["since=", "since=-1", "since=x", "seq=4", "since=4&x=1"] {
+            let e = since_of(Some(bad)).unwrap_err();
+            assert!(e.starts_with("Bad Request") && e.contains("since=SEQ"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn bind_errors_are_one_line() {

@@ -214,6 +214,11 @@ impl<W: Write + Send> Pair<W> {
         w(&self.sockets) + w(&self.polls)
     }
 
+    /// Memory the encoders hold, not yet written out (for a chunk written into files).
+    pub fn buffered(&self) -> usize {
+        self.sockets.memory_size() + self.polls.memory_size()
+    }
+
     /// Both files, finished: sockets, then polls.
     pub fn finish(self) -> anyhow::Result<(W, W)> {
         Ok(self.finish_carrying()?.0)
@@ -248,6 +253,15 @@ impl<W: Write + Send> Pair<W> {
 pub struct Carry {
     last: Option<Sockets>,
     key_at_ms: i64,
+}
+
+impl Carry {
+    /// A poll the reader holds (its sockets, and its time in ms since the epoch), as what the
+    /// next poll is written against: its rows are the changes since, and its `key_at_ms` that
+    /// poll's time (a frame of changes, `frame.rs`).
+    pub fn since(sockets: Sockets, at_ms: i64) -> Carry {
+        Carry { last: Some(sockets), key_at_ms: at_ms }
+    }
 }
 
 /// The rows of sockets `now`: every one's (`key`) without a poll `before`, else those of the

@@ -1,12 +1,19 @@
 //! One poll on the wire (the remote TUI's `--connect`, and what `export` serves it): the same two
 //! Parquet tables as a recording's chunk, in one body. Framing: the magic line, then each file
 //! as a little-endian u64 length and its bytes, sockets first.
+//!
+//! A frame is a keyframe (every socket's row), or the changes since a poll the reader holds (a
+//! reader asks `?since=SEQ`, the poll it decoded last): rows for the sockets that came, moved or
+//! went, as a recording's later polls have, and its `key_at_ms` that poll's time, which the
+//! reader checks before it applies them. Beside idle sockets a frame of changes is a few KB where
+//! a keyframe is every socket.
 
 use super::chunk::{self, Meta};
 use super::{polls, rebuild, sockets};
 use anyhow::Context;
 use bbrtop_core::snapshot::{Snapshot, Sockets};
 use bbrtop_core::system::SystemInfo;
+use bbrtop_core::units::unix_ms;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
@@ -19,10 +26,17 @@ pub const MAGIC: &[u8] = b"bbrtop-frame 1\n";
 pub const CONTENT_TYPE: &str = "application/vnd.bbrtop.frame";
 
 /// `snap` (with all of its closed flows) and the host's facts, as a frame: a chunk of one poll,
-/// a keyframe, so that each frame stands alone.
-pub fn encode(snap: &Snapshot, sys: &SystemInfo) -> anyhow::Result<Vec<u8>> {
+/// a keyframe that stands alone without `since`, else the changes since that poll (one the
+/// reader holds).
+pub fn encode(snap: &Snapshot, sys: &SystemInfo, since: Option<&Snapshot>) -> anyhow::Result<Vec<u8>> {
     let meta = Meta { system: sys.clone(), rule: snap.rule };
-    let mut pair = chunk::Pair::new(Vec::new(), Vec::new(), meta, snap.taken_at)?;
+    let mut pair = match since {
+        None => chunk::Pair::new(Vec::new(), Vec::new(), meta, snap.taken_at)?,
+        Some(base) => {
+            let carry = chunk::Carry::since(base.sockets.clone(), unix_ms(base.taken_at));
+            chunk::Pair::resume(Vec::new(), Vec::new(), meta, snap.taken_at, carry)?
+        }
+    };
     pair.write(snap, &snap.closed)?;
     let (socks, poll) = pair.finish()?;
     let mut out = MAGIC.to_vec();
@@ -36,13 +50,14 @@ fn push(out: &mut Vec<u8>, part: &[u8]) {
     out.extend_from_slice(part);
 }
 
-/// A frame back into the snapshot it was (history empty) and the host's facts.
-pub fn decode(body: &[u8]) -> anyhow::Result<(Snapshot, SystemInfo)> {
+/// A frame back into the snapshot it was (history empty) and the host's facts; a frame of
+/// changes is applied to `held`, the poll it was asked against, which it must name.
+pub fn decode(body: &[u8], held: Option<&Snapshot>) -> anyhow::Result<(Snapshot, SystemInfo)> {
     // Parquet's reader panics on some damaged pages: a bad frame is an error, not the end.
-    crate::contained::contain("the frame", || decode_parts(body))
+    crate::contained::contain("the frame", || decode_parts(body, held))
 }
 
-fn decode_parts(body: &[u8]) -> anyhow::Result<(Snapshot, SystemInfo)> {
+fn decode_parts(body: &[u8], held: Option<&Snapshot>) -> anyhow::Result<(Snapshot, SystemInfo)> {
     let rest = body.strip_prefix(MAGIC).context("not a bbrtop frame (wrong magic)")?;
     let (socks, rest) = part(rest)?;
     let (poll, rest) = part(rest)?;
@@ -63,14 +78,21 @@ fn decode_parts(body: &[u8]) -> anyhow::Result<(Snapshot, SystemInfo)> {
     }
     anyhow::ensure!(rows.len() == 1, "a frame of {} polls", rows.len());
     let row = rows.pop().expect("one");
-    anyhow::ensure!(row.is_key(), "a frame of changes, without the keyframe they apply to");
+    let base = match held {
+        _ if row.is_key() => None,
+        Some(h) if unix_ms(h.taken_at) == row.key_at_ms => Some(&h.sockets),
+        _ => anyhow::bail!("a frame of changes since a poll this reader does not hold"),
+    };
     anyhow::ensure!(
         row.rows == socks.len() as u64,
         "a frame of {} sockets' rows, not {}",
         socks.len(),
         row.rows
     );
-    let sockets = rebuild::apply(&Sockets::default(), true, socks, row.view_at(meta.rule));
+    let sockets = match base {
+        None => rebuild::apply(&Sockets::default(), true, socks, row.view_at(meta.rule)),
+        Some(b) => rebuild::apply(b, false, socks, row.view_at(meta.rule)),
+    };
     Ok((row.into_snapshot(sockets, meta.rule), meta.system))
 }
 

@@ -65,12 +65,64 @@ fn a_frame_is_the_snapshot_it_was() {
         "the test needs a firing alert: {:?}",
         last.sockets.iter().map(|s| s.derived).collect::<Vec<_>>()
     );
-    let bytes = frame::encode(last, &system()).unwrap();
-    let (back, sys) = frame::decode(&bytes).unwrap();
+    let bytes = frame::encode(last, &system(), None).unwrap();
+    let (back, sys) = frame::decode(&bytes, None).unwrap();
     assert_eq!(sys, system());
     assert_eq!(doc(&back), doc(last));
-    assert!(frame::decode(&bytes[..bytes.len() - 1]).is_err());
-    assert!(frame::decode(b"GET / HTTP/1.1\r\n").is_err());
+    assert!(frame::decode(&bytes[..bytes.len() - 1], None).is_err());
+    assert!(frame::decode(b"GET / HTTP/1.1\r\n", None).is_err());
+}
+
+/// A reader that decoded one poll and then takes each next one as the changes since it holds
+/// every poll as it was, as a reader of keyframes does; the changes apply only to the poll they
+/// were taken since.
+#[test]
+fn frames_of_changes_rebuild_every_poll() {
+    let snaps = polls(9);
+    let (mut held, _) = frame::decode(&frame::encode(&snaps[0], &system(), None).unwrap(), None).unwrap();
+    for pair in snaps.windows(2) {
+        let (before, now) = (&pair[0], &pair[1]);
+        let changes = frame::encode(now, &system(), Some(before)).unwrap();
+        let key = frame::encode(now, &system(), None).unwrap();
+        let (back, sys) = frame::decode(&changes, Some(&held)).unwrap();
+        assert_eq!((doc(&back), sys), (doc(&frame::decode(&key, None).unwrap().0), system()));
+        assert_eq!(doc(&back), doc(now), "poll {}", now.seq);
+        assert!(frame::decode(&changes, None).is_err(), "changes without the poll they follow");
+        let e = frame::decode(&changes, Some(now)).map(|_| ()).unwrap_err();
+        assert!(format!("{e:#}").contains("does not hold"), "changes applied to another poll: {e:#}");
+        held = back;
+    }
+}
+
+/// A frame of changes costs what moved, not what exists: beside 2,000 or 20,000 idle sockets
+/// (one moving) it is the same size (the moved socket's row, and the two tables' footers, some
+/// 40 KB of a few hundred columns' metadata, which a frame pays whatever it holds), where a
+/// keyframe grows with the sockets. And it rebuilds the poll.
+#[test]
+fn a_frame_of_changes_costs_what_moved() {
+    let sizes = |n: u64| {
+        let mut e = Engine::new(EngineConfig::default());
+        let t0 =
+            Now { mono: Instant::now(), wall: std::time::UNIX_EPOCH + Duration::from_secs(1_795_000_000) };
+        let snaps: Vec<Snapshot> = (0..2u64)
+            .map(|i| {
+                let now = t0.after(Duration::from_secs(i));
+                let socks = (1..=n).map(|c| {
+                    sock(c, "bbr", 20_000 + (c * 37 % 9_000) as u32, c * 1_234 + u64::from(c == 1) * i)
+                });
+                feed_dump(&mut e, Dump { sockets: socks.collect(), ..Dump::default() }, now);
+                (*e.tick(now)).clone()
+            })
+            .collect();
+        let key = frame::encode(&snaps[1], &system(), None).unwrap();
+        let changes = frame::encode(&snaps[1], &system(), Some(&snaps[0])).unwrap();
+        let (held, _) = frame::decode(&frame::encode(&snaps[0], &system(), None).unwrap(), None).unwrap();
+        assert_eq!(doc(&frame::decode(&changes, Some(&held)).unwrap().0), doc(&snaps[1]));
+        (key.len(), changes.len())
+    };
+    let ((key_2k, changes_2k), (key_20k, changes_20k)) = (sizes(2_000), sizes(20_000));
+    assert!(key_20k > key_2k * 5, "keyframes: {key_2k} and {key_20k} bytes");
+    assert!(changes_20k.abs_diff(changes_2k) < 2_000, "changes: {changes_2k} and {changes_20k} bytes");
 }
 
 #[test]

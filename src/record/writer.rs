@@ -69,8 +69,9 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Starts a recording in `dir` (created if missing; an existing recording is continued, and
-    /// the partial chunk a crashed recorder left is removed).
+    /// Starts a recording in `dir` (created if missing). An existing recording is continued: the
+    /// whole segments a killed recorder left become their chunk, its partial files are removed,
+    /// and retention is applied.
     pub fn create(
         dir: &Path,
         opts: RecordOptions,
@@ -89,6 +90,7 @@ impl Recorder {
             }
         }
         segments::recover(dir)?;
+        retain(dir, &opts, SystemTime::now())?;
         Ok(Recorder {
             dir: dir.to_path_buf(),
             opts,
@@ -125,6 +127,20 @@ impl Recorder {
             self.next_segment(snap.taken_at)?;
         }
         Ok(())
+    }
+
+    /// Closes the chunk under way now (and applies retention): the next poll starts a chunk.
+    pub fn close_chunk(&mut self) -> anyhow::Result<()> {
+        self.close()
+    }
+
+    /// Memory the chunk under way takes: its segment's encoders.
+    pub fn in_memory(&self) -> usize {
+        self.open.as_ref().map_or(0, |o| o.pair.buffered())
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// Closes the chunk under way; the bytes this recorder wrote, in all.

@@ -61,6 +61,15 @@ impl std::fmt::Display for FetchError {
     }
 }
 
+/// What a poll of the remote got.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Fetched {
+    /// A frame's bytes: a keyframe, or the changes since the poll asked about.
+    Frame(Vec<u8>),
+    /// 304: the poll asked about is still the remote's latest.
+    Held,
+}
+
 /// A client of one remote exporter.
 pub struct Client {
     agent: ureq::Agent,
@@ -95,14 +104,22 @@ impl Client {
         &self.target
     }
 
-    /// One frame's bytes.
-    pub fn fetch(&self) -> Result<Vec<u8>, FetchError> {
-        let mut req = self.agent.get(&self.target.frame).header("Accept", FRAME_TYPE);
+    /// The remote's latest poll: the changes since poll `since` (one this client decoded), or a
+    /// keyframe without it (or where the remote no longer holds that poll).
+    pub fn fetch(&self, since: Option<u64>) -> Result<Fetched, FetchError> {
+        let url = match since {
+            Some(seq) => format!("{}?since={seq}", self.target.frame),
+            None => self.target.frame.clone(),
+        };
+        let mut req = self.agent.get(&url).header("Accept", FRAME_TYPE);
         if let Some(a) = &self.authorization {
             req = req.header("Authorization", a);
         }
         let mut resp = req.call().map_err(|e| FetchError::Transport(transport(&e, self.target.tls)))?;
         let status = resp.status().as_u16();
+        if status == 304 && since.is_some() {
+            return Ok(Fetched::Held);
+        }
         if (300..400).contains(&status) {
             let to = resp.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or("?");
             return Err(FetchError::Status(status, format!("redirected to {to}: give --connect that URL")));
@@ -125,6 +142,7 @@ impl Client {
             .with_config()
             .limit(MAX_FRAME_BYTES)
             .read_to_vec()
+            .map(Fetched::Frame)
             .map_err(|e| FetchError::Transport(transport(&e, self.target.tls)))
     }
 }
@@ -258,6 +276,6 @@ mod tests {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let t = super::super::target::parse(&format!("http://127.0.0.1:{port}")).unwrap();
         let c = Client::new(t, None, Roots::System).unwrap();
-        assert_eq!(c.fetch(), Err(FetchError::Transport("connection refused".into())));
+        assert_eq!(c.fetch(None), Err(FetchError::Transport("connection refused".into())));
     }
 }

@@ -1,8 +1,9 @@
 //! The remote's poller: a frame every interval, decoded, given per-socket history, and published
 //! with the remote's own health first among the collectors; a poll that gets no frame publishes
-//! why (and no sockets), and the next poll tries again.
+//! why (and no sockets), and the next poll tries again. Each poll asks for the changes since the
+//! remote's poll it decoded last, so beside idle sockets a frame is a few KB.
 
-use super::client::Client;
+use super::client::{Client, Fetched};
 use crate::runtime::{Published, Runtime};
 use bbrtop_core::rule::RuleConfig;
 use bbrtop_core::snapshot::rebuilt::Rebuilt;
@@ -12,8 +13,12 @@ use bbrtop_core::system::SystemInfo;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-/// A frame's bytes as a snapshot (without history) and the remote host's facts.
-pub type Decode = fn(&[u8]) -> anyhow::Result<(Snapshot, SystemInfo)>;
+/// A frame's bytes as a snapshot (without history) and the remote host's facts; a frame of
+/// changes applies to the poll given, the one decoded last.
+pub type Decode = fn(&[u8], Option<&Snapshot>) -> anyhow::Result<(Snapshot, SystemInfo)>;
+
+/// The remote's poll decoded last, as it came (the remote's seq, no history).
+type Held = Option<(Snapshot, SystemInfo)>;
 
 /// The remote's poller, and the host facts of its latest frame.
 pub struct Remote {
@@ -32,12 +37,10 @@ impl Remote {
         let system = Arc::new(Mutex::new(None));
         let mut poller = Poller::new(&client.target().shown, decode, interval, history, Arc::clone(&system));
         let first = Arc::new(poller.waiting());
+        let mut held = None;
         let runtime = Runtime::every(first, interval, move |p: &Published| {
             let t = Instant::now();
-            let got = client
-                .fetch()
-                .map_err(|e| e.to_string())
-                .and_then(|bytes| (poller.decode)(&bytes).map_err(|e| format!("not a bbrtop frame: {e:#}")));
+            let got = next(&client, poller.decode, &mut held);
             p.publish(Arc::new(poller.step(got, t.elapsed(), SystemTime::now())));
         })?;
         Ok(Remote { runtime, system })
@@ -46,6 +49,29 @@ impl Remote {
     /// The remote host's facts, once a frame has come.
     pub fn system(&self) -> Option<SystemInfo> {
         self.system.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// The remote's latest poll: the changes since the one `held` where the remote holds it too, else
+/// a keyframe. Frames of changes that do not apply (the remote restarted, or damage) are asked
+/// again as a keyframe, once; a poll that gets nothing forgets what was held.
+fn next(client: &Client, decode: Decode, held: &mut Held) -> Result<(Snapshot, SystemInfo), String> {
+    let got = match held.take() {
+        Some(h) => match client.fetch(Some(h.0.seq)) {
+            Ok(Fetched::Held) => Ok(h),
+            Ok(Fetched::Frame(bytes)) => decode(&bytes, Some(&h.0)).or_else(|_| keyframe(client, decode)),
+            Err(e) => Err(e.to_string()),
+        },
+        None => keyframe(client, decode),
+    }?;
+    *held = Some(got.clone());
+    Ok(got)
+}
+
+fn keyframe(client: &Client, decode: Decode) -> Result<(Snapshot, SystemInfo), String> {
+    match client.fetch(None).map_err(|e| e.to_string())? {
+        Fetched::Frame(bytes) => decode(&bytes, None).map_err(|e| format!("not a bbrtop frame: {e:#}")),
+        Fetched::Held => Err("the remote answered 304 to a request for a whole frame".into()),
     }
 }
 
@@ -145,7 +171,7 @@ mod tests {
     use bbrtop_core::testing::record;
     use bbrtop_engine::{Engine, EngineConfig};
 
-    fn no_decode(_: &[u8]) -> anyhow::Result<(Snapshot, SystemInfo)> {
+    fn no_decode(_: &[u8], _: Option<&Snapshot>) -> anyhow::Result<(Snapshot, SystemInfo)> {
         anyhow::bail!("unused")
     }
 
@@ -166,7 +192,7 @@ mod tests {
     fn good_frame() -> Vec<u8> {
         let mut engine = Engine::new(EngineConfig::default());
         let (snap, sys) = frame(&mut engine, Now::system(), 12_000);
-        crate::record::frame::encode(&snap, &sys).unwrap()
+        crate::record::frame::encode(&snap, &sys, None).unwrap()
     }
 
     /// A remote's bytes are not to be trusted: a frame cut short anywhere, or with its framing
@@ -174,15 +200,15 @@ mod tests {
     #[test]
     fn a_cut_or_misframed_frame_is_an_error() {
         let good = good_frame();
-        assert!(crate::record::frame::decode(&good).is_ok());
+        assert!(crate::record::frame::decode(&good, None).is_ok());
         for i in 0..good.len() {
-            assert!(crate::record::frame::decode(&good[..i]).is_err(), "cut at {i}");
+            assert!(crate::record::frame::decode(&good[..i], None).is_err(), "cut at {i}");
         }
         // The magic line and the first part's length.
         for i in 0..crate::record::frame::MAGIC.len() + 8 {
             let mut bad = good.clone();
             bad[i] ^= 0xff;
-            assert!(crate::record::frame::decode(&bad).is_err(), "byte {i} flipped");
+            assert!(crate::record::frame::decode(&bad, None).is_err(), "byte {i} flipped");
         }
     }
 
@@ -197,7 +223,7 @@ mod tests {
         for i in (0..good.len()).step_by(step) {
             let mut bad = good.clone();
             bad[i] ^= 0xff;
-            errors += usize::from(crate::record::frame::decode(&bad).is_err());
+            errors += usize::from(crate::record::frame::decode(&bad, None).is_err());
         }
         assert!(errors > 0, "flipped bytes are noticed somewhere");
     }

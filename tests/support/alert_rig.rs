@@ -15,6 +15,7 @@ pub struct Rig {
     pub am: Alertmanager,
     pub port: u16,
     _exporter: Proc,
+    _hindsight: tempfile::TempDir,
     pub lab: Lab,
 }
 
@@ -23,6 +24,7 @@ impl Rig {
         let am = Alertmanager::start();
         let lab = Lab::new(LabConfig::default()).unwrap();
         let port = free_port();
+        let (hindsight, hindsight_flag) = super::hindsight_dir();
         let exporter = Proc(
             Command::new(BIN)
                 .arg("export")
@@ -30,6 +32,7 @@ impl Rig {
                 .args(["--web.listen-address", &format!("127.0.0.1:{port}")])
                 .args(["--interval", "250ms", "--cc", "cubic", "--alertmanager.url", &am.url()])
                 .args(["--alertmanager.resend-interval", "5s"])
+                .arg(hindsight_flag)
                 .stdout(Stdio::null())
                 .spawn()
                 .unwrap(),
@@ -37,7 +40,7 @@ impl Rig {
         let ready =
             poll_until(Duration::from_secs(10), || get(port, "/-/ready", None).ok().filter(|r| r.0 == 200));
         assert!(ready.is_some(), "bbrtop export never became ready");
-        Rig { am, port, _exporter: exporter, lab }
+        Rig { am, port, _exporter: exporter, _hindsight: hindsight, lab }
     }
 
     /// Starts a CUBIC flow; returns the first alert Alertmanager lists, how long after the start

@@ -52,17 +52,19 @@ pub fn ss_established(lab: &Lab) -> Vec<SsSocket> {
 
 /// `bbrtop export` watching the lab's sender namespace on a free loopback port, once ready; the
 /// process ends (by its PID) when the returned handle drops.
-pub fn exporter(lab: &Lab) -> (super::Proc, u16) {
+pub fn exporter(lab: &Lab) -> (super::Exporter, u16) {
     let port = super::http::free_port();
+    let (hindsight, hindsight_flag) = super::hindsight_dir();
     let child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
         .arg("export")
         .arg(format!("--netns={}", lab.sender_netns().display()))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg(hindsight_flag)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let export = super::Proc(child);
+    let export = super::Exporter { proc: super::Proc(child), _hindsight: hindsight };
     let ready = super::poll_until(std::time::Duration::from_secs(20), || {
         super::http::get(port, "/-/ready", None).ok().filter(|r| r.0 == 200)
     });

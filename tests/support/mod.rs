@@ -6,6 +6,7 @@ pub mod alert_rig;
 pub mod btf;
 pub mod cgroup;
 pub mod daemonset;
+pub mod duckdb;
 pub mod exporter;
 pub mod grafana;
 pub mod guard;
@@ -42,6 +43,20 @@ impl Drop for Proc {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// `--hindsight.dir=DIR` for an exporter under test, and DIR (removed on drop, so it must drop
+/// after the exporter): tests never spool hindsight into the host's /var/lib/bbrtop.
+pub fn hindsight_dir() -> (tempfile::TempDir, String) {
+    let d = tempfile::tempdir().expect("tempdir");
+    let flag = format!("--hindsight.dir={}", d.path().display());
+    (d, flag)
+}
+
+/// An exporter under test, and its hindsight directory, removed once the exporter has ended.
+pub struct Exporter {
+    pub proc: Proc,
+    pub _hindsight: tempfile::TempDir,
 }
 
 /// A process's resident set, in KiB (0 once it is gone).

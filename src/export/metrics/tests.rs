@@ -44,6 +44,7 @@ fn scrape(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> String {
             start_time_seconds: 1_763_900_000.0,
         }),
         hindsight_memory_bytes: Some(48_000_000),
+        hindsight_spool_bytes: Some(90_000_000),
     })
 }
 
@@ -251,6 +252,7 @@ fn aggregates_by_pod_namespace_are_opt_in() {
         posts: vec![],
         process: None,
         hindsight_memory_bytes: None,
+        hindsight_spool_bytes: None,
     });
     let v = |p: &str| value(&text, p);
     assert_eq!(v(r#"bbrtop_pod_namespace_sockets{pod_namespace="shop",cc="bbr"}"#), Some(2.0));
@@ -444,6 +446,7 @@ fn protobuf_carries_every_family_and_native_buckets() {
         posts: vec![(("http://am:9093".into(), "success"), 3)],
         process: None,
         hindsight_memory_bytes: Some(48_000_000),
+        hindsight_spool_bytes: Some(90_000_000),
     });
     let mut rest = &body[..];
     let mut families = Vec::new();
@@ -478,12 +481,14 @@ fn protobuf_carries_every_family_and_native_buckets() {
     assert_eq!(family("bbrtop_sockets").r#type, MetricType::Gauge as i32);
 }
 
-/// Hindsight's memory is a gauge of its own while hindsight is on, and absent when it is off.
+/// Hindsight's memory and spool are gauges of their own while hindsight is on, and absent when
+/// it is off.
 #[test]
 fn hindsight_memory_is_served_while_hindsight_is_on() {
     let snap = snapshot(vec![rec(1, "bbr", "10.1.0.2:40000", 30_000, 10_000)]);
     let on = scrape(Arc::clone(&snap), 0, "");
     assert_eq!(value(&on, "bbrtop_hindsight_memory_bytes"), Some(48_000_000.0));
+    assert_eq!(value(&on, "bbrtop_hindsight_spool_bytes"), Some(90_000_000.0));
     let off = render_openmetrics(Scrape {
         snap,
         groups: Arc::default(),
@@ -492,6 +497,7 @@ fn hindsight_memory_is_served_while_hindsight_is_on() {
         posts: vec![],
         process: None,
         hindsight_memory_bytes: None,
+        hindsight_spool_bytes: None,
     });
-    assert!(!off.contains("bbrtop_hindsight_memory_bytes"), "{off}");
+    assert!(!off.contains("bbrtop_hindsight_"), "{off}");
 }
