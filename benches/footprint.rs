@@ -11,7 +11,8 @@
 //!   100k    100,000 idle established sockets
 //!   moving  the same 100,000, with 1% of the connections moving every second (a byte each way)
 //! In each, these start at once, each polling every second:
-//!   bbrtop export                               (default flags: the eBPF socket walk, hindsight 15m)
+//!   bbrtop export                               (default flags: the eBPF socket walk, hindsight 15m;
+//!                                               --hindsight.dir in a temporary directory)
 //!   bbrtop export --hindsight.window 0
 //!   bbrtop export --no-collector.walk --hindsight.window 0
 //!   bbrtop export --no-collector.bpf --hindsight.window 0
@@ -443,8 +444,10 @@ fn specs(scenario: Scenario, ds: &daemonset::DaemonSet, tmp: &Path) -> Vec<(Key,
         a
     };
     let rec = vec!["record".to_string(), tmp.join("record").display().to_string()];
+    let spool = tmp.join("hindsight-export").display().to_string();
     let mut v = vec![
-        (Key::Export, "export (default flags)".to_string(), export(&[])),
+        // Its hindsight spooled in the bench's directory, not the host's /var/lib/bbrtop.
+        (Key::Export, "export (default flags)".to_string(), export(&["--hindsight.dir", &spool])),
         (Key::ExportNoHindsight, "export --hindsight.window 0".into(), export(&["--hindsight.window", "0"])),
         (
             Key::ExportNetlink,

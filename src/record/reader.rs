@@ -89,8 +89,11 @@ impl Recording {
         // Whether a file was left out since the last one kept: a segment of changes after it
         // would be applied to the wrong sockets.
         let mut gap = false;
-        for stem in &stems {
+        let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        for (i, stem) in stems.iter().enumerate() {
             let after = rec.rows.last().map(|r| r.at_ms);
+            let before = i.checked_sub(1).map(|i| name(&stems[i]));
+            gap |= !super::segments::in_sequence(before.as_deref(), &name(stem));
             match read_chunk(stem, after) {
                 Ok((_, _, rows)) if !follows(rec.rows.last(), &rows[0], gap) => {
                     let why = format!(

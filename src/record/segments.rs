@@ -25,8 +25,25 @@ pub fn stem_of(stem: &str, k: usize) -> String {
 
 /// The chunk a segment's stem belongs to, or `None` for a chunk's own stem.
 pub fn chunk_of(stem: &str) -> Option<&str> {
+    part_of(stem).map(|(chunk, _)| chunk)
+}
+
+/// The chunk a segment's stem belongs to and the segment's number, or `None` for a chunk's own.
+pub fn part_of(stem: &str) -> Option<(&str, usize)> {
     let (chunk, k) = stem.rsplit_once(PART)?;
-    (k.len() >= 4 && k.bytes().all(|b| b.is_ascii_digit())).then_some(chunk)
+    let valid = k.len() >= 4 && k.bytes().all(|b| b.is_ascii_digit());
+    Some((chunk, k.parse().ok().filter(|_| valid)?))
+}
+
+/// Whether segment stem `stem` follows `before` (the stem read before it, by name), as a later
+/// segment's changes must: a chunk's own stem, a chunk's first segment, or segment k after k-1.
+/// Segments of a chunk carry the same keyframe time, so a missing one between two is seen only
+/// by their numbers.
+pub fn in_sequence(before: Option<&str>, stem: &str) -> bool {
+    match part_of(stem) {
+        None | Some((_, 0)) => true,
+        Some((chunk, k)) => before == Some(stem_of(chunk, k - 1).as_str()),
+    }
 }
 
 /// Makes segments `parts` (oldest first) the chunk `stem`: their rows, in order, in the chunk's
@@ -94,9 +111,17 @@ pub fn recover(dir: &Path) -> anyhow::Result<()> {
     }
     for (chunk, mut parts) in chunks {
         parts.sort();
+        // Segments after a missing one are changes against sockets no file holds: gone.
+        let whole = (1..=parts.len())
+            .take_while(|&n| in_sequence(n.checked_sub(2).map(|i| parts[i].as_str()), &parts[n - 1]))
+            .count();
+        if whole < parts.len() {
+            tracing::warn!(chunk, lost = parts.len() - whole, "segments after a missing one are dropped");
+            remove(dir, &parts[whole..]);
+        }
         if dir.join(format!("{chunk}{POLLS_SUFFIX}")).exists() {
-            remove(dir, &parts);
-        } else if let Err(e) = compact(dir, &chunk, &parts) {
+            remove(dir, &parts[..whole]);
+        } else if let Err(e) = compact(dir, &chunk, &parts[..whole]) {
             tracing::warn!(chunk, "the segments a recorder left did not compact: {e:#}");
         }
     }
@@ -115,5 +140,16 @@ mod tests {
         assert_eq!(chunk_of(c), None);
         assert_eq!(chunk_of("x.partly"), None);
         assert!(c < stem_of(c, 0).as_str() && stem_of(c, 9) < stem_of(c, 10));
+        assert_eq!(part_of(&stem_of(c, 12)), Some((c, 12)));
+    }
+
+    #[test]
+    fn a_segment_follows_the_one_numbered_before_it() {
+        let c = "20261123T171000Z-42";
+        let (p0, p1, p2) = (stem_of(c, 0), stem_of(c, 1), stem_of(c, 2));
+        assert!(in_sequence(None, c) && in_sequence(Some("older"), &p0));
+        assert!(in_sequence(Some(&p0), &p1) && in_sequence(Some(&p1), &p2));
+        assert!(!in_sequence(Some(&p0), &p2), "segment 1 is missing");
+        assert!(!in_sequence(None, &p1) && !in_sequence(Some(c), &p1));
     }
 }

@@ -379,6 +379,19 @@ fn a_chunks_segments_read_before_it_closes_and_become_the_chunk() {
     assert!(Recording::open(&file(&parts[2], writer::POLLS_SUFFIX)).is_err(), "a later segment alone");
     std::fs::write(file(&parts[1], writer::POLLS_SUFFIX), keep).unwrap();
 
+    // A missing segment: the one after it (changes against the sockets the missing one left) is
+    // left out too, by reader and by the next recorder alike.
+    let aside = tempfile::tempdir().unwrap();
+    let moved = [writer::SOCKETS_SUFFIX, writer::POLLS_SUFFIX].map(|suffix| {
+        let (from, to) = (file(&parts[1], suffix), aside.path().join(suffix));
+        std::fs::rename(&from, &to).unwrap();
+        (from, to)
+    });
+    let missing = Recording::open(dir.path()).unwrap();
+    assert_eq!(missing.polls().len(), 3, "{:?}", missing.skipped());
+    assert!(missing.skipped().iter().any(|s| s.starts_with("skipped a segment")), "{:?}", missing.skipped());
+    moved.iter().for_each(|(from, to)| std::fs::rename(to, from).unwrap());
+
     // What the next recorder does first: the segments become the chunk.
     std::fs::remove_file(dir.path().join(".bbrtop-record.lock")).unwrap();
     segments::recover(dir.path()).unwrap();
