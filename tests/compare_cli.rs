@@ -20,8 +20,13 @@ fn t0() -> SystemTime {
 }
 
 /// `polls` polls a second apart from `start`: `n` sockets of `cc` (cookies from `first`), each
-/// with srtt `srtt_ms` + its index ms and 1 MB acked a second.
-fn write(rec: &mut Recorder, start: SystemTime, polls: u64, cc: &str, first: u64, n: u64, srtt_ms: u32) {
+/// with srtt `srtt_ms` + its index ms and 1 MB acked a second, to `peer(cookie)`.
+fn write_to(
+    rec: &mut Recorder,
+    (start, polls): (SystemTime, u64),
+    (cc, first, n, srtt_ms): (&str, u64, u64, u32),
+    peer: fn(u64) -> String,
+) {
     let mut e = Engine::new(EngineConfig::default());
     let t = Now { mono: Instant::now(), wall: start };
     for p in 0..polls {
@@ -30,6 +35,7 @@ fn write(rec: &mut Recorder, start: SystemTime, polls: u64, cc: &str, first: u64
             .map(|c| {
                 record(c, cc)
                     .local(format!("10.0.0.1:{}", 40000 + c))
+                    .peer(peer(c).as_str())
                     .srtt_us((srtt_ms + (c - first) as u32) * 1000)
                     .min_rtt_us(40_000)
                     .last_ack_recv_ms(0)
@@ -42,6 +48,11 @@ fn write(rec: &mut Recorder, start: SystemTime, polls: u64, cc: &str, first: u64
         feed_dump(&mut e, Dump { sockets, ..Dump::default() }, now);
         rec.write(&e.tick(now)).unwrap();
     }
+}
+
+/// [`write_to`] the same peer for every socket.
+fn write(rec: &mut Recorder, start: SystemTime, polls: u64, cc: &str, first: u64, n: u64, srtt_ms: u32) {
+    write_to(rec, (start, polls), (cc, first, n, srtt_ms), |_| "10.0.0.2:5201".into());
 }
 
 fn recorder(dir: &Path) -> Recorder {
@@ -156,5 +167,54 @@ fn bad_sides_are_one_line_errors() {
         assert!(err.starts_with("bbrtop: error: ") && err.contains(says), "{side}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(o.stdout.is_empty());
+    }
+}
+
+/// With MaxMind's test databases, a row per peer AS and per peer country: AS15169 (1.0.0.0/24)
+/// and GB (81.2.69.160/27) here, `unknown` where a database holds nothing. A database of the
+/// wrong kind, or no database, is a one-line error naming the flag.
+#[test]
+fn compares_by_peer_as_and_country() {
+    use bbrtop_core::testing::{MAXMIND_ASN_TEST, MAXMIND_COUNTRY_TEST};
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let (asn_db, country_db) = (d.join("asn.mmdb"), d.join("country.mmdb"));
+    std::fs::write(&asn_db, MAXMIND_ASN_TEST).unwrap();
+    std::fs::write(&country_db, MAXMIND_COUNTRY_TEST).unwrap();
+    // Even cookies to AS15169, odd ones to GB.
+    let peer = |c: u64| {
+        if c.is_multiple_of(2) { format!("1.0.0.{c}:443") } else { format!("81.2.69.{}:443", 160 + c % 30) }
+    };
+    for (name, cc, first, srtt) in [("a", "cubic", 1, 500), ("b", "bbr", 101, 40)] {
+        let mut r = recorder(&d.join(name));
+        write_to(&mut r, (t0(), 20), (cc, first, 12, srtt), peer);
+        r.finish().unwrap();
+    }
+    let p = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let (asn_flag, country_flag) = ("--peer-groups.asn.file", "--peer-groups.country.file");
+    let v = json(&[&p("a"), &p("b"), asn_flag, &p("asn.mmdb"), country_flag, &p("country.mmdb")]);
+    let groups: Vec<&Value> = v["groups"].as_array().unwrap().iter().map(|g| &g["group"]).collect();
+    let by = |by: &str, name: &str| serde_json::json!({"by": by, "name": name});
+    for g in [by("asn", "AS15169"), by("asn", "unknown"), by("country", "GB"), by("country", "unknown")] {
+        assert!(groups.contains(&&g), "{g} among {groups:?}");
+    }
+    let google = metric(&v, &by("asn", "AS15169"), "srtt_p50_ms");
+    assert_eq!((google["a"]["sockets"].as_u64(), google["b"]["sockets"].as_u64()), (Some(6), Some(6)));
+    assert!(google["diff"].as_f64().unwrap() < -400.0, "{google}");
+    let text =
+        String::from_utf8(compare(&[&p("a"), &p("b"), country_flag, &p("country.mmdb")]).stdout).unwrap();
+    assert!(text.contains("country GB (A 6 sockets, B 6)"), "{text}");
+    assert!(!text.contains("AS "), "no AS rows without the AS database: {text}");
+
+    for (flag, file, says) in [
+        (asn_flag, "country.mmdb", "a GeoLite2-Country database, not an ASN (or ISP) database"),
+        (country_flag, "asn.mmdb", "not a Country (or City) database"),
+        (asn_flag, "missing.mmdb", "missing.mmdb"),
+    ] {
+        let o = compare(&[&p("a"), &p("b"), flag, &p(file)]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag} {file}: {err}");
+        assert!(err.starts_with(&format!("bbrtop: error: {flag} ")) && err.contains(says), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
     }
 }

@@ -294,6 +294,29 @@ pub fn peer_groups(
         .map_err(|e| super::Failure::Usage(format!("peer groups {}: {e}", path.display())))
 }
 
+/// `--peer-groups.asn.file` and `--peer-groups.country.file`: the databases they name, each
+/// checked to be of its kind. A file that cannot be read or is not such a database is a usage
+/// error naming it.
+pub fn geo(
+    asn: Option<&std::path::Path>,
+    country: Option<&std::path::Path>,
+) -> Result<bbrtop_core::geo::Geo, super::Failure> {
+    use bbrtop_collect::files::{Kind, read};
+    use bbrtop_core::geo::{Db, Kind as DbKind};
+    let load =
+        |flag: &str, kind: DbKind, path: Option<&std::path::Path>| -> Result<Option<Db>, super::Failure> {
+            let Some(path) = path else { return Ok(None) };
+            let bytes = read(flag, path, Kind::Geo).map_err(super::Failure::Usage)?;
+            Db::new(kind, bytes)
+                .map(Some)
+                .map_err(|e| super::Failure::Usage(format!("{flag} {}: {e}", path.display())))
+        };
+    Ok(bbrtop_core::geo::Geo {
+        asn: load("--peer-groups.asn.file", DbKind::Asn, asn)?,
+        country: load("--peer-groups.country.file", DbKind::Country, country)?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

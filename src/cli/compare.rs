@@ -7,6 +7,7 @@ use crate::compare::summary::Summarizer;
 use crate::compare::{Comparison, Side, SideHead, plot, table};
 use crate::record::Recording;
 use anyhow::Context;
+use bbrtop_core::geo::Geo;
 use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::stats;
 use clap::Args;
@@ -29,9 +30,12 @@ recording's first poll (+90s, +5m); either may be left out. Examples:
 Each socket is summarised over its polls first (its srtt percentiles and median inflation, its
 throughput and goodput as bytes sent and acked over its recorded life, its retransmitted over
 sent bytes); every figure is then the median over sockets of that socket figure, per group (all
-sockets, each cc, each peer group with --peer-groups.file). B-A comes with a {:.0}% percentile
+sockets, each cc, each peer group with --peer-groups.file, and each peer AS and country with
+the databases --peer-groups.asn.file and --peer-groups.country.file name: the {} with the most
+bytes sent over both sides, the rest as \"other\"). B-A comes with a {:.0}% percentile
 bootstrap interval over sockets ({} resamples, seed {}: the same input gives the same output);
 with fewer than {} sockets on a side there is no interval, and the table says so.",
+        crate::compare::report::TOP_LABELS,
         stats::CONFIDENCE * 100.0,
         stats::RESAMPLES,
         stats::SEED,
@@ -59,15 +63,23 @@ pub struct CompareArgs {
     /// most 1 MiB.
     #[arg(long = "peer-groups.file", value_name = "FILE")]
     pub peer_groups: Option<PathBuf>,
+    /// A MaxMind-format ASN database (GeoLite2-ASN, GeoIP2-ISP, DB-IP ASN lite): a row per
+    /// peer AS too (the top ones by bytes). At most 256 MiB.
+    #[arg(long = "peer-groups.asn.file", value_name = "FILE")]
+    pub asn_db: Option<PathBuf>,
+    /// A MaxMind-format Country or City database (GeoLite2, GeoIP2, DB-IP lite): a row per peer
+    /// country too (the top ones by bytes). At most 256 MiB.
+    #[arg(long = "peer-groups.country.file", value_name = "FILE")]
+    pub country_db: Option<PathBuf>,
 }
 
 /// One side read from its recording: every socket in its range summarised.
-fn read_side(spec: &SideSpec, groups: &PeerGroups) -> Result<Side, Failure> {
+fn read_side(spec: &SideSpec, groups: &PeerGroups, geo: &Geo) -> Result<Side, Failure> {
     let mut rec = Recording::open(&spec.path).map_err(|e| Failure::Usage(format!("{e:#}")))?;
     super::failure::warn_skipped(&spec.path, rec.skipped());
     let times: Vec<_> = rec.polls().iter().map(|p| p.at).collect();
     let range = spec.select(&times).map_err(Failure::Usage)?;
-    let mut sum = Summarizer::new(groups);
+    let mut sum = Summarizer::new(groups, geo);
     let mut at = range.start;
     while at < range.end {
         let end = (at + BATCH).min(range.end);
@@ -90,7 +102,9 @@ fn read_side(spec: &SideSpec, groups: &PeerGroups) -> Result<Side, Failure> {
 
 pub fn run(a: CompareArgs) -> Result<(), Failure> {
     let groups = super::args::peer_groups(a.peer_groups.as_deref())?;
-    let (sa, sb) = (read_side(&a.a, &groups)?, read_side(&a.b, &groups)?);
+    let geo = super::args::geo(a.asn_db.as_deref(), a.country_db.as_deref())?;
+    let (mut sa, mut sb) = (read_side(&a.a, &groups, &geo)?, read_side(&a.b, &groups, &geo)?);
+    crate::compare::report::bound_labels(&mut sa.sockets, &mut sb.sockets);
     let cmp = Comparison::new(&sa, &sb, a.peer_groups.is_some());
     if let Some(dir) = &a.plot {
         let svg = plot::rtt_cdf(&sa, &sb).map_err(|e| Failure::Runtime(anyhow::anyhow!(e)))?;

@@ -56,6 +56,8 @@ pub enum Group {
     All,
     Cc(String),
     PeerGroup(String),
+    Asn(String),
+    Country(String),
 }
 
 impl Group {
@@ -64,6 +66,8 @@ impl Group {
             Group::All => true,
             Group::Cc(cc) => s.cc == *cc,
             Group::PeerGroup(g) => s.peer_group == *g,
+            Group::Asn(a) => s.asn.as_ref() == Some(a),
+            Group::Country(c) => s.country.as_ref() == Some(c),
         }
     }
 }
@@ -123,8 +127,37 @@ pub const METHOD: Method = Method {
     min_sockets: MIN_SOCKETS,
 };
 
-/// Rows for every group either side has: all sockets, each cc, and each peer group when
-/// `by_peer_group` (without a peer-groups file every peer is "other", the same as all).
+/// The AS and country rows kept: the top this many by bytes sent over both sides; the rest are
+/// `other`, so a recording of a million peers makes a table of a few dozen rows.
+pub const TOP_LABELS: usize = 20;
+
+/// Keeps the [`TOP_LABELS`] ASes and countries by bytes sent over both sides (ties by name),
+/// and names the rest `other`.
+pub fn bound_labels(a: &mut [SocketSummary], b: &mut [SocketSummary]) {
+    type Label = fn(&mut SocketSummary) -> &mut Option<String>;
+    let labels: [Label; 2] = [|s| &mut s.asn, |s| &mut s.country];
+    for label in labels {
+        let mut bytes: std::collections::BTreeMap<String, u64> = Default::default();
+        for s in a.iter_mut().chain(b.iter_mut()) {
+            let sent = s.bytes_sent;
+            if let Some(l) = label(s) {
+                *bytes.entry(l.clone()).or_default() += sent;
+            }
+        }
+        let mut ranked: Vec<(String, u64)> = bytes.into_iter().collect();
+        ranked.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+        let kept: BTreeSet<String> = ranked.into_iter().take(TOP_LABELS).map(|(l, _)| l).collect();
+        for s in a.iter_mut().chain(b.iter_mut()) {
+            if let Some(l) = label(s).as_mut().filter(|l| !kept.contains(l.as_str())) {
+                *l = bbrtop_core::peer_groups::UNMATCHED.to_string();
+            }
+        }
+    }
+}
+
+/// Rows for every group either side has: all sockets, each cc, each peer group when
+/// `by_peer_group` (without a peer-groups file every peer is "other", the same as all), and each
+/// AS and country where the sockets carry them (an AS or country database was given).
 pub fn compare(a: &[SocketSummary], b: &[SocketSummary], by_peer_group: bool) -> Vec<GroupRows> {
     let mut groups = BTreeSet::from([Group::All]);
     for s in a.iter().chain(b) {
@@ -132,6 +165,8 @@ pub fn compare(a: &[SocketSummary], b: &[SocketSummary], by_peer_group: bool) ->
         if by_peer_group {
             groups.insert(Group::PeerGroup(s.peer_group.clone()));
         }
+        groups.extend(s.asn.clone().map(Group::Asn));
+        groups.extend(s.country.clone().map(Group::Country));
     }
     groups
         .into_iter()
@@ -188,7 +223,10 @@ mod tests {
             cookie,
             cc: cc.into(),
             peer_group: if cookie.is_multiple_of(2) { "even".into() } else { "odd".into() },
+            asn: None,
+            country: None,
             polls: 10,
+            bytes_sent: 1_000,
             seconds: 9.0,
             throughput_bits_per_sec: Some(2e6),
             goodput_bits_per_sec: Some(1.9e6),
@@ -250,5 +288,37 @@ mod tests {
         assert!(all.diff.is_some() && all.diff_ci.is_none());
         assert_eq!(all.note.as_deref(), Some("too few sockets (A 6, B 4; 5 a side needed)"));
         assert_eq!(cubic.note.as_deref(), Some("none in B"));
+    }
+
+    /// AS and country rows come where the sockets carry them, at most [`TOP_LABELS`] of each by
+    /// bytes sent, the rest as `other`.
+    #[test]
+    fn as_and_country_rows_are_the_top_ones_by_bytes() {
+        let side = |from: u64| -> Vec<SocketSummary> {
+            (from..from + 30)
+                .map(|c| SocketSummary {
+                    asn: Some(format!("AS{}", 64_500 + c % 25)),
+                    country: Some(if c % 2 == 0 { "GB".into() } else { "SE".into() }),
+                    bytes_sent: 1_000 * (c % 25 + 1),
+                    ..summary(c, "bbr", 40.0)
+                })
+                .collect()
+        };
+        let (mut a, mut b) = (side(0), side(100));
+        bound_labels(&mut a, &mut b);
+        let rows = compare(&a, &b, false);
+        let asns: Vec<&str> = rows
+            .iter()
+            .filter_map(|r| if let Group::Asn(x) = &r.group { Some(x.as_str()) } else { None })
+            .collect();
+        assert_eq!(asns.len(), TOP_LABELS + 1, "{asns:?}");
+        assert!(asns.contains(&"other") && asns.contains(&"AS64524"), "the most bytes: {asns:?}");
+        assert!(!asns.contains(&"AS64500"), "the fewest bytes go to other: {asns:?}");
+        let countries: Vec<&Group> =
+            rows.iter().map(|r| &r.group).filter(|g| matches!(g, Group::Country(_))).collect();
+        assert_eq!(countries, [&Group::Country("GB".into()), &Group::Country("SE".into())]);
+        let gb = row(&rows, &Group::Country("GB".into()), Metric::SrttP50Ms);
+        assert_eq!((gb.a.sockets, gb.b.sockets), (15, 15));
+        assert!(compare(&side(0), &side(100), false).len() > TOP_LABELS + 1, "without the bound, every AS");
     }
 }

@@ -2,6 +2,7 @@
 //! socket, not the poll, so a long-lived socket weighs as much as a short one and consecutive
 //! polls of one socket (which are far from independent) are not counted as evidence many times.
 
+use bbrtop_core::geo::{self, Geo};
 use bbrtop_core::model::{Cookie, Count, Tally};
 use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::snapshot::Snapshot;
@@ -16,7 +17,16 @@ pub struct SocketSummary {
     pub cookie: Cookie,
     pub cc: String,
     pub peer_group: String,
+    /// Its peer's AS (`AS15169`, or `unknown`), with an AS database given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asn: Option<String>,
+    /// Its peer's country (ISO 3166-1 alpha-2, or `unknown`), with a country database given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
     pub polls: usize,
+    /// Bytes it sent over its recorded life (what ranks the AS and country rows).
+    #[serde(skip)]
+    pub bytes_sent: u64,
     /// Seconds from the first poll that saw it to the last.
     pub seconds: f64,
     /// Bytes sent (retransmissions included) per second over its life, ×8; none for a socket
@@ -50,6 +60,8 @@ type Sample = (Option<u32>, Option<f32>);
 struct Acc {
     cc: String,
     peer_group: String,
+    asn: Option<String>,
+    country: Option<String>,
     first: (SystemTime, Tally),
     last: (SystemTime, Tally),
     polls: usize,
@@ -59,6 +71,7 @@ struct Acc {
 /// Adds snapshots (in time order) and summarises every socket they saw.
 pub struct Summarizer<'a> {
     groups: &'a PeerGroups,
+    geo: &'a Geo,
     sockets: BTreeMap<Cookie, Acc>,
     /// Which polls a socket with more than [`MAX_SAMPLES`] keeps: seeded, so the same
     /// recording gives the same summaries.
@@ -66,9 +79,10 @@ pub struct Summarizer<'a> {
 }
 
 impl<'a> Summarizer<'a> {
-    pub fn new(groups: &'a PeerGroups) -> Summarizer<'a> {
+    pub fn new(groups: &'a PeerGroups, geo: &'a Geo) -> Summarizer<'a> {
         Summarizer {
             groups,
+            geo,
             sockets: BTreeMap::new(),
             rng: fastrand::Rng::with_seed(bbrtop_core::stats::SEED),
         }
@@ -79,13 +93,23 @@ impl<'a> Summarizer<'a> {
         for s in snap.sockets.iter() {
             let r = &s.record;
             let counts = Tally::of(&r.tcp_info);
-            let acc = self.sockets.entry(r.cookie).or_insert_with(|| Acc {
-                cc: r.cc_name().to_string(),
-                peer_group: self.groups.group(r.peer.ip()).to_string(),
-                first: (at, counts),
-                last: (at, counts),
-                polls: 0,
-                samples: Vec::new(),
+            let (groups, geo) = (self.groups, self.geo);
+            let acc = self.sockets.entry(r.cookie).or_insert_with(|| {
+                // Looked up once, when the socket is first seen.
+                let g = if geo.is_empty() { Default::default() } else { geo.lookup(r.peer.ip()) };
+                Acc {
+                    cc: r.cc_name().to_string(),
+                    peer_group: groups.group(r.peer.ip()).to_string(),
+                    asn: geo.asn.as_ref().map(|_| geo::asn_label(g.asn)),
+                    country: geo
+                        .country
+                        .as_ref()
+                        .map(|_| g.country.unwrap_or_else(|| geo::UNKNOWN.to_string())),
+                    first: (at, counts),
+                    last: (at, counts),
+                    polls: 0,
+                    samples: Vec::new(),
+                }
             });
             let sample = (r.tcp_info.srtt_us(), s.derived.inflation_ratio.map(|v| v as f32));
             if acc.samples.len() < MAX_SAMPLES {
@@ -118,7 +142,10 @@ fn summarise(cookie: Cookie, acc: Acc) -> SocketSummary {
         cookie,
         cc: acc.cc,
         peer_group: acc.peer_group,
+        asn: acc.asn,
+        country: acc.country,
         polls: acc.polls,
+        bytes_sent: grown[Count::BytesSent],
         seconds,
         throughput_bits_per_sec: per_sec(Count::BytesSent),
         goodput_bits_per_sec: per_sec(Count::BytesAcked),
@@ -187,7 +214,7 @@ mod tests {
     #[test]
     fn a_socket_is_summarised_over_its_own_polls() {
         let groups = PeerGroups::parse("groups:\n  near: [10.1.0.0/16]\n").unwrap();
-        let mut s = Summarizer::new(&groups);
+        let mut s = Summarizer::new(&groups, &Geo::NONE);
         for snap in snapshots() {
             s.add(&snap);
         }
@@ -210,6 +237,31 @@ mod tests {
         assert_eq!(b.srtt_p50_ms, Some(12.0));
     }
 
+    /// With MaxMind's test databases each socket carries its peer's AS and country, `unknown`
+    /// where the databases hold nothing (a private address); without them, neither.
+    #[test]
+    fn a_socket_carries_its_peers_as_and_country() {
+        let mut e = Engine::new(EngineConfig::default());
+        let now = Now::system();
+        let socks = vec![
+            sock(1, "bbr", "1.0.0.1:443", 20_000, 1_000, 0),
+            sock(2, "bbr", "81.2.69.142:443", 20_000, 1_000, 0),
+            sock(3, "cubic", "10.1.0.9:80", 20_000, 1_000, 0),
+        ];
+        sink::feed_dump(&mut e, Dump { sockets: socks, ..Dump::default() }, now);
+        let snap = e.tick(now);
+        let (groups, geo) = (PeerGroups::default(), bbrtop_core::testing::maxmind_test_geo());
+        let mut s = Summarizer::new(&groups, &geo);
+        s.add(&snap);
+        let got: Vec<(Option<String>, Option<String>)> =
+            s.finish().into_iter().map(|s| (s.asn, s.country)).collect();
+        let l = |a: &str, c: &str| (Some(a.to_string()), Some(c.to_string()));
+        assert_eq!(got, vec![l("AS15169", "unknown"), l("unknown", "GB"), l("unknown", "unknown")]);
+        let mut s = Summarizer::new(&groups, &Geo::NONE);
+        s.add(&snap);
+        assert!(s.finish().iter().all(|s| s.asn.is_none() && s.country.is_none()));
+    }
+
     /// A socket polled far more often than the samples kept: its percentiles come from a
     /// uniform sample of its polls, the same one each time.
     #[test]
@@ -228,7 +280,7 @@ mod tests {
             .collect();
         let summarise = || {
             let groups = PeerGroups::default();
-            let mut s = Summarizer::new(&groups);
+            let mut s = Summarizer::new(&groups, &Geo::NONE);
             for snap in &snaps {
                 s.add(snap);
             }

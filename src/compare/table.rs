@@ -45,6 +45,8 @@ fn group_title(g: &Group) -> String {
         Group::All => "all sockets".into(),
         Group::Cc(cc) => format!("cc {cc}"),
         Group::PeerGroup(p) => format!("peer group {p}"),
+        Group::Asn(a) => format!("AS {}", a.strip_prefix("AS").unwrap_or(a)),
+        Group::Country(c) => format!("country {c}"),
     }
 }
 

@@ -24,6 +24,9 @@ pub enum Kind {
     Password,
     /// A pod list (`--kubernetes.pods PATH`): kubelet's `/pods` of a full node is a few MiB.
     Pods,
+    /// A MaxMind-format database (`--peer-groups.asn.file`, `--peer-groups.country.file`):
+    /// GeoLite2-City, the largest such, is some 60 MiB.
+    Geo,
 }
 
 impl Kind {
@@ -34,6 +37,7 @@ impl Kind {
             Kind::Pem => 4 << 20,
             Kind::Password => 4 << 10,
             Kind::Pods => 64 << 20,
+            Kind::Geo => 256 << 20,
         }
     }
 }

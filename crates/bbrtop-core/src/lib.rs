@@ -61,6 +61,7 @@ pub mod columns;
 pub mod filter;
 #[cfg(test)]
 mod fuzz;
+pub mod geo;
 pub mod model;
 pub mod peer_groups;
 pub mod rule;

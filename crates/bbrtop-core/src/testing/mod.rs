@@ -5,6 +5,22 @@
 
 pub mod fuzz;
 
+/// MaxMind's published test databases (`testdata/maxmind/`, whose README names their source):
+/// AS 15169 at 1.0.0.0/24, GB at 81.2.69.142/31, SE at 89.160.20.112/28, among others.
+pub const MAXMIND_ASN_TEST: &[u8] = include_bytes!("../../testdata/maxmind/GeoLite2-ASN-Test.mmdb");
+pub const MAXMIND_COUNTRY_TEST: &[u8] = include_bytes!("../../testdata/maxmind/GeoLite2-Country-Test.mmdb");
+
+/// Both test databases, as `--peer-groups.asn.file` and `--peer-groups.country.file` load them.
+pub fn maxmind_test_geo() -> crate::geo::Geo {
+    use crate::geo::{Db, Geo, Kind};
+    Geo {
+        asn: Some(Db::new(Kind::Asn, MAXMIND_ASN_TEST.to_vec()).expect("the ASN test database")),
+        country: Some(
+            Db::new(Kind::Country, MAXMIND_COUNTRY_TEST.to_vec()).expect("the Country test database"),
+        ),
+    }
+}
+
 use crate::model::{BbrInfo, SocketRecord, TcpState};
 use std::fmt::Debug;
 use std::net::{SocketAddr, ToSocketAddrs};
