@@ -130,7 +130,7 @@ fn compares_recordings_and_ranges_of_one() {
     let o = compare(&[&p("a"), &p("b")]);
     let text = String::from_utf8(o.stdout).unwrap();
     let line = text.lines().find(|l| l.trim_start().starts_with("srtt p50")).unwrap();
-    assert!(line.contains("-460.0ms") && line.ends_with("B lower"), "{text}");
+    assert!(line.contains("-460.0ms") && line.ends_with("B better (lower)"), "{text}");
     assert!(text.contains("all sockets (A 6 sockets, B 6)") && text.contains("2000 resamples"), "{text}");
 
     // Three sockets a side: no interval, and the reason.
@@ -217,4 +217,36 @@ fn compares_by_peer_as_and_country() {
         assert!(err.starts_with(&format!("bbrtop: error: {flag} ")) && err.contains(says), "{err}");
         assert_eq!(err.lines().count(), 1, "{err}");
     }
+}
+
+/// A canary against the rest: several hosts' recordings on a side (comma-separated), a row per
+/// host, each socket kept apart by its recording (the hosts' cookies collide here), and the
+/// groups worse on B named first. The canary's RTTs are higher: it regressed.
+#[test]
+fn a_canary_against_several_hosts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    for (name, srtt) in [("edge-2", 40), ("edge-3", 42), ("edge-4", 41), ("canary", 90)] {
+        let mut r = recorder(&d.join(name));
+        // The same cookies on every host.
+        write(&mut r, t0(), 20, "bbr", 1, 6, srtt);
+        r.finish().unwrap();
+    }
+    let p = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let rest = format!("{},{},{}", p("edge-2"), p("edge-3"), p("edge-4"));
+    let v = json(&[&rest, &p("canary")]);
+    assert_eq!(v["a"]["hosts"], serde_json::json!(["edge-2", "edge-3", "edge-4"]));
+    assert_eq!((v["a"]["sockets"].as_u64(), v["a"]["polls"].as_u64()), (Some(18), Some(60)));
+    let host = |h: &str| serde_json::json!({"by": "host", "name": h});
+    let edge3 = metric(&v, &host("edge-3"), "srtt_p50_ms");
+    assert_eq!((edge3["a"]["sockets"].as_u64(), edge3["b"]["sockets"].as_u64()), (Some(6), Some(0)));
+    let all = metric(&v, &serde_json::json!({"by": "all"}), "srtt_p50_ms");
+    assert_eq!(all["verdict"], "worse", "{all}");
+    assert_eq!(v["regressed"][0]["group"], serde_json::json!({"by": "all"}));
+    assert!(v["regressed"][0]["metrics"].as_array().unwrap().contains(&serde_json::json!("srtt_p95_ms")));
+    let text = String::from_utf8(compare(&[&rest, &p("canary")]).stdout).unwrap();
+    assert!(text.contains("Worse on B: all sockets (srtt p50, srtt p95, srtt p99, inflation)"), "{text}");
+    assert!(text.contains("host canary (A 0 sockets, B 6)"), "{text}");
+    let o = compare(&[&format!("{rest},"), &p("canary")]);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
 }

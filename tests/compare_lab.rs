@@ -88,5 +88,5 @@ fn root_compare_bbr_against_cubic_on_the_bufferbloat_lab() {
     // The table says the same in words.
     let (table, _) = bbrtop(&["compare", cubic.to_str().unwrap(), bbr.to_str().unwrap()]);
     let line = table.lines().find(|l| l.trim_start().starts_with("srtt p50")).unwrap();
-    assert!(line.ends_with("B lower"), "{table}");
+    assert!(line.ends_with("B better (lower)"), "{table}");
 }

@@ -2,7 +2,7 @@
 //! Reads each side's polls in batches and summarises its sockets as it goes.
 
 use super::Failure;
-use crate::compare::range::SideSpec;
+use crate::compare::range::{SideSpec, SideSpecs};
 use crate::compare::summary::Summarizer;
 use crate::compare::{Comparison, Side, SideHead, plot, table};
 use crate::record::Recording;
@@ -21,11 +21,13 @@ fn long_help() -> String {
     format!(
         "Each side is PATH[@FROM..TO]: a recording (a directory `bbrtop record` or `bbrtop lab --record`
 wrote, or one chunk's *.polls.parquet file), optionally cut to the polls at or after FROM and
-before TO. FROM and TO are RFC 3339 times (2026-11-23T03:12:00Z) or offsets from the
+before TO; or several, comma-separated (a canary against the rest: each host's recording), and
+then a row per host too. FROM and TO are RFC 3339 times (2026-11-23T03:12:00Z) or offsets from the
 recording's first poll (+90s, +5m); either may be left out. Examples:
   bbrtop compare lab/cubic lab/bbr
   bbrtop compare rec@..2026-11-23T12:00:00Z rec@2026-11-23T12:00:00Z..
   bbrtop compare rec@+0s..+10m rec@+50m..+60m --json
+  bbrtop compare edge-2,edge-3,edge-4 canary
 
 Each socket is summarised over its polls first (its srtt percentiles and median inflation, its
 throughput and goodput as bytes sent and acked over its recorded life, its retransmitted over
@@ -46,12 +48,12 @@ with fewer than {} sockets on a side there is no interval, and the table says so
 #[derive(Args, Debug)]
 #[command(after_long_help = long_help())]
 pub struct CompareArgs {
-    /// The first side (A): PATH[@FROM..TO] (see --help).
-    #[arg(value_name = "A", value_parser = |s: &str| s.parse::<SideSpec>())]
-    pub a: SideSpec,
-    /// The second side (B); differences are B - A.
-    #[arg(value_name = "B", value_parser = |s: &str| s.parse::<SideSpec>())]
-    pub b: SideSpec,
+    /// The first side (A): PATH[@FROM..TO], or several comma-separated (see --help).
+    #[arg(value_name = "A", value_parser = |s: &str| s.parse::<SideSpecs>())]
+    pub a: SideSpecs,
+    /// The second side (B); differences are B - A, and "worse" means worse on B.
+    #[arg(value_name = "B", value_parser = |s: &str| s.parse::<SideSpecs>())]
+    pub b: SideSpecs,
     /// Print the comparison as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -73,8 +75,25 @@ pub struct CompareArgs {
     pub country_db: Option<PathBuf>,
 }
 
-/// One side read from its recording: every socket in its range summarised.
-fn read_side(spec: &SideSpec, groups: &PeerGroups, geo: &Geo) -> Result<Side, Failure> {
+/// One side read from its recordings: every socket of each in its range summarised, each
+/// recording's apart (cookies are one kernel's: two hosts may share them), named for its host.
+fn read_side(specs: &SideSpecs, groups: &PeerGroups, geo: &Geo) -> Result<Side, Failure> {
+    let mut parts = specs.specs.iter().map(|s| read_one(s, groups, geo));
+    let first = parts.next().expect("a side names a recording")?;
+    let mut side = Side { head: SideHead { spec: specs.text.clone(), ..first.head }, sockets: first.sockets };
+    for part in parts {
+        let part = part?;
+        let h = &mut side.head;
+        (h.from, h.to) = (h.from.min(part.head.from), h.to.max(part.head.to));
+        (h.polls, h.sockets) = (h.polls + part.head.polls, h.sockets + part.head.sockets);
+        h.hosts.extend(part.head.hosts);
+        side.sockets.extend(part.sockets);
+    }
+    Ok(side)
+}
+
+/// One recording's range, summarised.
+fn read_one(spec: &SideSpec, groups: &PeerGroups, geo: &Geo) -> Result<Side, Failure> {
     let mut rec = Recording::open(&spec.path).map_err(|e| Failure::Usage(format!("{e:#}")))?;
     super::failure::warn_skipped(&spec.path, rec.skipped());
     let times: Vec<_> = rec.polls().iter().map(|p| p.at).collect();
@@ -89,13 +108,19 @@ fn read_side(spec: &SideSpec, groups: &PeerGroups, geo: &Geo) -> Result<Side, Fa
         }
         at = end;
     }
-    let sockets = sum.finish();
+    let host = Some(rec.system().host.clone()).filter(|h| !h.is_empty()).unwrap_or_else(|| {
+        let name = spec.path.file_name().unwrap_or(spec.path.as_os_str());
+        name.to_string_lossy().into_owned()
+    });
+    let mut sockets = sum.finish();
+    sockets.iter_mut().for_each(|s| s.host.clone_from(&host));
     let head = SideHead {
         spec: spec.text.clone(),
         from: times[range.start],
         to: times[range.end - 1],
         polls: range.len(),
         sockets: sockets.len(),
+        hosts: vec![host],
     };
     Ok(Side { head, sockets })
 }

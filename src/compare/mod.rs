@@ -1,6 +1,7 @@
-//! `bbrtop compare A B`: two recordings, or two ranges of one, side by side. Each socket is
-//! summarised over its polls first ([`summary`]), then each group of sockets (all, per cc, per
-//! peer group) is compared by medians over sockets with a bootstrap interval over sockets
+//! `bbrtop compare A B`: two recordings, or two ranges of one, or several hosts' recordings on
+//! a side (a canary against the rest), side by side. Each socket is summarised over its polls
+//! first ([`summary`]), then each group of sockets (all, per cc, per peer group, AS, country and
+//! host) is compared by medians over sockets with a bootstrap interval over sockets
 //! (`bbrtop_core::stats`, [`report`]); the result is a table ([`table`]), JSON, or an SVG of the RTT
 //! distributions ([`plot`]). Pure: the command reads the recordings and feeds the snapshots in.
 
@@ -28,6 +29,8 @@ pub struct SideHead {
     pub to: SystemTime,
     pub polls: usize,
     pub sockets: usize,
+    /// The hosts whose recordings it holds, in the order given.
+    pub hosts: Vec<String>,
 }
 
 /// One side: its polls and its sockets' summaries.
@@ -43,13 +46,17 @@ pub struct Comparison {
     pub a: SideHead,
     pub b: SideHead,
     pub method: Method,
+    /// The groups in which B is worse on some metric, first.
+    pub regressed: Vec<report::Regressed>,
     pub groups: Vec<GroupRows>,
 }
 
 impl Comparison {
     pub fn new(a: &Side, b: &Side, by_peer_group: bool) -> Comparison {
+        let groups = report::compare(&a.sockets, &b.sockets, by_peer_group);
         Comparison {
-            groups: report::compare(&a.sockets, &b.sockets, by_peer_group),
+            regressed: report::regressed(&groups),
+            groups,
             a: a.head.clone(),
             b: b.head.clone(),
             method: METHOD,
@@ -72,6 +79,7 @@ pub(crate) mod tests {
                 to: t0 + Duration::from_secs(60),
                 polls: 61,
                 sockets: sockets.len(),
+                hosts: vec!["edge-1".into()],
             },
             sockets: sockets
                 .iter()
@@ -82,6 +90,7 @@ pub(crate) mod tests {
                     peer_group: "other".into(),
                     asn: None,
                     country: None,
+                    host: "edge-1".into(),
                     polls: 61,
                     bytes_sent: 15_000_000,
                     seconds: 60.0,

@@ -43,6 +43,27 @@ impl std::str::FromStr for SideSpec {
     }
 }
 
+/// A side: one or more recordings, comma-separated (`canary` against `edge-2,edge-3,edge-4`),
+/// each `PATH[@FROM..TO]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SideSpecs {
+    pub specs: Vec<SideSpec>,
+    /// As given.
+    pub text: String,
+}
+
+impl std::str::FromStr for SideSpecs {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<SideSpecs, String> {
+        if s.split(',').any(str::is_empty) {
+            return Err(format!("{s:?}: an empty recording in the list (PATH[@FROM..TO],...)"));
+        }
+        let specs = s.split(',').map(str::parse).collect::<Result<Vec<SideSpec>, String>>()?;
+        Ok(SideSpecs { specs, text: s.into() })
+    }
+}
+
 /// The longest offset: adding a longer one to a recording's first poll can overflow the clock
 /// (`+10000000000000000000s` panicked), and no recording is that long.
 const MAX_OFFSET: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
@@ -105,9 +126,24 @@ impl SideSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn t(s: &str) -> SystemTime {
         humantime::parse_rfc3339(s).unwrap()
+    }
+
+    #[test]
+    fn a_side_of_several_recordings_parses_each() {
+        let s: SideSpecs = "edge-2,edge-3@+1m..".parse().unwrap();
+        let paths: Vec<&Path> = s.specs.iter().map(|s| s.path.as_path()).collect();
+        assert_eq!(paths, [Path::new("edge-2"), Path::new("edge-3")]);
+        assert_eq!(
+            (s.specs[1].from, s.text.as_str()),
+            (Some(Bound::Offset(Duration::from_secs(60))), "edge-2,edge-3@+1m..")
+        );
+        for bad in ["a,,b", "a,", ",a", "a,b@x..y"] {
+            assert!(bad.parse::<SideSpecs>().is_err(), "{bad}");
+        }
     }
 
     #[test]

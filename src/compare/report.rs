@@ -43,6 +43,12 @@ impl Metric {
         }
     }
 
+    /// Whether a lower value is the better one: RTTs, inflation and retransmits; not throughput
+    /// and goodput.
+    pub fn lower_is_better(self) -> bool {
+        !matches!(self, Metric::ThroughputBitsPerSec | Metric::GoodputBitsPerSec)
+    }
+
     /// Whether B / A means something: not for a ratio of ratios near zero (retransmits).
     fn has_ratio(self) -> bool {
         self != Metric::RetransRatio
@@ -58,6 +64,8 @@ pub enum Group {
     PeerGroup(String),
     Asn(String),
     Country(String),
+    /// The sockets of one host's recordings (a side may hold several hosts).
+    Host(String),
 }
 
 impl Group {
@@ -68,6 +76,7 @@ impl Group {
             Group::PeerGroup(g) => s.peer_group == *g,
             Group::Asn(a) => s.asn.as_ref() == Some(a),
             Group::Country(c) => s.country.as_ref() == Some(c),
+            Group::Host(h) => s.host == *h,
         }
     }
 }
@@ -95,6 +104,50 @@ pub struct MetricRow {
     /// Why there is no interval ("too few sockets"), if there is none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// What the interval says of B, the metric's direction taken into account; absent without
+    /// an interval.
+    pub verdict: Option<Verdict>,
+}
+
+/// B against A, for one metric of one group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The whole interval of B - A lies on the metric's better side.
+    Better,
+    Worse,
+    /// The interval holds zero.
+    NoClearDifference,
+}
+
+impl Verdict {
+    fn of(metric: Metric, ci: &Interval) -> Verdict {
+        let lower = ci.hi < 0.0;
+        match (lower, ci.lo > 0.0) {
+            (false, false) => Verdict::NoClearDifference,
+            _ if lower == metric.lower_is_better() => Verdict::Better,
+            _ => Verdict::Worse,
+        }
+    }
+}
+
+/// A group in which B is worse than A on some metric (the interval says so).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Regressed {
+    pub group: Group,
+    pub metrics: Vec<Metric>,
+}
+
+/// The groups in which B regressed, in the report's order of groups.
+pub fn regressed(groups: &[GroupRows]) -> Vec<Regressed> {
+    groups
+        .iter()
+        .filter_map(|g| {
+            let worse: Vec<Metric> =
+                g.metrics.iter().filter(|m| m.verdict == Some(Verdict::Worse)).map(|m| m.metric).collect();
+            (!worse.is_empty()).then(|| Regressed { group: g.group.clone(), metrics: worse })
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -156,8 +209,9 @@ pub fn bound_labels(a: &mut [SocketSummary], b: &mut [SocketSummary]) {
 }
 
 /// Rows for every group either side has: all sockets, each cc, each peer group when
-/// `by_peer_group` (without a peer-groups file every peer is "other", the same as all), and each
-/// AS and country where the sockets carry them (an AS or country database was given).
+/// `by_peer_group` (without a peer-groups file every peer is "other", the same as all), each
+/// AS and country where the sockets carry them (an AS or country database was given), and each
+/// host where a side holds more than one.
 pub fn compare(a: &[SocketSummary], b: &[SocketSummary], by_peer_group: bool) -> Vec<GroupRows> {
     let mut groups = BTreeSet::from([Group::All]);
     for s in a.iter().chain(b) {
@@ -167,6 +221,12 @@ pub fn compare(a: &[SocketSummary], b: &[SocketSummary], by_peer_group: bool) ->
         }
         groups.extend(s.asn.clone().map(Group::Asn));
         groups.extend(s.country.clone().map(Group::Country));
+    }
+    // A row per host where a side holds several (with one a side, each is that side's all).
+    let (ha, hb): (BTreeSet<&String>, BTreeSet<&String>) =
+        (a.iter().map(|s| &s.host).collect(), b.iter().map(|s| &s.host).collect());
+    if ha.len() > 1 || hb.len() > 1 {
+        groups.extend(ha.union(&hb).map(|h| Group::Host((*h).clone())));
     }
     groups
         .into_iter()
@@ -211,6 +271,7 @@ fn metric_row(metric: Metric, a: &[SocketSummary], b: &[SocketSummary]) -> Metri
         diff_ci: cis.map(|c| c.0),
         ratio_ci: cis.and_then(|c| c.1).filter(|_| metric.has_ratio()),
         note,
+        verdict: cis.map(|c| Verdict::of(metric, &c.0)),
     }
 }
 
@@ -225,6 +286,7 @@ mod tests {
             peer_group: if cookie.is_multiple_of(2) { "even".into() } else { "odd".into() },
             asn: None,
             country: None,
+            host: "edge-1".into(),
             polls: 10,
             bytes_sent: 1_000,
             seconds: 9.0,
@@ -320,5 +382,34 @@ mod tests {
         let gb = row(&rows, &Group::Country("GB".into()), Metric::SrttP50Ms);
         assert_eq!((gb.a.sockets, gb.b.sockets), (15, 15));
         assert!(compare(&side(0), &side(100), false).len() > TOP_LABELS + 1, "without the bound, every AS");
+    }
+
+    /// A verdict takes the metric's direction: B's higher srtt is worse, its higher goodput
+    /// better; the groups worse on B are named, in the report's order; no interval, no verdict.
+    #[test]
+    fn verdicts_take_each_metrics_direction_and_name_the_regressed_groups() {
+        let a: Vec<SocketSummary> = (0..6).map(|c| summary(c, "cubic", 40.0 + c as f64)).collect();
+        let b: Vec<SocketSummary> = (10..16)
+            .map(|c| SocketSummary {
+                goodput_bits_per_sec: Some(9e6),
+                ..summary(c, "cubic", 80.0 + c as f64)
+            })
+            .collect();
+        let rows = compare(&a, &b, false);
+        assert_eq!(row(&rows, &Group::All, Metric::SrttP50Ms).verdict, Some(Verdict::Worse));
+        assert_eq!(row(&rows, &Group::All, Metric::GoodputBitsPerSec).verdict, Some(Verdict::Better));
+        assert_eq!(row(&rows, &Group::All, Metric::RetransRatio).verdict, Some(Verdict::NoClearDifference));
+        let worse = regressed(&rows);
+        assert_eq!(
+            worse.iter().map(|r| &r.group).collect::<Vec<_>>(),
+            [&Group::All, &Group::Cc("cubic".into())]
+        );
+        assert!(
+            worse[0].metrics.contains(&Metric::SrttP95Ms)
+                && !worse[0].metrics.contains(&Metric::GoodputBitsPerSec)
+        );
+        let few = compare(&a[..3], &b[..3], false);
+        assert_eq!(row(&few, &Group::All, Metric::SrttP50Ms).verdict, None);
+        assert!(regressed(&few).is_empty());
     }
 }

@@ -17,6 +17,8 @@ pub struct SocketSummary {
     pub cookie: Cookie,
     pub cc: String,
     pub peer_group: String,
+    /// The host whose recording saw it (its recording's `host`, else the recording's name).
+    pub host: String,
     /// Its peer's AS (`AS15169`, or `unknown`), with an AS database given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub asn: Option<String>,
@@ -142,6 +144,7 @@ fn summarise(cookie: Cookie, acc: Acc) -> SocketSummary {
         cookie,
         cc: acc.cc,
         peer_group: acc.peer_group,
+        host: String::new(),
         asn: acc.asn,
         country: acc.country,
         polls: acc.polls,

@@ -2,7 +2,7 @@
 //! sides' medians over sockets, B − A, B / A, and the interval of B − A. Pure.
 
 use super::Comparison;
-use super::report::{Group, Metric, MetricRow};
+use super::report::{Group, Metric, MetricRow, Verdict};
 use bbrtop_core::units::{bitrate, micros, percent};
 use std::fmt::Write;
 
@@ -47,6 +47,7 @@ fn group_title(g: &Group) -> String {
         Group::PeerGroup(p) => format!("peer group {p}"),
         Group::Asn(a) => format!("AS {}", a.strip_prefix("AS").unwrap_or(a)),
         Group::Country(c) => format!("country {c}"),
+        Group::Host(h) => format!("host {h}"),
     }
 }
 
@@ -54,12 +55,12 @@ fn group_title(g: &Group) -> String {
 fn verdict(r: &MetricRow) -> String {
     match (&r.diff_ci, &r.note) {
         (Some(ci), _) => {
-            let words = if ci.hi < 0.0 {
-                "B lower"
-            } else if ci.lo > 0.0 {
-                "B higher"
-            } else {
-                "no clear difference"
+            let words = match (r.verdict, ci.hi < 0.0) {
+                (Some(Verdict::Better), true) => "B better (lower)",
+                (Some(Verdict::Better), false) => "B better (higher)",
+                (Some(Verdict::Worse), true) => "B worse (lower)",
+                (Some(Verdict::Worse), false) => "B worse (higher)",
+                _ => "no clear difference",
             };
             format!("[{}, {}] {words}", r.metric.show_diff(ci.lo), r.metric.show_diff(ci.hi))
         }
@@ -101,6 +102,16 @@ pub fn render(c: &Comparison) -> String {
         m.seed,
         m.min_sockets
     );
+    let worse: Vec<String> = c
+        .regressed
+        .iter()
+        .map(|r| {
+            let metrics: Vec<&str> = r.metrics.iter().map(|m| m.label()).collect();
+            format!("{} ({})", group_title(&r.group), metrics.join(", "))
+        })
+        .collect();
+    let worse = if worse.is_empty() { "none".to_string() } else { worse.join("; ") };
+    let _ = writeln!(s, "Worse on B: {worse}.");
     for g in &c.groups {
         let _ = writeln!(s, "\n{} (A {} sockets, B {})", group_title(&g.group), g.sockets_a, g.sockets_b);
         row(&mut s, ["", "A", "B", "B-A", "B/A", &format!("{:.0}% CI of B-A", m.confidence * 100.0)]);
