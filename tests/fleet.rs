@@ -1,6 +1,6 @@
 //! The fleet A/B of the guides (../shared/guides/003): four edge hosts on one bloated path each,
-//! one BBR and three CUBIC, each running `bbrtop export`; one real Prometheus scrapes them with
-//! the shipped rules. The fleet query gives p95 srtt per host, lower on the BBR host; and every
+//! one BBR (the canary, labelled canary="true") and three CUBIC, each running `bbrtop export`;
+//! one real Prometheus scrapes them with the shipped rules. The fleet query gives p95 srtt per host, lower on the BBR host; and every
 //! query of the shipped Grafana dashboard returns data. Privileged.
 
 mod support;
@@ -42,11 +42,13 @@ fn root_fleet_ab_shows_bbr_lower_p95_srtt_and_every_dashboard_query_has_data() {
         edge("edge-cubic-3", "cubic"),
     ];
     let root = env!("CARGO_MANIFEST_DIR");
-    let targets: Vec<String> = hosts.iter().map(|h| format!("'127.0.0.1:{}'", h.port)).collect();
+    // The BBR host is the canary (labelled as dashboards/README.md says), the rest CUBIC.
+    let targets: Vec<String> = hosts[1..].iter().map(|h| format!("'127.0.0.1:{}'", h.port)).collect();
     let config = format!(
         "global: {{scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}}\n\
          rule_files: ['{root}/dashboards/prometheus/bbrtop-recording.rules.yml', '{root}/dashboards/prometheus/bbrtop-alerts.rules.yml']\n\
-         scrape_configs:\n  - job_name: bbrtop\n    static_configs: [{{targets: [{}]}}]\n",
+         scrape_configs:\n  - job_name: bbrtop\n    static_configs: [{{targets: ['127.0.0.1:{}'], labels: {{canary: 'true'}}}}, {{targets: [{}]}}]\n",
+        hosts[0].port,
         targets.join(", ")
     );
     let prom = Prometheus::start_config(&config);
