@@ -55,10 +55,26 @@ setup_duckdb() {
     "$DUCKDB_VENV/bin/pip" install -q --disable-pip-version-check "duckdb==$DUCKDB_VERSION"
 }
 
+# mmdb-writer writes MaxMind-format databases of the tests' own networks (scripts/mmdb_write.py):
+# a real writer, independent of the reader bbrtop uses. From PyPI, into a virtualenv of its own.
+MMDB_WRITER_VERSION=0.2.7
+MMDB_VENV="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/mmdb-venv"
+
+setup_mmdb_writer() {
+    if "$MMDB_VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mmdb_writer') != '$MMDB_WRITER_VERSION')" 2>/dev/null; then
+        return
+    fi
+    echo "bbrtop setup: installing mmdb-writer $MMDB_WRITER_VERSION (PyPI) into $MMDB_VENV" >&2
+    need_pkgs python3 python3-venv
+    python3 -m venv "$MMDB_VENV"
+    "$MMDB_VENV/bin/pip" install -q --disable-pip-version-check "mmdb-writer==$MMDB_WRITER_VERSION"
+}
+
 setup_test() {
     setup_build
     need_pkgs "${TEST_PKGS[@]}"
     setup_duckdb
+    setup_mmdb_writer
     # bpftrace's tracepoint probes read their formats from tracefs (tests/bpf_scripts.rs).
     if [ ! -e /sys/kernel/tracing/events ] && [ "$(id -u)" = 0 ]; then
         mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true

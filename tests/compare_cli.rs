@@ -2,6 +2,8 @@
 //! the SVG, time ranges of one recording, and bad input. Unprivileged: the recordings are of an
 //! engine fed synthetic sockets.
 
+mod support;
+
 use bbrtop::record::{RecordOptions, Recorder};
 use bbrtop_core::seam::Now;
 use bbrtop_core::seam::feed_dump;
@@ -249,4 +251,74 @@ fn a_canary_against_several_hosts() {
     assert!(text.contains("host canary (A 0 sockets, B 6)"), "{text}");
     let o = compare(&[&format!("{rest},"), &p("canary")]);
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// `scripts/mmdb_write.py` (mmdb-writer, from scripts/setup.sh) writes `spec` as a MaxMind-format
+/// database at `out`; false once its absence is said (which fails the test under CI).
+fn mmdb_write(out: &Path, spec: &Value) -> bool {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join("target/mmdb-venv/bin/python");
+    let ok = Command::new(&python).args(["-c", "import mmdb_writer"]).status().is_ok_and(|s| s.success());
+    if !ok {
+        support::guard::unavailable("mmdb-writer (scripts/setup.sh installs it into target/mmdb-venv)");
+        return false;
+    }
+    let mut child = Command::new(&python)
+        .arg(root.join("scripts/mmdb_write.py"))
+        .arg(out)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(spec.to_string().as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success(), "mmdb_write.py {}", out.display());
+    true
+}
+
+/// Databases of the test's own networks, written by a real writer (mmdb-writer), as the lab's
+/// populations will be mapped: each block's sockets in their AS's and country's rows.
+#[test]
+fn compares_by_as_and_country_from_databases_a_real_writer_made() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    let asn = serde_json::json!({"database_type": "bbrtop-lab-ASN", "networks": {
+        "10.61.0.0/16": {"autonomous_system_number": 64501, "autonomous_system_organization": "Lab mobile"},
+        "10.62.0.0/16": {"autonomous_system_number": 64502, "autonomous_system_organization": "Lab distant"}}});
+    let country = serde_json::json!({"database_type": "bbrtop-lab-Country", "networks": {
+        "10.61.0.0/16": {"country": {"iso_code": "BR"}},
+        "10.62.0.0/16": {"country": {"iso_code": "AU"}}}});
+    if !mmdb_write(&d.join("asn.mmdb"), &asn) || !mmdb_write(&d.join("country.mmdb"), &country) {
+        return;
+    }
+    // A third of the peers in each block, a third in neither.
+    let peer = |c: u64| match c % 3 {
+        0 => format!("10.61.0.{c}:443"),
+        1 => format!("10.62.0.{c}:443"),
+        _ => format!("10.99.0.{c}:443"),
+    };
+    for (name, cc, first, srtt) in [("a", "cubic", 1, 500), ("b", "bbr", 101, 40)] {
+        let mut r = recorder(&d.join(name));
+        write_to(&mut r, (t0(), 20), (cc, first, 15, srtt), peer);
+        r.finish().unwrap();
+    }
+    let p = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let v = json(&[
+        &p("a"),
+        &p("b"),
+        "--peer-groups.asn.file",
+        &p("asn.mmdb"),
+        "--peer-groups.country.file",
+        &p("country.mmdb"),
+    ]);
+    let by = |by: &str, name: &str| serde_json::json!({"by": by, "name": name});
+    for g in [
+        by("asn", "AS64501"),
+        by("asn", "AS64502"),
+        by("asn", "unknown"),
+        by("country", "BR"),
+        by("country", "AU"),
+    ] {
+        let m = metric(&v, &g, "srtt_p50_ms");
+        assert_eq!((m["a"]["sockets"].as_u64(), m["b"]["sockets"].as_u64()), (Some(5), Some(5)), "{g}");
+    }
 }
