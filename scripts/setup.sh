@@ -40,41 +40,32 @@ setup_build() {
     }
 }
 
-# DuckDB reads recordings in the tests as a user would, without bbrtop (tests/record.rs): from
-# PyPI, into a virtualenv of the project's own, so no system Python package is touched.
-DUCKDB_VERSION=2.0.0
-DUCKDB_VENV="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/duckdb-venv"
-
-setup_duckdb() {
-    if "$DUCKDB_VENV/bin/python" -c "import duckdb, sys; sys.exit(duckdb.__version__ != '$DUCKDB_VERSION')" 2>/dev/null; then
+# A virtualenv of the project's own at DIR holding PACKAGE==VERSION from PyPI, so no system
+# Python package is touched; made (again) unless it holds that version already.
+setup_venv() {
+    local dir=$1 package=$2 version=$3
+    if "$dir/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('$package') != '$version')" 2>/dev/null; then
         return
     fi
-    echo "bbrtop setup: installing DuckDB $DUCKDB_VERSION (PyPI) into $DUCKDB_VENV" >&2
+    echo "bbrtop setup: installing $package $version (PyPI) into $dir" >&2
     need_pkgs python3 python3-venv
-    python3 -m venv "$DUCKDB_VENV"
-    "$DUCKDB_VENV/bin/pip" install -q --disable-pip-version-check "duckdb==$DUCKDB_VERSION"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install -q --disable-pip-version-check "$package==$version"
 }
 
+TARGET_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target"
+# DuckDB reads recordings in the tests as a user would, without bbrtop (tests/record.rs).
 # mmdb-writer writes MaxMind-format databases of the tests' own networks (scripts/mmdb_write.py):
-# a real writer, independent of the reader bbrtop uses. From PyPI, into a virtualenv of its own.
-MMDB_WRITER_VERSION=0.2.7
-MMDB_VENV="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/target/mmdb-venv"
-
-setup_mmdb_writer() {
-    if "$MMDB_VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('mmdb_writer') != '$MMDB_WRITER_VERSION')" 2>/dev/null; then
-        return
-    fi
-    echo "bbrtop setup: installing mmdb-writer $MMDB_WRITER_VERSION (PyPI) into $MMDB_VENV" >&2
-    need_pkgs python3 python3-venv
-    python3 -m venv "$MMDB_VENV"
-    "$MMDB_VENV/bin/pip" install -q --disable-pip-version-check "mmdb-writer==$MMDB_WRITER_VERSION"
+# a real writer, independent of the reader bbrtop uses.
+setup_python_tools() {
+    setup_venv "$TARGET_DIR/duckdb-venv" duckdb 2.0.0
+    setup_venv "$TARGET_DIR/mmdb-venv" mmdb-writer 0.2.7
 }
 
 setup_test() {
     setup_build
     need_pkgs "${TEST_PKGS[@]}"
-    setup_duckdb
-    setup_mmdb_writer
+    setup_python_tools
     # bpftrace's tracepoint probes read their formats from tracefs (tests/bpf_scripts.rs).
     if [ ! -e /sys/kernel/tracing/events ] && [ "$(id -u)" = 0 ]; then
         mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true

@@ -2,7 +2,7 @@
 //! socket, not the poll, so a long-lived socket weighs as much as a short one and consecutive
 //! polls of one socket (which are far from independent) are not counted as evidence many times.
 
-use bbrtop_core::geo::{self, Geo};
+use bbrtop_core::geo::Geo;
 use bbrtop_core::model::{Cookie, Count, Tally};
 use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::snapshot::Snapshot;
@@ -98,15 +98,12 @@ impl<'a> Summarizer<'a> {
             let (groups, geo) = (self.groups, self.geo);
             let acc = self.sockets.entry(r.cookie).or_insert_with(|| {
                 // Looked up once, when the socket is first seen.
-                let g = if geo.is_empty() { Default::default() } else { geo.lookup(r.peer.ip()) };
+                let (asn, country) = geo.labels(r.peer.ip());
                 Acc {
                     cc: r.cc_name().to_string(),
                     peer_group: groups.group(r.peer.ip()).to_string(),
-                    asn: geo.asn.as_ref().map(|_| geo::asn_label(g.asn)),
-                    country: geo
-                        .country
-                        .as_ref()
-                        .map(|_| g.country.unwrap_or_else(|| geo::UNKNOWN.to_string())),
+                    asn,
+                    country,
                     first: (at, counts),
                     last: (at, counts),
                     polls: 0,

@@ -55,12 +55,11 @@ fn group_title(g: &Group) -> String {
 fn verdict(r: &MetricRow) -> String {
     match (&r.diff_ci, &r.note) {
         (Some(ci), _) => {
-            let words = match (r.verdict, ci.hi < 0.0) {
-                (Some(Verdict::Better), true) => "B better (lower)",
-                (Some(Verdict::Better), false) => "B better (higher)",
-                (Some(Verdict::Worse), true) => "B worse (lower)",
-                (Some(Verdict::Worse), false) => "B worse (higher)",
-                _ => "no clear difference",
+            let side = if ci.hi < 0.0 { "lower" } else { "higher" };
+            let words = match r.verdict {
+                Some(Verdict::Better) => format!("B better ({side})"),
+                Some(Verdict::Worse) => format!("B worse ({side})"),
+                _ => "no clear difference".to_string(),
             };
             format!("[{}, {}] {words}", r.metric.show_diff(ci.lo), r.metric.show_diff(ci.hi))
         }

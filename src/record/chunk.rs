@@ -210,8 +210,7 @@ impl<W: Write + Send> Pair<W> {
     /// Memory a chunk written into memory takes so far: the encoders' buffers, and what they
     /// wrote out (a keyframe apart).
     pub fn in_memory(&self) -> usize {
-        let w = |w: &ArrowWriter<W>| w.memory_size() + w.bytes_written();
-        w(&self.sockets) + w(&self.polls)
+        self.buffered() + self.sockets.bytes_written() + self.polls.bytes_written()
     }
 
     /// Memory the encoders hold, not yet written out (for a chunk written into files).

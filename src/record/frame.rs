@@ -89,10 +89,8 @@ fn decode_parts(body: &[u8], held: Option<&Snapshot>) -> anyhow::Result<(Snapsho
         socks.len(),
         row.rows
     );
-    let sockets = match base {
-        None => rebuild::apply(&Sockets::default(), true, socks, row.view_at(meta.rule)),
-        Some(b) => rebuild::apply(b, false, socks, row.view_at(meta.rule)),
-    };
+    let empty = Sockets::default();
+    let sockets = rebuild::apply(base.unwrap_or(&empty), base.is_none(), socks, row.view_at(meta.rule));
     Ok((row.into_snapshot(sockets, meta.rule), meta.system))
 }
 

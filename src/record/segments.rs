@@ -112,9 +112,8 @@ pub fn recover(dir: &Path) -> anyhow::Result<()> {
     for (chunk, mut parts) in chunks {
         parts.sort();
         // Segments after a missing one are changes against sockets no file holds: gone.
-        let whole = (1..=parts.len())
-            .take_while(|&n| in_sequence(n.checked_sub(2).map(|i| parts[i].as_str()), &parts[n - 1]))
-            .count();
+        let mut before = None;
+        let whole = parts.iter().take_while(|p| in_sequence(before.replace(p.as_str()), p)).count();
         if whole < parts.len() {
             tracing::warn!(chunk, lost = parts.len() - whole, "segments after a missing one are dropped");
             remove(dir, &parts[whole..]);

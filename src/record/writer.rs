@@ -65,6 +65,8 @@ pub struct Recorder {
     closed_seq: u64,
     /// Bytes of the chunks this recorder finished.
     written: u64,
+    /// Segments ended and chunks closed so far: the directory's files change with it only.
+    file_changes: u64,
     _lock: File,
 }
 
@@ -98,6 +100,7 @@ impl Recorder {
             open: None,
             closed_seq: 0,
             written: 0,
+            file_changes: 0,
             _lock: lock,
         })
     }
@@ -143,6 +146,12 @@ impl Recorder {
         &self.dir
     }
 
+    /// How often the directory's files changed (a segment ended, a chunk closed): the same count,
+    /// the same files.
+    pub fn file_changes(&self) -> u64 {
+        self.file_changes
+    }
+
     /// Closes the chunk under way; the bytes this recorder wrote, in all.
     pub fn finish(mut self) -> anyhow::Result<u64> {
         self.close()?;
@@ -171,6 +180,7 @@ impl Recorder {
         let Some(Open { pair, mut chunk }) = self.open.take() else { return Ok(()) };
         let meta = pair.meta.clone();
         let carry = self.end_segment(pair, &mut chunk)?;
+        self.file_changes += 1;
         let (socks, polls) = self.create_part(&chunk.stem, chunk.parts.len())?;
         self.open = Some(Open { pair: chunk::Pair::resume(socks, polls, meta, at, carry)?, chunk });
         Ok(())
@@ -201,6 +211,7 @@ impl Recorder {
     fn close(&mut self) -> anyhow::Result<()> {
         let Some(Open { pair, mut chunk }) = self.open.take() else { return Ok(()) };
         self.end_segment(pair, &mut chunk)?;
+        self.file_changes += 1;
         self.written += segments::compact(&self.dir, &chunk.stem, &chunk.parts)?;
         retain(&self.dir, &self.opts, SystemTime::now())
     }

@@ -7,7 +7,6 @@
 //! answers.
 
 use maxminddb::{Reader, geoip2};
-use serde::Serialize;
 use std::net::IpAddr;
 
 /// Which database a file must be.
@@ -80,14 +79,11 @@ pub struct Geo {
 
 /// What the databases say of one address: each part absent where its database is, or where it
 /// holds nothing for the address (private ranges, loopback, unallocated).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PeerGeo {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub asn: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub as_org: Option<String>,
     /// ISO 3166-1 alpha-2.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub country: Option<String>,
 }
 
@@ -95,9 +91,14 @@ impl Geo {
     /// No database: every lookup finds nothing.
     pub const NONE: Geo = Geo { asn: None, country: None };
 
-    /// Whether any database is given.
-    pub fn is_empty(&self) -> bool {
-        self.asn.is_none() && self.country.is_none()
+    /// The AS and country labels `ip` takes where the labels are kept: `AS15169` or `unknown`
+    /// with an AS database, a country code or `unknown` with a country database, and `None` for
+    /// a dimension whose database is not given.
+    pub fn labels(&self, ip: IpAddr) -> (Option<String>, Option<String>) {
+        let g = self.lookup(ip);
+        let asn = self.asn.as_ref().map(|_| asn_label(g.asn));
+        let country = self.country.as_ref().map(|_| g.country.unwrap_or_else(|| UNKNOWN.to_string()));
+        (asn, country)
     }
 
     /// What the databases say of `ip`. An IPv4 address mapped into IPv6 is looked up as IPv4.
@@ -175,5 +176,8 @@ mod tests {
     fn labels() {
         assert_eq!(asn_label(Some(64_500)), "AS64500");
         assert_eq!(asn_label(None), "unknown");
+        let ip = "1.0.0.1".parse().unwrap();
+        assert_eq!(geo().labels(ip), (Some("AS15169".into()), Some("unknown".into())));
+        assert_eq!(Geo::NONE.labels(ip), (None, None), "no database, no label");
     }
 }

@@ -73,11 +73,6 @@ impl Hindsight {
         Ok(Hindsight { store: Store::Spool(spool::Spool::open(dir, opts, &system)?) })
     }
 
-    /// Whether the polls are on disk.
-    pub fn is_spooled(&self) -> bool {
-        matches!(self.store, Store::Spool(_))
-    }
-
     /// Adds one poll, then forgets what is out of the window or over the bound.
     pub fn push(&mut self, snap: &Snapshot) -> anyhow::Result<()> {
         match &mut self.store {
@@ -114,8 +109,9 @@ impl Hindsight {
                 (dir, bytes, span)
             }
             Store::Spool(s) => {
-                anyhow::ensure!(s.finish_open()? > 0, "hindsight holds no polls yet");
-                let (dir, bytes) = write_dump(parent, now, |tmp| s.link_into(tmp))?;
+                let chunks = s.finish_open()?;
+                anyhow::ensure!(!chunks.is_empty(), "hindsight holds no polls yet");
+                let (dir, bytes) = write_dump(parent, now, |tmp| s.link_into(&chunks, tmp))?;
                 let rec = super::Recording::open(&dir)?;
                 let (first, last) = (rec.polls().first(), rec.polls().last());
                 (dir, bytes, (rec.polls().len() as u64, first.map(|p| p.at), last.map(|p| p.at)))

@@ -14,6 +14,9 @@ use std::path::Path;
 
 pub struct Spool {
     recorder: Recorder,
+    /// The spool's bytes on disk, counted when its files last changed (the recorder's count
+    /// then): a poll that only appends to the segment under way reads no directory.
+    bytes: (u64, u64),
 }
 
 impl Spool {
@@ -24,11 +27,24 @@ impl Spool {
             max_age: Some(opts.window),
             max_bytes: Some(opts.max_bytes),
         };
-        Ok(Spool { recorder: Recorder::create(dir, record, system)? })
+        let mut spool = Spool { recorder: Recorder::create(dir, record, system)?, bytes: (0, 0) };
+        spool.recount()?;
+        Ok(spool)
     }
 
     pub fn push(&mut self, snap: &Snapshot) -> anyhow::Result<()> {
-        self.recorder.write(snap)
+        self.recorder.write(snap)?;
+        if self.bytes.0 != self.recorder.file_changes() {
+            self.recount()?;
+        }
+        Ok(())
+    }
+
+    /// Counts the spool's bytes on disk; its chunks.
+    fn recount(&mut self) -> anyhow::Result<Vec<writer::ChunkFile>> {
+        let chunks = writer::chunks(self.recorder.dir())?;
+        self.bytes = (self.recorder.file_changes(), chunks.iter().map(|c| c.bytes).sum());
+        Ok(chunks)
     }
 
     pub fn memory_bytes(&self) -> u64 {
@@ -37,19 +53,19 @@ impl Spool {
 
     /// The spool's chunks and segments on disk.
     pub fn bytes(&self) -> u64 {
-        writer::chunks(self.recorder.dir()).map_or(0, |cs| cs.iter().map(|c| c.bytes).sum())
+        self.bytes.1
     }
 
     /// Closes the chunk under way, so that the newest poll is in a chunk; the chunks held.
-    pub fn finish_open(&mut self) -> anyhow::Result<usize> {
+    pub fn finish_open(&mut self) -> anyhow::Result<Vec<writer::ChunkFile>> {
         self.recorder.close_chunk()?;
-        Ok(writer::chunks(self.recorder.dir())?.len())
+        self.recount()
     }
 
-    /// Links every chunk's files into `dir` (copies them where links cannot be made); their bytes.
-    pub fn link_into(&self, dir: &Path) -> anyhow::Result<u64> {
+    /// Links `chunks`' files into `dir` (copies them where links cannot be made); their bytes.
+    pub fn link_into(&self, chunks: &[writer::ChunkFile], dir: &Path) -> anyhow::Result<u64> {
         let mut bytes = 0;
-        for c in writer::chunks(self.recorder.dir())? {
+        for c in chunks {
             // The sockets file first: a chunk is whole once its polls file is there.
             for suffix in [SOCKETS_SUFFIX, POLLS_SUFFIX] {
                 let name = format!("{}{suffix}", c.stem);
