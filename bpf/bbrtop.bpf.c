@@ -12,6 +12,7 @@
 #define AF_INET6 10
 #define IPPROTO_TCP 6
 #define TCP_ESTABLISHED 1
+#define TCP_SYN_SENT 2
 
 /* A verifier-inlined cast (no helper call): the result reads as an untrusted BTF pointer,
  * each load a PROBE_MEM load. tcp_probe only fires for full TCP sockets, so the cast holds. */
@@ -56,6 +57,7 @@ struct bbrtop_phase _phase_layout = {};
 struct bbrtop_close _close_layout = {};
 struct bbrtop_rtt_window _window_layout = {};
 struct bbrtop_sock _sock_layout = {};
+struct bbrtop_resp _resp_layout = {};
 
 static __always_inline void count_lost(void)
 {
@@ -210,6 +212,73 @@ static __always_inline void note_move(struct sock *sk, struct sock_state *st, __
 	st->filled_ns = now;
 }
 
+/* One response delivered: from st->resp_start_ns to `now`. The cc's name and the peer ride
+ * along, so userspace files it without the socket (it may be gone, or of another namespace). */
+static __always_inline void emit_response(struct sock *sk, struct tcp_sock *tp, struct sock_state *st,
+					  __u32 bytes, __u64 now, bool at_close)
+{
+	struct bbrtop_resp *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		count_lost();
+		return;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	fill_hdr(&e->h, BBRTOP_RESPONSE, sk, now);
+	e->start_ns = st->resp_start_ns;
+	e->bytes = bytes;
+	e->at_close = at_close;
+	e->opened = st->opened;
+	e->lport = __builtin_bswap16(tp->inet_conn.icsk_inet.inet_sport);
+	e->rport = __builtin_bswap16(sk->__sk_common.skc_dport);
+	e->family = sk->__sk_common.skc_family;
+	if (e->family == AF_INET6)
+		copy_in6(e->daddr, &sk->__sk_common.skc_v6_daddr);
+	else
+		*(__u32 *)e->daddr = sk->__sk_common.skc_daddr;
+	const struct tcp_congestion_ops *ops = tp->inet_conn.icsk_ca_ops;
+	if (ops)
+		bpf_probe_read_kernel_str(e->cc, sizeof(e->cc), ops->name);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* The start of a response: the application writes to a socket with nothing unacknowledged and
+ * nothing queued. Fires once per chunk a write copies (a write to an idle socket: its first);
+ * a write that finds data outstanding joins the response under way and returns before the
+ * storage lookup. */
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(tcp_sendmsg_locked, struct sock *sk, const struct msghdr *msg, const struct sk_buff *skb,
+	     int size_goal)
+{
+	struct tcp_sock *tp = TCP_SK(sk); /* tcp_sendmsg_locked: always a full TCP socket */
+	struct sock_state *st;
+
+	if (!tp || tp->write_seq != tp->snd_una)
+		return 0;
+	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!st)
+		return 0;
+	st->resp_start_ns = bpf_ktime_get_ns();
+	st->resp_start_seq = tp->write_seq;
+	return 0;
+}
+
+/* The end of the response under way, if this segment's ACK covers everything written: the
+ * segment is tcp_probe's, whose data starts at its TCP header (tcp_rcv_established's `th`). */
+static __always_inline void end_response(struct sock *sk, struct tcp_sock *tp, struct sock_state *st,
+					 const struct sk_buff *skb)
+{
+	const struct tcphdr *th =
+		bpf_rdonly_cast(skb->data, bpf_core_type_id_kernel(struct tcphdr));
+	__u32 ack = __builtin_bswap32(th->ack_seq);
+	__u32 written = tp->write_seq;
+
+	if ((__s32)(ack - written) < 0)
+		return;
+	if (written != st->resp_start_seq)
+		emit_response(sk, tp, st, written - st->resp_start_seq, bpf_ktime_get_ns(), 0);
+	st->resp_start_ns = 0;
+}
+
 SEC("tp_btf/tcp_probe")
 int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 {
@@ -229,6 +298,8 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!st)
 		return 0;
+	if (st->resp_start_ns)
+		end_response(sk, tp, st, skb);
 
 	__u32 srtt8 = tp->srtt_us;
 	srtt = srtt8 >> 3;
@@ -385,6 +456,8 @@ int BPF_PROG(tcp_established, const struct sock *sk, const int oldstate, const i
 		return 0;
 	if (newstate == TCP_ESTABLISHED && !st->first_ns)
 		st->first_ns = bpf_ktime_get_ns();
+	if (newstate == TCP_ESTABLISHED)
+		st->opened = oldstate == TCP_SYN_SENT ? 1 : 2;
 	/* Leaving ESTABLISHED is a move too; the state a socket closes in comes with its close. */
 	note_move((struct sock *)sk, st, current_epoch(), 0, newstate);
 	return 0;
@@ -457,6 +530,15 @@ int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 		e->bbr_mode = BPF_CORE_READ_BITFIELD(bbr, mode);
 		e->bbr_min_rtt_us = bbr_min_rtt(bbr);
 		e->bbr_bw = bbr_max_bw(bbr);
+	}
+	/* A response whose last ACK came after the socket left ESTABLISHED (a server that writes
+	 * and closes): tcp_probe never saw it, but the socket ends as its FIN is acked, so the end
+	 * dates the delivery. Only if every byte written was acked; the FIN's sequence number, which
+	 * write_seq counts, is not a byte of it. */
+	if (st && st->resp_start_ns && tp->snd_una == tp->write_seq) {
+		__u32 bytes = tp->write_seq - st->resp_start_seq - 1;
+		if ((__s32)bytes > 0)
+			emit_response(sk, tp, st, bytes, now, 1);
 	}
 	/* Its last move's record, if not yet read, would only bring it back. */
 	if (walk_on)

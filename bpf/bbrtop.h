@@ -9,6 +9,7 @@ enum bbrtop_kind {
 	BBRTOP_INFL_END = 2,
 	BBRTOP_PHASE = 3,
 	BBRTOP_CLOSE = 4,
+	BBRTOP_RESPONSE = 5,
 };
 
 /* 24 bytes, first in every event. */
@@ -80,6 +81,24 @@ struct bbrtop_close {
 	__u32 dsack_dups;
 	__u32 total_rto;       /* 0 where the kernel has no total_rto (before 6.7) */
 	__u32 _pad;
+};
+
+/* RESPONSE: 80 bytes, one per response a socket delivered: from the first byte the application
+ * wrote to the idle socket (nothing unacknowledged, nothing queued) to the ACK that covered
+ * every byte written since. h.ts_ns is that ACK's arrival (or the socket's end, `at_close`, for
+ * a response whose last ACK came after the socket left ESTABLISHED, where tcp_probe is silent). */
+struct bbrtop_resp {
+	struct bbrtop_hdr h;
+	__u64 start_ns;        /* ktime of the first write */
+	__u32 bytes;           /* bytes written in the response */
+	__u16 family;          /* AF_INET 2 or AF_INET6 10 */
+	__u8 at_close;
+	__u8 opened;           /* how the socket was opened: 0 before bbrtop loaded, 1 connect, 2 accept */
+	__u16 lport;           /* host order */
+	__u16 rport;           /* host order */
+	__u32 _pad;
+	__u8 daddr[16];        /* the peer; v4: first 4 bytes */
+	char cc[16];
 };
 
 /* The RTT window of one socket, first in its socket-local storage, which userspace reads with

@@ -10,7 +10,8 @@ struct sock_state {
 	__u32 filled_epoch;        /* the read epoch of the socket's latest walk record */
 	__u64 filled_ns;           /* ... and when it was filled */
 	__u32 samples;             /* lifetime */
-	__u8 is_bbr, mode, seen_phase, _pad;
+	__u8 is_bbr, mode, seen_phase;
+	__u8 opened;               /* 0 before bbrtop loaded, 1 by connect (from SYN_SENT), 2 by accept */
 	const void *ca_ops;        /* the ops is_bbr was computed for */
 	__u64 onset_ns;            /* 0: not inflated */
 	/* As of the last segment seen with data in flight: the RTT sample its ACK takes is srtt's
@@ -25,6 +26,10 @@ struct sock_state {
 	__u32 peak_ratio_all;      /* lifetime */
 	__u32 inflations;
 	__u32 entered[BBR_MODES];
+	/* The response under way: begun by a write to the idle socket, ended by the ACK that
+	 * covers everything written since (bpf/bbrtop.h, struct bbrtop_resp). */
+	__u64 resp_start_ns;       /* 0: none */
+	__u32 resp_start_seq;      /* write_seq at its first byte */
 };
 
 struct {

@@ -109,7 +109,16 @@ struct sock {
 	struct socket *sk_socket;
 };
 
-struct sk_buff;
+struct sk_buff {
+	unsigned char *data;
+};
+
+/* Only the acknowledgment number: tcp_probe's segment starts with its TCP header. */
+struct tcphdr {
+	__be32 ack_seq;
+};
+
+struct msghdr;
 
 struct tcp_congestion_ops {
 	char name[16];

@@ -80,7 +80,7 @@ fn main() {
         println!("{n:>8} tick (nothing moved): {:.2} ms", tick_t.as_secs_f64() * 1e3);
         let (json_t, json_b) = time(runs, || {
             let views = snap.sockets.to_vec();
-            serde_json::to_vec(&SnapshotDoc::new(&snap, views.iter().collect())).unwrap().len()
+            serde_json::to_vec(&SnapshotDoc::new(&snap, views.iter().collect(), &[])).unwrap().len()
         });
         for top_k in [0, 100, 1000] {
             let scrape = || Scrape {

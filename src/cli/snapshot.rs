@@ -179,7 +179,8 @@ impl<W: Write> DocWriter<W> {
         std::mem::replace(&mut self.error, Ok(()))?;
         self.open()?;
         let doc = self.doc.take().ok_or_else(|| std::io::Error::other("the output was already closed"))?;
-        let mut w = doc.end(by_cc, collectors)?;
+        // One poll: no response has had time to be delivered.
+        let mut w = doc.end(by_cc, collectors, &[])?;
         w.flush()?;
         Ok(w)
     }
@@ -219,7 +220,7 @@ mod tests {
         let snap = engine.tick(now);
         let mut whole = Vec::new();
         let views = snap.sockets.to_vec();
-        json::write_line(&mut whole, &json::SnapshotDoc::new(&snap, views.iter().collect())).unwrap();
+        json::write_line(&mut whole, &json::SnapshotDoc::new(&snap, views.iter().collect(), &[])).unwrap();
 
         let read = move |sink: &mut dyn DumpSink, now| {
             feed_dump(sink, dump, now);

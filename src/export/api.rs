@@ -92,5 +92,6 @@ fn write_doc(snap: &Snapshot, out: ChannelWriter) -> std::io::Result<()> {
         encode_sockets(&mut buf, &batch)?;
         doc.encoded(&buf, batch.len())?;
     }
-    doc.end(&snap.by_cc, &snap.collectors)?.flush()
+    let responses = bbrtop_core::snapshot::totals::response_rows(&snap.totals);
+    doc.end(&snap.by_cc, &snap.collectors, &responses)?.flush()
 }

@@ -17,6 +17,7 @@ use bbrtop_core::snapshot::CcAggregate;
 use bbrtop_core::snapshot::CcTotals;
 use bbrtop_core::snapshot::ClosedAggregate;
 use bbrtop_core::snapshot::hist::Hist;
+use bbrtop_core::snapshot::responses::SizeClass;
 use bbrtop_core::snapshot::{CollectorStatus, Role, Snapshot, SocketView};
 use live_hist::LiveHist;
 use prometheus_client::collector::Collector;
@@ -448,6 +449,7 @@ impl Collector for Scrape {
         encode_inflated_goodput(&mut enc, &by_group)?;
         encode_closed(&mut enc, &snap.closed_by_cc)?;
         encode_totals(&mut enc, &snap.totals)?;
+        encode_responses(&mut enc, &snap.totals)?;
         encode_ecn(&mut enc, &snap.by_cc)?;
         let views = if self.top_k > 0 || self.by_pod_namespace { snap.sockets.to_vec() } else { Vec::new() };
         if self.top_k > 0 {
@@ -524,6 +526,26 @@ fn encode_totals(enc: &mut Enc, totals: &[CcTotals]) -> std::fmt::Result {
         counters(enc, name, &help, rows)?;
     }
     Ok(())
+}
+
+/// Response delivery times per (cc, peer group, size class), since start: a counter histogram
+/// (`rate()` and `histogram_quantile` work), with native buckets for a scraper that asks.
+fn encode_responses(enc: &mut Enc, totals: &[CcTotals]) -> std::fmt::Result {
+    let rows: Vec<_> = totals
+        .iter()
+        .flat_map(|t| SizeClass::ALL.map(|c| (t, c)))
+        .filter(|(t, c)| t.responses.get(*c).count() > 0)
+        .map(|(t, c)| {
+            let labels = [("cc", t.cc.as_str()), ("peer_group", t.peer_group.as_str()), ("size", c.label())];
+            (labels, LiveHist::of(live_hist::RESPONSE, t.responses.get(c)))
+        })
+        .collect();
+    live_histograms(
+        enc,
+        "bbrtop_response_delivery_seconds",
+        "Responses servers sent, from the first byte written to an idle socket to the ACK of the last (eBPF), by cc, peer group and size class (le15kB, le200kB, le2MB, gt2MB), since start.",
+        rows.iter().map(|(l, h)| (*l, h)),
+    )
 }
 
 /// ECN per cc, from the snapshot's aggregates: sockets that negotiated it, and the CE-marked

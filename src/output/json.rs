@@ -3,6 +3,7 @@
 //! Field names are stable and carry their units (`srtt_us`, `pacing_rate_bytes_per_sec`). A field
 //! the kernel did not send is absent, never zero. The README documents every field.
 
+use bbrtop_core::snapshot::responses::ResponseRow;
 use bbrtop_core::snapshot::{CcAggregate, CollectorStatus, Snapshot, SocketView};
 use serde::Serialize;
 use std::io::Write;
@@ -15,11 +16,20 @@ pub struct SnapshotDoc<'a> {
     pub sockets: Vec<&'a SocketView>,
     pub by_cc: &'a [CcAggregate],
     pub collectors: &'a [CollectorStatus],
+    /// Response delivery times since start (eBPF), per cc, peer group and size class.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub responses: &'a [ResponseRow],
 }
 
 impl<'a> SnapshotDoc<'a> {
-    pub fn new(snap: &'a Snapshot, sockets: Vec<&'a SocketView>) -> Self {
-        SnapshotDoc { taken_at: snap.taken_at, sockets, by_cc: &snap.by_cc, collectors: &snap.collectors }
+    pub fn new(snap: &'a Snapshot, sockets: Vec<&'a SocketView>, responses: &'a [ResponseRow]) -> Self {
+        SnapshotDoc {
+            taken_at: snap.taken_at,
+            sockets,
+            by_cc: &snap.by_cc,
+            collectors: &snap.collectors,
+            responses,
+        }
     }
 
     /// The document without its sockets, split where they go: `{..."sockets":[` and `]...}`.
@@ -43,7 +53,8 @@ pub struct DocStream<W: Write> {
 impl<W: Write> DocStream<W> {
     pub fn begin(mut w: W, taken_at: std::time::SystemTime) -> std::io::Result<Self> {
         let (head, _) =
-            SnapshotDoc { taken_at, sockets: Vec::new(), by_cc: &[], collectors: &[] }.around_sockets();
+            SnapshotDoc { taken_at, sockets: Vec::new(), by_cc: &[], collectors: &[], responses: &[] }
+                .around_sockets();
         w.write_all(head.as_bytes())?;
         Ok(DocStream { w, taken_at, sockets: 0 })
     }
@@ -63,8 +74,13 @@ impl<W: Write> DocStream<W> {
     }
 
     /// Closes the document with what is known only once every socket is in; ends the line.
-    pub fn end(mut self, by_cc: &[CcAggregate], collectors: &[CollectorStatus]) -> std::io::Result<W> {
-        let doc = SnapshotDoc { taken_at: self.taken_at, sockets: Vec::new(), by_cc, collectors };
+    pub fn end(
+        mut self,
+        by_cc: &[CcAggregate],
+        collectors: &[CollectorStatus],
+        responses: &[ResponseRow],
+    ) -> std::io::Result<W> {
+        let doc = SnapshotDoc { taken_at: self.taken_at, sockets: Vec::new(), by_cc, collectors, responses };
         let (_, tail) = doc.around_sockets();
         self.w.write_all(tail.as_bytes())?;
         self.w.write_all(b"\n")?;
@@ -122,18 +138,34 @@ mod tests {
             })
             .collect();
         feed_dump(&mut e, Dump { sockets: recs, ..Dump::default() }, now);
+        e.apply(bbrtop_core::seam::Update::Response(bbrtop_core::seam::Response {
+            cookie: 1,
+            netns: 0,
+            cc: "bbr".into(),
+            peer: "192.0.2.1".parse().unwrap(),
+            bytes: 15_000,
+            took: std::time::Duration::from_millis(30),
+            at_close: false,
+            served: true,
+        }));
         let snap = e.tick(now);
+        let responses = bbrtop_core::snapshot::totals::response_rows(&snap.totals);
+        assert_eq!(responses.len(), 2, "{responses:?}");
         for n in [0, 3] {
             let views = snap.sockets.to_vec();
-            let whole = SnapshotDoc::new(&snap, views.iter().take(n).collect());
+            let whole = SnapshotDoc::new(&snap, views.iter().take(n).collect(), &responses);
             let mut want = Vec::new();
             write_line(&mut want, &whole).unwrap();
             let mut d = DocStream::begin(Vec::new(), snap.taken_at).unwrap();
             for s in views.iter().take(n) {
                 d.socket(s).unwrap();
             }
-            let got = d.end(&snap.by_cc, &snap.collectors).unwrap();
-            assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap(), "{n} sockets");
+            let got = String::from_utf8(d.end(&snap.by_cc, &snap.collectors, &responses).unwrap()).unwrap();
+            assert_eq!(got, String::from_utf8(want).unwrap(), "{n} sockets");
+            assert!(
+                got.contains(r#""responses":[{"cc":"bbr","peer_group":"all","size":"all","count":1"#),
+                "{got}"
+            );
         }
     }
 }

@@ -53,6 +53,11 @@ pub fn ss_established(lab: &Lab) -> Vec<SsSocket> {
 /// `bbrtop export` watching the lab's sender namespace on a free loopback port, once ready; the
 /// process ends (by its PID) when the returned handle drops.
 pub fn exporter(lab: &Lab) -> (super::Exporter, u16) {
+    exporter_with(lab, &[])
+}
+
+/// [`exporter`] with more flags.
+pub fn exporter_with(lab: &Lab, args: &[&str]) -> (super::Exporter, u16) {
     let port = super::http::free_port();
     let (hindsight, hindsight_flag) = super::hindsight_dir();
     let child = Command::new(env!("CARGO_BIN_EXE_bbrtop"))
@@ -60,6 +65,7 @@ pub fn exporter(lab: &Lab) -> (super::Exporter, u16) {
         .arg(format!("--netns={}", lab.sender_netns().display()))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
         .arg(hindsight_flag)
+        .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

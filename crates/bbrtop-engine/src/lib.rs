@@ -172,6 +172,13 @@ impl Engine {
                 self.republish(cookie, |f| f.kernel = None);
             }
             Update::BpfStatus(poll) => self.kernel.bpf_poll(poll),
+            Update::Response(r) => {
+                let ours = r.served && self.scope.is_none_or(|ns| ns == u64::from(r.netns));
+                let peer = std::net::SocketAddr::new(r.peer, 0);
+                if ours && (self.cfg.rule.loopback || !bbrtop_core::model::is_loopback_peer(peer)) {
+                    self.totals.response(&r.cc, r.peer, r.bytes, r.took.as_secs_f64());
+                }
+            }
         }
     }
 

@@ -89,7 +89,15 @@ impl Totals {
         let found = self.buckets.iter().position(|(b, g)| *g == group && b.cc == cc);
         found.unwrap_or_else(|| {
             let peer_group = self.groups.name(group).to_string();
-            self.buckets.push((CcTotals { cc: cc.to_string(), peer_group, counts: Tally::default() }, group));
+            self.buckets.push((
+                CcTotals {
+                    cc: cc.to_string(),
+                    peer_group,
+                    counts: Tally::default(),
+                    responses: Default::default(),
+                },
+                group,
+            ));
             self.buckets.len() - 1
         }) as u32
     }
@@ -118,6 +126,12 @@ impl Totals {
                 self.retired.remove(&old);
             }
         }
+    }
+
+    /// One response a socket of `cc` delivered to `peer`: `bytes` in `secs`.
+    pub fn response(&mut self, cc: &str, peer: IpAddr, bytes: u64, secs: f64) {
+        let b = self.bucket(cc, peer) as usize;
+        self.buckets[b].0.responses.observe(bytes, secs);
     }
 
     /// The close record of a socket the engine does not track: one it retired, or one that lived

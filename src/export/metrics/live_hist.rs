@@ -9,13 +9,13 @@
 //! boundaries): within 9.1%. A value is placed once, by its native index; the classic counts are
 //! sums of native ones.
 
-/// Native schema: each power of two is split into 2^SCHEMA buckets.
-pub const SCHEMA: i32 = 4;
+#[cfg(test)]
+use bbrtop_core::snapshot::loghist::index;
+use bbrtop_core::snapshot::loghist::{LogHist, bound};
+pub use bbrtop_core::snapshot::loghist::{SCHEMA, ZERO_THRESHOLD};
+
 /// Native buckets per classic bucket: the classic ladder is schema 3's boundaries.
 const PER_CLASSIC: i32 = 2;
-/// The native zero bucket's half-width, client_golang's default (2^-128): only a zero falls in.
-pub const ZERO_THRESHOLD: f64 = 2.938_735_877_055_719e-39;
-
 /// One family's classic bounds: 2^(k/8) for k in `lo..=hi`, and +Inf. A value below the lowest
 /// bound is counted in its bucket, one above the highest in +Inf (where `histogram_quantile`
 /// answers the highest bound); the native buckets have no such ends.
@@ -30,6 +30,8 @@ pub struct Ladder {
 pub const RTT: Ladder = Ladder { lo: -120, hi: 24 };
 /// srtt over baseline: 0.5 to 64: 57 bounds.
 pub const RATIO: Ladder = Ladder { lo: -8, hi: 48 };
+/// Response delivery times: 2^-10 s (0.98 ms) to 2^6 s (64 s): 129 bounds.
+pub const RESPONSE: Ladder = Ladder { lo: -80, hi: 48 };
 /// Bytes per second: 2^10 (1 KiB/s) to 2^34 (16 GiB/s, 137 Gbit/s): 193 bounds.
 pub const RATE: Ladder = Ladder { lo: 80, hi: 272 };
 
@@ -40,44 +42,11 @@ impl Ladder {
     }
 }
 
-/// The upper bound of native bucket `i`: 2^(i/16). Bucket `i` holds (2^((i-1)/16), 2^(i/16)].
-fn bound(i: i32) -> f64 {
-    (f64::from(i) / f64::from(1 << SCHEMA)).exp2()
-}
-
-/// The native bucket of `v` (> 0): the `i` with bound(i-1) < v <= bound(i), as Prometheus
-/// reads it, checked against the bounds themselves so that a value on a bound is in the bucket
-/// it closes (`le` is inclusive).
-fn index(v: f64) -> i32 {
-    let x = v.log2() * f64::from(1 << SCHEMA);
-    let i = x.ceil() as i32;
-    // log2 is off by an ulp or so at most: only a value within a hair of a bound can land one
-    // bucket off, and only such a value pays for the bounds themselves (two exp2s).
-    let room = f64::from(i) - x;
-    if room > 1e-9 && room < 1.0 - 1e-9 {
-        return i;
-    }
-    if v > bound(i) {
-        i + 1
-    } else if v <= bound(i - 1) {
-        i - 1
-    } else {
-        i
-    }
-}
-
 /// A histogram of one family over one scrape's sockets.
 #[derive(Clone, Debug)]
 pub struct LiveHist {
     ladder: Ladder,
-    /// The native index of `counts[0]`.
-    first: i32,
-    /// Native bucket counts, dense from `first` on (a family spans a few hundred buckets at most:
-    /// its values come from u32 microseconds or u64 bytes per second).
-    counts: Vec<u64>,
-    zero: u64,
-    sum: f64,
-    count: u64,
+    hist: LogHist,
 }
 
 /// A native histogram's buckets in Prometheus' encoding: spans of (offset from the end of the
@@ -92,41 +61,25 @@ pub struct Native {
 
 impl LiveHist {
     pub fn new(ladder: Ladder) -> LiveHist {
-        LiveHist { ladder, first: 0, counts: Vec::new(), zero: 0, sum: 0.0, count: 0 }
+        LiveHist { ladder, hist: LogHist::default() }
+    }
+
+    /// Kept cumulatively elsewhere (the engine's response times), shown on this ladder.
+    pub fn of(ladder: Ladder, hist: &LogHist) -> LiveHist {
+        LiveHist { ladder, hist: hist.clone() }
     }
 
     /// Adds one value; a NaN or infinite one (none the kernel gives) is left out.
     pub fn observe(&mut self, v: f64) {
-        if !v.is_finite() {
-            return;
-        }
-        self.sum += v;
-        self.count += 1;
-        if v <= ZERO_THRESHOLD {
-            self.zero += 1;
-            return;
-        }
-        let i = index(v);
-        if self.counts.is_empty() {
-            self.first = i;
-        } else if i < self.first {
-            let grow = (self.first - i) as usize;
-            self.counts.splice(0..0, std::iter::repeat_n(0, grow));
-            self.first = i;
-        }
-        let at = (i - self.first) as usize;
-        if at >= self.counts.len() {
-            self.counts.resize(at + 1, 0);
-        }
-        self.counts[at] += 1;
+        self.hist.observe(v);
     }
 
     pub fn count(&self) -> u64 {
-        self.count
+        self.hist.count()
     }
 
     pub fn sum(&self) -> f64 {
-        self.sum
+        self.hist.sum()
     }
 
     /// The classic buckets: (upper bound, count in that bucket alone), every bound of the
@@ -135,9 +88,8 @@ impl LiveHist {
         let (lo, hi) = (self.ladder.lo * PER_CLASSIC, self.ladder.hi * PER_CLASSIC);
         let mut out: Vec<(f64, u64)> = self.ladder.bounds().map(|b| (b, 0)).collect();
         out.push((f64::INFINITY, 0));
-        out[0].1 = self.zero;
-        for (at, n) in self.counts.iter().enumerate().filter(|(_, n)| **n > 0) {
-            let i = self.first + at as i32;
+        out[0].1 = self.hist.zero_count();
+        for (i, n) in self.hist.buckets() {
             // Classic bucket k closes native buckets 2k-1 and 2k.
             let slot = if i <= lo {
                 0
@@ -154,11 +106,10 @@ impl LiveHist {
     /// The native buckets. Runs of up to two empty buckets stay inside a span (as deltas to
     /// zero and back), which costs less than a new span, as client_golang does.
     pub fn native(&self) -> Native {
-        let mut out = Native { zero_count: self.zero, ..Native::default() };
+        let mut out = Native { zero_count: self.hist.zero_count(), ..Native::default() };
         // The last bucket encoded: its index and count, which the next delta is taken from.
         let mut prev: Option<(i32, u64)> = None;
-        for (at, &n) in self.counts.iter().enumerate().filter(|(_, n)| **n > 0) {
-            let i = self.first + at as i32;
+        for (i, n) in self.hist.buckets() {
             let before = match prev {
                 None => {
                     out.spans.push((i, 1));
@@ -225,7 +176,7 @@ mod tests {
 
     #[test]
     fn adjacent_classic_bounds_are_at_most_10_percent_apart() {
-        for ladder in [RTT, RATIO, RATE] {
+        for ladder in [RTT, RATIO, RATE, RESPONSE] {
             let b: Vec<f64> = ladder.bounds().collect();
             for w in b.windows(2) {
                 let r = w[1] / w[0];
@@ -237,16 +188,6 @@ mod tests {
         assert_eq!(RTT.bounds().next(), Some(2f64.powi(-15)));
         assert_eq!(RTT.bounds().last(), Some(8.0));
         assert_eq!(RATE.bounds().next(), Some(1024.0));
-    }
-
-    #[test]
-    fn a_value_on_a_bound_is_in_the_bucket_it_closes() {
-        for (v, i) in [(1.0, 0), (2.0, 16), (0.5, -16), (1.0000001, 1), (0.9999999, 0)] {
-            assert_eq!(index(v), i, "{v}");
-        }
-        for i in -300..300 {
-            assert_eq!(index(bound(i)), i, "bound({i}) = {}", bound(i));
-        }
     }
 
     #[test]

@@ -5,9 +5,9 @@ use super::clock::{instant_of, ktime_now_ns};
 use super::event::{Close, Event};
 use super::loader::Loaded;
 use bbrtop_core::model::Phase;
-use bbrtop_core::seam::Update;
 use bbrtop_core::seam::{BpfPoll, Cause, Reason};
 use bbrtop_core::seam::{Feed, Source};
+use bbrtop_core::seam::{Response, Update};
 use bbrtop_core::{
     model::{ClosedBbr, ClosedFlow},
     seam::KernelUpdate,
@@ -55,6 +55,16 @@ pub fn update_of(e: Event, ktime_now: u64, now: Instant, wall: SystemTime) -> Up
             entered: p.entered,
         }),
         Event::Close(c) => Update::Closed(Box::new(closed_flow(*c, ktime_now, wall))),
+        Event::Response(r) => Update::Response(Response {
+            served: r.served(),
+            cookie: r.h.cookie,
+            netns: r.h.netns,
+            cc: r.cc,
+            peer: r.peer,
+            bytes: u64::from(r.bytes),
+            took: Duration::from_nanos(r.h.ts_ns.saturating_sub(r.start_ns)),
+            at_close: r.at_close,
+        }),
     }
 }
 

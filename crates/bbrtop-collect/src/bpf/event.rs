@@ -8,6 +8,7 @@ pub const HDR_LEN: usize = 24;
 pub const INFL_LEN: usize = 48;
 pub const PHASE_LEN: usize = 56;
 pub const CLOSE_LEN: usize = 192;
+pub const RESP_LEN: usize = 80;
 
 /// Byte offsets of every field the decoder reads, one module per struct of bpf/bbrtop.h; a test
 /// checks each against the skeleton's types, which come from the object's BTF.
@@ -72,12 +73,26 @@ pub mod off {
         pub const DSACK_DUPS: usize = 180;
         pub const TOTAL_RTO: usize = 184;
     }
+    /// `struct bbrtop_resp`.
+    pub mod resp {
+        pub const START_NS: usize = 24;
+        pub const BYTES: usize = 32;
+        pub const FAMILY: usize = 36;
+        pub const AT_CLOSE: usize = 38;
+        pub const OPENED: usize = 39;
+        pub const LPORT: usize = 40;
+        pub const RPORT: usize = 42;
+        pub const DADDR: usize = 48;
+        pub const CC: usize = 64;
+        pub const CC_LEN: usize = 16;
+    }
 }
 
 const KIND_INFL_START: u32 = 1;
 const KIND_INFL_END: u32 = 2;
 const KIND_PHASE: u32 = 3;
 const KIND_CLOSE: u32 = 4;
+const KIND_RESPONSE: u32 = 5;
 
 /// Common to every event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +109,7 @@ pub enum Event {
     InflationEnded(Inflation),
     Phase(PhaseChange),
     Close(Box<Close>),
+    Response(Response),
 }
 
 impl Event {
@@ -102,6 +118,7 @@ impl Event {
             Event::InflationStarted(i) | Event::InflationEnded(i) => &i.h,
             Event::Phase(p) => &p.h,
             Event::Close(c) => &c.h,
+            Event::Response(r) => &r.h,
         }
     }
 }
@@ -151,6 +168,36 @@ pub struct Close {
     pub inflations: u32,
 }
 
+/// One response delivered (`struct bbrtop_resp`): `h.ts_ns` is when its last byte was acked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    pub h: Header,
+    /// ktime (ns) of the first byte written.
+    pub start_ns: u64,
+    pub bytes: u32,
+    pub peer: std::net::IpAddr,
+    pub cc: String,
+    /// Ended by the socket's end (its last ACK came after it left ESTABLISHED).
+    pub at_close: bool,
+    /// How the socket was opened: 0 before bbrtop loaded, 1 by connect, 2 by accept.
+    pub opened: u8,
+    pub lport: u16,
+    pub rport: u16,
+}
+
+impl Response {
+    /// Whether a server sent it: the socket was accepted, or, opened before bbrtop loaded, its
+    /// local port is below its peer's (clients connect from the ephemeral range, above the
+    /// service ports). A client's request is not a response.
+    pub fn served(&self) -> bool {
+        match self.opened {
+            2 => true,
+            1 => false,
+            _ => self.lport < self.rport,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
     #[error("event of {len} bytes is shorter than {need}")]
@@ -181,6 +228,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
         KIND_INFL_END => Ok(Event::InflationEnded(inflation(b, h)?)),
         KIND_PHASE => phase(b, h).map(Event::Phase),
         KIND_CLOSE => close(b, h).map(|c| Event::Close(Box::new(c))),
+        KIND_RESPONSE => response(b, h).map(Event::Response),
         k => Err(DecodeError::Kind(k)),
     }
 }
@@ -247,6 +295,23 @@ fn close(b: &[u8], h: Header) -> Result<Close, DecodeError> {
         peak_ratio: f64::from(r.u32(c::PEAK_RATIO_MILLI)) / 1000.0,
         rtt_samples: r.u32(c::RTT_SAMPLES),
         inflations: r.u32(c::INFLATIONS),
+    })
+}
+
+fn response(b: &[u8], h: Header) -> Result<Response, DecodeError> {
+    use off::resp as rs;
+    let r = need(b, RESP_LEN)?;
+    let family = r.u16(rs::FAMILY);
+    Ok(Response {
+        h,
+        start_ns: r.u64(rs::START_NS),
+        bytes: r.u32(rs::BYTES),
+        peer: r.addr(family, rs::DADDR).ok_or(DecodeError::Family(family))?,
+        cc: String::from_utf8_lossy(r.name(rs::CC, rs::CC_LEN)).into_owned(),
+        at_close: r.u8(rs::AT_CLOSE) != 0,
+        opened: r.u8(rs::OPENED),
+        lport: r.u16(rs::LPORT),
+        rport: r.u16(rs::RPORT),
     })
 }
 
@@ -365,6 +430,30 @@ mod tests {
 
         b[24] = 7;
         assert_eq!(decode(&b), Err(DecodeError::Family(7)));
+    }
+
+    #[test]
+    fn response() {
+        let mut b = hdr(5, RESP_LEN);
+        b[24..32].copy_from_slice(&4_970_000_000u64.to_ne_bytes());
+        b[32..36].copy_from_slice(&15_360u32.to_ne_bytes());
+        b[36..38].copy_from_slice(&2u16.to_ne_bytes());
+        b[39] = 2;
+        b[40..42].copy_from_slice(&80u16.to_ne_bytes());
+        b[42..44].copy_from_slice(&40000u16.to_ne_bytes());
+        b[48..52].copy_from_slice(&[10, 9, 0, 2]);
+        b[64..69].copy_from_slice(b"cubic");
+        let Event::Response(r) = decode(&b).unwrap() else { panic!("kind") };
+        assert_eq!((r.start_ns, r.bytes, r.at_close), (4_970_000_000, 15_360, false));
+        assert_eq!((r.opened, r.lport, r.rport), (2, 80, 40000));
+        assert!(r.served());
+        assert!(!Response { opened: 1, ..r.clone() }.served(), "a client's request");
+        assert!(Response { opened: 0, ..r.clone() }.served(), "older than bbrtop: by its ports");
+        assert!(!Response { opened: 0, lport: 40000, rport: 80, ..r.clone() }.served());
+        assert_eq!((r.peer.to_string().as_str(), r.cc.as_str()), ("10.9.0.2", "cubic"));
+        b[38] = 1;
+        b[36] = 9;
+        assert_eq!(decode(&b), Err(DecodeError::Family(9)));
     }
 
     #[test]

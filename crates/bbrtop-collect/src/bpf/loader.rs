@@ -233,7 +233,13 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     }
     let skel = logged_load(|| open.load())?;
 
-    let progs = [&skel.progs.tcp_probe, &skel.progs.tcp_established, &skel.progs.tcp_destroy_sock];
+    let progs = [
+        &skel.progs.tcp_probe,
+        &skel.progs.tcp_established,
+        &skel.progs.tcp_rcv_space_adjust,
+        &skel.progs.tcp_sendmsg_locked,
+        &skel.progs.tcp_destroy_sock,
+    ];
     let (mut links, mut failed, mut prog_ids, mut handles) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (name, prog) in PROGRAMS.into_iter().zip(progs) {
         if let Ok(h) = ProgramHandle::try_from(prog) {
@@ -286,12 +292,40 @@ mod tests {
     #[test]
     fn layouts_match_the_c_header() {
         use bbrtop_core::model::window_off as w;
+        use event::off::resp as rs;
         use event::off::{close as c, hdr, infl, phase as ph};
-        use types::{bbrtop_close, bbrtop_hdr, bbrtop_infl, bbrtop_phase, bbrtop_rtt_window};
+        use types::{bbrtop_close, bbrtop_hdr, bbrtop_infl, bbrtop_phase, bbrtop_resp, bbrtop_rtt_window};
         assert_eq!(size_of::<bbrtop_hdr>(), event::HDR_LEN);
         assert_eq!(size_of::<bbrtop_infl>(), event::INFL_LEN);
         assert_eq!(size_of::<bbrtop_phase>(), event::PHASE_LEN);
         assert_eq!(size_of::<bbrtop_close>(), event::CLOSE_LEN);
+        assert_eq!(size_of::<bbrtop_resp>(), event::RESP_LEN);
+        assert_eq!(
+            [
+                offset_of!(bbrtop_resp, h),
+                offset_of!(bbrtop_resp, start_ns),
+                offset_of!(bbrtop_resp, bytes),
+                offset_of!(bbrtop_resp, family),
+                offset_of!(bbrtop_resp, at_close),
+                offset_of!(bbrtop_resp, opened),
+                offset_of!(bbrtop_resp, lport),
+                offset_of!(bbrtop_resp, rport),
+                offset_of!(bbrtop_resp, daddr),
+                offset_of!(bbrtop_resp, cc),
+            ],
+            [
+                0,
+                rs::START_NS,
+                rs::BYTES,
+                rs::FAMILY,
+                rs::AT_CLOSE,
+                rs::OPENED,
+                rs::LPORT,
+                rs::RPORT,
+                rs::DADDR,
+                rs::CC
+            ]
+        );
         assert_eq!(size_of::<bbrtop_rtt_window>(), bbrtop_core::model::RttWindow::LEN);
         // The header leads every event.
         assert_eq!(

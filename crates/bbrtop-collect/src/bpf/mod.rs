@@ -50,7 +50,8 @@ pub use crate::host::VMLINUX_BTF as BTF_PATH;
 pub const RECONCILE_EVERY: u64 = 60;
 
 /// The programs bbrtop attaches, by name (these are also their names in `bpftool prog show`).
-pub const PROGRAMS: [&str; 3] = ["tcp_probe", "tcp_established", "tcp_destroy_sock"];
+pub const PROGRAMS: [&str; 5] =
+    ["tcp_probe", "tcp_established", "tcp_rcv_space_adjust", "tcp_sendmsg_locked", "tcp_destroy_sock"];
 
 /// What happened when the BPF collector was set up.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

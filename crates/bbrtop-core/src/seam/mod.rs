@@ -45,6 +45,25 @@ pub enum Update {
     Closed(Box<ClosedFlow>),
     /// eBPF collector health, sent at every poll.
     BpfStatus(BpfPoll),
+    /// eBPF: a socket delivered one response.
+    Response(Response),
+}
+
+/// One response a socket delivered: from the first byte the application wrote to the idle
+/// socket to the ACK of the last byte it wrote (or, where that ACK came after the socket left
+/// ESTABLISHED, to the socket's end).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    pub cookie: Cookie,
+    pub netns: u32,
+    pub cc: String,
+    pub peer: std::net::IpAddr,
+    pub bytes: u64,
+    pub took: std::time::Duration,
+    /// Ended by the socket's end, not by an ACK seen in ESTABLISHED.
+    pub at_close: bool,
+    /// Sent by a server (an accepted socket): a client's request is not a response.
+    pub served: bool,
 }
 
 /// What the eBPF programs learned about one live socket.

@@ -1,0 +1,78 @@
+//! Response delivery times, timed in the kernel, against the times the client itself measures:
+//! request/response traffic on keep-alive connections across the lab's bottleneck (40 ms round
+//! trip, 20 Mbit/s), 15 KB and 200 KB answers, served by BBR. `bbrtop export` watches the
+//! server's namespace; its `/api/sockets` gives p50/p95/p99 per size class, and the client's
+//! own timings (request written to last byte read, `lab::exchange`) are the reference.
+//! Privileged.
+//!
+//! The two clocks time different spans: the kernel's runs from the server's first write to
+//! the ACK of the last byte, the client's from its request to its last byte. The server answers
+//! at once, so the two differ by the request's one-way trip less the last ACK's (equal on this
+//! path) plus however long the client held that ACK: it acks as soon as it has read the last
+//! byte (no delayed ACK once the receive queue is empty). The test holds them to 10% or 5 ms,
+//! whichever is larger.
+
+mod support;
+
+use bbrtop::lab::exchange::ExchangeConfig;
+use bbrtop::lab::{Lab, LabConfig};
+use serde_json::Value;
+use std::time::Duration;
+use support::guard;
+
+fn quantile(sorted: &[Duration], q: f64) -> f64 {
+    let at = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[at].as_secs_f64()
+}
+
+#[test]
+fn root_response_times_agree_with_the_clients() {
+    if !guard::lab("the response time test") || !guard::bpf("the response time test") {
+        return;
+    }
+    let lab = Lab::new(LabConfig { delay: Some(Duration::from_millis(20)), ..LabConfig::default() })
+        .expect("a lab");
+    let (_export, port) = support::lab::exporter_with(&lab, &["--web.enable-api"]);
+    let small = ExchangeConfig {
+        response_bytes: 15_000,
+        interval: Duration::from_millis(250),
+        think: Duration::ZERO,
+    };
+    let large = ExchangeConfig { response_bytes: 200_000, interval: Duration::from_millis(700), ..small };
+    let exchanges = [
+        ("le15kB", lab.start_exchange("bbr", small).expect("the 15 KB exchange")),
+        ("le200kB", lab.start_exchange("bbr", large).expect("the 200 KB exchange")),
+    ];
+    std::thread::sleep(Duration::from_secs(25));
+    let (status, body) = support::http::get(port, "/api/sockets", None).expect("the API");
+    assert_eq!(status, 200, "{body}");
+    let doc: Value = serde_json::from_str(&body).expect("JSON");
+    let rows = doc["responses"].as_array().cloned().unwrap_or_default();
+    for (size, ex) in &exchanges {
+        let mut times = ex.times();
+        times.sort();
+        assert!(times.len() >= 20, "{size}: the client timed {} responses", times.len());
+        let row = rows
+            .iter()
+            .find(|r| r["cc"] == "bbr" && r["size"] == *size && r["peer_group"] != "all")
+            .unwrap_or_else(|| panic!("no {size} row in {rows:?}"));
+        // The kernel saw what the client timed, give or take the one in flight at each end.
+        let (kernel_n, client_n) = (row["count"].as_u64().unwrap(), times.len() as u64);
+        assert!(
+            kernel_n.abs_diff(client_n) <= 2,
+            "{size}: {kernel_n} responses timed, the client {client_n}"
+        );
+        for (q, key) in [(0.5, "p50_seconds"), (0.95, "p95_seconds")] {
+            let (got, want) = (row[key].as_f64().unwrap(), quantile(&times, q));
+            eprintln!("{size} p{}: kernel {:.2} ms, client {:.2} ms", q * 100.0, got * 1e3, want * 1e3);
+            let tolerance = (0.1 * want).max(0.005);
+            assert!(
+                (got - want).abs() <= tolerance,
+                "{size} p{}: kernel {got} s, client {want} s",
+                q * 100.0
+            );
+        }
+    }
+    // The client's requests are not responses: nothing counted in the client's direction.
+    assert!(rows.iter().all(|r| r["cc"] == "bbr"), "{rows:?}");
+}
