@@ -253,28 +253,6 @@ fn a_canary_against_several_hosts() {
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-/// `scripts/mmdb_write.py` (mmdb-writer, from scripts/setup.sh) writes `spec` as a MaxMind-format
-/// database at `out`; false once its absence is said (which fails the test under CI).
-fn mmdb_write(out: &Path, spec: &Value) -> bool {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let python = root.join("target/mmdb-venv/bin/python");
-    let ok = Command::new(&python).args(["-c", "import mmdb_writer"]).status().is_ok_and(|s| s.success());
-    if !ok {
-        support::guard::unavailable("mmdb-writer (scripts/setup.sh installs it into target/mmdb-venv)");
-        return false;
-    }
-    let mut child = Command::new(&python)
-        .arg(root.join("scripts/mmdb_write.py"))
-        .arg(out)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(spec.to_string().as_bytes()).unwrap();
-    assert!(child.wait().unwrap().success(), "mmdb_write.py {}", out.display());
-    true
-}
-
 /// Databases of the test's own networks, written by a real writer (mmdb-writer), as the lab's
 /// populations will be mapped: each block's sockets in their AS's and country's rows.
 #[test]
@@ -287,7 +265,7 @@ fn compares_by_as_and_country_from_databases_a_real_writer_made() {
     let country = serde_json::json!({"database_type": "bbrtop-lab-Country", "networks": {
         "10.61.0.0/16": {"country": {"iso_code": "BR"}},
         "10.62.0.0/16": {"country": {"iso_code": "AU"}}}});
-    if !mmdb_write(&d.join("asn.mmdb"), &asn) || !mmdb_write(&d.join("country.mmdb"), &country) {
+    if !support::mmdb_write(&d.join("asn.mmdb"), &asn) || !support::mmdb_write(&d.join("country.mmdb"), &country) {
         return;
     }
     // A third of the peers in each block, a third in neither.

@@ -46,6 +46,9 @@ fn bad_input_is_a_one_line_error_at_start() {
         .unwrap();
     let g = groups.to_str().unwrap();
     let w = web.to_str().unwrap();
+    let country_db = dir.path().join("country.mmdb");
+    std::fs::write(&country_db, bbrtop_core::testing::MAXMIND_COUNTRY_TEST).unwrap();
+    let c = country_db.to_str().unwrap();
     let busy = TcpListener::bind("127.0.0.1:0").unwrap();
     let busy_addr = busy.local_addr().unwrap().to_string();
     let free = format!("127.0.0.1:{}", free_port());
@@ -61,6 +64,9 @@ fn bad_input_is_a_one_line_error_at_start() {
         (&["--web.listen-address", ":99999"], 2, "listen address"),
         (&["--web.listen-address", "localhost"], 2, "listen address"),
         (&["--web.listen-address", &free, "--metrics.per-socket.top-k", "1001"], 2, "top-k"),
+        (&["--web.listen-address", &free, "--peer-groups.asn.file", c], 2, "not an ASN (or ISP) database"),
+        (&["--web.listen-address", &free, "--peer-groups.country.file", g], 2, "--peer-groups.country.file"),
+        (&["--web.listen-address", &free, "--peer-groups.top", "0"], 2, "peer-groups.top"),
         (&["--web.listen-address", &free, "--alertmanager.url", "ftp://x"], 2, "Alertmanager URL"),
         (&["--web.listen-address", &free, "--alertmanager.url", "http://a b:9093"], 2, "Alertmanager URL"),
         (&["--web.telemetry-path", "metrics"], 2, "telemetry path"),

@@ -11,6 +11,10 @@
 //! path) plus however long the client held that ACK: it acks as soon as it has read the last
 //! byte (no delayed ACK once the receive queue is empty). The test holds them to 10% or 5 ms,
 //! whichever is larger.
+//!
+//! The exporter is given AS and country databases of the lab's own addresses, written by a real
+//! MMDB writer (mmdb-writer): the responses and the counters carry the client's AS and country,
+//! and SIGHUP reads the databases again without stopping the exporter.
 
 mod support;
 
@@ -32,7 +36,21 @@ fn root_response_times_agree_with_the_clients() {
     }
     let lab = Lab::new(LabConfig { delay: Some(Duration::from_millis(20)), ..LabConfig::default() })
         .expect("a lab");
-    let (_export, port) = support::lab::exporter_with(&lab, &["--web.enable-api"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let (asn_db, country_db) = (tmp.path().join("asn.mmdb"), tmp.path().join("country.mmdb"));
+    let client = format!("{}/32", lab.receiver_addr());
+    let asn = serde_json::json!({"database_type": "bbrtop-lab-ASN", "networks": {
+        &client: {"autonomous_system_number": 64501, "autonomous_system_organization": "Lab mobile"}}});
+    let country = serde_json::json!({"database_type": "bbrtop-lab-Country", "networks": {
+        &client: {"country": {"iso_code": "BR"}}}});
+    if !support::mmdb_write(&asn_db, &asn) || !support::mmdb_write(&country_db, &country) {
+        return;
+    }
+    let (asn_flag, country_flag) = (
+        format!("--peer-groups.asn.file={}", asn_db.display()),
+        format!("--peer-groups.country.file={}", country_db.display()),
+    );
+    let (export, port) = support::lab::exporter_with(&lab, &["--web.enable-api", &asn_flag, &country_flag]);
     let small = ExchangeConfig {
         response_bytes: 15_000,
         interval: Duration::from_millis(250),
@@ -52,12 +70,15 @@ fn root_response_times_agree_with_the_clients() {
         let mut times = ex.times();
         times.sort();
         assert!(times.len() >= 20, "{size}: the client timed {} responses", times.len());
-        let row = rows
-            .iter()
-            .find(|r| r["cc"] == "bbr" && r["size"] == *size && r["peer_group"] != "all")
-            .unwrap_or_else(|| panic!("no {size} row in {rows:?}"));
+        // Labelled once its bytes ranked the client's AS (every 10 s): the rows of both labels
+        // together are every response.
+        let ours: Vec<&Value> =
+            rows.iter().filter(|r| r["cc"] == "bbr" && r["size"] == *size && r["peer_group"] != "all").collect();
+        assert!(ours.iter().any(|r| r["asn"] == "AS64501" && r["country"] == "BR"), "{rows:?}");
+        let row = ours.iter().max_by_key(|r| r["count"].as_u64()).unwrap();
+        let count: u64 = ours.iter().map(|r| r["count"].as_u64().unwrap()).sum();
         // The kernel saw what the client timed, give or take the one in flight at each end.
-        let (kernel_n, client_n) = (row["count"].as_u64().unwrap(), times.len() as u64);
+        let (kernel_n, client_n) = (count, times.len() as u64);
         assert!(
             kernel_n.abs_diff(client_n) <= 2,
             "{size}: {kernel_n} responses timed, the client {client_n}"
@@ -75,4 +96,14 @@ fn root_response_times_agree_with_the_clients() {
     }
     // The client's requests are not responses: nothing counted in the client's direction.
     assert!(rows.iter().all(|r| r["cc"] == "bbr"), "{rows:?}");
+    let (_, metrics) = support::http::get(port, "/metrics", None).expect("the metrics");
+    let sent = metrics.lines().find(|l| {
+        l.starts_with("bbrtop_sent_bytes_total{") && l.contains(r#"asn="AS64501""#) && l.contains(r#"country="BR""#)
+    });
+    assert!(sent.is_some(), "no bbrtop_sent_bytes_total of AS64501 in BR");
+    assert!(metrics.contains(r#"bbrtop_response_delivery_seconds_count{cc="bbr",peer_group="other",asn="AS64501",country="BR",size="le15kB"}"#));
+    // SIGHUP reads the databases again; the exporter goes on.
+    support::signal(export.proc.0.id(), "HUP");
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(support::http::get(port, "/-/ready", None).expect("still serving").0, 200);
 }

@@ -16,6 +16,7 @@ pub mod failure;
 pub mod generate;
 pub mod lab;
 pub mod record;
+pub mod reload;
 pub mod replay;
 pub mod snapshot;
 pub mod startup;
@@ -71,7 +72,7 @@ pub enum Command {
     /// Run a BBR guide's scenario (bufferbloat, lossy, ab, shallow) in network namespaces and report.
     Lab(lab::LabArgs),
     /// Serve Prometheus metrics and the JSON API, and push alerts to Alertmanager.
-    Export(export::ExportArgs),
+    Export(Box<export::ExportArgs>),
     /// The terminal UI over a recording: play, pause, step, seek, jump to alert onsets.
     Replay(replay::ReplayArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -149,7 +150,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Some(Command::Doctor(a)) => doctor::run(a),
         Some(Command::Check(a)) => check::run(a),
         Some(Command::Lab(a)) => lab::run(a).map(|()| 0),
-        Some(Command::Export(a)) => export::run(a).map(|()| 0),
+        Some(Command::Export(a)) => export::run(*a).map(|()| 0),
         Some(Command::Replay(a)) => replay::run(a).map(|()| 0),
         Some(Command::Completions(a)) => generate::completions(a).map(|()| 0),
         Some(Command::Man(a)) => generate::man(a).map(|()| 0),

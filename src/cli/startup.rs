@@ -11,11 +11,12 @@ use anyhow::Context;
 use bbrtop_collect::bpf::{BpfStatus, Loading};
 use bbrtop_collect::netns::NetnsSpec;
 use bbrtop_collect::{Every, InetDiag};
+use bbrtop_core::geo::GeoCell;
 use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::seam::Source;
 use bbrtop_engine::{Engine, EngineConfig};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// What a running command holds. Fields drop in this order: the poller stops before the lab goes.
@@ -29,12 +30,21 @@ pub struct Started {
     pub lab: Option<Lab>,
 }
 
-/// Runs the sequence. `groups` are the peer groups the counters are kept per; `lab` builds the
-/// built-in lab first and watches its sender; `note` gets one line when eBPF is off, partly
-/// attached or limited.
+/// What the counters are kept per besides the cc: peer groups, and the peers' AS and country
+/// (the top ones shown) where their databases are given.
+#[derive(Clone, Default)]
+pub struct Peers {
+    pub groups: Arc<PeerGroups>,
+    pub geo: Arc<GeoCell>,
+    pub top: usize,
+}
+
+/// Runs the sequence. `peers` say what the counters are kept per; `lab` builds the built-in lab
+/// first and watches its sender; `note` gets one line when eBPF is off, partly attached or
+/// limited.
 pub fn start(
     poll: &PollArgs,
-    groups: Arc<PeerGroups>,
+    peers: Peers,
     lab: Option<LabConfig>,
     note: &mut dyn FnMut(&str),
 ) -> Result<Started, Failure> {
@@ -47,7 +57,9 @@ pub fn start(
         None => poll.source.netns.clone(),
     };
     // 3. Netlink, opened inside the watched namespace (CAP_SYS_ADMIN for another one).
-    let cfg = EngineConfig { groups, ..poll.engine_config() };
+    let defaults = poll.engine_config();
+    let top_labels = if peers.top == 0 { defaults.top_labels } else { peers.top };
+    let cfg = EngineConfig { groups: peers.groups, geo: peers.geo, top_labels, ..defaults };
     let states = cfg.filter.state_set();
     let mut diag = InetDiag::open(netns.as_ref(), states).map_err(Failure::from_collect)?;
     let (bpf_want, walk_want) = (poll.source.bpf(), poll.source.walk());
@@ -155,14 +167,26 @@ fn netlink_reads(choice: Want, one_netns: bool, bpf: &BpfStatus, walk_off: Optio
 pub fn signals() -> Result<Arc<AtomicBool>, Failure> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [SIGTERM, SIGINT, SIGHUP, SIGQUIT] {
+    for sig in [SIGTERM, SIGINT, SIGQUIT] {
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing signal handlers")?;
     }
+    let hup = if HUP_RELOADS.load(Ordering::Relaxed) { Arc::clone(hup()) } else { Arc::clone(&stop) };
+    signal_hook::flag::register(SIGHUP, hup).context("installing signal handlers")?;
     static USR1_TAKEN: std::sync::Once = std::sync::Once::new();
     let mut taken = Ok(());
     USR1_TAKEN.call_once(|| taken = signal_hook::flag::register(SIGUSR1, Arc::clone(usr1())).map(drop));
     taken.context("installing the SIGUSR1 handler")?;
     Ok(stop)
+}
+
+/// Whether SIGHUP asks for a reload ([`hup`]) rather than a stop: the exporter's, a daemon's,
+/// set before [`signals`] runs.
+pub static HUP_RELOADS: AtomicBool = AtomicBool::new(false);
+
+/// Set by SIGHUP where it reloads; whoever acts on it swaps it back to false.
+pub fn hup() -> &'static Arc<AtomicBool> {
+    static HUP: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    HUP.get_or_init(Arc::default)
 }
 
 /// Set by SIGUSR1 once [`signals`] ran; whoever acts on it swaps it back to false.

@@ -519,10 +519,10 @@ pub fn count_metric(c: Count) -> (&'static str, &'static str) {
 fn encode_totals(enc: &mut Enc, totals: &[CcTotals]) -> std::fmt::Result {
     for c in Count::ALL {
         let (name, help) = count_metric(c);
-        let help = format!("{help} Since start, closed sockets included, by cc and peer group.");
-        let rows = totals
-            .iter()
-            .map(|t| ([("cc", t.cc.as_str()), ("peer_group", t.peer_group.as_str())], t.counts[c]));
+        let help = format!(
+            "{help} Since start, closed sockets included, by cc and peer group (and the peers' AS and country, with their databases)."
+        );
+        let rows = totals.iter().map(|t| (totals_labels(t), t.counts[c]));
         counters(enc, name, &help, rows)?;
     }
     Ok(())
@@ -536,7 +536,8 @@ fn encode_responses(enc: &mut Enc, totals: &[CcTotals]) -> std::fmt::Result {
         .flat_map(|t| SizeClass::ALL.map(|c| (t, c)))
         .filter(|(t, c)| t.responses.get(*c).count() > 0)
         .map(|(t, c)| {
-            let labels = [("cc", t.cc.as_str()), ("peer_group", t.peer_group.as_str()), ("size", c.label())];
+            let mut labels = totals_labels(t);
+            labels.push(("size", c.label()));
             (labels, LiveHist::of(live_hist::RESPONSE, t.responses.get(c)))
         })
         .collect();
@@ -544,8 +545,17 @@ fn encode_responses(enc: &mut Enc, totals: &[CcTotals]) -> std::fmt::Result {
         enc,
         "bbrtop_response_delivery_seconds",
         "Responses servers sent, from the first byte written to an idle socket to the ACK of the last (eBPF), by cc, peer group and size class (le15kB, le200kB, le2MB, gt2MB), since start.",
-        rows.iter().map(|(l, h)| (*l, h)),
+        rows.iter().map(|(l, h)| (l.clone(), h)),
     )
+}
+
+/// The labels of one (cc, peer group) bucket of the counters: `asn` and `country` too where
+/// their database is given.
+fn totals_labels(t: &CcTotals) -> Vec<(&'static str, &str)> {
+    let mut l = vec![("cc", t.cc.as_str()), ("peer_group", t.peer_group.as_str())];
+    l.extend(t.asn.as_deref().map(|a| ("asn", a)));
+    l.extend(t.country.as_deref().map(|c| ("country", c)));
+    l
 }
 
 /// ECN per cc, from the snapshot's aggregates: sockets that negotiated it, and the CE-marked

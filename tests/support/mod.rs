@@ -90,3 +90,25 @@ pub fn signal(pid: u32, signal: &str) {
 pub fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
     poll_until(limit, || child.try_wait().expect("wait"))
 }
+
+/// `scripts/mmdb_write.py` (mmdb-writer, from scripts/setup.sh) writes `spec` as a MaxMind-format
+/// database at `out`; false once its absence is said (which fails the test under CI).
+pub fn mmdb_write(out: &std::path::Path, spec: &serde_json::Value) -> bool {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join("target/mmdb-venv/bin/python");
+    let ok = std::process::Command::new(&python).args(["-c", "import mmdb_writer"]).status().is_ok_and(|s| s.success());
+    if !ok {
+        guard::unavailable("mmdb-writer (scripts/setup.sh installs it into target/mmdb-venv)");
+        return false;
+    }
+    let mut child = std::process::Command::new(&python)
+        .arg(root.join("scripts/mmdb_write.py"))
+        .arg(out)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(spec.to_string().as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success(), "mmdb_write.py {}", out.display());
+    true
+}

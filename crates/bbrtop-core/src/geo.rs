@@ -8,6 +8,8 @@
 
 use maxminddb::{Reader, geoip2};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 /// Which database a file must be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +126,40 @@ impl Geo {
 /// database is data from outside: it must not end a poll).
 fn decode<'a, T: serde::Deserialize<'a>>(db: &'a Db, ip: IpAddr) -> Option<T> {
     db.reader.lookup(ip).ok()?.decode::<T>().ok().flatten()
+}
+
+/// The databases as a long-running command holds them: whole, and replaced whole when reloaded
+/// (SIGHUP, or the files changed), so a lookup never sees half of a reload.
+#[derive(Debug, Default)]
+pub struct GeoCell {
+    geo: RwLock<Arc<Geo>>,
+    /// Bumped at each replacement: a reader that keeps labels notices.
+    version: AtomicU64,
+}
+
+impl GeoCell {
+    pub fn new(geo: Geo) -> GeoCell {
+        GeoCell { geo: RwLock::new(Arc::new(geo)), version: AtomicU64::new(0) }
+    }
+
+    pub fn get(&self) -> Arc<Geo> {
+        Arc::clone(&self.geo.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    pub fn set(&self, geo: Geo) {
+        *self.geo.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(geo);
+        self.version.fetch_add(1, Ordering::Release);
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// Whether any database is given: without one, no peer has an AS or country label.
+    pub fn is_on(&self) -> bool {
+        let g = self.get();
+        g.asn.is_some() || g.country.is_some()
+    }
 }
 
 /// The label an AS takes: `AS15169`, or `unknown` where no database says.

@@ -6,12 +6,14 @@ mod alerts;
 pub mod first_sight;
 mod inventory;
 mod kernel;
+pub mod labels;
 mod timers;
 mod totals;
 mod tracked;
 
 use alerts::Alerts;
 use bbrtop_core::filter::Filter;
+use bbrtop_core::geo::GeoCell;
 use bbrtop_core::model::{Cookie, SocketRecord, Tally};
 use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::rule::{AlertTracker, RuleConfig, Sample as RuleSample};
@@ -39,6 +41,11 @@ pub struct EngineConfig {
     pub recent_alerts: usize,
     /// The peer groups the counters are kept per (`--peer-groups.file`).
     pub groups: Arc<PeerGroups>,
+    /// The AS and country databases the counters are kept per too, and how many labels of
+    /// each are shown (`--peer-groups.asn.file`, `--peer-groups.country.file`,
+    /// `--peer-groups.top`).
+    pub geo: Arc<GeoCell>,
+    pub top_labels: usize,
 }
 
 impl Default for EngineConfig {
@@ -49,6 +56,8 @@ impl Default for EngineConfig {
             filter: Filter::default(),
             recent_alerts: 50,
             groups: Arc::default(),
+            geo: Arc::default(),
+            top_labels: labels::DEFAULT_TOP,
         }
     }
 }
@@ -128,7 +137,10 @@ impl Engine {
             walk: CollectorStatus::walk(),
             closed_untracked: Default::default(),
             alerts: Alerts { keep: cfg.recent_alerts, ..Alerts::default() },
-            totals: totals::Totals::new(Arc::clone(&cfg.groups)),
+            totals: totals::Totals::new(
+                Arc::clone(&cfg.groups),
+                labels::PeerLabels::new(Arc::clone(&cfg.geo), cfg.top_labels),
+            ),
             count_untracked: Filter { states: None, ..cfg.filter.clone() }.is_empty(),
             scope: None,
             walking: None,

@@ -7,7 +7,8 @@
 //! two polls. The one loss: without eBPF, a socket that opens and closes between two polls is never
 //! seen.
 
-use bbrtop_core::model::{ClosedFlow, Cookie, Tally};
+use crate::labels::PeerLabels;
+use bbrtop_core::model::{ClosedFlow, Cookie, Count, Tally};
 use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::snapshot::CcTotals;
 use rustc_hash::FxHashMap;
@@ -22,6 +23,8 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug, Default)]
 pub struct Account {
     bucket: u32,
+    /// Its peer's (AS, country) pair (`labels.rs`), which said what its bucket shows.
+    pair: u32,
     seen: Option<Box<Tally>>,
 }
 
@@ -55,7 +58,9 @@ pub type Growth = (f64, BTreeMap<String, Tally>);
 
 pub struct Totals {
     groups: Arc<PeerGroups>,
-    buckets: Vec<(CcTotals, usize)>,
+    labels: PeerLabels,
+    /// Each with its peer group's index and the AS and country labels it shows.
+    buckets: Vec<(CcTotals, usize, u32)>,
     retired: FxHashMap<Cookie, Account>,
     retired_order: VecDeque<Cookie>,
     /// Per-cc sums at each tick of the last [`RECENT`], oldest first.
@@ -63,9 +68,10 @@ pub struct Totals {
 }
 
 impl Totals {
-    pub fn new(groups: Arc<PeerGroups>) -> Totals {
+    pub fn new(groups: Arc<PeerGroups>, labels: PeerLabels) -> Totals {
         Totals {
             groups,
+            labels,
             buckets: Vec::new(),
             retired: FxHashMap::default(),
             retired_order: VecDeque::new(),
@@ -79,25 +85,30 @@ impl Totals {
     pub fn open(&mut self, cookie: Cookie, cc: &str, peer: IpAddr) -> Account {
         match self.retired.remove(&cookie) {
             Some(a) => a,
-            None => Account { bucket: self.bucket(cc, peer), seen: Some(Box::default()) },
+            None => {
+                let pair = self.labels.pair(peer);
+                Account { bucket: self.bucket(cc, peer, pair), pair, seen: Some(Box::default()) }
+            }
         }
     }
 
-    fn bucket(&mut self, cc: &str, peer: IpAddr) -> u32 {
+    fn bucket(&mut self, cc: &str, peer: IpAddr, pair: u32) -> u32 {
         let group = self.groups.index(peer);
-        // A few ccs times a few groups: a scan, and only when a socket is first seen.
-        let found = self.buckets.iter().position(|(b, g)| *g == group && b.cc == cc);
+        let shown = self.labels.shown(pair);
+        // A few ccs times a few groups and labels: a scan, only when a socket is first seen or
+        // its bucket changed.
+        let found = self.buckets.iter().position(|(b, g, l)| *g == group && *l == shown && b.cc == cc);
         found.unwrap_or_else(|| {
-            let peer_group = self.groups.name(group).to_string();
-            self.buckets.push((
-                CcTotals {
-                    cc: cc.to_string(),
-                    peer_group,
-                    counts: Tally::default(),
-                    responses: Default::default(),
-                },
-                group,
-            ));
+            let (asn, country) = self.labels.labels(shown).clone();
+            let t = CcTotals {
+                cc: cc.to_string(),
+                peer_group: self.groups.name(group).to_string(),
+                asn,
+                country,
+                counts: Tally::default(),
+                responses: Default::default(),
+            };
+            self.buckets.push((t, group, shown));
             self.buckets.len() - 1
         }) as u32
     }
@@ -105,13 +116,16 @@ impl Totals {
     /// Adds what the socket counted since `acct` last saw it (`held`: the tally of the record
     /// its entry holds, which stands for what was counted where that was left out). A socket that
     /// changed its cc (TCP_CONGESTION on an open socket) counts towards the new one from now on.
+    /// A socket whose peer's label came to be shown counts towards it from now on.
     pub fn count(&mut self, acct: &mut Account, cc: &str, peer: IpAddr, now: &Tally, held: Option<&Tally>) {
-        if self.buckets[acct.bucket as usize].0.cc != cc {
-            acct.bucket = self.bucket(cc, peer);
+        let (b, _, shown) = &self.buckets[acct.bucket as usize];
+        if b.cc != cc || *shown != self.labels.shown(acct.pair) {
+            acct.bucket = self.bucket(cc, peer, acct.pair);
         }
         acct.keep(held);
         let seen = acct.seen.get_or_insert_with(Box::default);
         let d = seen.advance(now);
+        self.labels.sent(acct.pair, d[Count::BytesSent]);
         self.buckets[acct.bucket as usize].0.counts.add(&d);
     }
 
@@ -130,7 +144,8 @@ impl Totals {
 
     /// One response a socket of `cc` delivered to `peer`: `bytes` in `secs`.
     pub fn response(&mut self, cc: &str, peer: IpAddr, bytes: u64, secs: f64) {
-        let b = self.bucket(cc, peer) as usize;
+        let pair = self.labels.pair(peer);
+        let b = self.bucket(cc, peer, pair) as usize;
         self.buckets[b].0.responses.observe(bytes, secs);
     }
 
@@ -142,16 +157,19 @@ impl Totals {
     }
 
     pub fn snapshot(&self) -> Vec<CcTotals> {
-        let mut v: Vec<CcTotals> = self.buckets.iter().map(|(b, _)| b.clone()).collect();
-        v.sort_by(|a, b| (&a.cc, &a.peer_group).cmp(&(&b.cc, &b.peer_group)));
+        let mut v: Vec<CcTotals> = self.buckets.iter().map(|(b, ..)| b.clone()).collect();
+        v.sort_by(|a, b| {
+            (&a.cc, &a.peer_group, &a.asn, &a.country).cmp(&(&b.cc, &b.peer_group, &b.asn, &b.country))
+        });
         v
     }
 
     /// The sums per cc now, and their growth over the last [`RECENT`] (less until that much has
     /// passed) with the seconds it spans; no growth at the first tick.
     pub fn tick(&mut self, now: Instant) -> (BTreeMap<String, Tally>, Option<Growth>) {
+        self.labels.rank(now);
         let mut sums: BTreeMap<String, Tally> = BTreeMap::new();
-        for (b, _) in &self.buckets {
+        for (b, ..) in &self.buckets {
             sums.entry(b.cc.clone()).or_default().add(&b.counts);
         }
         while self.past.len() > 1 && self.past.get(1).is_some_and(|(t, _)| now.duration_since(*t) >= RECENT) {
@@ -170,7 +188,6 @@ impl Totals {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bbrtop_core::model::Count;
 
     fn sent(bytes: u64, retrans: u64) -> Tally {
         Tally::from_counts([(Count::BytesSent, bytes), (Count::BytesRetrans, retrans)])
@@ -182,7 +199,7 @@ mod tests {
 
     #[test]
     fn per_cc_and_group_and_never_twice() {
-        let mut t = Totals::new(groups());
+        let mut t = Totals::new(groups(), PeerLabels::new(Arc::default(), 20));
         let (lab, far): (IpAddr, IpAddr) = ("10.1.1.1".parse().unwrap(), "192.0.2.1".parse().unwrap());
         let mut a = t.open(1, "bbr", lab);
         let mut b = t.open(2, "bbr", far);
@@ -202,9 +219,41 @@ mod tests {
         assert_eq!(get("cubic", "other"), sent(150, 0));
     }
 
+    /// A peer's AS comes to be shown once its bytes rank it: its socket's later growth counts
+    /// there, and `other` keeps what it had (no counter falls).
+    #[test]
+    fn labels_come_in_without_any_counter_falling() {
+        let geo = Arc::new(bbrtop_core::geo::GeoCell::new(bbrtop_core::testing::maxmind_test_geo()));
+        let mut t = Totals::new(groups(), PeerLabels::new(geo, 20));
+        let google: IpAddr = "1.0.0.1".parse().unwrap();
+        let t0 = Instant::now();
+        let mut a = t.open(1, "bbr", google);
+        t.count(&mut a, "bbr", google, &sent(1000, 0), None);
+        let at = |t: &Totals, asn: &str| {
+            t.snapshot()
+                .iter()
+                .filter(|x| x.asn.as_deref() == Some(asn))
+                .map(|x| x.counts[Count::BytesSent])
+                .sum::<u64>()
+        };
+        assert_eq!((at(&t, "other"), at(&t, "AS15169")), (1000, 0), "not ranked yet");
+        t.tick(t0);
+        t.count(&mut a, "bbr", google, &sent(1500, 0), None);
+        assert_eq!((at(&t, "other"), at(&t, "AS15169")), (1000, 500));
+        let s = t.snapshot();
+        assert!(
+            s.iter().all(|x| x.country.as_deref().is_some_and(|c| c == "unknown" || c == "other")),
+            "{s:?}"
+        );
+        // Responses take the labels shown at their time.
+        t.response("bbr", google, 10_000, 0.03);
+        let shown = t.snapshot().into_iter().find(|x| x.asn.as_deref() == Some("AS15169")).unwrap();
+        assert_eq!(shown.responses.count(), 1);
+    }
+
     #[test]
     fn close_records_add_the_rest_or_the_whole_life() {
-        let mut t = Totals::new(groups());
+        let mut t = Totals::new(groups(), PeerLabels::new(Arc::default(), 20));
         let peer: IpAddr = "10.1.1.1".parse().unwrap();
         let mut a = t.open(7, "cubic", peer);
         t.count(&mut a, "cubic", peer, &sent(1000, 0), None);
@@ -222,7 +271,7 @@ mod tests {
 
     #[test]
     fn recent_growth_spans_the_window() {
-        let mut t = Totals::new(groups());
+        let mut t = Totals::new(groups(), PeerLabels::new(Arc::default(), 20));
         let peer: IpAddr = "10.1.1.1".parse().unwrap();
         let mut a = t.open(1, "bbr", peer);
         let t0 = Instant::now();

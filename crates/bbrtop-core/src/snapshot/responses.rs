@@ -146,6 +146,11 @@ pub fn percentiles(h: &LogHist) -> Option<[f64; 3]> {
 pub struct ResponseRow {
     pub cc: String,
     pub peer_group: String,
+    /// The peers' AS and country labels, with their databases (`bbrtop export` flags).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asn: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
     /// A [`SizeClass::label`], or `all`.
     pub size: String,
     pub count: u64,
@@ -154,12 +159,23 @@ pub struct ResponseRow {
     pub p99_seconds: f64,
 }
 
+/// Whose responses: a cc's to one peer group, AS and country.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Whose<'a> {
+    pub cc: &'a str,
+    pub peer_group: &'a str,
+    pub asn: Option<&'a str>,
+    pub country: Option<&'a str>,
+}
+
 impl ResponseRow {
-    fn of(cc: &str, peer_group: &str, size: &str, h: &LogHist) -> Option<ResponseRow> {
+    fn of(w: Whose, size: &str, h: &LogHist) -> Option<ResponseRow> {
         let [p50, p95, p99] = percentiles(h)?;
         Some(ResponseRow {
-            cc: cc.to_string(),
-            peer_group: peer_group.to_string(),
+            cc: w.cc.to_string(),
+            peer_group: w.peer_group.to_string(),
+            asn: w.asn.map(str::to_string),
+            country: w.country.map(str::to_string),
             size: size.to_string(),
             count: h.count(),
             p50_seconds: p50,
@@ -169,20 +185,20 @@ impl ResponseRow {
     }
 }
 
-/// The rows of one cc's or several ccs' `(cc, peer group, responses)`, sorted by cc: per cc,
-/// every group and size together (`all`, `all`) first, then each group's size classes that saw
-/// a response.
-pub fn rows<'a>(groups: &[(&'a str, &'a str, &'a Responses)]) -> Vec<ResponseRow> {
+/// The rows of `groups`, sorted by cc: per cc, every group and size together (`all`, `all`)
+/// first, then each group's size classes that saw a response.
+pub fn rows(groups: &[(Whose, &Responses)]) -> Vec<ResponseRow> {
     let mut out = Vec::new();
-    for cc in groups.chunk_by(|a, b| a.0 == b.0) {
+    for cc in groups.chunk_by(|a, b| a.0.cc == b.0.cc) {
         let mut all = LogHist::default();
-        for (_, _, r) in cc {
+        for (_, r) in cc {
             all.add(&r.all());
         }
-        out.extend(ResponseRow::of(cc[0].0, "all", "all", &all));
-        for (name, group, r) in cc {
+        let everyone = Whose { cc: cc[0].0.cc, peer_group: "all", asn: None, country: None };
+        out.extend(ResponseRow::of(everyone, "all", &all));
+        for (w, r) in cc {
             for c in SizeClass::ALL {
-                out.extend(ResponseRow::of(name, group, c.label(), r.get(c)));
+                out.extend(ResponseRow::of(*w, c.label(), r.get(c)));
             }
         }
     }

@@ -1,7 +1,7 @@
 //! Counts per congestion control and peer group since bbrtop started, closed sockets included:
 //! they never fall, as Prometheus counters must (the engine keeps them so).
 
-use super::responses::{ResponseRow, Responses, rows};
+use super::responses::{ResponseRow, Responses, Whose, rows};
 use crate::model::Tally;
 use serde::{Deserialize, Serialize};
 
@@ -11,16 +11,32 @@ use serde::{Deserialize, Serialize};
 pub struct CcTotals {
     pub cc: String,
     pub peer_group: String,
+    /// The peers' AS (`AS15169`, `unknown`, or `other` past the top ones), with an AS database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asn: Option<String>,
+    /// The peers' country (ISO code, `unknown` or `other`), with a country database.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub country: Option<String>,
     pub counts: Tally,
     /// Response delivery times of its senders (eBPF), loopback left out unless `--loopback`.
     #[serde(default, skip_serializing_if = "Responses::is_empty")]
     pub responses: Responses,
 }
 
+impl CcTotals {
+    pub fn whose(&self) -> Whose<'_> {
+        Whose {
+            cc: &self.cc,
+            peer_group: &self.peer_group,
+            asn: self.asn.as_deref(),
+            country: self.country.as_deref(),
+        }
+    }
+}
+
 /// The response times of `totals` (sorted by cc and peer group, as the engine publishes them)
 /// as JSON and the TUI show them.
 pub fn response_rows(totals: &[CcTotals]) -> Vec<ResponseRow> {
-    let groups: Vec<_> =
-        totals.iter().map(|t| (t.cc.as_str(), t.peer_group.as_str(), &t.responses)).collect();
+    let groups: Vec<_> = totals.iter().map(|t| (t.whose(), &t.responses)).collect();
     rows(&groups)
 }
