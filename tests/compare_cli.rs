@@ -265,7 +265,9 @@ fn compares_by_as_and_country_from_databases_a_real_writer_made() {
     let country = serde_json::json!({"database_type": "bbrtop-lab-Country", "networks": {
         "10.61.0.0/16": {"country": {"iso_code": "BR"}},
         "10.62.0.0/16": {"country": {"iso_code": "AU"}}}});
-    if !support::mmdb_write(&d.join("asn.mmdb"), &asn) || !support::mmdb_write(&d.join("country.mmdb"), &country) {
+    if !support::mmdb_write(&d.join("asn.mmdb"), &asn)
+        || !support::mmdb_write(&d.join("country.mmdb"), &country)
+    {
         return;
     }
     // A third of the peers in each block, a third in neither.

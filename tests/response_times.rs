@@ -72,8 +72,10 @@ fn root_response_times_agree_with_the_clients() {
         assert!(times.len() >= 20, "{size}: the client timed {} responses", times.len());
         // Labelled once its bytes ranked the client's AS (every 10 s): the rows of both labels
         // together are every response.
-        let ours: Vec<&Value> =
-            rows.iter().filter(|r| r["cc"] == "bbr" && r["size"] == *size && r["peer_group"] != "all").collect();
+        let ours: Vec<&Value> = rows
+            .iter()
+            .filter(|r| r["cc"] == "bbr" && r["size"] == *size && r["peer_group"] != "all")
+            .collect();
         assert!(ours.iter().any(|r| r["asn"] == "AS64501" && r["country"] == "BR"), "{rows:?}");
         let row = ours.iter().max_by_key(|r| r["count"].as_u64()).unwrap();
         let count: u64 = ours.iter().map(|r| r["count"].as_u64().unwrap()).sum();
@@ -98,7 +100,9 @@ fn root_response_times_agree_with_the_clients() {
     assert!(rows.iter().all(|r| r["cc"] == "bbr"), "{rows:?}");
     let (_, metrics) = support::http::get(port, "/metrics", None).expect("the metrics");
     let sent = metrics.lines().find(|l| {
-        l.starts_with("bbrtop_sent_bytes_total{") && l.contains(r#"asn="AS64501""#) && l.contains(r#"country="BR""#)
+        l.starts_with("bbrtop_sent_bytes_total{")
+            && l.contains(r#"asn="AS64501""#)
+            && l.contains(r#"country="BR""#)
     });
     assert!(sent.is_some(), "no bbrtop_sent_bytes_total of AS64501 in BR");
     assert!(metrics.contains(r#"bbrtop_response_delivery_seconds_count{cc="bbr",peer_group="other",asn="AS64501",country="BR",size="le15kB"}"#));

@@ -150,7 +150,7 @@ mod tests {
         }));
         let snap = e.tick(now);
         let responses = bbrtop_core::snapshot::totals::response_rows(&snap.totals);
-        assert_eq!(responses.len(), 2, "{responses:?}");
+        assert_eq!(responses.len(), 3, "{responses:?}");
         for n in [0, 3] {
             let views = snap.sockets.to_vec();
             let whole = SnapshotDoc::new(&snap, views.iter().take(n).collect(), &responses);

@@ -172,8 +172,35 @@ fn fixture() -> Snapshot {
             closed(5, "cubic", at(49), 2.0),
         ],
         closed_by_cc: Vec::new(),
-        totals: Vec::new(),
+        totals: responded(),
     }
+}
+
+/// Responses delivered, as the edge guide's table has them: BBR 28/142/310 ms, CUBIC slower.
+fn responded() -> Vec<bbrtop_core::snapshot::CcTotals> {
+    let totals = |cc: &str, scale: f64| {
+        let mut responses = bbrtop_core::snapshot::responses::Responses::default();
+        for k in 0..100 {
+            let ms = if k < 50 {
+                28.0
+            } else if k < 95 {
+                142.0
+            } else {
+                310.0
+            };
+            responses.observe(12_000, scale * ms / 1000.0);
+        }
+        responses.observe(150_000, scale * 0.4);
+        bbrtop_core::snapshot::CcTotals {
+            cc: cc.into(),
+            peer_group: "other".into(),
+            asn: None,
+            country: None,
+            counts: Default::default(),
+            responses,
+        }
+    };
+    vec![totals("bbr", 1.0), totals("cubic", 1.25)]
 }
 
 /// Per-cc counts: (cc, bytes sent and acked, bytes retransmitted, of them spurious, RTOs).
@@ -624,6 +651,20 @@ fn a_time_typed_goes_to_the_player() {
     }
     assert_eq!(a.filter_text, "port 9", "{a:?}");
     assert_eq!(a.filter, Expr::parse("port 9").unwrap());
+}
+
+/// The BBR-vs-CUBIC view has the response times per cc and size, and none under a filter (they
+/// are kept per cc and peer group, not per socket).
+#[test]
+fn compare_view_has_the_response_times() {
+    let t = text(&render(&app_with(|a| a.view = View::Compare), &fixture(), 200, 40));
+    let line =
+        |cc: &str, size: &str| t.lines().find(|l| l.contains(cc) && l.contains(size)).map(str::to_string);
+    let bbr = line("bbr", "<=15kB").unwrap_or_else(|| panic!("{t}"));
+    assert!(bbr.contains("100") && bbr.contains("ms"), "{bbr}");
+    assert!(line("cubic", "15-200kB").is_some(), "{t}");
+    let t = text(&render(&filtered(View::Compare, "sport 40003"), &fixture(), 200, 40));
+    assert!(!t.contains("<=15kB"), "{t}");
 }
 
 /// The BBR-vs-CUBIC view says which sockets its figures leave out, per cc.

@@ -96,7 +96,10 @@ pub fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::Exi
 pub fn mmdb_write(out: &std::path::Path, spec: &serde_json::Value) -> bool {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let python = root.join("target/mmdb-venv/bin/python");
-    let ok = std::process::Command::new(&python).args(["-c", "import mmdb_writer"]).status().is_ok_and(|s| s.success());
+    let ok = std::process::Command::new(&python)
+        .args(["-c", "import mmdb_writer"])
+        .status()
+        .is_ok_and(|s| s.success());
     if !ok {
         guard::unavailable("mmdb-writer (scripts/setup.sh installs it into target/mmdb-venv)");
         return false;

@@ -1,10 +1,13 @@
 //! BBR vs CUBIC, live: the guides' comparison table, per congestion control, over the sockets that
 //! sent in the last interval, with the rollout's risks (retransmits, spurious ones, timeouts,
 //! goodput share) over the last minute, a line saying which sockets the figures leave out, and a
-//! verdict in words under it. Under a filter, the figures are over the sockets it matches, and
+//! verdict in words under it, and the response delivery times per cc and size class since start
+//! (eBPF), the guides' p50/p95/p99 per box. Under a filter, the figures are over the sockets it matches, and
 //! the last minute's counters, which count every socket (closed ones too), are left out.
 
 use super::Screen;
+use bbrtop_core::snapshot::responses::{ResponseRow, SizeClass};
+use bbrtop_core::snapshot::totals::response_rows;
 use bbrtop_core::snapshot::verdict;
 use bbrtop_core::snapshot::{CcAggregate, aggregate};
 use bbrtop_core::units::{bitrate, micros, opt, percent};
@@ -74,19 +77,53 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
                 .to_string(),
         );
     }
+    // Response times are kept per cc, peer group and size, not per socket: no filter applies.
+    let responses: Vec<ResponseRow> = if filtered {
+        Vec::new()
+    } else {
+        response_rows(&snap.totals).into_iter().filter(|r| r.peer_group == "all" && r.size != "all").collect()
+    };
     let inner = block.inner(area);
     f.render_widget(block, area);
-    // The verdict right under the table's rows, wrapped at the screen's width.
+    // The verdict right under the table's rows, wrapped at the screen's width, and the response
+    // times under it.
     let width = usize::from(inner.width.max(1));
     let lines: usize = verdicts.iter().map(|v| v.chars().count().div_ceil(width)).sum();
-    let [table, _, words] = Layout::vertical([
+    let [table, _, words, _, times] = Layout::vertical([
         Constraint::Max(by_cc.len() as u16 + 1),
         Constraint::Length(u16::from(lines > 0)),
-        Constraint::Min(lines as u16),
+        Constraint::Length(lines as u16),
+        Constraint::Length(u16::from(!responses.is_empty())),
+        Constraint::Min(0),
     ])
     .areas(inner);
     f.render_widget(super::fitted_table(table, &headers, &widths, &priority, rows), table);
     f.render_widget(Paragraph::new(verdicts.join("\n")).wrap(Wrap { trim: true }), words);
+    if !responses.is_empty() {
+        draw_responses(f, times, &responses);
+    }
+}
+
+/// The response delivery times since start, per cc and size class (eBPF): the guides'
+/// p50/p95/p99 per box.
+fn draw_responses(f: &mut Frame, area: Rect, rows: &[ResponseRow]) {
+    let headers = ["CC", "RESPONSES", "COUNT", "p50", "p95", "p99"];
+    let widths = [6, 10, 8, 9, 9, 9];
+    let priority = [0, 1, 3, 4, 5, 2];
+    let secs = |s: f64| micros((s * 1e6).round().min(f64::from(u32::MAX)) as u32);
+    let cells = rows.iter().map(|r| {
+        let size = SizeClass::parse(&r.size).map_or_else(|| r.size.clone(), |c| c.title().to_string());
+        let cells = vec![
+            r.cc.clone(),
+            size,
+            r.count.to_string(),
+            secs(r.p50_seconds),
+            secs(r.p95_seconds),
+            secs(r.p99_seconds),
+        ];
+        (cells, Style::new())
+    });
+    f.render_widget(super::fitted_table(area, &headers, &widths, &priority, cells), area);
 }
 
 /// "not counted: bbr 2 receivers, 1 idle; cubic 4 loopback", when any socket is left out of the

@@ -186,16 +186,20 @@ impl ResponseRow {
 }
 
 /// The rows of `groups`, sorted by cc: per cc, every group and size together (`all`, `all`)
-/// first, then each group's size classes that saw a response.
+/// first, then every group's responses of each size class (`all`, a size), then each group's
+/// size classes; only what saw a response.
 pub fn rows(groups: &[(Whose, &Responses)]) -> Vec<ResponseRow> {
     let mut out = Vec::new();
     for cc in groups.chunk_by(|a, b| a.0.cc == b.0.cc) {
-        let mut all = LogHist::default();
-        for (_, r) in cc {
-            all.add(&r.all());
-        }
         let everyone = Whose { cc: cc[0].0.cc, peer_group: "all", asn: None, country: None };
-        out.extend(ResponseRow::of(everyone, "all", &all));
+        let mut all = Responses::default();
+        for (_, r) in cc {
+            all.add(r);
+        }
+        out.extend(ResponseRow::of(everyone, "all", &all.all()));
+        for c in SizeClass::ALL {
+            out.extend(ResponseRow::of(everyone, c.label(), all.get(c)));
+        }
         for (w, r) in cc {
             for c in SizeClass::ALL {
                 out.extend(ResponseRow::of(*w, c.label(), r.get(c)));
