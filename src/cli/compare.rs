@@ -80,7 +80,7 @@ pub struct CompareArgs {
 fn read_side(specs: &SideSpecs, groups: &PeerGroups, geo: &Geo) -> Result<Side, Failure> {
     let mut parts = specs.specs.iter().map(|s| read_one(s, groups, geo));
     let first = parts.next().expect("a side names a recording")?;
-    let mut side = Side { head: SideHead { spec: specs.text.clone(), ..first.head }, sockets: first.sockets };
+    let mut side = Side { head: SideHead { spec: specs.text.clone(), ..first.head }, ..first };
     for part in parts {
         let part = part?;
         let h = &mut side.head;
@@ -88,6 +88,7 @@ fn read_side(specs: &SideSpecs, groups: &PeerGroups, geo: &Geo) -> Result<Side, 
         (h.polls, h.sockets) = (h.polls + part.head.polls, h.sockets + part.head.sockets);
         h.hosts.extend(part.head.hosts);
         side.sockets.extend(part.sockets);
+        side.responses.extend(part.responses);
     }
     Ok(side)
 }
@@ -99,12 +100,22 @@ fn read_one(spec: &SideSpec, groups: &PeerGroups, geo: &Geo) -> Result<Side, Fai
     let times: Vec<_> = rec.polls().iter().map(|p| p.at).collect();
     let range = spec.select(&times).map_err(Failure::Usage)?;
     let mut sum = Summarizer::new(groups, geo);
+    let reading = || format!("reading {}", spec.path.display());
+    // The response times counted before the range, which the range's last poll's counts include.
+    let before = match range.start {
+        0 => None,
+        s => rec.read(s - 1..s).with_context(reading)?.pop().map(|p| p.totals),
+    };
+    let mut last = Vec::new();
     let mut at = range.start;
     while at < range.end {
         let end = (at + BATCH).min(range.end);
-        let snaps = rec.read(at..end).with_context(|| format!("reading {}", spec.path.display()))?;
+        let snaps = rec.read(at..end).with_context(reading)?;
         for s in &snaps {
             sum.add(s);
+        }
+        if let Some(s) = snaps.last() {
+            last.clone_from(&s.totals);
         }
         at = end;
     }
@@ -122,7 +133,8 @@ fn read_one(spec: &SideSpec, groups: &PeerGroups, geo: &Geo) -> Result<Side, Fai
         sockets: sockets.len(),
         hosts: vec![host],
     };
-    Ok(Side { head, sockets })
+    let responses = crate::compare::responses::over_range(&head.hosts[0], before.as_deref(), &last);
+    Ok(Side { head, sockets, responses })
 }
 
 pub fn run(a: CompareArgs) -> Result<(), Failure> {

@@ -8,6 +8,7 @@
 pub mod plot;
 pub mod range;
 pub mod report;
+pub mod responses;
 pub mod summary;
 pub mod table;
 
@@ -38,6 +39,8 @@ pub struct SideHead {
 pub struct Side {
     pub head: SideHead,
     pub sockets: Vec<SocketSummary>,
+    /// Its response times over its range, per host, cc, peer group, AS and country.
+    pub responses: Vec<responses::ResponseBucket>,
 }
 
 /// The whole comparison, as the table and the JSON show it.
@@ -49,18 +52,18 @@ pub struct Comparison {
     /// The groups in which B is worse on some metric, first.
     pub regressed: Vec<report::Regressed>,
     pub groups: Vec<GroupRows>,
+    /// Response delivery times per group and size class (eBPF; empty where the recordings hold
+    /// none).
+    pub responses: Vec<responses::ResponseRows>,
 }
 
 impl Comparison {
     pub fn new(a: &Side, b: &Side, by_peer_group: bool) -> Comparison {
         let groups = report::compare(&a.sockets, &b.sockets, by_peer_group);
-        Comparison {
-            regressed: report::regressed(&groups),
-            groups,
-            a: a.head.clone(),
-            b: b.head.clone(),
-            method: METHOD,
-        }
+        let responses = responses::compare(&a.responses, &b.responses, by_peer_group);
+        let mut regressed = report::regressed(&groups);
+        regressed.extend(responses::regressed(&responses));
+        Comparison { regressed, groups, responses, a: a.head.clone(), b: b.head.clone(), method: METHOD }
     }
 }
 
@@ -81,6 +84,7 @@ pub(crate) mod tests {
                 sockets: sockets.len(),
                 hosts: vec!["edge-1".into()],
             },
+            responses: Vec::new(),
             sockets: sockets
                 .iter()
                 .enumerate()

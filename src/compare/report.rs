@@ -18,6 +18,10 @@ pub enum Metric {
     SrttP99Ms,
     Inflation,
     RetransRatio,
+    /// Response delivery times (`responses.rs`): quantiles over responses, not sockets.
+    ResponseP50Ms,
+    ResponseP95Ms,
+    ResponseP99Ms,
 }
 
 impl Metric {
@@ -40,6 +44,7 @@ impl Metric {
             Metric::SrttP99Ms => s.srtt_p99_ms,
             Metric::Inflation => s.inflation,
             Metric::RetransRatio => s.retrans_ratio,
+            Metric::ResponseP50Ms | Metric::ResponseP95Ms | Metric::ResponseP99Ms => None,
         }
     }
 
@@ -121,7 +126,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    fn of(metric: Metric, ci: &Interval) -> Verdict {
+    pub fn of(metric: Metric, ci: &Interval) -> Verdict {
         let lower = ci.hi < 0.0;
         match (lower, ci.lo > 0.0) {
             (false, false) => Verdict::NoClearDifference,
@@ -135,6 +140,9 @@ impl Verdict {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Regressed {
     pub group: Group,
+    /// For response times: the size class (or `all`) the quantiles are of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<String>,
     pub metrics: Vec<Metric>,
 }
 
@@ -145,7 +153,7 @@ pub fn regressed(groups: &[GroupRows]) -> Vec<Regressed> {
         .filter_map(|g| {
             let worse: Vec<Metric> =
                 g.metrics.iter().filter(|m| m.verdict == Some(Verdict::Worse)).map(|m| m.metric).collect();
-            (!worse.is_empty()).then(|| Regressed { group: g.group.clone(), metrics: worse })
+            (!worse.is_empty()).then(|| Regressed { group: g.group.clone(), size: None, metrics: worse })
         })
         .collect()
 }

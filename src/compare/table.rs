@@ -2,7 +2,9 @@
 //! sides' medians over sockets, B − A, B / A, and the interval of B − A. Pure.
 
 use super::Comparison;
-use super::report::{Group, Metric, MetricRow, Verdict};
+use super::report::{Group, Metric, Verdict};
+use bbrtop_core::snapshot::responses::SizeClass;
+use bbrtop_core::stats::Interval;
 use bbrtop_core::units::{bitrate, micros, percent};
 use std::fmt::Write;
 
@@ -16,6 +18,9 @@ impl Metric {
             Metric::SrttP99Ms => "srtt p99",
             Metric::Inflation => "inflation",
             Metric::RetransRatio => "retransmits",
+            Metric::ResponseP50Ms => "response p50",
+            Metric::ResponseP95Ms => "response p95",
+            Metric::ResponseP99Ms => "response p99",
         }
     }
 
@@ -25,9 +30,12 @@ impl Metric {
         let m = v.abs();
         let s = match self {
             Metric::ThroughputBitsPerSec | Metric::GoodputBitsPerSec => bitrate(m / 8.0),
-            Metric::SrttP50Ms | Metric::SrttP95Ms | Metric::SrttP99Ms => {
-                micros((m * 1000.0).round().min(f64::from(u32::MAX)) as u32)
-            }
+            Metric::SrttP50Ms
+            | Metric::SrttP95Ms
+            | Metric::SrttP99Ms
+            | Metric::ResponseP50Ms
+            | Metric::ResponseP95Ms
+            | Metric::ResponseP99Ms => micros((m * 1000.0).round().min(f64::from(u32::MAX)) as u32),
             Metric::Inflation => format!("{m:.2}x"),
             Metric::RetransRatio => percent(m),
         };
@@ -51,21 +59,25 @@ fn group_title(g: &Group) -> String {
     }
 }
 
-/// What the interval says, in words.
-fn verdict(r: &MetricRow) -> String {
-    match (&r.diff_ci, &r.note) {
+/// What an interval of `metric`'s B - A says, in words.
+fn verdict(metric: Metric, ci: Option<&Interval>, note: Option<&String>, verdict: Option<Verdict>) -> String {
+    match (ci, note) {
         (Some(ci), _) => {
             let side = if ci.hi < 0.0 { "lower" } else { "higher" };
-            let words = match r.verdict {
+            let words = match verdict {
                 Some(Verdict::Better) => format!("B better ({side})"),
                 Some(Verdict::Worse) => format!("B worse ({side})"),
                 _ => "no clear difference".to_string(),
             };
-            format!("[{}, {}] {words}", r.metric.show_diff(ci.lo), r.metric.show_diff(ci.hi))
+            format!("[{}, {}] {words}", metric.show_diff(ci.lo), metric.show_diff(ci.hi))
         }
         (None, Some(note)) => note.clone(),
         (None, None) => "-".into(),
     }
+}
+
+fn size_title(size: &str) -> &str {
+    SizeClass::parse(size).map_or("of every size", SizeClass::title)
 }
 
 fn row(s: &mut String, cells: [&str; 6]) {
@@ -105,8 +117,9 @@ pub fn render(c: &Comparison) -> String {
         .regressed
         .iter()
         .map(|r| {
-            let metrics: Vec<&str> = r.metrics.iter().map(|m| m.label()).collect();
-            format!("{} ({})", group_title(&r.group), metrics.join(", "))
+            let mut what: Vec<&str> = r.metrics.iter().map(|m| m.label()).collect();
+            what.extend(r.size.as_deref().map(size_title));
+            format!("{} ({})", group_title(&r.group), what.join(", "))
         })
         .collect();
     let worse = if worse.is_empty() { "none".to_string() } else { worse.join("; ") };
@@ -124,12 +137,45 @@ pub fn render(c: &Comparison) -> String {
                     &show(r.b.median),
                     &r.diff.map_or("-".into(), |d| r.metric.show_diff(d)),
                     &r.ratio.map_or("-".into(), |x| format!("{x:.2}x")),
-                    &verdict(r),
+                    &verdict(r.metric, r.diff_ci.as_ref(), r.note.as_ref(), r.verdict),
                 ],
             );
         }
     }
+    responses(&mut s, c);
     s
+}
+
+/// The response delivery times: a block per group and size class that saw responses.
+fn responses(s: &mut String, c: &Comparison) {
+    if c.responses.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\nResponse delivery times (each figure over responses, not sockets; the CI of B-A joins each \
+         side's distribution-free 97.5% quantile interval, so it holds with 95%)"
+    );
+    for r in &c.responses {
+        let title = format!("{} responses {}", group_title(&r.group), size_title(&r.size));
+        let _ = writeln!(s, "\n{title} (A {} responses, B {})", r.responses_a, r.responses_b);
+        row(s, ["", "A", "B", "B-A", "B/A", "95% CI of B-A"]);
+        for q in &r.quantiles {
+            let show = |v: Option<f64>| v.map_or("-".to_string(), |v| q.metric.show(v));
+            let ratio = q.a.zip(q.b).filter(|(a, _)| *a > 0.0).map(|(a, b)| b / a);
+            row(
+                s,
+                [
+                    q.metric.label(),
+                    &show(q.a),
+                    &show(q.b),
+                    &q.diff.map_or("-".into(), |d| q.metric.show_diff(d)),
+                    &ratio.map_or("-".into(), |x| format!("{x:.2}x")),
+                    &verdict(q.metric, q.diff_ci.as_ref(), q.note.as_ref(), q.verdict),
+                ],
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -149,6 +195,36 @@ mod tests {
         let b = side(&[("bbr", 45.0), ("bbr", 50.0), ("bbr", 40.0), ("bbr", 47.0), ("bbr", 44.0)]);
         let text = render(&Comparison::new(&a, &b, false));
         insta::assert_snapshot!(text);
+    }
+
+    /// A canary (B) whose responses came faster: the block per group and size, its verdict, and
+    /// the groups worse on B named with their size.
+    #[test]
+    fn the_table_shows_response_times() {
+        use crate::compare::responses::ResponseBucket;
+        use bbrtop_core::snapshot::responses::Responses;
+        let bucket = |host: &str, cc: &str, ms: f64| {
+            let mut responses = Responses::default();
+            for k in 0..600 {
+                responses.observe(12_000, ms * (0.9 + 0.2 * f64::from(k) / 600.0) / 1000.0);
+            }
+            ResponseBucket {
+                host: host.into(),
+                cc: cc.into(),
+                peer_group: "other".into(),
+                asn: Some("AS64501".into()),
+                country: None,
+                responses,
+            }
+        };
+        let (mut a, mut b) = (side(&[("cubic", 40.0)]), side(&[("bbr", 40.0)]));
+        a.responses = vec![bucket("edge-2", "cubic", 32.0)];
+        b.responses = vec![bucket("canary", "bbr", 40.0)];
+        let text = render(&Comparison::new(&a, &b, false));
+        assert!(text.contains("AS 64501 responses <=15kB (A 600 responses, B 600)"), "{text}");
+        let p50 = text.lines().find(|l| l.trim_start().starts_with("response p50")).unwrap();
+        assert!(p50.contains("B worse (higher)"), "{p50}");
+        assert!(text.contains("AS 64501 (response p50, response p95, response p99, <=15kB)"), "{text}");
     }
 
     #[test]
