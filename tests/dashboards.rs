@@ -27,6 +27,7 @@ const EXPORTED: &[&str] = &[
     "bbrtop_rtt_inflation_ratio",
     "bbrtop_bbr_bandwidth_bytes_per_second",
     "bbrtop_delivery_rate_bytes_per_second",
+    "bbrtop_response_delivery_seconds",
     "bbrtop_sockets_inflated",
     "bbrtop_alerts_firing",
     "bbrtop_inflation_onsets_total",

@@ -1,10 +1,12 @@
 //! The fleet A/B of the guides (../shared/guides/003): four edge hosts on one bloated path each,
 //! one BBR (the canary, labelled canary="true") and three CUBIC, each running `bbrtop export`;
+//! each host also answers request/response traffic on a keep-alive connection beside its flow;
 //! one real Prometheus scrapes them with the shipped rules. The fleet query gives p95 srtt per host, lower on the BBR host; and every
 //! query of the shipped Grafana dashboard returns data. Privileged.
 
 mod support;
 
+use bbrtop::lab::exchange::{Exchange, ExchangeConfig};
 use bbrtop::lab::{Lab, LabConfig};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -12,18 +14,27 @@ use support::servers::Prometheus;
 use support::tools::have;
 use support::{grafana, guard, poll_until};
 
+/// Fields drop in order: the exchange stops before its lab goes.
 struct Host {
     name: &'static str,
     port: u16,
     _export: support::Exporter,
+    _exchange: Exchange,
     _lab: Lab,
 }
 
+/// A host with a bulk flow and request/response traffic beside it (the response times' panel).
 fn edge(name: &'static str, cc: &str) -> Host {
     let mut lab = Lab::new(LabConfig::default()).unwrap();
     lab.start_flow(cc).unwrap();
+    let ask = ExchangeConfig {
+        interval: Duration::from_millis(200),
+        think: Duration::ZERO,
+        ..ExchangeConfig::default()
+    };
+    let exchange = lab.start_exchange(cc, ask).unwrap();
     let (export, port) = support::lab::exporter(&lab);
-    Host { name, port, _export: export, _lab: lab }
+    Host { name, port, _export: export, _exchange: exchange, _lab: lab }
 }
 
 fn value(sample: &serde_json::Value) -> f64 {

@@ -55,6 +55,7 @@ fn root_response_times_agree_with_the_clients() {
         response_bytes: 15_000,
         interval: Duration::from_millis(250),
         think: Duration::ZERO,
+        ..ExchangeConfig::default()
     };
     let large = ExchangeConfig { response_bytes: 200_000, interval: Duration::from_millis(700), ..small };
     let exchanges = [

@@ -22,13 +22,32 @@ use std::time::Duration;
 /// `--quick`'s duration per flow.
 const QUICK: Duration = Duration::from_secs(20);
 
+/// What `bbrtop lab` runs: one of the guides' flow scenarios, or the rollout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Which {
+    Guide(Scenario),
+    Rollout,
+}
+
+fn parse_which(s: &str) -> Result<Which, String> {
+    match s {
+        "rollout" => Ok(Which::Rollout),
+        _ => s.parse().map(Which::Guide).map_err(|_| {
+            format!("unknown scenario {s:?} (expected bufferbloat, lossy, ab, shallow or rollout)")
+        }),
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct LabArgs {
     /// bufferbloat (10 Mbit/s, 40 ms, 1000-packet buffer), lossy (200 Mbit/s, 100 ms, 1% loss),
     /// ab (one BBR and one CUBIC flow sharing a path) or shallow (the two sharing 20 Mbit/s,
     /// 40 ms, a 7-packet buffer: BBR's retransmits and CUBIC's share).
-    #[arg(value_parser = |s: &str| s.parse::<Scenario>(), required_unless_present = "cleanup")]
-    pub scenario: Option<Scenario>,
+    /// Or rollout: the edge guide's rollout, four boxes (one BBR, three CUBIC) answering
+    /// request/response traffic to mobile, distant and local clients, with the response times per
+    /// box and who got the win per AS (--quick, --duration and --json apply).
+    #[arg(value_parser = parse_which, required_unless_present = "cleanup")]
+    pub scenario: Option<Which>,
     /// Remove the namespaces of labs whose process is gone (killed, or cut short), and run no
     /// scenario. A run does this too before it builds its own; a live lab's are never touched.
     #[arg(long, conflicts_with_all = ["scenario", "json", "tui"])]
@@ -206,11 +225,15 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
             bbrtop_collect::caps::names(&missing)
         )));
     }
-    let Some(scenario) = a.scenario else {
-        for name in crate::lab::owner::remove_dead() {
-            println!("removed {name}");
+    let scenario = match a.scenario {
+        None => {
+            for name in crate::lab::owner::remove_dead() {
+                println!("removed {name}");
+            }
+            return Ok(());
         }
-        return Ok(());
+        Some(Which::Rollout) => return rollout(&a),
+        Some(Which::Guide(s)) => s,
     };
     let duration = match (a.quick, a.duration) {
         (true, _) => QUICK,
@@ -280,6 +303,67 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
         return Err(Failure::Runtime(anyhow::anyhow!(
             "interrupted after {ran:.0} s of {} s per flow: the report is partial",
             duration.as_secs()
+        )));
+    }
+    Ok(())
+}
+
+/// `bbrtop lab rollout`.
+fn rollout(a: &LabArgs) -> Result<(), Failure> {
+    use crate::lab::rollout::{self, RolloutConfig};
+    let refused = [(a.tui, "--tui"), (a.record.is_some(), "--record"), (a.flows != 1, "--flows")];
+    if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
+        return Err(Failure::Usage(format!(
+            "{flag} does not apply to lab rollout (--quick, --duration, --plot and --json do)"
+        )));
+    }
+    let mut cfg = if a.quick { RolloutConfig::quick() } else { RolloutConfig::full() };
+    if let Some(d) = a.duration {
+        cfg.duration = d;
+    }
+    let stop = super::startup::signals()?;
+    let mut err = std::io::stderr();
+    let progress = !a.json && err.is_terminal();
+    if !a.json {
+        eprintln!(
+            "bbrtop lab rollout: {} s, 4 boxes x 3 populations (Ctrl-C stops early and cleans up)",
+            cfg.duration.as_secs()
+        );
+    }
+    let report = rollout::run(cfg, &stop, |ran| {
+        if progress {
+            let _ = write!(
+                err,
+                "\rrollout {:>4}/{} s\x1b[K",
+                ran.as_secs().min(cfg.duration.as_secs()),
+                cfg.duration.as_secs()
+            );
+        }
+    });
+    if progress {
+        let _ = write!(err, "\r\x1b[K");
+    }
+    let report = report.map_err(|e| Failure::Runtime(e.into()))?;
+    if let Some(dir) = &a.plot {
+        let svg = rollout::plot::response_cdf(&report).map_err(|e| Failure::Runtime(anyhow::anyhow!(e)))?;
+        let file = dir.join(rollout::plot::FILE);
+        std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::write(&file, svg))
+            .with_context(|| format!("--plot {}", file.display()))?;
+        if !a.json {
+            eprintln!("wrote {}", file.display());
+        }
+    }
+    if a.json {
+        crate::output::json::write_line(&mut std::io::stdout().lock(), &report)
+            .context("writing to stdout")?;
+    } else {
+        print!("{}", report.render());
+    }
+    if let Some(ran) = report.interrupted_after_seconds {
+        return Err(Failure::Runtime(anyhow::anyhow!(
+            "interrupted after {ran:.0} s of {} s: the report is partial",
+            cfg.duration.as_secs()
         )));
     }
     Ok(())

@@ -3,6 +3,7 @@
 //! interval of the difference. Pure.
 
 use super::summary::SocketSummary;
+pub use bbrtop_core::stats::Verdict;
 use bbrtop_core::stats::{self, Interval, MIN_SOCKETS};
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -112,28 +113,6 @@ pub struct MetricRow {
     /// What the interval says of B, the metric's direction taken into account; absent without
     /// an interval.
     pub verdict: Option<Verdict>,
-}
-
-/// B against A, for one metric of one group.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The whole interval of B - A lies on the metric's better side.
-    Better,
-    Worse,
-    /// The interval holds zero.
-    NoClearDifference,
-}
-
-impl Verdict {
-    pub fn of(metric: Metric, ci: &Interval) -> Verdict {
-        let lower = ci.hi < 0.0;
-        match (lower, ci.lo > 0.0) {
-            (false, false) => Verdict::NoClearDifference,
-            _ if lower == metric.lower_is_better() => Verdict::Better,
-            _ => Verdict::Worse,
-        }
-    }
 }
 
 /// A group in which B is worse than A on some metric (the interval says so).
@@ -279,7 +258,7 @@ fn metric_row(metric: Metric, a: &[SocketSummary], b: &[SocketSummary]) -> Metri
         diff_ci: cis.map(|c| c.0),
         ratio_ci: cis.and_then(|c| c.1).filter(|_| metric.has_ratio()),
         note,
-        verdict: cis.map(|c| Verdict::of(metric, &c.0)),
+        verdict: cis.map(|c| Verdict::of(metric.lower_is_better(), &c.0)),
     }
 }
 

@@ -1,13 +1,13 @@
 //! Response delivery times side by side: each side's histograms over its range (the engine's
 //! counts at the range's last poll less those before its first, per host, cc, peer group, AS
 //! and country), added up per group of the report and per size class; p50, p95 and p99 of each
-//! side, B − A, and an interval of B − A from each side's distribution-free quantile interval
-//! (`LogHist::quantile_interval`, 97.5% each so the difference holds with 95%). Pure.
+//! side, B − A, and an interval of B − A (`bbrtop_core::snapshot::responses::quantile_diff`).
+//! Pure.
 
 use super::report::{Group, Metric, Regressed, Verdict};
 use bbrtop_core::snapshot::CcTotals;
-use bbrtop_core::snapshot::loghist::{LogHist, Z_OF_TWO};
-use bbrtop_core::snapshot::responses::{Responses, SizeClass};
+use bbrtop_core::snapshot::loghist::LogHist;
+use bbrtop_core::snapshot::responses::{Responses, SizeClass, quantile_diff};
 use bbrtop_core::stats::Interval;
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -152,25 +152,13 @@ pub fn regressed(rows: &[ResponseRows]) -> Vec<Regressed> {
 }
 
 fn quantile_row(q: f64, metric: Metric, a: &LogHist, b: &LogHist) -> QuantileRow {
-    let ms = |v: f64| v * 1000.0;
-    let (va, vb) = (a.quantile(q).map(ms), b.quantile(q).map(ms));
-    let (ia, ib) = (a.quantile_interval(q, Z_OF_TWO), b.quantile_interval(q, Z_OF_TWO));
-    let diff_ci =
-        ia.zip(ib).map(|((alo, ahi), (blo, bhi))| Interval { lo: ms(blo - ahi), hi: ms(bhi - alo) });
-    let note = diff_ci.is_none().then(|| match (a.count(), b.count()) {
+    let d = quantile_diff(a, b, q);
+    let note = d.diff_ci.is_none().then(|| match (a.count(), b.count()) {
         (0, _) => "none in A".to_string(),
         (_, 0) => "none in B".to_string(),
         (na, nb) => format!("too few responses for an interval (A {na}, B {nb})"),
     });
-    QuantileRow {
-        metric,
-        a: va,
-        b: vb,
-        diff: va.zip(vb).map(|(x, y)| y - x),
-        diff_ci,
-        note,
-        verdict: diff_ci.map(|ci| Verdict::of(metric, &ci)),
-    }
+    QuantileRow { metric, a: d.a, b: d.b, diff: d.diff, diff_ci: d.diff_ci, note, verdict: d.verdict }
 }
 
 #[cfg(test)]

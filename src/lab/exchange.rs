@@ -28,6 +28,8 @@ const MAX_RESPONSE: u64 = 64 << 20;
 pub struct ExchangeConfig {
     /// Bytes per response.
     pub response_bytes: u64,
+    /// Sizes asked for in turn instead, when not empty (a mix, as `lab rollout` asks).
+    pub mix: &'static [u64],
     /// From one request to the next.
     pub interval: Duration,
     /// How long the server works on a request before it answers, as an API does. Longer than
@@ -41,6 +43,7 @@ impl Default for ExchangeConfig {
     fn default() -> Self {
         ExchangeConfig {
             response_bytes: 15_000,
+            mix: &[],
             interval: Duration::from_secs(1),
             think: Duration::from_millis(50),
         }
@@ -190,7 +193,10 @@ fn serve(mut s: TcpStream, think: Duration, stop: &AtomicBool) {
 fn ask(mut s: TcpStream, cfg: ExchangeConfig, stop: &AtomicBool, times: &Mutex<Vec<Duration>>) {
     let _ = s.set_read_timeout(Some(TICK));
     let _ = s.set_write_timeout(Some(TICK));
-    let mut buf = vec![0u8; cfg.response_bytes.min(MAX_RESPONSE) as usize];
+    let sizes: &[u64] = if cfg.mix.is_empty() { std::slice::from_ref(&cfg.response_bytes) } else { cfg.mix };
+    let largest = sizes.iter().copied().max().unwrap_or(0).min(MAX_RESPONSE);
+    let mut buf = vec![0u8; largest as usize];
+    let mut turn = sizes.iter().copied().cycle();
     let mut next = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
@@ -199,8 +205,10 @@ fn ask(mut s: TcpStream, cfg: ExchangeConfig, stop: &AtomicBool, times: &Mutex<V
             continue;
         }
         next = now + cfg.interval;
+        let size = turn.next().unwrap_or(0).min(largest);
         let asked = Instant::now();
-        if !write_all(&mut s, &cfg.response_bytes.to_be_bytes(), stop) || !read_all(&mut s, &mut buf, stop) {
+        if !write_all(&mut s, &size.to_be_bytes(), stop) || !read_all(&mut s, &mut buf[..size as usize], stop)
+        {
             return;
         }
         times.lock().unwrap_or_else(|e| e.into_inner()).push(asked.elapsed());

@@ -19,6 +19,7 @@ pub mod flows;
 pub mod loss;
 pub mod owner;
 pub mod plot;
+pub mod rollout;
 pub mod run;
 pub mod scenario;
 /// `ss -tin` parsed: the reference the tests and the lab figures compare with, not the product.
@@ -52,6 +53,10 @@ pub struct LabConfig {
     pub ecn: bool,
     /// The fraction of ECN-capable packets the bottleneck marks CE (0..1), by the same program.
     pub ce_mark: f64,
+    /// The second octet of the lab's addresses, 10.NET.1.1 (sender) to 10.NET.2.2 (receiver):
+    /// labs' namespaces are apart, so two labs may share it; `lab rollout` gives each client
+    /// population its own block.
+    pub net: u8,
 }
 
 impl Default for LabConfig {
@@ -65,6 +70,7 @@ impl Default for LabConfig {
             loss: 0.0,
             ecn: false,
             ce_mark: 0.0,
+            net: 77,
         }
     }
 }
@@ -104,15 +110,31 @@ pub struct Flow {
     pub peer: SocketAddr,
 }
 
-const SENDER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 1, 1);
-const ROUTER_UP: Ipv4Addr = Ipv4Addr::new(10, 77, 1, 2);
-const ROUTER_DOWN: Ipv4Addr = Ipv4Addr::new(10, 77, 2, 1);
-const RECEIVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 77, 2, 2);
+/// The lab's four addresses in 10.NET.0.0/16.
+#[derive(Clone, Copy, Debug)]
+struct Addrs {
+    sender: Ipv4Addr,
+    router_up: Ipv4Addr,
+    router_down: Ipv4Addr,
+    receiver: Ipv4Addr,
+}
+
+impl Addrs {
+    fn of(net: u8) -> Addrs {
+        Addrs {
+            sender: Ipv4Addr::new(10, net, 1, 1),
+            router_up: Ipv4Addr::new(10, net, 1, 2),
+            router_down: Ipv4Addr::new(10, net, 2, 1),
+            receiver: Ipv4Addr::new(10, net, 2, 2),
+        }
+    }
+}
 
 static NEXT: AtomicU32 = AtomicU32::new(0);
 
 pub struct Lab {
     name: String,
+    addrs: Addrs,
     sender: PathBuf,
     receiver: PathBuf,
     // Field order is drop order: flows stop before the sink, the line before the namespaces.
@@ -144,7 +166,9 @@ impl Lab {
         owner::remove_dead();
         let name = owner::Owner::me().lab_name(NEXT.fetch_add(1, Ordering::Relaxed));
         let (s, m, r) = (format!("{name}-s"), format!("{name}-m"), format!("{name}-r"));
+        let a = Addrs::of(cfg.net);
         let mut lab = Lab {
+            addrs: a,
             sender: Path::new("/run/netns").join(&s),
             receiver: Path::new("/run/netns").join(&r),
             name,
@@ -166,7 +190,7 @@ impl Lab {
                 run("ip", &["netns", "exec", ns, "sysctl", "-qw", "net.ipv4.tcp_ecn=1"])?;
             }
         }
-        lab.veth(&s, &m, "wan0", SENDER_ADDR, ROUTER_UP)?;
+        lab.veth(&s, &m, "wan0", a.sender, a.router_up)?;
         if let Some(d) = cfg.delay
             && !lab.netem(&m, d * 2)?
         {
@@ -175,12 +199,12 @@ impl Lab {
             lab.path.clear();
             lab.delay_line(&s, &m, d)?;
         }
-        lab.veth(&m, &r, "lan0", ROUTER_DOWN, RECEIVER_ADDR)?;
-        run("ip", &["-n", &s, "route", "add", "default", "via", &ROUTER_UP.to_string()])?;
-        run("ip", &["-n", &r, "route", "add", "default", "via", &ROUTER_DOWN.to_string()])?;
+        lab.veth(&m, &r, "lan0", a.router_down, a.receiver)?;
+        run("ip", &["-n", &s, "route", "add", "default", "via", &a.router_up.to_string()])?;
+        run("ip", &["-n", &r, "route", "add", "default", "via", &a.router_down.to_string()])?;
         lab.shape(&m, "lan0", &cfg)?;
         let ns = NetnsSpec(lab.receiver.clone());
-        lab.sink = Some(Sink::start(&ns, SocketAddr::new(RECEIVER_ADDR.into(), 0))?);
+        lab.sink = Some(Sink::start(&ns, SocketAddr::new(a.receiver.into(), 0))?);
         Ok(lab)
     }
 
@@ -232,12 +256,14 @@ impl Lab {
     fn delay_line(&mut self, s: &str, m: &str, one_way: Duration) -> Result<(), LabError> {
         let router = Path::new("/run/netns").join(m);
         self.line = Some(DelayLine::start(&self.sender, "wan0", &router, "wan0", one_way)?);
-        for (ns, a, b) in [(s, SENDER_ADDR, ROUTER_UP), (m, ROUTER_UP, SENDER_ADDR)] {
+        let (sender, up) = (self.addrs.sender, self.addrs.router_up);
+        for (ns, a, b) in [(s, sender, up), (m, up, sender)] {
             run("ip", &["-n", ns, "addr", "add", &a.to_string(), "peer", &b.to_string(), "dev", "wan0"])?;
             run("ip", &["-n", ns, "link", "set", "wan0", "up"])?;
         }
-        self.path =
-            format!("userspace delay line ({} ms each way; no netem), router with tbf", one_way.as_millis());
+        let ms = one_way.as_secs_f64() * 1000.0;
+        let ms = if ms.fract() == 0.0 { format!("{ms:.0}") } else { format!("{ms:.1}") };
+        self.path = format!("userspace delay line ({ms} ms each way; no netem), router with tbf");
         Ok(())
     }
 
@@ -303,11 +329,11 @@ impl Lab {
     }
 
     pub fn sender_addr(&self) -> IpAddr {
-        SENDER_ADDR.into()
+        self.addrs.sender.into()
     }
 
     pub fn receiver_addr(&self) -> IpAddr {
-        RECEIVER_ADDR.into()
+        self.addrs.receiver.into()
     }
 
     fn sink_addr(&self) -> Result<SocketAddr, LabError> {
@@ -344,7 +370,7 @@ impl Lab {
         cc: &str,
         cfg: exchange::ExchangeConfig,
     ) -> Result<exchange::Exchange, LabError> {
-        let server = SocketAddr::new(SENDER_ADDR.into(), 0);
+        let server = SocketAddr::new(self.sender_addr(), 0);
         let (s, r) = (NetnsSpec(self.sender.clone()), NetnsSpec(self.receiver.clone()));
         exchange::Exchange::start(&s, server, &r, cc, cfg)
     }

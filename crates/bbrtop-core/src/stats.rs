@@ -64,6 +64,28 @@ impl Interval {
     }
 }
 
+/// What an interval of B − A says of B, in a metric's direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The whole interval lies on the metric's better side.
+    Better,
+    Worse,
+    /// The interval holds zero.
+    NoClearDifference,
+}
+
+impl Verdict {
+    pub fn of(lower_is_better: bool, ci: &Interval) -> Verdict {
+        let lower = ci.hi < 0.0;
+        match (lower, ci.lo > 0.0) {
+            (false, false) => Verdict::NoClearDifference,
+            _ if lower == lower_is_better => Verdict::Better,
+            _ => Verdict::Worse,
+        }
+    }
+}
+
 /// The [`CONFIDENCE`] percentile-bootstrap intervals of median(B) − median(A) and of
 /// median(B) / median(A) (resamples whose A median is 0 have no ratio and are left out of that
 /// one), from [`RESAMPLES`] resamples of each side's sockets with replacement.

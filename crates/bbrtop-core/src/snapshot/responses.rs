@@ -3,7 +3,8 @@
 //! kernel, `bpf/bbrtop.bpf.c`), kept per size class as exponential histograms that never fall.
 //! The size classes are the rollout guides': up to 15 KB, 15-200 KB, 200 KB-2 MB, larger.
 
-use super::loghist::LogHist;
+use super::loghist::{LogHist, Z_OF_TWO};
+use crate::stats::{Interval, Verdict};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -140,6 +141,54 @@ pub fn percentiles(h: &LogHist) -> Option<[f64; 3]> {
     Some([h.quantile(0.5)?, h.quantile(0.95)?, h.quantile(0.99)?])
 }
 
+/// A difference smaller than this share of A's value is no clear difference whatever its
+/// interval: the buckets are 4.4% apart, and a quantile read inside one is interpolated, so two
+/// sides within a bucket of each other may differ by the interpolation alone.
+pub const RESOLUTION: f64 = 0.05;
+/// Nor is one under a millisecond, which no one waiting for a response notices (on a LAN
+/// path of a millisecond's round trip, 0.1 ms is a clear interval and no win).
+pub const NOTICEABLE_MS: f64 = 1.0;
+
+/// One quantile of two sides' response times, A against B, in milliseconds: each side's value,
+/// B − A, and an interval of B − A made of each side's distribution-free quantile interval
+/// ([`LogHist::quantile_interval`] at 97.5% each, so the difference holds with 95%); none
+/// where a side has too few responses for it. The verdict needs the interval to clear
+/// [`RESOLUTION`] of A's value and [`NOTICEABLE_MS`], not only zero.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QuantileDiff {
+    pub a: Option<f64>,
+    pub b: Option<f64>,
+    pub diff: Option<f64>,
+    pub diff_ci: Option<Interval>,
+    /// Lower is better.
+    pub verdict: Option<Verdict>,
+}
+
+pub fn quantile_diff(a: &LogHist, b: &LogHist, q: f64) -> QuantileDiff {
+    let ms = |v: f64| v * 1000.0;
+    let (va, vb) = (a.quantile(q).map(ms), b.quantile(q).map(ms));
+    let (ia, ib) = (a.quantile_interval(q, Z_OF_TWO), b.quantile_interval(q, Z_OF_TWO));
+    let diff_ci =
+        ia.zip(ib).map(|((alo, ahi), (blo, bhi))| Interval { lo: ms(blo - ahi), hi: ms(bhi - alo) });
+    QuantileDiff {
+        a: va,
+        b: vb,
+        diff: va.zip(vb).map(|(x, y)| y - x),
+        diff_ci,
+        // Lower is better.
+        verdict: diff_ci.zip(va).map(|(ci, a)| {
+            let margin = (RESOLUTION * a).max(NOTICEABLE_MS);
+            if ci.hi < -margin {
+                Verdict::Better
+            } else if ci.lo > margin {
+                Verdict::Worse
+            } else {
+                Verdict::NoClearDifference
+            }
+        }),
+    }
+}
+
 /// One line of the response times as JSON and the TUI show them: a cc's responses to one peer
 /// group of one size class, or `all` of either.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -222,6 +271,27 @@ mod tests {
         for c in SizeClass::ALL {
             assert_eq!(SizeClass::parse(c.label()), Some(c));
         }
+    }
+
+    /// A difference inside the buckets' resolution, or under a millisecond, is no clear
+    /// difference, however many responses narrow its interval; one beyond both is a verdict.
+    #[test]
+    fn verdicts_need_more_than_the_buckets_resolution() {
+        let many = |ms: f64| {
+            let mut h = LogHist::default();
+            for k in 0..20_000 {
+                h.observe(ms * (0.9 + 0.2 * f64::from(k) / 20_000.0) / 1000.0);
+            }
+            h
+        };
+        let (a, close, far) = (many(100.0), many(102.0), many(80.0));
+        let d = quantile_diff(&a, &close, 0.5);
+        assert_eq!(d.verdict, Some(Verdict::NoClearDifference), "{d:?}");
+        assert_eq!(quantile_diff(&a, &far, 0.5).verdict, Some(Verdict::Better));
+        assert_eq!(quantile_diff(&far, &a, 0.95).verdict, Some(Verdict::Worse));
+        assert_eq!(quantile_diff(&a, &LogHist::default(), 0.5).verdict, None, "nothing on B");
+        let (lan, lan_faster) = (many(1.5), many(1.2));
+        assert_eq!(quantile_diff(&lan, &lan_faster, 0.5).verdict, Some(Verdict::NoClearDifference), "0.3 ms");
     }
 
     #[test]

@@ -1,0 +1,259 @@
+//! `bbrtop lab rollout`: the edge guide's rollout, reproduced. Four server boxes (`edge-1` runs
+//! BBR, the canary; `edge-2` to `edge-4` CUBIC) answer request/response traffic on keep-alive
+//! connections, in the guide's sizes, to three client populations, each in an address block of
+//! its own that a MaxMind-format database (written by a real MMDB writer, `testdata/rollout-*`)
+//! maps to an AS and a country:
+//!
+//! | population | AS | path |
+//! | --- | --- | --- |
+//! | mobile | AS64501, BR | 70 ms round trip, 0.5% loss, 20 Mbit/s, a 250 kB buffer |
+//! | distant | AS64502, AU | 150 ms round trip, 20 Mbit/s, a 3 MB buffer (1.2 s of queue), and a download beside the responses |
+//! | local | AS64503, DE | 1 ms round trip, 100 Mbit/s, clean |
+//!
+//! Each (box, population) pair is a lab of its own (its own router and bottleneck): a box's
+//! queue is its own traffic's, as on the real paths, where a client reaches one box. Each box
+//! also sends one long download to the distant clients, as an edge box serves files beside its
+//! API: the deep buffer fills with what the box's own congestion control lets queue, and its
+//! responses wait behind it. The
+//! responses are timed in the kernel by bbrtop's eBPF programs (`bpf/bbrtop.bpf.c`), as the
+//! exporter times them; the clients time them too, as a check. [`report`] turns them into the
+//! guide's table (p50/p95/p99 per box) and who got the win per AS.
+
+pub mod plot;
+pub mod report;
+
+use super::exchange::{Exchange, ExchangeConfig};
+use super::{Lab, LabConfig, LabError, PACKET_BYTES};
+use bbrtop_core::geo::{Db, Geo, Kind};
+use bbrtop_core::model::{Cookie, SocketRecord};
+use bbrtop_core::rule::RuleConfig;
+use bbrtop_core::seam::{Aborted, DumpSink, Feed, Now, Update, Walk, WalkFailed};
+use bbrtop_core::snapshot::loghist::LogHist;
+use bbrtop_core::wire::Dump;
+use report::{Collected, Report};
+use std::os::unix::fs::MetadataExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// The AS and country databases of the populations' blocks, as `scripts/mmdb_write.py` wrote
+/// them from `testdata/rollout-*.json` (`tests/lab_rollout.rs` writes them again and compares).
+pub const ASN_DB: &[u8] = include_bytes!("../testdata/rollout-asn.mmdb");
+pub const COUNTRY_DB: &[u8] = include_bytes!("../testdata/rollout-country.mmdb");
+
+/// A client population and its path.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Population {
+    pub name: &'static str,
+    /// Its block is 10.NET.0.0/16.
+    pub net: u8,
+    pub rtt: Duration,
+    pub loss: f64,
+    pub rate_bit_per_sec: u64,
+    pub queue_bytes: u32,
+    /// Bulk downloads each box sends it beside the responses.
+    pub downloads: usize,
+}
+
+pub const POPULATIONS: [Population; 3] = [
+    Population {
+        name: "mobile",
+        net: 61,
+        rtt: Duration::from_millis(70),
+        loss: 0.005,
+        rate_bit_per_sec: 20_000_000,
+        queue_bytes: 250_000,
+        downloads: 0,
+    },
+    Population {
+        name: "distant",
+        net: 62,
+        rtt: Duration::from_millis(150),
+        loss: 0.0,
+        rate_bit_per_sec: 20_000_000,
+        queue_bytes: 3_000_000,
+        downloads: 1,
+    },
+    Population {
+        name: "local",
+        net: 63,
+        rtt: Duration::from_millis(1),
+        loss: 0.0,
+        rate_bit_per_sec: 100_000_000,
+        queue_bytes: 1_000 * PACKET_BYTES,
+        downloads: 0,
+    },
+];
+
+/// A server box: its name and congestion control.
+pub const BOXES: [(&str, &str); 4] =
+    [("edge-1", "bbr"), ("edge-2", "cubic"), ("edge-3", "cubic"), ("edge-4", "cubic")];
+
+/// The guide's response sizes, asked in turn: 44 of 8 kB, 5 of 50 kB and one of 200 kB in
+/// every 50, so 16 kB on average and 200 kB at p99.
+pub const MIX: [u64; 50] = {
+    let mut m = [8_000; 50];
+    let mut i = 44;
+    while i < 49 {
+        m[i] = 50_000;
+        i += 1;
+    }
+    m[49] = 200_000;
+    m
+};
+
+/// How a run goes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RolloutConfig {
+    pub duration: Duration,
+    /// Keep-alive connections per (box, population).
+    pub clients: usize,
+    /// From one request to the next on a connection.
+    pub interval: Duration,
+    /// Responses in the first this long of each connection are left out: the guide's figures
+    /// are a week's, not a connection's first round trips.
+    pub warmup: Duration,
+}
+
+impl RolloutConfig {
+    pub fn full() -> RolloutConfig {
+        RolloutConfig {
+            duration: Duration::from_secs(120),
+            clients: 4,
+            interval: Duration::from_millis(250),
+            warmup: Duration::from_secs(3),
+        }
+    }
+
+    /// Half the run: enough responses (some 850 per box and population) for the directions
+    /// and their intervals, not for the p99's.
+    pub fn quick() -> RolloutConfig {
+        RolloutConfig { duration: Duration::from_secs(60), ..RolloutConfig::full() }
+    }
+}
+
+/// The databases of [`ASN_DB`] and [`COUNTRY_DB`].
+pub fn geo() -> Geo {
+    let db = |kind, bytes: &[u8]| Db::new(kind, bytes.to_vec()).ok();
+    Geo { asn: db(Kind::Asn, ASN_DB), country: db(Kind::Country, COUNTRY_DB) }
+}
+
+/// The lab of one (box, population) pair.
+fn lab_for(p: &Population) -> Result<Lab, LabError> {
+    Lab::new(LabConfig {
+        rate_bit_per_sec: p.rate_bit_per_sec,
+        queue_bytes: p.queue_bytes,
+        burst_bytes: super::burst_for(p.rate_bit_per_sec),
+        delay: Some(p.rtt / 2),
+        loss: p.loss,
+        net: p.net,
+        ..LabConfig::default()
+    })
+}
+
+/// Takes the kernel's response records, each to its (box, population) by the namespace its
+/// server runs in; everything else the eBPF collector says is left alone.
+struct Responses<'a> {
+    /// Each sender namespace's inode, with its (box, population).
+    paths: &'a [(u32, usize, usize)],
+    hists: &'a mut [[LogHist; 3]; 4],
+    geo: &'a Geo,
+    /// AS label by population, as the database says of the responses' peers.
+    labels: &'a mut [Option<String>; 3],
+    counting: bool,
+}
+
+impl DumpSink for Responses<'_> {
+    fn begin(&mut self, _: Now) {}
+    fn record(&mut self, _: u32, _: &SocketRecord) {}
+    fn end(&mut self, _: Dump) {}
+    fn abort(&mut self, _: Aborted) {}
+    fn walk_part(&mut self, _: Now, _: Vec<SocketRecord>, _: Vec<Cookie>) {}
+    fn walked(&mut self, _: Result<Walk, WalkFailed>) {}
+}
+
+impl Feed for Responses<'_> {
+    fn apply(&mut self, update: Update) {
+        let Update::Response(r) = update else { return };
+        let Some(&(_, b, p)) = self.paths.iter().find(|(ns, ..)| *ns == r.netns) else { return };
+        if !r.served || !self.counting {
+            return;
+        }
+        self.hists[b][p].observe(r.took.as_secs_f64());
+        if self.labels[p].is_none() {
+            self.labels[p] = self.geo.labels(r.peer).0;
+        }
+    }
+}
+
+/// Runs the rollout: builds the twelve paths, starts the traffic, times the responses with the
+/// eBPF programs for `cfg.duration`, and reports. `stop` ends it early (the report covers what
+/// ran); `progress` sees the seconds run at each poll.
+pub fn run(
+    cfg: RolloutConfig,
+    stop: &AtomicBool,
+    mut progress: impl FnMut(Duration),
+) -> Result<Report, LabError> {
+    let loading = bbrtop_collect::bpf::load(&RuleConfig::default(), None);
+    if loading.status.attached.is_empty() {
+        let why = loading.status.reason.map_or_else(|| "no program attached".into(), |r| r.detail);
+        return Err(LabError::Unsupported(format!("lab rollout times responses with eBPF: {why}")));
+    }
+    let mut sources = loading.sources;
+    let mut labs = Vec::new();
+    let mut paths = Vec::new();
+    for (b, _) in BOXES.iter().enumerate() {
+        for (p, pop) in POPULATIONS.iter().enumerate() {
+            let mut lab = lab_for(pop)?;
+            let ino = std::fs::metadata(lab.sender_netns())?.ino() as u32;
+            for _ in 0..pop.downloads {
+                lab.start_flow(BOXES[b].1)?;
+            }
+            paths.push((ino, b, p));
+            labs.push((b, lab));
+        }
+    }
+    let exchange = ExchangeConfig {
+        mix: &MIX,
+        interval: cfg.interval,
+        think: Duration::ZERO,
+        ..ExchangeConfig::default()
+    };
+    let mut exchanges: Vec<(usize, usize, Exchange)> = Vec::new();
+    for (i, (b, lab)) in labs.iter().enumerate() {
+        for _ in 0..cfg.clients {
+            exchanges.push((*b, i % POPULATIONS.len(), lab.start_exchange(BOXES[*b].1, exchange)?));
+        }
+    }
+    let geo = geo();
+    let mut hists: [[LogHist; 3]; 4] = Default::default();
+    let mut labels: [Option<String>; 3] = Default::default();
+    let started = Instant::now();
+    let mut ran = Duration::ZERO;
+    while ran < cfg.duration && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(250));
+        ran = started.elapsed();
+        let mut feed = Responses {
+            paths: &paths,
+            hists: &mut hists,
+            geo: &geo,
+            labels: &mut labels,
+            counting: ran >= cfg.warmup,
+        };
+        for s in &mut sources {
+            s.poll(&mut feed);
+        }
+        progress(ran);
+    }
+    let mut client: [[Vec<Duration>; 3]; 4] = Default::default();
+    for (b, p, ex) in &exchanges {
+        // The client's own timings after the warm-up, for the check beside the kernel's.
+        let times = ex.times();
+        let skip = (cfg.warmup.as_secs_f64() / cfg.interval.as_secs_f64()) as usize;
+        client[*b][*p].extend(times.into_iter().skip(skip));
+    }
+    drop(exchanges);
+    let path = labs.iter().map(|(_, l)| l.path_description()).take(POPULATIONS.len()).collect();
+    drop(labs);
+    let interrupted = (ran < cfg.duration).then_some(ran.as_secs_f64());
+    Ok(report::build(Collected { cfg, hists, client, labels, paths: path, interrupted }))
+}
