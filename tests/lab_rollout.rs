@@ -1,6 +1,6 @@
 //! `bbrtop lab rollout`: the edge guide's rollout in the lab. The short run (`--quick`, 60 s)
 //! must give the directions the lab reproduces run after run: distant far better on the BBR box;
-//! mobile faster at the median on BBR (by 3 to 12 ms of some 85 in eight runs, past the 5%
+//! mobile faster at the median on BBR (by 2.6 to 12 ms of some 85 in six runs, past the 5%
 //! resolution in most, so its verdict is better or no clear difference, never worse at p50);
 //! no win for local (the guide saw none; one longer run saw BBR v1 2 ms worse at p95 there, so
 //! "worse" is allowed, "better" is not). The kernel's response times must agree with the

@@ -144,19 +144,8 @@ pub fn run(a: CompareArgs) -> Result<(), Failure> {
     crate::compare::report::bound_labels(&mut sa.sockets, &mut sb.sockets);
     let cmp = Comparison::new(&sa, &sb, a.peer_groups.is_some());
     if let Some(dir) = &a.plot {
-        let svg = plot::rtt_cdf(&sa, &sb).map_err(|e| Failure::Runtime(anyhow::anyhow!(e)))?;
-        let file = dir.join(plot::FILE);
-        std::fs::create_dir_all(dir)
-            .and_then(|()| std::fs::write(&file, svg))
-            .with_context(|| format!("--plot {}", file.display()))?;
-        if !a.json {
-            eprintln!("wrote {}", file.display());
-        }
+        super::print::plot(dir, plot::FILE, plot::rtt_cdf(&sa, &sb), a.json)?;
     }
-    if a.json {
-        crate::output::json::write_line(&mut std::io::stdout().lock(), &cmp).context("writing to stdout")?;
-    } else {
-        print!("{}", table::render(&cmp));
-    }
+    super::print::report(a.json, &cmp, table::render)?;
     Ok(())
 }

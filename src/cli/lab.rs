@@ -292,12 +292,7 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
             }
         }
     }
-    if a.json {
-        crate::output::json::write_line(&mut std::io::stdout().lock(), &report)
-            .context("writing to stdout")?;
-    } else {
-        print!("{}", report.render());
-    }
+    super::print::report(a.json, &report, Report::render)?;
     // A partial report is printed, but the run did not do what was asked: not a success.
     if let Some(ran) = report.interrupted_after_seconds {
         return Err(Failure::Runtime(anyhow::anyhow!(
@@ -345,21 +340,9 @@ fn rollout(a: &LabArgs) -> Result<(), Failure> {
     }
     let report = report.map_err(|e| Failure::Runtime(e.into()))?;
     if let Some(dir) = &a.plot {
-        let svg = rollout::plot::response_cdf(&report).map_err(|e| Failure::Runtime(anyhow::anyhow!(e)))?;
-        let file = dir.join(rollout::plot::FILE);
-        std::fs::create_dir_all(dir)
-            .and_then(|()| std::fs::write(&file, svg))
-            .with_context(|| format!("--plot {}", file.display()))?;
-        if !a.json {
-            eprintln!("wrote {}", file.display());
-        }
+        super::print::plot(dir, rollout::plot::FILE, rollout::plot::response_cdf(&report), a.json)?;
     }
-    if a.json {
-        crate::output::json::write_line(&mut std::io::stdout().lock(), &report)
-            .context("writing to stdout")?;
-    } else {
-        print!("{}", report.render());
-    }
+    super::print::report(a.json, &report, rollout::report::Report::render)?;
     if let Some(ran) = report.interrupted_after_seconds {
         return Err(Failure::Runtime(anyhow::anyhow!(
             "interrupted after {ran:.0} s of {} s: the report is partial",
