@@ -7,6 +7,8 @@
 #  3. short loopback connections at the top churn rate: closes captured vs sockets closed.
 # Needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN for bpf_stats), iperf3, python3, bpftool, clang,
 # and `cargo build --release --example bpf_floor`.
+#  4. request/response on one loopback keep-alive connection (CONNECTIONS requests of 15 kB):
+#     ns per run of tcp_sendmsg_locked (which starts a response) and of tcp_probe (which ends it).
 # Usage: [BBRTOP_COLLECTOR=walk|netlink] bench/bpf.sh [ROUNDS] [SECONDS] [CONNECTIONS]
 set -euo pipefail
 ROUNDS=${1:-3} SECS=${2:-5} CONNS=${3:-20000}
@@ -150,6 +152,32 @@ PY
 sleep 2
 read -r dt dc <<<"$(prog_stats tcp_destroy_sock)"
 read -r et ec <<<"$(prog_stats tcp_established)"
+# Request/response: what timing responses costs per write and per ACK, over this phase alone.
+read -r st0 sc0 <<<"$(prog_stats tcp_sendmsg_locked)"
+read -r pt0 pc0 <<<"$(prog_stats tcp_probe tracing)"
+python3 - "$((CPORT + 1))" "$CONNS" <<'PY'
+import socket, sys, threading, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port)); srv.listen(1)
+body = b"x" * 15000
+def serve():
+    c, _ = srv.accept()
+    while c.recv(16):
+        c.sendall(body)
+threading.Thread(target=serve, daemon=True).start()
+cl = socket.create_connection(("127.0.0.1", port))
+t = time.time()
+for _ in range(n):
+    cl.sendall(b"GET"); got = 0
+    while got < len(body):
+        got += len(cl.recv(65536))
+dt = time.time() - t
+print(f"request/response: {n} responses of 15 kB in {dt:.2f}s = {n/dt:.0f}/s")
+PY
+read -r st1 sc1 <<<"$(prog_stats tcp_sendmsg_locked)"
+read -r pt1 pc1 <<<"$(prog_stats tcp_probe tracing)"
+echo "ns/run during request/response: tcp_sendmsg_locked $(python3 -c "print(round(($st1-$st0)/max($sc1-$sc0,1),1))") ($((sc1 - sc0)) runs), tcp_probe $(python3 -c "print(round(($pt1-$pt0)/max($pc1-$pc0,1),1))") ($((pc1 - pc0)) runs)"
 lost=$(bpftool map dump name lost -j | python3 -c 'import json,sys; print(sum(v["value"] for m in json.load(sys.stdin) for v in m["formatted"]["values"]))')
 kill -INT "$w"; wait "$w" 2>/dev/null || true
 captured=$(grep -c ":$CPORT\"" /tmp/bbrtop-bench-closed.$$ || true)

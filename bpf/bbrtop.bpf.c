@@ -242,7 +242,7 @@ static __always_inline void emit_response(struct sock *sk, struct tcp_sock *tp, 
 }
 
 /* The start of a response: the application writes to a socket with nothing unacknowledged and
- * nothing queued. Fires once per chunk a write copies (a write to an idle socket: its first);
+ * nothing queued, one it accepted (or older than bbrtop). Fires once per chunk a write copies (a write to an idle socket: its first);
  * a write that finds data outstanding joins the response under way and returns before the
  * storage lookup. */
 SEC("tp_btf/tcp_sendmsg_locked")
@@ -255,7 +255,9 @@ int BPF_PROG(tcp_sendmsg_locked, struct sock *sk, const struct msghdr *msg, cons
 	if (!tp || tp->write_seq != tp->snd_una)
 		return 0;
 	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (!st)
+	/* A client's request is not a response (a socket older than bbrtop is judged by its
+	 * ports in userspace). */
+	if (!st || st->opened == 1)
 		return 0;
 	st->resp_start_ns = bpf_ktime_get_ns();
 	st->resp_start_seq = tp->write_seq;
@@ -298,7 +300,9 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!st)
 		return 0;
-	if (st->resp_start_ns)
+	/* Only when everything written was sent can this ACK cover it: a bulk sender always has
+	 * more queued, and pays one load here, not the segment's header. */
+	if (st->resp_start_ns && tp->write_seq == tp->snd_nxt)
 		end_response(sk, tp, st, skb);
 
 	__u32 srtt8 = tp->srtt_us;
