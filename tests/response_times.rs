@@ -112,3 +112,56 @@ fn root_response_times_agree_with_the_clients() {
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(support::http::get(port, "/-/ready", None).expect("still serving").0, 200);
 }
+
+/// A recording made with the AS database carries the response times by AS, and `bbrtop compare`
+/// compares two ranges of it per AS and size class.
+#[test]
+fn root_recorded_response_times_compare_by_as() {
+    if !guard::lab("the recorded response time test") || !guard::bpf("the recorded response time test") {
+        return;
+    }
+    let lab = Lab::new(LabConfig { delay: Some(Duration::from_millis(10)), ..LabConfig::default() })
+        .expect("a lab");
+    let tmp = tempfile::tempdir().unwrap();
+    let asn_db = tmp.path().join("asn.mmdb");
+    let client = format!("{}/32", lab.receiver_addr());
+    let asn = serde_json::json!({"database_type": "bbrtop-lab-ASN", "networks": {
+        &client: {"autonomous_system_number": 64501, "autonomous_system_organization": "Lab mobile"}}});
+    if !support::mmdb_write(&asn_db, &asn) {
+        return;
+    }
+    let ask = ExchangeConfig {
+        interval: Duration::from_millis(50),
+        think: Duration::ZERO,
+        ..ExchangeConfig::default()
+    };
+    let _ex = lab.start_exchange("bbr", ask).expect("the exchange");
+    let rec = tmp.path().join("rec");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .args(["record", "--interval", "250ms", "--count", "80"])
+        .arg(format!("--netns={}", lab.sender_netns().display()))
+        .arg(format!("--peer-groups.asn.file={}", asn_db.display()))
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let side = |range: &str| format!("{}@{range}", rec.display());
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .args(["compare", "--json", &side("..+10s"), &side("+10s..")])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = doc["responses"].as_array().cloned().unwrap_or_default();
+    let labelled = rows
+        .iter()
+        .find(|r| r["group"]["by"] == "asn" && r["group"]["name"] == "AS64501" && r["size"] == "le15kB")
+        .unwrap_or_else(|| panic!("no AS64501 rows: {rows:?}"));
+    // Some 20 answers a second, labelled once the AS ranked (within 10 s).
+    let (a, b) = (labelled["responses_a"].as_u64().unwrap(), labelled["responses_b"].as_u64().unwrap());
+    assert!(b > 100, "{labelled}");
+    assert!(a + b > 150, "{labelled}");
+    let p50 = &labelled["quantiles"][0];
+    assert_eq!(p50["metric"], "response_p50_ms");
+    assert!(p50["b"].as_f64().unwrap() > 20.0, "a 20 ms round trip at least: {p50}");
+}

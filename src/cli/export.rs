@@ -9,7 +9,6 @@ use crate::export::server::{self, App, Limits, Options};
 use crate::export::web_config::{Security, WebConfig};
 use crate::record::{Hindsight, HindsightOptions};
 use anyhow::{Context, anyhow};
-use bbrtop_core::geo::GeoCell;
 use bbrtop_core::peer_groups::PeerGroups;
 use clap::Args;
 use std::net::TcpListener;
@@ -86,22 +85,8 @@ pub struct ExportArgs {
     /// it covers this long, so a SIGKILL, an OOM kill or a power cut loses at most this long.
     #[arg(long = "hindsight.segment", value_name = "DURATION", default_value = "5s", value_parser = super::record::parse_segment)]
     pub hindsight_segment: Duration,
-    /// CIDR groups (YAML) that become the peer_group label. A regular file of at most 1 MiB.
-    #[arg(long = "peer-groups.file", value_name = "FILE", alias = "peer-groups")]
-    pub peer_groups: Option<PathBuf>,
-    /// A MaxMind-format ASN database (GeoLite2-ASN, GeoIP2-ISP, DBIP-ASN-Lite): the counters and
-    /// response times gain an `asn` label (the top --peer-groups.top by bytes sent, the rest
-    /// "other"). Read again on SIGHUP or when the file changes. At most 256 MiB.
-    #[arg(long = "peer-groups.asn.file", value_name = "FILE")]
-    pub asn_db: Option<PathBuf>,
-    /// A MaxMind-format Country or City database (GeoLite2, GeoIP2, DB-IP lite): a `country`
-    /// label, as --peer-groups.asn.file has `asn`. At most 256 MiB.
-    #[arg(long = "peer-groups.country.file", value_name = "FILE")]
-    pub country_db: Option<PathBuf>,
-    /// How many AS and country labels are shown, each: the first to rank by bytes sent, kept
-    /// while the exporter runs (labels never flap); every other peer is "other".
-    #[arg(long = "peer-groups.top", value_name = "N", default_value_t = bbrtop_engine::labels::DEFAULT_TOP as u64, value_parser = clap::value_parser!(u64).range(1..=1000))]
-    pub top_labels: u64,
+    #[command(flatten)]
+    pub peers: super::args::PeerArgs,
 }
 
 /// An absolute path of its own: not one the server answers itself, no query, no spaces.
@@ -173,10 +158,8 @@ fn hostname() -> String {
 }
 
 pub fn run(a: ExportArgs) -> Result<(), Failure> {
-    let groups = Arc::new(super::args::peer_groups(a.peer_groups.as_deref())?);
-    let geo_files = super::reload::GeoFiles { asn: a.asn_db.clone(), country: a.country_db.clone() };
-    let geo =
-        Arc::new(GeoCell::new(super::args::geo(geo_files.asn.as_deref(), geo_files.country.as_deref())?));
+    let (peers, geo_files) = a.peers.load()?;
+    let (groups, geo) = (Arc::clone(&peers.groups), Arc::clone(&peers.geo));
     // SIGHUP reads the databases again; it does not stop a daemon.
     super::startup::HUP_RELOADS.store(true, Ordering::Relaxed);
     let security = match &a.web_config {
@@ -188,11 +171,6 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     let port = listeners[0].local_addr().context("listener address")?.port();
     let bound: Vec<String> =
         listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
-    let peers = super::startup::Peers {
-        groups: Arc::clone(&groups),
-        geo: Arc::clone(&geo),
-        top: a.top_labels as usize,
-    };
     let started = super::startup::start(&a.poll, peers, None, &mut |line| tracing::warn!("{line}"))?;
     let reload = super::reload::start(geo_files, geo, Arc::clone(&started.stop))
         .context("starting the database reloader")?;

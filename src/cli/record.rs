@@ -19,6 +19,8 @@ pub struct RecordArgs {
     pub dir: PathBuf,
     #[command(flatten)]
     pub poll: PollArgs,
+    #[command(flatten)]
+    pub peers: super::args::PeerArgs,
     /// A chunk's length: files are cut (and retention applied) this often; each chunk starts with
     /// every socket's row, and holds only changes after.
     #[arg(long = "record.chunk", value_name = "DURATION", default_value = "1m", value_parser = parse_chunk)]
@@ -65,8 +67,12 @@ pub fn run(a: RecordArgs) -> Result<(), Failure> {
     // The directory first: a recording that cannot be written should not wait for the lab.
     let placeholder = SystemInfo::default();
     drop(Recorder::create(&a.dir, opts, &placeholder).map_err(usage)?);
+    let (peers, geo_files) = a.peers.load()?;
+    let geo = std::sync::Arc::clone(&peers.geo);
     let lab = a.lab.then(startup::live_lab);
-    let started = startup::start(&a.poll, Default::default(), lab, &mut |line| tracing::warn!("{line}"))?;
+    let started = startup::start(&a.poll, peers, lab, &mut |line| tracing::warn!("{line}"))?;
+    let _reload = super::reload::start(geo_files, geo, std::sync::Arc::clone(&started.stop))
+        .context("starting the database reloader")?;
     let sys = bbrtop_collect::host::system_info(started.netns.as_ref());
     let mut rec = Recorder::create(&a.dir, opts, &sys).map_err(usage)?;
     tracing::info!(dir = %a.dir.display(), chunk = ?a.chunk, "recording");
