@@ -145,7 +145,6 @@ mod tests {
             peer: "192.0.2.1".parse().unwrap(),
             bytes: 15_000,
             took: std::time::Duration::from_millis(30),
-            at_close: false,
             served: true,
         }));
         let snap = e.tick(now);

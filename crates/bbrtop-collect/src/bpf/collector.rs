@@ -63,7 +63,6 @@ pub fn update_of(e: Event, ktime_now: u64, now: Instant, wall: SystemTime) -> Up
             peer: r.peer,
             bytes: u64::from(r.bytes),
             took: Duration::from_nanos(r.h.ts_ns.saturating_sub(r.start_ns)),
-            at_close: r.at_close,
         }),
     }
 }

@@ -60,8 +60,6 @@ pub struct Response {
     pub peer: std::net::IpAddr,
     pub bytes: u64,
     pub took: std::time::Duration,
-    /// Ended by the socket's end, not by an ACK seen in ESTABLISHED.
-    pub at_close: bool,
     /// Sent by a server (an accepted socket): a client's request is not a response.
     pub served: bool,
 }
