@@ -29,6 +29,19 @@ fn quantile(sorted: &[Duration], q: f64) -> f64 {
     sorted[at].as_secs_f64()
 }
 
+/// AS and country databases that place the lab's client in AS64501 and BR, written by a real
+/// MMDB writer into `dir`: (AS file, country file), or None once its absence is said.
+fn client_databases(lab: &Lab, dir: &std::path::Path) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let (asn_db, country_db) = (dir.join("asn.mmdb"), dir.join("country.mmdb"));
+    let client = format!("{}/32", lab.receiver_addr());
+    let asn = serde_json::json!({"database_type": "bbrtop-lab-ASN", "networks": {
+        &client: {"autonomous_system_number": 64501, "autonomous_system_organization": "Lab mobile"}}});
+    let country = serde_json::json!({"database_type": "bbrtop-lab-Country", "networks": {
+        &client: {"country": {"iso_code": "BR"}}}});
+    (support::mmdb_write(&asn_db, &asn) && support::mmdb_write(&country_db, &country))
+        .then_some((asn_db, country_db))
+}
+
 #[test]
 fn root_response_times_agree_with_the_clients() {
     if !guard::lab("the response time test") || !guard::bpf("the response time test") {
@@ -37,15 +50,7 @@ fn root_response_times_agree_with_the_clients() {
     let lab = Lab::new(LabConfig { delay: Some(Duration::from_millis(20)), ..LabConfig::default() })
         .expect("a lab");
     let tmp = tempfile::tempdir().unwrap();
-    let (asn_db, country_db) = (tmp.path().join("asn.mmdb"), tmp.path().join("country.mmdb"));
-    let client = format!("{}/32", lab.receiver_addr());
-    let asn = serde_json::json!({"database_type": "bbrtop-lab-ASN", "networks": {
-        &client: {"autonomous_system_number": 64501, "autonomous_system_organization": "Lab mobile"}}});
-    let country = serde_json::json!({"database_type": "bbrtop-lab-Country", "networks": {
-        &client: {"country": {"iso_code": "BR"}}}});
-    if !support::mmdb_write(&asn_db, &asn) || !support::mmdb_write(&country_db, &country) {
-        return;
-    }
+    let Some((asn_db, country_db)) = client_databases(&lab, tmp.path()) else { return };
     let (asn_flag, country_flag) = (
         format!("--peer-groups.asn.file={}", asn_db.display()),
         format!("--peer-groups.country.file={}", country_db.display()),
@@ -123,13 +128,7 @@ fn root_recorded_response_times_compare_by_as() {
     let lab = Lab::new(LabConfig { delay: Some(Duration::from_millis(10)), ..LabConfig::default() })
         .expect("a lab");
     let tmp = tempfile::tempdir().unwrap();
-    let asn_db = tmp.path().join("asn.mmdb");
-    let client = format!("{}/32", lab.receiver_addr());
-    let asn = serde_json::json!({"database_type": "bbrtop-lab-ASN", "networks": {
-        &client: {"autonomous_system_number": 64501, "autonomous_system_organization": "Lab mobile"}}});
-    if !support::mmdb_write(&asn_db, &asn) {
-        return;
-    }
+    let Some((asn_db, _)) = client_databases(&lab, tmp.path()) else { return };
     let ask = ExchangeConfig {
         interval: Duration::from_millis(50),
         think: Duration::ZERO,
