@@ -86,7 +86,7 @@ pub struct ExportArgs {
     #[arg(long = "hindsight.segment", value_name = "DURATION", default_value = "5s", value_parser = super::record::parse_segment)]
     pub hindsight_segment: Duration,
     #[command(flatten)]
-    pub peers: super::args::PeerArgs,
+    pub peers: super::peers::PeerArgs,
 }
 
 /// An absolute path of its own: not one the server answers itself, no query, no spaces.

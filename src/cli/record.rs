@@ -20,7 +20,7 @@ pub struct RecordArgs {
     #[command(flatten)]
     pub poll: PollArgs,
     #[command(flatten)]
-    pub peers: super::args::PeerArgs,
+    pub peers: super::peers::PeerArgs,
     /// A chunk's length: files are cut (and retention applied) this often; each chunk starts with
     /// every socket's row, and holds only changes after.
     #[arg(long = "record.chunk", value_name = "DURATION", default_value = "1m", value_parser = parse_chunk)]

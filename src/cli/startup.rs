@@ -11,8 +11,6 @@ use anyhow::Context;
 use bbrtop_collect::bpf::{BpfStatus, Loading};
 use bbrtop_collect::netns::NetnsSpec;
 use bbrtop_collect::{Every, InetDiag};
-use bbrtop_core::geo::GeoCell;
-use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::seam::Source;
 use bbrtop_engine::{Engine, EngineConfig};
 use std::sync::Arc;
@@ -30,21 +28,12 @@ pub struct Started {
     pub lab: Option<Lab>,
 }
 
-/// What the counters are kept per besides the cc: peer groups, and the peers' AS and country
-/// (the top ones shown) where their databases are given.
-#[derive(Clone, Default)]
-pub struct Peers {
-    pub groups: Arc<PeerGroups>,
-    pub geo: Arc<GeoCell>,
-    pub top: usize,
-}
-
 /// Runs the sequence. `peers` say what the counters are kept per; `lab` builds the built-in lab
 /// first and watches its sender; `note` gets one line when eBPF is off, partly attached or
 /// limited.
 pub fn start(
     poll: &PollArgs,
-    peers: Peers,
+    peers: super::peers::Peers,
     lab: Option<LabConfig>,
     note: &mut dyn FnMut(&str),
 ) -> Result<Started, Failure> {
