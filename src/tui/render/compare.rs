@@ -7,7 +7,7 @@
 
 use super::Screen;
 use bbrtop_core::snapshot::responses::{ResponseRow, SizeClass};
-use bbrtop_core::snapshot::totals::response_rows;
+use bbrtop_core::snapshot::totals::cc_response_rows;
 use bbrtop_core::snapshot::verdict;
 use bbrtop_core::snapshot::{CcAggregate, aggregate};
 use bbrtop_core::units::{bitrate, micros, opt, percent};
@@ -81,7 +81,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let responses: Vec<ResponseRow> = if filtered {
         Vec::new()
     } else {
-        response_rows(&snap.totals).into_iter().filter(|r| r.peer_group == "all" && r.size != "all").collect()
+        cc_response_rows(&snap.totals).into_iter().filter(|r| r.size != "all").collect()
     };
     let inner = block.inner(area);
     f.render_widget(block, area);

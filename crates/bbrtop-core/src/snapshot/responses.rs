@@ -238,6 +238,15 @@ impl ResponseRow {
 /// first, then every group's responses of each size class (`all`, a size), then each group's
 /// size classes; only what saw a response.
 pub fn rows(groups: &[(Whose, &Responses)]) -> Vec<ResponseRow> {
+    rows_of(groups, true)
+}
+
+/// [`rows`] without each group's own: per cc, every group together (the TUI's table).
+pub fn cc_rows(groups: &[(Whose, &Responses)]) -> Vec<ResponseRow> {
+    rows_of(groups, false)
+}
+
+fn rows_of(groups: &[(Whose, &Responses)], per_group: bool) -> Vec<ResponseRow> {
     let mut out = Vec::new();
     for cc in groups.chunk_by(|a, b| a.0.cc == b.0.cc) {
         let everyone = Whose { cc: cc[0].0.cc, peer_group: "all", asn: None, country: None };
@@ -249,7 +258,7 @@ pub fn rows(groups: &[(Whose, &Responses)]) -> Vec<ResponseRow> {
         for c in SizeClass::ALL {
             out.extend(ResponseRow::of(everyone, c.label(), all.get(c)));
         }
-        for (w, r) in cc {
+        for (w, r) in cc.iter().filter(|_| per_group) {
             for c in SizeClass::ALL {
                 out.extend(ResponseRow::of(*w, c.label(), r.get(c)));
             }

@@ -1,7 +1,7 @@
 //! Counts per congestion control and peer group since bbrtop started, closed sockets included:
 //! they never fall, as Prometheus counters must (the engine keeps them so).
 
-use super::responses::{ResponseRow, Responses, Whose, rows};
+use super::responses::{ResponseRow, Responses, Whose, cc_rows, rows};
 use crate::model::Tally;
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +37,14 @@ impl CcTotals {
 /// The response times of `totals` (sorted by cc and peer group, as the engine publishes them)
 /// as JSON and the TUI show them.
 pub fn response_rows(totals: &[CcTotals]) -> Vec<ResponseRow> {
-    let groups: Vec<_> = totals.iter().map(|t| (t.whose(), &t.responses)).collect();
-    rows(&groups)
+    rows(&groups_of(totals))
+}
+
+/// The per-cc rows alone (every group together), for a view that shows no group's own.
+pub fn cc_response_rows(totals: &[CcTotals]) -> Vec<ResponseRow> {
+    cc_rows(&groups_of(totals))
+}
+
+fn groups_of(totals: &[CcTotals]) -> Vec<(Whose<'_>, &Responses)> {
+    totals.iter().map(|t| (t.whose(), &t.responses)).collect()
 }
