@@ -241,10 +241,23 @@ static __always_inline void emit_response(struct sock *sk, struct tcp_sock *tp, 
 	bpf_ringbuf_submit(e, 0);
 }
 
+/* How a socket older than bbrtop was opened, from its port's bind bucket: connect() marks the
+ * buckets of the ephemeral ports it picks with fastreuse -1 (__inet_hash_connect), while an
+ * accepted socket shares its listener's bucket, which bind() made (0 or 1). A client that bound
+ * its own port before connecting reads as a server. 0: no bucket, left to userspace. */
+static __always_inline __u8 opened_by_port(struct tcp_sock *tp)
+{
+	const struct inet_bind_bucket *tb = tp->inet_conn.icsk_bind_hash;
+
+	if (!tb)
+		return 0;
+	return tb->fastreuse == -1 ? 1 : 2;
+}
+
 /* The start of a response: the application writes to a socket with nothing unacknowledged and
- * nothing queued, one it accepted (or older than bbrtop). Fires once per chunk a write copies (a write to an idle socket: its first);
- * a write that finds data outstanding joins the response under way and returns before the
- * storage lookup. */
+ * nothing queued, one it accepted. Fires once per chunk a write copies (a write to an idle
+ * socket: its first); a write that finds data outstanding joins the response under way and
+ * returns before the storage lookup. */
 SEC("tp_btf/tcp_sendmsg_locked")
 int BPF_PROG(tcp_sendmsg_locked, struct sock *sk, const struct msghdr *msg, const struct sk_buff *skb,
 	     int size_goal)
@@ -255,9 +268,12 @@ int BPF_PROG(tcp_sendmsg_locked, struct sock *sk, const struct msghdr *msg, cons
 	if (!tp || tp->write_seq != tp->snd_una)
 		return 0;
 	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	/* A client's request is not a response (a socket older than bbrtop is judged by its
-	 * ports in userspace). */
-	if (!st || st->opened == 1)
+	if (!st)
+		return 0;
+	if (!st->opened)
+		st->opened = opened_by_port(tp);
+	/* A client's request is not a response. */
+	if (st->opened == 1)
 		return 0;
 	st->resp_start_ns = bpf_ktime_get_ns();
 	st->resp_start_seq = tp->write_seq;

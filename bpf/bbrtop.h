@@ -93,7 +93,7 @@ struct bbrtop_resp {
 	__u32 bytes;           /* bytes written in the response */
 	__u16 family;          /* AF_INET 2 or AF_INET6 10 */
 	__u8 at_close;
-	__u8 opened;           /* how the socket was opened: 0 before bbrtop loaded, 1 connect, 2 accept */
+	__u8 opened;           /* how the socket was opened: 1 connect, 2 accept, 0 unknown (older than bbrtop, unbound) */
 	__u16 lport;           /* host order */
 	__u16 rport;           /* host order */
 	__u32 _pad;

@@ -11,7 +11,7 @@ struct sock_state {
 	__u64 filled_ns;           /* ... and when it was filled */
 	__u32 samples;             /* lifetime */
 	__u8 is_bbr, mode, seen_phase;
-	__u8 opened;               /* 0 before bbrtop loaded, 1 by connect (from SYN_SENT), 2 by accept */
+	__u8 opened;               /* 1 by connect, 2 by accept (from its state change, or for an older socket its port: opened_by_port); 0 not yet known */
 	const void *ca_ops;        /* the ops is_bbr was computed for */
 	__u64 onset_ns;            /* 0: not inflated */
 	/* As of the last segment seen with data in flight: the RTT sample its ACK takes is srtt's

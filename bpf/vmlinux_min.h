@@ -129,8 +129,14 @@ struct inet_sock {
 	__be16 inet_sport;
 };
 
+/* A port's bind bucket: connect() gives the ones it creates fastreuse -1. */
+struct inet_bind_bucket {
+	__s8 fastreuse;
+};
+
 struct inet_connection_sock {
 	struct inet_sock icsk_inet;
+	struct inet_bind_bucket *icsk_bind_hash;
 	__u32 icsk_rto;
 	__u32 icsk_pmtu_cookie;
 	const struct tcp_congestion_ops *icsk_ca_ops;

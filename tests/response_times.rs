@@ -55,7 +55,6 @@ fn root_response_times_agree_with_the_clients() {
         format!("--peer-groups.asn.file={}", asn_db.display()),
         format!("--peer-groups.country.file={}", country_db.display()),
     );
-    let (export, port) = support::lab::exporter_with(&lab, &["--web.enable-api", &asn_flag, &country_flag]);
     let small = ExchangeConfig {
         response_bytes: 15_000,
         interval: Duration::from_millis(250),
@@ -63,17 +62,24 @@ fn root_response_times_agree_with_the_clients() {
         ..ExchangeConfig::default()
     };
     let large = ExchangeConfig { response_bytes: 200_000, interval: Duration::from_millis(700), ..small };
+    // The 200 KB connection is older than bbrtop, as a keep-alive connection usually is: its
+    // server is known by its port's bind bucket, whatever the ports' order.
+    let older = lab.start_exchange("bbr", large).expect("the 200 KB exchange");
+    std::thread::sleep(Duration::from_secs(2));
+    let (export, port) = support::lab::exporter_with(&lab, &["--web.enable-api", &asn_flag, &country_flag]);
+    let before = older.times().len();
     let exchanges = [
-        ("le15kB", lab.start_exchange("bbr", small).expect("the 15 KB exchange")),
-        ("le200kB", lab.start_exchange("bbr", large).expect("the 200 KB exchange")),
+        ("le15kB", lab.start_exchange("bbr", small).expect("the 15 KB exchange"), 0),
+        ("le200kB", older, before),
     ];
     std::thread::sleep(Duration::from_secs(25));
     let (status, body) = support::http::get(port, "/api/sockets", None).expect("the API");
     assert_eq!(status, 200, "{body}");
     let doc: Value = serde_json::from_str(&body).expect("JSON");
     let rows = doc["responses"].as_array().cloned().unwrap_or_default();
-    for (size, ex) in &exchanges {
-        let mut times = ex.times();
+    for (size, ex, before) in &exchanges {
+        // What the client timed since bbrtop loaded.
+        let mut times = ex.times().split_off(*before);
         times.sort();
         assert!(times.len() >= 20, "{size}: the client timed {} responses", times.len());
         // Labelled once its bytes ranked the client's AS (every 10 s): the rows of both labels
@@ -116,4 +122,52 @@ fn root_response_times_agree_with_the_clients() {
     support::signal(export.proc.0.id(), "HUP");
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(support::http::get(port, "/-/ready", None).expect("still serving").0, 200);
+}
+
+/// A recording made with the AS database carries the response times by AS, and `bbrtop compare`
+/// compares two ranges of it per AS and size class. The connection is older than the recorder
+/// (which once lost it half the time, judging its server by the order of its ports).
+#[test]
+fn root_recorded_response_times_compare_by_as() {
+    if !guard::lab("the recorded response time test") || !guard::bpf("the recorded response time test") {
+        return;
+    }
+    let lab = Lab::new(LabConfig { delay: Some(Duration::from_millis(10)), ..LabConfig::default() })
+        .expect("a lab");
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((asn_db, _)) = client_databases(&lab, tmp.path()) else { return };
+    let ask = ExchangeConfig {
+        interval: Duration::from_millis(50),
+        think: Duration::ZERO,
+        ..ExchangeConfig::default()
+    };
+    let _ex = lab.start_exchange("bbr", ask).expect("the exchange");
+    let rec = tmp.path().join("rec");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .args(["record", "--interval", "250ms", "--count", "80"])
+        .arg(format!("--netns={}", lab.sender_netns().display()))
+        .arg(format!("--peer-groups.asn.file={}", asn_db.display()))
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let side = |range: &str| format!("{}@{range}", rec.display());
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+        .args(["compare", "--json", &side("..+10s"), &side("+10s..")])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = doc["responses"].as_array().cloned().unwrap_or_default();
+    let labelled = rows
+        .iter()
+        .find(|r| r["group"]["by"] == "asn" && r["group"]["name"] == "AS64501" && r["size"] == "le15kB")
+        .unwrap_or_else(|| panic!("no AS64501 rows: {rows:?}"));
+    // Some 20 answers a second, labelled once the AS ranked (within 10 s).
+    let (a, b) = (labelled["responses_a"].as_u64().unwrap(), labelled["responses_b"].as_u64().unwrap());
+    assert!(b > 100, "{labelled}");
+    assert!(a + b > 150, "{labelled}");
+    let p50 = &labelled["quantiles"][0];
+    assert_eq!(p50["metric"], "response_p50_ms");
+    assert!(p50["b"].as_f64().unwrap() > 20.0, "a 20 ms round trip at least: {p50}");
 }

@@ -179,14 +179,15 @@ pub struct Response {
     pub cc: String,
     /// Ended by the socket's end (its last ACK came after it left ESTABLISHED).
     pub at_close: bool,
-    /// How the socket was opened: 0 before bbrtop loaded, 1 by connect, 2 by accept.
+    /// How the socket was opened: 1 by connect, 2 by accept (for a socket older than bbrtop,
+    /// as its port's bind bucket tells), 0 not known.
     pub opened: u8,
     pub lport: u16,
     pub rport: u16,
 }
 
 impl Response {
-    /// Whether a server sent it: the socket was accepted, or, opened before bbrtop loaded, its
+    /// Whether a server sent it: the socket was accepted, or, not known how it was opened, its
     /// local port is below its peer's (clients connect from the ephemeral range, above the
     /// service ports). A client's request is not a response.
     pub fn served(&self) -> bool {
@@ -448,7 +449,7 @@ mod tests {
         assert_eq!((r.opened, r.lport, r.rport), (2, 80, 40000));
         assert!(r.served());
         assert!(!Response { opened: 1, ..r.clone() }.served(), "a client's request");
-        assert!(Response { opened: 0, ..r.clone() }.served(), "older than bbrtop: by its ports");
+        assert!(Response { opened: 0, ..r.clone() }.served(), "not known: by its ports");
         assert!(!Response { opened: 0, lport: 40000, rport: 80, ..r.clone() }.served());
         assert_eq!((r.peer.to_string().as_str(), r.cc.as_str()), ("10.9.0.2", "cubic"));
         b[38] = 1;
