@@ -93,6 +93,7 @@ fn main() {
                 process: bbrtop::export::process::read(),
                 hindsight_memory_bytes: None,
                 hindsight_spool_bytes: None,
+                otlp: None,
             };
             let (t, b) = time(runs, || to_text_004(&render_openmetrics(scrape())).len());
             // What a Prometheus with native histograms is served.

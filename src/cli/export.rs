@@ -5,6 +5,8 @@ use super::args::PollArgs;
 use crate::export::alertmanager::{PushConfig, Pusher};
 use crate::export::hindsight::Keeper;
 use crate::export::metrics::TOP_K_CAP;
+use crate::export::otlp::record::Source;
+use crate::export::otlp::{OtlpConfig, Peers as OtlpPeers, Shipper};
 use crate::export::server::{self, App, Limits, Options};
 use crate::export::web_config::{Security, WebConfig};
 use crate::record::{Hindsight, HindsightOptions};
@@ -46,6 +48,8 @@ pub struct ExportArgs {
     #[arg(long = "web.max-connections", value_name = "N", default_value = "512",
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_connections: u32,
+    #[command(flatten)]
+    pub otlp: super::otlp::OtlpArgs,
     /// Alertmanager to push alerts to (http://host:port). May be given more than once.
     #[arg(long = "alertmanager.url", value_name = "URL", value_parser = parse_am_url)]
     pub alertmanager: Vec<String>,
@@ -160,6 +164,7 @@ fn hostname() -> String {
 pub fn run(a: ExportArgs) -> Result<(), Failure> {
     let (peers, geo_files) = a.peers.load()?;
     let (groups, geo) = (Arc::clone(&peers.groups), Arc::clone(&peers.geo));
+    let otlp = a.otlp.endpoint(&|k| std::env::var(k).ok()).map_err(Failure::Usage)?;
     // SIGHUP reads the databases again; it does not stop a daemon.
     super::startup::HUP_RELOADS.store(true, Ordering::Relaxed);
     let security = match &a.web_config {
@@ -172,13 +177,18 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     let bound: Vec<String> =
         listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
     let started = super::startup::start(&a.poll, peers, None, &mut |line| tracing::warn!("{line}"))?;
-    let reload = super::reload::start(geo_files, geo, Arc::clone(&started.stop))
+    let reload = super::reload::start(geo_files, Arc::clone(&geo), Arc::clone(&started.stop))
         .context("starting the database reloader")?;
     let me = Me { host: hostname(), port, scheme: if security.tls.is_some() { "https" } else { "http" } };
     let pusher = match push_config(&a, &me, &groups) {
         Some(cfg) => Some(
             Pusher::start(cfg, started.runtime.published()).context("starting the Alertmanager pusher")?,
         ),
+        None => None,
+    };
+    let system = bbrtop_collect::host::system_info(started.netns.as_ref());
+    let shipper = match otlp {
+        Some(endpoint) => Some(start_otlp(&a, endpoint, &system, &started, (&groups, &geo))?),
         None => None,
     };
     let options = Options {
@@ -188,8 +198,9 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         api: a.enable_api,
         by_pod_namespace: a.by_pod_namespace,
         telemetry_path: a.telemetry_path.clone(),
-        system: bbrtop_collect::host::system_info(started.netns.as_ref()),
+        system,
         hindsight: None,
+        otlp: shipper.as_ref().map(Shipper::handle),
     };
     let hindsight = start_hindsight(&a, &started)?;
     let options = Options { hindsight: hindsight.as_ref().map(|(k, _)| Arc::clone(k)), ..options };
@@ -198,6 +209,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     tracing::info!(address = bound.join(","), scheme = me.scheme, "listening");
     serve_until(listeners, app, limits, Arc::clone(&started.stop), hindsight.is_some())?;
     drop(pusher);
+    drop(shipper);
     if let Some((_, thread)) = hindsight {
         let _ = thread.join();
     }
@@ -206,6 +218,28 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     }
     drop(started);
     Ok(())
+}
+
+/// The OTLP shipper of closed flows (the flows come from eBPF's close records: without them it
+/// has nothing to send, which is said).
+fn start_otlp(
+    a: &ExportArgs,
+    endpoint: crate::export::otlp::send::Endpoint,
+    system: &bbrtop_core::system::SystemInfo,
+    started: &super::startup::Started,
+    (groups, geo): (&Arc<bbrtop_core::peer_groups::PeerGroups>, &Arc<bbrtop_core::geo::GeoCell>),
+) -> Result<Shipper, Failure> {
+    let url = endpoint.url.clone();
+    let cfg = OtlpConfig {
+        endpoint,
+        queue: a.otlp.queue as usize,
+        batch: a.otlp.batch as usize,
+        source: Source { host: system.host.clone(), bbr: system.bbr.clone() },
+    };
+    let peers = OtlpPeers { groups: Arc::clone(groups), geo: Arc::clone(geo) };
+    let shipper = Shipper::start(cfg, peers, started.runtime.published()).map_err(Failure::Usage)?;
+    tracing::info!(endpoint = url, "pushing closed flows over OTLP");
+    Ok(shipper)
 }
 
 /// Hindsight's keeper, and the thread that feeds it.

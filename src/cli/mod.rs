@@ -15,6 +15,7 @@ pub mod export;
 pub mod failure;
 pub mod generate;
 pub mod lab;
+pub mod otlp;
 pub mod peers;
 pub mod print;
 pub mod record;

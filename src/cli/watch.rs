@@ -5,6 +5,7 @@ use super::args::PollArgs;
 use super::snapshot::ignore_broken_pipe;
 use crate::output::json;
 use anyhow::Context;
+use bbrtop_core::snapshot::closed_since;
 use clap::Args;
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -39,14 +40,13 @@ pub fn run(a: WatchArgs) -> Result<(), Failure> {
         seq = snap.seq;
         polls += 1;
         let res = if a.closed {
-            // Newest first in the snapshot: print the unseen ones oldest first.
-            let new: Vec<_> = snap.closed.iter().take_while(|c| c.seq > closed_seq).collect();
             // The snapshot keeps the latest records only: say how many fell out between polls.
-            if let Some(oldest) = new.last().filter(|c| c.seq > closed_seq + 1) {
-                tracing::warn!(missed = oldest.seq - closed_seq - 1, "closed records missed between polls");
+            let (new, missed) = closed_since(&snap.closed, Some(closed_seq));
+            if missed > 0 {
+                tracing::warn!(missed, "closed records missed between polls");
             }
-            closed_seq = snap.closed.first().map_or(closed_seq, |c| c.seq.max(closed_seq));
-            new.iter().rev().try_for_each(|c| json::write_line(&mut out, c))
+            closed_seq = new.last().map_or(closed_seq, |c| c.seq);
+            new.iter().try_for_each(|c| json::write_line(&mut out, c))
         } else {
             snap.sockets.iter().try_for_each(|s| {
                 json::write_line(&mut out, &json::SocketLine { ts: snap.taken_at, seq, socket: &s })

@@ -50,6 +50,28 @@ pub struct Scrape {
     pub hindsight_memory_bytes: Option<u64>,
     /// Bytes of hindsight's spool on disk; None when it is off or held in memory.
     pub hindsight_spool_bytes: Option<u64>,
+    /// The OTLP shipper's counts; None when it is off.
+    pub otlp: Option<OtlpCounts>,
+}
+
+/// What the OTLP shipper sent, dropped (by reason) and holds, as one scrape reads it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OtlpCounts {
+    pub sent: u64,
+    pub dropped: Vec<(&'static str, u64)>,
+    pub failed_requests: u64,
+    pub queued: usize,
+}
+
+impl OtlpCounts {
+    pub fn of(h: &super::otlp::Handle) -> OtlpCounts {
+        OtlpCounts {
+            sent: h.stats.sent(),
+            dropped: h.stats.dropped().map(|(d, n)| (d.label(), n)).collect(),
+            failed_requests: h.stats.failed_requests(),
+            queued: h.queued(),
+        }
+    }
 }
 
 /// The histograms of the sockets open now: their counts fall when sockets close, which
@@ -472,6 +494,9 @@ impl Collector for Scrape {
                 "Bytes hindsight holds in memory: its encoder's buffers, and its chunks when they are not spooled (at most --hindsight.max-size).",
                 [(NO_LABELS, bytes as f64)],
             )?;
+        }
+        if let Some(o) = &self.otlp {
+            encode_otlp(&mut enc, o)?;
         }
         if let Some(bytes) = self.hindsight_spool_bytes {
             gauges(
@@ -899,6 +924,34 @@ fn encode_posts(enc: &mut Enc, posts: &[((String, &str), u64)]) -> std::fmt::Res
         "bbrtop_alertmanager_posts",
         "POSTs to Alertmanager by result (success, client_error, server_error, network_error, dropped).",
         posts.iter().map(|((am, res), n)| ([("alertmanager", am.as_str()), ("result", *res)], *n)),
+    )
+}
+
+/// The OTLP shipper: every closed flow it took is sent or dropped, by reason.
+fn encode_otlp(enc: &mut Enc, o: &OtlpCounts) -> std::fmt::Result {
+    counters(
+        enc,
+        "bbrtop_otlp_log_records_sent",
+        "Closed flows the OTLP collector accepted, as log records.",
+        [(NO_LABELS, o.sent)],
+    )?;
+    counters(
+        enc,
+        "bbrtop_otlp_log_records_dropped",
+        "Closed flows not delivered to the OTLP collector, by reason (queue_full, missed, export_failed, rejected, shutdown).",
+        o.dropped.iter().map(|(r, n)| ([("reason", *r)], *n)),
+    )?;
+    counters(
+        enc,
+        "bbrtop_otlp_failed_requests",
+        "OTLP export requests that failed and were retried or given up (network errors, 429, 502, 503, 504).",
+        [(NO_LABELS, o.failed_requests)],
+    )?;
+    gauges(
+        enc,
+        "bbrtop_otlp_queue_records",
+        "Closed flows waiting to be sent to the OTLP collector (at most --otlp.queue-size).",
+        [(NO_LABELS, o.queued as f64)],
     )
 }
 

@@ -1,5 +1,5 @@
 //! `bbrtop export`: Prometheus metrics, the JSON API and health endpoints over HTTP(S), and the
-//! alerts pushed to Alertmanager.
+//! alerts pushed to Alertmanager; closed flows pushed over OTLP.
 
 pub mod alertmanager;
 pub mod api;
@@ -8,6 +8,7 @@ pub mod cert;
 pub mod frame;
 pub mod hindsight;
 pub mod metrics;
+pub mod otlp;
 pub mod probes;
 pub mod process;
 pub mod server;

@@ -66,6 +66,8 @@ pub struct Options {
     pub system: bbrtop_core::system::SystemInfo,
     /// Hindsight, written on `POST /api/hindsight` (with the API on).
     pub hindsight: Option<Arc<super::hindsight::Keeper>>,
+    /// The OTLP shipper, whose counts /metrics shows.
+    pub otlp: Option<Arc<super::otlp::Handle>>,
 }
 
 impl Default for Options {
@@ -79,6 +81,7 @@ impl Default for Options {
             telemetry_path: "/metrics".into(),
             system: Default::default(),
             hindsight: None,
+            otlp: None,
         }
     }
 }
@@ -100,6 +103,7 @@ pub struct App {
     telemetry_path: String,
     landing: Bytes,
     hindsight: Option<Arc<super::hindsight::Keeper>>,
+    otlp: Option<Arc<super::otlp::Handle>>,
 }
 
 impl App {
@@ -119,6 +123,7 @@ impl App {
                 .then(|| (Arc::new(Frames::new(o.system)), Arc::new(Semaphore::new(FRAME_RESPONSES)))),
             landing: landing(&o.telemetry_path).into(),
             hindsight: o.hindsight,
+            otlp: o.otlp,
             telemetry_path: o.telemetry_path,
         }
     }
@@ -493,6 +498,7 @@ async fn metrics_response(
         process: super::process::read(),
         hindsight_memory_bytes: app.hindsight.as_ref().map(|k| k.memory_bytes()),
         hindsight_spool_bytes: app.hindsight.as_ref().and_then(|k| k.spool_bytes()),
+        otlp: app.otlp.as_deref().map(metrics::OtlpCounts::of),
     };
     // Rendering 100k sockets takes milliseconds: off the event loop, so other connections keep
     // being served meanwhile.

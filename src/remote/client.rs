@@ -90,7 +90,7 @@ impl Client {
             .max_redirects_will_error(false)
             .user_agent(concat!("bbrtop/", env!("CARGO_PKG_VERSION")));
         if target.tls {
-            let tls = TlsConfig::builder().root_certs(root_certs(&roots)?).build();
+            let tls = TlsConfig::builder().root_certs(root_certs(&roots, "--connect.ca.file")?).build();
             config = config.tls_config(tls);
         }
         let authorization = creds.map(|c| {
@@ -147,23 +147,20 @@ impl Client {
     }
 }
 
-/// The CA certificates to trust.
-fn root_certs(roots: &Roots) -> Result<RootCerts, String> {
+/// The CA certificates to trust; `flag` names the CA file's flag in errors.
+pub(crate) fn root_certs(roots: &Roots, flag: &str) -> Result<RootCerts, String> {
     let certs: Vec<Certificate<'static>> = match roots {
         Roots::System => {
             let found = rustls_native_certs::load_native_certs();
             if found.certs.is_empty() {
                 let why = found.errors.first().map(|e| format!(": {e}")).unwrap_or_default();
-                return Err(format!(
-                    "no CA certificates in the system store{why}; give --connect.ca.file FILE"
-                ));
+                return Err(format!("no CA certificates in the system store{why}; give {flag} FILE"));
             }
             found.certs.iter().map(|c| Certificate::from_der(c.as_ref()).to_owned()).collect()
         }
         Roots::File(path) => {
-            let err = |e: String| format!("--connect.ca.file {}: {e}", path.display());
-            let pem =
-                bbrtop_collect::files::read("--connect.ca.file", path, bbrtop_collect::files::Kind::Pem)?;
+            let err = |e: String| format!("{flag} {}: {e}", path.display());
+            let pem = bbrtop_collect::files::read(flag, path, bbrtop_collect::files::Kind::Pem)?;
             let certs = ureq::tls::parse_pem(&pem)
                 .filter_map(|item| match item {
                     Ok(PemItem::Certificate(c)) => Some(Ok(c)),

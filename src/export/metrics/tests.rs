@@ -26,6 +26,15 @@ fn snapshot(recs: Vec<SocketRecord>) -> Arc<Snapshot> {
     e.tick(now)
 }
 
+fn otlp_counts() -> OtlpCounts {
+    OtlpCounts {
+        sent: 40,
+        dropped: vec![("queue_full", 2), ("export_failed", 0)],
+        failed_requests: 1,
+        queued: 5,
+    }
+}
+
 fn scrape(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> String {
     let groups =
         Arc::new(if groups.is_empty() { PeerGroups::default() } else { PeerGroups::parse(groups).unwrap() });
@@ -45,6 +54,7 @@ fn scrape(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> String {
         }),
         hindsight_memory_bytes: Some(48_000_000),
         hindsight_spool_bytes: Some(90_000_000),
+        otlp: Some(otlp_counts()),
     })
 }
 
@@ -253,6 +263,7 @@ fn aggregates_by_pod_namespace_are_opt_in() {
         process: None,
         hindsight_memory_bytes: None,
         hindsight_spool_bytes: None,
+        otlp: None,
     });
     let v = |p: &str| value(&text, p);
     assert_eq!(v(r#"bbrtop_pod_namespace_sockets{pod_namespace="shop",cc="bbr"}"#), Some(2.0));
@@ -447,6 +458,7 @@ fn protobuf_carries_every_family_and_native_buckets() {
         process: None,
         hindsight_memory_bytes: Some(48_000_000),
         hindsight_spool_bytes: Some(90_000_000),
+        otlp: Some(otlp_counts()),
     });
     let mut rest = &body[..];
     let mut families = Vec::new();
@@ -498,6 +510,19 @@ fn hindsight_memory_is_served_while_hindsight_is_on() {
         process: None,
         hindsight_memory_bytes: None,
         hindsight_spool_bytes: None,
+        otlp: None,
     });
     assert!(!off.contains("bbrtop_hindsight_"), "{off}");
+    assert!(!off.contains("bbrtop_otlp_"), "{off}");
+}
+
+/// The OTLP shipper's counts, while it runs.
+#[test]
+fn otlp_counts_are_served_while_the_shipper_runs() {
+    let on = scrape(snapshot(vec![]), 0, "");
+    assert_eq!(value(&on, "bbrtop_otlp_log_records_sent_total"), Some(40.0));
+    assert!(on.contains("bbrtop_otlp_log_records_dropped_total{reason=\"queue_full\"} 2\n"), "{on}");
+    assert!(on.contains("bbrtop_otlp_log_records_dropped_total{reason=\"export_failed\"} 0\n"), "{on}");
+    assert_eq!(value(&on, "bbrtop_otlp_failed_requests_total"), Some(1.0));
+    assert_eq!(value(&on, "bbrtop_otlp_queue_records"), Some(5.0));
 }

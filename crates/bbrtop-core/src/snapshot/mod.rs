@@ -90,6 +90,19 @@ pub struct Snapshot {
     pub totals: Vec<CcTotals>,
 }
 
+/// The flows of `closed` (newest first, as a snapshot keeps them) that closed after sequence
+/// number `last` (all of them when None), oldest first, and how many closed between that were no
+/// longer kept (more closed between two reads than a snapshot keeps).
+pub fn closed_since(closed: &[ClosedFlow], last: Option<u64>) -> (Vec<&ClosedFlow>, u64) {
+    let mut new: Vec<&ClosedFlow> = closed.iter().take_while(|f| last.is_none_or(|l| f.seq > l)).collect();
+    new.reverse();
+    let missed = match (new.first(), last) {
+        (Some(oldest), Some(l)) => oldest.seq.saturating_sub(l + 1),
+        _ => 0,
+    };
+    (new, missed)
+}
+
 impl Snapshot {
     pub fn empty(rule: RuleConfig) -> Snapshot {
         Snapshot {
@@ -113,5 +126,25 @@ impl Snapshot {
 
     pub fn firing(&self) -> impl Iterator<Item = &AlertView> {
         self.alerts.iter().filter(|a| a.status == AlertStatus::Firing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flows(seqs: &[u64]) -> Vec<ClosedFlow> {
+        seqs.iter().map(|s| ClosedFlow { seq: *s, ..ClosedFlow::example("bbr", 1, None) }).collect()
+    }
+
+    #[test]
+    fn closed_since_gives_the_new_flows_oldest_first_and_counts_a_gap() {
+        let closed = flows(&[9, 8, 7, 5]);
+        let seqs = |(v, m): (Vec<&ClosedFlow>, u64)| (v.iter().map(|f| f.seq).collect::<Vec<_>>(), m);
+        assert_eq!(seqs(closed_since(&closed, None)), (vec![5, 7, 8, 9], 0), "the first read takes all");
+        assert_eq!(seqs(closed_since(&closed, Some(7))), (vec![8, 9], 0));
+        assert_eq!(seqs(closed_since(&closed, Some(9))), (vec![], 0));
+        // 3 and 4 closed after the last read and left the window before this one.
+        assert_eq!(seqs(closed_since(&closed, Some(2))), (vec![5, 7, 8, 9], 2));
     }
 }

@@ -1,0 +1,224 @@
+//! Closed flows as OpenTelemetry log records, pushed over OTLP/HTTP (protobuf) to a collector
+//! (`--otlp.endpoint` or `OTEL_EXPORTER_OTLP_ENDPOINT`).
+//!
+//! Two threads: the tap reads each snapshot's closed flows newer than the last it took (a gap in
+//! their sequence numbers, flows that closed and left the snapshot's window between two reads,
+//! is counted as missed), makes each a record (`record.rs`) and queues it without waiting
+//! (`queue.rs`: bounded, a full queue drops and counts); the sender takes batches and posts them
+//! (`send.rs`), retrying with backoff. So the poller never waits for a collector, memory stays
+//! within the queue's bound, and every flow is either sent or counted as dropped, by reason.
+//! The wire types are the OpenTelemetry project's own (`opentelemetry-proto`).
+
+pub mod queue;
+pub mod record;
+pub mod send;
+
+use crate::runtime::Published;
+use bbrtop_core::geo::GeoCell;
+use bbrtop_core::model::ClosedFlow;
+use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::snapshot::{Snapshot, closed_since};
+use opentelemetry_proto::tonic::logs::v1::LogRecord;
+use queue::{Dropped, Queue, Stats};
+use record::{FlowContext, Source};
+use send::{Client, Endpoint, Outcome};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Attempts per batch (the first and its retries), backoff doubling from the first.
+const ATTEMPTS: u32 = 5;
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// How long a batch waits to fill before it goes.
+const LINGER: Duration = Duration::from_secs(1);
+/// At a stop, how long what is queued may take to go.
+const GRACE: Duration = Duration::from_secs(5);
+
+#[derive(Clone, Debug)]
+pub struct OtlpConfig {
+    pub endpoint: Endpoint,
+    /// Records held while the collector is slow or down (`--otlp.queue-size`).
+    pub queue: usize,
+    /// Records per request (`--otlp.batch-size`).
+    pub batch: usize,
+    pub source: Source,
+}
+
+/// What the metrics read of a running shipper.
+#[derive(Debug)]
+pub struct Handle {
+    pub stats: Stats,
+    queue: Queue<LogRecord>,
+}
+
+impl Handle {
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+/// The running shipper; dropping it stops both threads, after the grace for what is queued.
+pub struct Shipper {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    handle: Arc<Handle>,
+}
+
+/// Where a flow's peer group, AS and country come from.
+pub struct Peers {
+    pub groups: Arc<PeerGroups>,
+    pub geo: Arc<GeoCell>,
+}
+
+impl Shipper {
+    pub fn start(cfg: OtlpConfig, peers: Peers, published: Arc<Published>) -> Result<Shipper, String> {
+        let client = Client::new(cfg.endpoint.clone())?;
+        let handle = Arc::new(Handle { stats: Stats::default(), queue: Queue::new(cfg.queue) });
+        let stop = Arc::new(AtomicBool::new(false));
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(f)
+                .map_err(|e| format!("starting the OTLP {name}: {e}"))
+        };
+        let (h, s) = (Arc::clone(&handle), Arc::clone(&stop));
+        let tap = spawn("bbrtop-otlp-tap", Box::new(move || tap(&published, &peers, &h, &s)))?;
+        let (h, s) = (Arc::clone(&handle), Arc::clone(&stop));
+        let (batch, source) = (cfg.batch, cfg.source);
+        let sender = spawn("bbrtop-otlp", Box::new(move || send_loop(&client, &source, batch, &h, &s)))?;
+        Ok(Shipper { stop, threads: vec![tap, sender], handle })
+    }
+
+    pub fn handle(&self) -> Arc<Handle> {
+        Arc::clone(&self.handle)
+    }
+}
+
+impl Drop for Shipper {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A flow's record, with what the snapshot before its close knew of its socket.
+fn to_record(flow: &ClosedFlow, before: Option<&Snapshot>, peers: &Peers, now: SystemTime) -> LogRecord {
+    let origin =
+        before.and_then(|s| s.sockets.entry(flow.cookie)).and_then(|e| e.record.get().origin.clone());
+    let ctx = FlowContext {
+        peer_group: peers.groups.group(flow.peer.ip()),
+        geo: peers.geo.is_on().then(|| peers.geo.get().lookup(flow.peer.ip())),
+        origin: origin.as_deref(),
+    };
+    record::log_record(flow, &ctx, now)
+}
+
+fn tap(published: &Published, peers: &Peers, h: &Handle, stop: &AtomicBool) {
+    let (mut seq, mut last, mut before) = (0, None, None::<Arc<Snapshot>>);
+    while !stop.load(Ordering::Relaxed) {
+        let Some(snap) = published.wait_newer(seq, Duration::from_millis(500)) else { continue };
+        seq = snap.seq;
+        let (new, missed) = closed_since(&snap.closed, last);
+        if missed > 0 {
+            h.stats.add_dropped(Dropped::Missed, missed);
+            tracing::warn!(missed, "OTLP: flows closed faster than the shipper read them");
+        }
+        let now = SystemTime::now();
+        for flow in &new {
+            if !h.queue.push(to_record(flow, before.as_deref(), peers, now)) {
+                h.stats.add_dropped(Dropped::QueueFull, 1);
+            }
+        }
+        last = new.last().map(|f| f.seq).or(last);
+        before = Some(snap);
+    }
+}
+
+fn send_loop(client: &Client, source: &Source, batch: usize, h: &Handle, stop: &AtomicBool) {
+    let mut warned = false;
+    let mut deadline = None;
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
+        let deadline = *deadline.get_or_insert_with(|| stopping.then(|| Instant::now() + GRACE));
+        if deadline.is_some_and(|d| Instant::now() >= d) || (stopping && h.queue.is_empty()) {
+            break;
+        }
+        let records = h.queue.batch(batch, if stopping { Duration::ZERO } else { LINGER });
+        if records.is_empty() {
+            continue;
+        }
+        let n = records.len() as u64;
+        let req = record::request(source, records);
+        match send_with_retries(client, &req, h, stop, &mut warned) {
+            Ok(rejected) => {
+                h.stats.add_sent(n - rejected.min(n));
+                h.stats.add_dropped(Dropped::Rejected, rejected.min(n));
+            }
+            Err(why) => h.stats.add_dropped(why, n),
+        }
+    }
+    let left = h.queue.drain().len() as u64;
+    if left > 0 {
+        h.stats.add_dropped(Dropped::Shutdown, left);
+        tracing::warn!(records = left, "OTLP: records still queued at the stop were not sent");
+    }
+}
+
+/// Sends one request, retrying what is worth it; the records rejected, or why all were dropped.
+fn send_with_retries(
+    client: &Client,
+    req: &opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest,
+    h: &Handle,
+    stop: &AtomicBool,
+    warned: &mut bool,
+) -> Result<u64, Dropped> {
+    let mut backoff = FIRST_BACKOFF;
+    for attempt in 1..=ATTEMPTS {
+        match client.post(req) {
+            Outcome::Sent { rejected } => {
+                if *warned {
+                    tracing::info!(endpoint = client.url(), "OTLP: the collector takes records again");
+                    *warned = false;
+                }
+                return Ok(rejected);
+            }
+            Outcome::Refused(why) => {
+                tracing::warn!(endpoint = client.url(), why, "OTLP: the collector refused a batch");
+                return Err(Dropped::Rejected);
+            }
+            Outcome::Retry(why) => {
+                h.stats.add_failed_request();
+                if !*warned {
+                    tracing::warn!(
+                        endpoint = client.url(),
+                        why,
+                        attempt,
+                        of = ATTEMPTS,
+                        "OTLP: export failed, retrying"
+                    );
+                    *warned = true;
+                }
+            }
+        }
+        if attempt == ATTEMPTS || !pause(backoff, stop) {
+            break;
+        }
+        backoff *= 2;
+    }
+    Err(Dropped::ExportFailed)
+}
+
+/// Sleeps `d` unless a stop comes first (false then).
+fn pause(d: Duration, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + d;
+    while Instant::now() < until {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50).min(until.saturating_duration_since(Instant::now())));
+    }
+    true
+}
