@@ -336,7 +336,8 @@ impl Lab {
         self.addrs.receiver.into()
     }
 
-    fn sink_addr(&self) -> Result<SocketAddr, LabError> {
+    /// Where the receiver's sink listens (it reads and discards what comes).
+    pub fn sink_addr(&self) -> Result<SocketAddr, LabError> {
         self.sink
             .as_ref()
             .map(Sink::addr)
