@@ -58,6 +58,7 @@ pub struct Scrape {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OtlpCounts {
     pub sent: u64,
+    pub sent_bytes: u64,
     pub dropped: Vec<(&'static str, u64)>,
     pub failed_requests: u64,
     pub queued: usize,
@@ -67,6 +68,7 @@ impl OtlpCounts {
     pub fn of(h: &super::otlp::Handle) -> OtlpCounts {
         OtlpCounts {
             sent: h.stats.sent(),
+            sent_bytes: h.stats.sent_bytes(),
             dropped: h.stats.dropped().map(|(d, n)| (d.label(), n)).collect(),
             failed_requests: h.stats.failed_requests(),
             queued: h.queued(),
@@ -934,6 +936,12 @@ fn encode_otlp(enc: &mut Enc, o: &OtlpCounts) -> std::fmt::Result {
         "bbrtop_otlp_log_records_sent",
         "Closed flows the OTLP collector accepted, as log records.",
         [(NO_LABELS, o.sent)],
+    )?;
+    counters(
+        enc,
+        "bbrtop_otlp_sent_bytes",
+        "Bytes of the OTLP request bodies the collector accepted, as sent (compressed with --otlp.compression gzip).",
+        [(NO_LABELS, o.sent_bytes)],
     )?;
     counters(
         enc,

@@ -29,6 +29,7 @@ fn snapshot(recs: Vec<SocketRecord>) -> Arc<Snapshot> {
 fn otlp_counts() -> OtlpCounts {
     OtlpCounts {
         sent: 40,
+        sent_bytes: 9_000,
         dropped: vec![("queue_full", 2), ("export_failed", 0)],
         failed_requests: 1,
         queued: 5,
@@ -524,5 +525,6 @@ fn otlp_counts_are_served_while_the_shipper_runs() {
     assert!(on.contains("bbrtop_otlp_log_records_dropped_total{reason=\"queue_full\"} 2\n"), "{on}");
     assert!(on.contains("bbrtop_otlp_log_records_dropped_total{reason=\"export_failed\"} 0\n"), "{on}");
     assert_eq!(value(&on, "bbrtop_otlp_failed_requests_total"), Some(1.0));
+    assert_eq!(value(&on, "bbrtop_otlp_sent_bytes_total"), Some(9_000.0));
     assert_eq!(value(&on, "bbrtop_otlp_queue_records"), Some(5.0));
 }

@@ -153,8 +153,8 @@ fn send_loop(client: &Client, source: &Source, batch: usize, h: &Handle, stop: &
         let n = records.len() as u64;
         let req = record::request(source, records);
         match send_with_retries(client, &req, h, stop, &mut warned) {
-            Ok(rejected) => {
-                h.stats.add_sent(n - rejected.min(n));
+            Ok((rejected, bytes)) => {
+                h.stats.add_sent(n - rejected.min(n), bytes);
                 h.stats.add_dropped(Dropped::Rejected, rejected.min(n));
             }
             Err(why) => h.stats.add_dropped(why, n),
@@ -167,23 +167,24 @@ fn send_loop(client: &Client, source: &Source, batch: usize, h: &Handle, stop: &
     }
 }
 
-/// Sends one request, retrying what is worth it; the records rejected, or why all were dropped.
+/// Sends one request, retrying what is worth it; the records rejected and the bytes sent, or why
+/// all were dropped.
 fn send_with_retries(
     client: &Client,
     req: &opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest,
     h: &Handle,
     stop: &AtomicBool,
     warned: &mut bool,
-) -> Result<u64, Dropped> {
+) -> Result<(u64, u64), Dropped> {
     let mut backoff = FIRST_BACKOFF;
     for attempt in 1..=ATTEMPTS {
         match client.post(req) {
-            Outcome::Sent { rejected } => {
+            Outcome::Sent { rejected, bytes } => {
                 if *warned {
                     tracing::info!(endpoint = client.url(), "OTLP: the collector takes records again");
                     *warned = false;
                 }
-                return Ok(rejected);
+                return Ok((rejected, bytes));
             }
             Outcome::Refused(why) => {
                 tracing::warn!(endpoint = client.url(), why, "OTLP: the collector refused a batch");

@@ -44,13 +44,16 @@ impl Dropped {
 #[derive(Debug, Default)]
 pub struct Stats {
     sent: AtomicU64,
+    sent_bytes: AtomicU64,
     dropped: [AtomicU64; Dropped::ALL.len()],
     requests_failed: AtomicU64,
 }
 
 impl Stats {
-    pub fn add_sent(&self, n: u64) {
+    /// `n` records accepted, in a request body of `bytes` (as sent: compressed if asked).
+    pub fn add_sent(&self, n: u64, bytes: u64) {
         self.sent.fetch_add(n, Ordering::Relaxed);
+        self.sent_bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 
     pub fn add_dropped(&self, why: Dropped, n: u64) {
@@ -64,6 +67,11 @@ impl Stats {
     /// Records the collector accepted.
     pub fn sent(&self) -> u64 {
         self.sent.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of the request bodies the collector accepted.
+    pub fn sent_bytes(&self) -> u64 {
+        self.sent_bytes.load(Ordering::Relaxed)
     }
 
     pub fn dropped(&self) -> impl Iterator<Item = (Dropped, u64)> + '_ {
@@ -160,9 +168,9 @@ mod tests {
         let s = Stats::default();
         s.add_dropped(Dropped::QueueFull, 3);
         s.add_dropped(Dropped::Missed, 1);
-        s.add_sent(5);
+        s.add_sent(5, 900);
         let d: Vec<_> = s.dropped().filter(|(_, n)| *n > 0).map(|(d, n)| (d.label(), n)).collect();
         assert_eq!(d, [("queue_full", 3), ("missed", 1)]);
-        assert_eq!(s.sent(), 5);
+        assert_eq!((s.sent(), s.sent_bytes()), (5, 900));
     }
 }

@@ -23,8 +23,9 @@ pub struct Endpoint {
 /// What became of one request.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// Accepted; the collector rejected this many of its records (a partial success).
-    Sent { rejected: u64 },
+    /// Accepted; the collector rejected this many of its records (a partial success). `bytes`:
+    /// the body's size, as sent.
+    Sent { rejected: u64, bytes: u64 },
     /// Try again later: a network failure, 429, 502, 503 or 504.
     Retry(String),
     /// Refused for good (any other status).
@@ -39,7 +40,7 @@ pub fn outcome(status: u16, body: &[u8]) -> Outcome {
                 .ok()
                 .and_then(|r| r.partial_success)
                 .map_or(0, |p| u64::try_from(p.rejected_log_records).unwrap_or(0));
-            Outcome::Sent { rejected }
+            Outcome::Sent { rejected, bytes: 0 }
         }
         429 | 502 | 503 | 504 => Outcome::Retry(format!("HTTP {status}")),
         _ => {
@@ -99,11 +100,15 @@ impl Client {
         for (k, v) in &self.endpoint.headers {
             r = r.header(k, v);
         }
-        match r.send(&body(req, self.endpoint.gzip)[..]) {
+        let body = body(req, self.endpoint.gzip);
+        match r.send(&body[..]) {
             Ok(mut resp) => {
                 let status = resp.status().as_u16();
                 let answer = resp.body_mut().with_config().limit(1 << 20).read_to_vec().unwrap_or_default();
-                outcome(status, &answer)
+                match outcome(status, &answer) {
+                    Outcome::Sent { rejected, .. } => Outcome::Sent { rejected, bytes: body.len() as u64 },
+                    o => o,
+                }
             }
             Err(e) => Outcome::Retry(e.to_string()),
         }
@@ -117,14 +122,14 @@ mod tests {
 
     #[test]
     fn answers_are_sent_retried_or_refused_as_the_specification_says() {
-        assert_eq!(outcome(200, b""), Outcome::Sent { rejected: 0 });
+        assert_eq!(outcome(200, b""), Outcome::Sent { rejected: 0, bytes: 0 });
         let partial = ExportLogsServiceResponse {
             partial_success: Some(ExportLogsPartialSuccess {
                 rejected_log_records: 3,
                 error_message: "bad".into(),
             }),
         };
-        assert_eq!(outcome(200, &partial.encode_to_vec()), Outcome::Sent { rejected: 3 });
+        assert_eq!(outcome(200, &partial.encode_to_vec()), Outcome::Sent { rejected: 3, bytes: 0 });
         for s in [429, 502, 503, 504] {
             assert!(matches!(outcome(s, b""), Outcome::Retry(_)), "{s}");
         }
