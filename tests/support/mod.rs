@@ -13,6 +13,7 @@ pub mod guard;
 pub mod holder;
 pub mod http;
 pub mod lab;
+pub mod otelcol;
 pub mod servers;
 pub mod tmux;
 pub mod tools;
