@@ -1,10 +1,11 @@
 //! `bbrtop compare A B` end to end on recordings written by the recorder: the table, the JSON,
-//! the SVG, time ranges of one recording, and bad input. Unprivileged: the recordings are of an
-//! engine fed synthetic sockets.
+//! the SVG, time ranges of one recording, bad input, and a fleet's recordings in the hive layout
+//! (read by DuckDB as one table). Unprivileged: the recordings are of
+//! an engine fed synthetic sockets.
 
 mod support;
 
-use bbrtop::record::{RecordOptions, Recorder};
+use bbrtop::record::{Layout, RecordOptions, Recorder};
 use bbrtop_core::seam::Now;
 use bbrtop_core::seam::feed_dump;
 use bbrtop_core::system::SystemInfo;
@@ -15,6 +16,7 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant, SystemTime};
+use support::duckdb::{duckdb, duckdb_or_said};
 
 /// 2026-11-23T03:00:00Z.
 fn t0() -> SystemTime {
@@ -251,6 +253,95 @@ fn a_canary_against_several_hosts() {
     assert!(text.contains("host canary (A 0 sockets, B 6)"), "{text}");
     let o = compare(&[&format!("{rest},"), &p("canary")]);
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// 2026-11-23T23:59:50Z: ten seconds before midnight.
+fn before_midnight() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_478_390)
+}
+
+/// What each host of the fleet runs: (host, cc, first cookie, sockets, srtt ms).
+const FLEET: [(&str, &str, u64, u64, u32); 4] = [
+    ("canary", "bbr", 1, 5, 90),
+    ("edge-1", "bbr", 1, 6, 40),
+    ("edge-1", "cubic", 101, 2, 60),
+    ("edge-2", "cubic", 1, 7, 42),
+];
+/// Polls per host, a second apart from [`before_midnight`], in chunks of 10 s: the first chunk
+/// (begun on the 23rd) runs past midnight, the other two are on the 24th.
+const FLEET_POLLS: u64 = 25;
+
+/// Three hosts' recordings in the hive layout under `dir`, as each host's `bbrtop record DIR
+/// --record.layout hive` writes them and `rclone copy` brings them together (their cookies
+/// collide).
+fn fleet(dir: &Path) {
+    for host in ["canary", "edge-1", "edge-2"] {
+        let opts = RecordOptions {
+            chunk: Duration::from_secs(10),
+            layout: Layout::Hive { host: host.into() },
+            ..RecordOptions::default()
+        };
+        let mut rec = Recorder::create(dir, opts, &SystemInfo::default()).unwrap();
+        let mut e = Engine::new(EngineConfig::default());
+        let t = Now { mono: Instant::now(), wall: before_midnight() };
+        for p in 0..FLEET_POLLS {
+            let now = t.after(Duration::from_secs(p));
+            let sockets = FLEET
+                .iter()
+                .filter(|f| f.0 == host)
+                .flat_map(|&(_, cc, first, n, srtt)| {
+                    (first..first + n).map(move |c| {
+                        record(c, cc)
+                            .local(format!("10.0.0.1:{}", 40000 + c))
+                            .peer("10.0.0.2:5201")
+                            .srtt_us((srtt + c as u32 % 7) * 1000)
+                            .min_rtt_us(30_000)
+                            .last_ack_recv_ms(0)
+                            .bytes_sent(p * 1_010_000)
+                            .bytes_acked(p * 1_000_000)
+                            .build()
+                    })
+                })
+                .collect();
+            feed_dump(&mut e, Dump { sockets, ..Dump::default() }, now);
+            rec.write(&e.tick(now)).unwrap();
+        }
+        rec.finish().unwrap();
+    }
+}
+
+/// Issue 29's test: a directory of three hosts' recordings answers a DuckDB query grouped by
+/// host and cc, `host` and `date` read from the partitions' paths; each host's sockets, rows
+/// (every socket moves at every poll: a row each) and days as written.
+#[test]
+fn a_fleets_recordings_read_as_one_table_in_duckdb() {
+    let Some(python) = duckdb_or_said() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    fleet(&tmp.path().join("fleet"));
+    let got = duckdb(
+        &python,
+        tmp.path(),
+        "SELECT host, cc, count(DISTINCT cookie) AS sockets, count(*) AS rows, min(date), max(date) \
+         FROM read_parquet('fleet/**/*.sockets.parquet', hive_partitioning = true) GROUP BY ALL ORDER BY ALL",
+    );
+    let want: Vec<String> = FLEET
+        .iter()
+        .map(|&(host, cc, _, n, _)| format!("{host}\t{cc}\t{n}\t{}\t2026-11-23\t2026-11-24", n * FLEET_POLLS))
+        .collect();
+    assert_eq!(got, want);
+    let polls = duckdb(
+        &python,
+        tmp.path(),
+        "SELECT host, date, count(*) FROM read_parquet('fleet/**/*.polls.parquet', hive_partitioning = true) \
+         GROUP BY ALL ORDER BY ALL",
+    );
+    let want: Vec<String> = ["canary", "edge-1", "edge-2"]
+        .iter()
+        .flat_map(|h| [format!("{h}\t2026-11-23\t10"), format!("{h}\t2026-11-24\t15")])
+        .collect();
+    assert_eq!(polls, want, "a chunk's polls in the day of its first: 23:59:50 to 23:59:59, then the rest");
 }
 
 /// Databases of the test's own networks, written by a real writer (mmdb-writer), as the lab's

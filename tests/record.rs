@@ -8,7 +8,7 @@ mod support;
 use bbrtop::record::{RecordOptions, Recorder, Recording};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 use support::duckdb::{duckdb, duckdb_or_said, readme_states_sql};
 use support::guard;
 
@@ -112,6 +112,43 @@ fn root_a_killed_recorder_leaves_its_chunks_readable_by_bbrtop_and_duckdb() {
     assert!(files(dir, ".tmp").is_empty(), "the partial chunk {partial:?} is gone");
     drop(r);
     assert_eq!(Recording::open(dir).expect("still reads").polls(), &polls[..]);
+}
+
+/// `bbrtop record --record.layout hive` writes its chunks in `host=NAME/date=YYYY-MM-DD/` (today,
+/// UTC), read back by bbrtop from the directory; a host name that is no safe path segment, and
+/// `--record.host` without the hive layout, are one-line errors.
+#[test]
+fn record_with_the_hive_layout_writes_the_host_and_date_tree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rec = dir.path().join("rec");
+    let before = SystemTime::now();
+    let o = Command::new(BIN)
+        .args(["record", &rec.display().to_string(), "--record.layout", "hive", "--record.host", "edge-9"])
+        .args(["--interval", "100ms", "--count", "3", "--no-collector.bpf"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("bbrtop record");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let days: Vec<String> = [before, SystemTime::now()]
+        .iter()
+        .map(|t| format!("date={}", &humantime::format_rfc3339_seconds(*t).to_string()[..10]))
+        .collect();
+    let host = rec.join("host=edge-9");
+    let day = days.iter().map(|d| host.join(d)).find(|d| d.is_dir()).expect("today's partition");
+    assert_eq!(files(&day, ".polls.parquet").len(), 1, "{:?}", files(&day, ""));
+    assert!(files(&rec, ".parquet").is_empty(), "nothing flat");
+    let read = Recording::open(&rec).expect("the tree reads");
+    assert_eq!((read.polls().len(), read.partition_host()), (3, Some("edge-9")));
+    for (flags, says) in [
+        (["--record.layout", "hive", "--record.host", "../x"], "host name \"../x\""),
+        (["--record.layout", "hive", "--record.host", "a=b"], "host name \"a=b\""),
+        (["--record.layout", "flat", "--record.host", "edge-9"], "--record.host names the host= partition"),
+    ] {
+        let err = support::usage_error(
+            &[&["record", &rec.display().to_string(), "--count", "1"][..], &flags].concat(),
+        );
+        assert!(err.contains(says), "{err}");
+    }
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use super::Failure;
 use super::args::{PollArgs, parse_duration_in, parse_size};
 use super::startup;
-use crate::record::{RecordOptions, Recorder};
+use crate::record::{Layout, RecordOptions, Recorder};
 use anyhow::Context;
 use bbrtop_core::system::SystemInfo;
 use clap::Args;
@@ -37,12 +37,27 @@ pub struct RecordArgs {
     /// Default: no limit.
     #[arg(long = "record.retention.size", value_name = "SIZE", value_parser = parse_size)]
     pub max_bytes: Option<u64>,
+    /// Where chunks go: flat, in DIR itself; or hive, in Hive-style partitions
+    /// DIR/host=NAME/date=YYYY-MM-DD/ (the UTC date of each chunk's first poll), so that one glob
+    /// over many hosts' recordings reads as one table with host and date columns.
+    #[arg(long = "record.layout", value_name = "LAYOUT", default_value = "flat")]
+    pub layout: LayoutChoice,
+    /// The host= partition's name with --record.layout hive: a letter or digit, then letters,
+    /// digits, '.', '-' and '_'. Default: the host name (/proc/sys/kernel/hostname).
+    #[arg(long = "record.host", value_name = "NAME")]
+    pub host: Option<String>,
     /// Stop after this many polls (default: until SIGINT or SIGTERM).
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
     /// Start the built-in lab (as `bbrtop --lab` does) and record it. Torn down on exit.
     #[arg(long, conflicts_with = "netns")]
     pub lab: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutChoice {
+    Flat,
+    Hive,
 }
 
 fn parse_chunk(s: &str) -> Result<Duration, String> {
@@ -61,12 +76,33 @@ fn usage(e: anyhow::Error) -> Failure {
     Failure::Usage(format!("{e:#}"))
 }
 
+/// The layout the flags ask for: the hive layout's host named by `--record.host`, else this
+/// host's name.
+fn layout(a: &RecordArgs) -> Result<Layout, Failure> {
+    if a.layout == LayoutChoice::Flat {
+        return match a.host {
+            Some(_) => {
+                Err(Failure::Usage("--record.host names the host= partition of --record.layout hive".into()))
+            }
+            None => Ok(Layout::Flat),
+        };
+    }
+    let host = a.host.clone().unwrap_or_else(|| bbrtop_collect::host::system_info(None).host);
+    crate::record::layout::check_host(&host).map_err(|e| Failure::Usage(format!("--record.host: {e}")))?;
+    Ok(Layout::Hive { host })
+}
+
 pub fn run(a: RecordArgs) -> Result<(), Failure> {
-    let opts =
-        RecordOptions { chunk: a.chunk, segment: a.segment, max_age: a.max_age, max_bytes: a.max_bytes };
+    let opts = RecordOptions {
+        chunk: a.chunk,
+        segment: a.segment,
+        max_age: a.max_age,
+        max_bytes: a.max_bytes,
+        layout: layout(&a)?,
+    };
     // The directory first: a recording that cannot be written should not wait for the lab.
     let placeholder = SystemInfo::default();
-    drop(Recorder::create(&a.dir, opts, &placeholder).map_err(usage)?);
+    drop(Recorder::create(&a.dir, opts.clone(), &placeholder).map_err(usage)?);
     let (peers, geo_files) = a.peers.load()?;
     let geo = std::sync::Arc::clone(&peers.geo);
     let lab = a.lab.then(startup::live_lab);
@@ -75,7 +111,7 @@ pub fn run(a: RecordArgs) -> Result<(), Failure> {
         .context("starting the database reloader")?;
     let sys = bbrtop_collect::host::system_info(started.netns.as_ref());
     let mut rec = Recorder::create(&a.dir, opts, &sys).map_err(usage)?;
-    tracing::info!(dir = %a.dir.display(), chunk = ?a.chunk, "recording");
+    tracing::info!(dir = %rec.dir().display(), chunk = ?a.chunk, "recording");
     let (published, stop) = (started.runtime.published(), &started.stop);
     let (mut seq, mut cost) = (0, Cost::default());
     while !stop.load(Ordering::Relaxed) && a.count.is_none_or(|n| cost.polls < n) {

@@ -8,12 +8,15 @@
 //! `<start>.polls.parquet` (one row per poll, `polls.rs`). The chunk under way is written as
 //! segments of a few seconds (`segments.rs`), each renamed from `.tmp` when whole, so a crash
 //! loses at most the segment being written (`writer.rs`). `rebuild.rs` turns rows back into each
-//! poll's sockets; `frame.rs` puts one poll in one body, for the remote TUI.
+//! poll's sockets; `frame.rs` puts one poll in one body, for the remote TUI. `layout.rs` says
+//! where chunks sit: in the directory, or in Hive-style `host=NAME/date=YYYY-MM-DD/` partitions
+//! that a fleet's recordings read through as one table.
 
 mod chunk;
 mod columns;
 pub mod frame;
 pub mod hindsight;
+pub mod layout;
 pub mod polls;
 pub mod reader;
 mod rebuild;
@@ -22,6 +25,7 @@ pub mod sockets;
 pub mod writer;
 
 pub use hindsight::{Hindsight, HindsightOptions};
+pub use layout::Layout;
 pub use reader::{PollIndex, Recording};
 pub use writer::{RecordOptions, Recorder};
 

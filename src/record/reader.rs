@@ -5,7 +5,7 @@
 
 use super::chunk::Meta;
 use super::writer::{POLLS_SUFFIX, SOCKETS_SUFFIX, chunks};
-use super::{polls, rebuild, sockets};
+use super::{layout, polls, rebuild, sockets};
 use anyhow::Context;
 use bbrtop_core::snapshot::{AlertStatus, Snapshot, Sockets};
 use bbrtop_core::system::SystemInfo;
@@ -50,18 +50,30 @@ pub struct Recording {
     /// The poll read last and its sockets: the next poll's are rebuilt from them (a replay reads
     /// a poll at a time) rather than from the chunk's keyframe.
     cursor: Option<(usize, Sockets)>,
+    /// The host of the hive layout's `host=NAME` directory it was read from, if it was.
+    partition_host: Option<String>,
 }
 
 /// Chunks whose closed flows are kept decoded.
 const CLOSED_CHUNKS: usize = 4;
 
 impl Recording {
-    /// A recording directory (or one chunk's file): every complete chunk, in time order. In a
-    /// directory a damaged chunk (a file that is not Parquet, a sockets file that is not its
+    /// A recording directory (or one chunk's file): every complete chunk, in time order, of the
+    /// directory and its partitions (a hive layout's tree of one host: `layout.rs`; a directory
+    /// of several hosts' trees is refused, naming them). In a directory a damaged chunk (a file that is not Parquet, a sockets file that is not its
     /// polls file's pair, polls that repeat an earlier chunk's) is left out and named in
     /// [`Recording::skipped`]; a recording whose every chunk is damaged is not one.
     pub fn open(path: &Path) -> anyhow::Result<Recording> {
         let stems: Vec<PathBuf> = if path.is_dir() {
+            let hosts = layout::hosts(path);
+            anyhow::ensure!(
+                hosts.len() < 2,
+                "{}: {} hosts' recordings (host={}): name one ({}), or compare them as a side",
+                path.display(),
+                hosts.len(),
+                hosts.join(", host="),
+                layout::host_dir(path, &hosts[0]).display()
+            );
             chunks(path)?.into_iter().map(|c| path.join(c.stem)).collect()
         } else {
             let name = path.to_string_lossy();
@@ -85,6 +97,7 @@ impl Recording {
             closed: VecDeque::new(),
             skipped: Vec::new(),
             cursor: None,
+            partition_host: if path.is_dir() { layout::partition_host(path) } else { None },
         };
         // Whether a file was left out since the last one kept: a segment of changes after it
         // would be applied to the wrong sockets.
@@ -143,6 +156,11 @@ impl Recording {
     /// The host the recording was made on.
     pub fn system(&self) -> &SystemInfo {
         &self.meta.system
+    }
+
+    /// The host its hive layout's `host=NAME` directory names (`--record.host`), if it has one.
+    pub fn partition_host(&self) -> Option<&str> {
+        self.partition_host.as_deref()
     }
 
     /// Indices of the polls at which an alert began firing.

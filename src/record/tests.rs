@@ -29,8 +29,13 @@ fn sock(cookie: u64, cc: &str, srtt: u32, acked: u64) -> SocketRecord {
 
 /// Polls of a BBR socket whose RTT inflates (its alert fires) beside an idle CUBIC one.
 fn polls(n: u64) -> Vec<Snapshot> {
+    polls_from(SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000), n)
+}
+
+/// [`polls`], a second apart from `wall`.
+fn polls_from(wall: SystemTime, n: u64) -> Vec<Snapshot> {
     let mut e = Engine::new(EngineConfig::default());
-    let t0 = Now { mono: Instant::now(), wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000) };
+    let t0 = Now { mono: Instant::now(), wall };
     (0..n)
         .map(|i| {
             let now = t0.after(Duration::from_secs(i));
@@ -130,7 +135,7 @@ fn a_recording_reads_back_every_poll() {
     let snaps = polls(12);
     let dir = tempfile::tempdir().unwrap();
     let opts = RecordOptions { chunk: Duration::from_secs(5), ..RecordOptions::default() };
-    let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
+    let mut r = Recorder::create(dir.path(), opts.clone(), &system()).unwrap();
     assert!(Recorder::create(dir.path(), opts, &system()).is_err(), "one recorder per directory");
     for s in &snaps {
         r.write(s).unwrap();
@@ -476,4 +481,152 @@ fn a_keyframe_apart_takes_less_memory_and_reads_the_same() {
     };
     assert_eq!(read("apart"), read("whole"));
     assert_eq!(read("apart")[4]["sockets"].as_array().map(Vec::len), Some(2000));
+}
+
+/// 2026-11-23T23:59:57Z: three seconds before midnight.
+fn before_midnight() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_478_397)
+}
+
+fn hive(host: &str, chunk_s: u64) -> RecordOptions {
+    RecordOptions {
+        chunk: Duration::from_secs(chunk_s),
+        layout: layout::Layout::Hive { host: host.into() },
+        ..RecordOptions::default()
+    }
+}
+
+/// The chunk files under `dir`, as paths within it, sorted.
+fn tree(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                todo.push(e.path());
+            } else if e.file_name().to_string_lossy().ends_with(writer::POLLS_SUFFIX) {
+                out.push(e.path().strip_prefix(dir).unwrap().display().to_string());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The hive layout: a host's chunks in `host=NAME/date=YYYY-MM-DD/`, a chunk in the date of its
+/// first poll though it runs past midnight; read back whole from the directory and from the
+/// host's tree; continued by the next recorder; one recorder per host, hosts side by side; a
+/// flat recording and host trees never mixed.
+#[test]
+fn the_hive_layout_partitions_by_host_and_date_and_reads_back() {
+    let snaps = polls_from(before_midnight(), 12);
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = Recorder::create(dir.path(), hive("edge-1", 5), &system()).unwrap();
+    assert_eq!(r.dir(), dir.path().join("host=edge-1"));
+    assert!(Recorder::create(dir.path(), hive("edge-1", 5), &system()).is_err(), "one recorder per host");
+    let other = Recorder::create(dir.path(), hive("edge-2", 5), &system()).expect("another host beside it");
+    drop(other);
+    std::fs::remove_dir_all(dir.path().join("host=edge-2")).unwrap();
+    snaps[..8].iter().for_each(|s| r.write(s).unwrap());
+    r.finish().unwrap();
+    // Polls at :57, :58, :59, :00, :01 (the first chunk, begun on the 23rd), then :02 to :04.
+    assert_eq!(
+        tree(dir.path()),
+        [
+            "host=edge-1/date=2026-11-23/20261123T235957Z-1.polls.parquet",
+            "host=edge-1/date=2026-11-24/20261124T000002Z-6.polls.parquet"
+        ]
+    );
+
+    let socks = |s: &Snapshot| (s.seq, doc(s)["sockets"].clone());
+    for path in [dir.path().to_path_buf(), dir.path().join("host=edge-1")] {
+        let mut rec = Recording::open(&path).unwrap();
+        assert_eq!(rec.partition_host(), Some("edge-1"), "{}", path.display());
+        assert_eq!(
+            rec.read(0..8).unwrap().iter().map(doc).collect::<Vec<_>>(),
+            snaps[..8].iter().map(doc).collect::<Vec<_>>()
+        );
+    }
+    let day = Recording::open(&dir.path().join("host=edge-1/date=2026-11-24")).unwrap();
+    assert_eq!((day.polls().len(), day.partition_host()), (3, Some("edge-1")), "one day's partition");
+
+    // The next recorder goes on in the same tree.
+    let mut r = Recorder::create(dir.path(), hive("edge-1", 5), &system()).unwrap();
+    snaps[8..].iter().for_each(|s| r.write(s).unwrap());
+    r.finish().unwrap();
+    let mut rec = Recording::open(dir.path()).unwrap();
+    assert_eq!(
+        rec.read(0..12).unwrap().iter().map(socks).collect::<Vec<_>>(),
+        snaps.iter().map(socks).collect::<Vec<_>>()
+    );
+
+    // Two hosts' trees are two recordings; flat and hive are not mixed in one directory.
+    let mut r = Recorder::create(dir.path(), hive("edge-2", 5), &system()).unwrap();
+    r.write(&snaps[0]).unwrap();
+    r.finish().unwrap();
+    let e = Recording::open(dir.path()).err().map(|e| format!("{e:#}")).unwrap();
+    assert!(e.contains("2 hosts' recordings (host=edge-1, host=edge-2)") && !e.contains('\n'), "{e}");
+    let e = Recorder::create(dir.path(), RecordOptions::default(), &system()).err().unwrap().to_string();
+    assert!(e.contains("--record.layout hive"), "{e}");
+    let flat = tempfile::tempdir().unwrap();
+    let mut r = Recorder::create(flat.path(), RecordOptions::default(), &system()).unwrap();
+    r.write(&snaps[0]).unwrap();
+    r.finish().unwrap();
+    let e = Recorder::create(flat.path(), hive("edge-1", 5), &system()).err().unwrap().to_string();
+    assert!(e.contains("--record.layout flat"), "{e}");
+    let e = Recorder::create(flat.path(), hive("../x", 5), &system()).err().unwrap().to_string();
+    assert!(e.contains("host name \"../x\""), "{e}");
+}
+
+/// Retention sees every partition's chunks: by size, all but the newest go, and the day they
+/// emptied with them.
+#[test]
+fn retention_runs_across_date_partitions() {
+    let snaps = polls_from(before_midnight(), 12);
+    let dir = tempfile::tempdir().unwrap();
+    let mut r = Recorder::create(dir.path(), hive("edge-1", 2), &system()).unwrap();
+    snaps[..6].iter().for_each(|s| r.write(s).unwrap());
+    r.finish().unwrap();
+    assert_eq!(writer::chunks(&dir.path().join("host=edge-1")).unwrap().len(), 3, "{:?}", tree(dir.path()));
+    let opts = RecordOptions { max_bytes: Some(1), ..hive("edge-1", 2) };
+    let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
+    snaps[6..8].iter().for_each(|s| r.write(s).unwrap());
+    r.finish().unwrap();
+    assert_eq!(tree(dir.path()), ["host=edge-1/date=2026-11-24/20261124T000003Z-7.polls.parquet"]);
+    assert!(!dir.path().join("host=edge-1/date=2026-11-23").exists(), "the emptied day is gone");
+}
+
+/// A recorder of the hive layout that is killed leaves its segments in the chunk's partition;
+/// the next recorder makes them the chunk there.
+#[test]
+fn a_killed_hive_recorders_segments_become_its_chunk_in_its_partition() {
+    let snaps = polls_from(before_midnight(), 12);
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RecordOptions { segment: Duration::from_secs(2), ..hive("edge-1", 60) };
+    let mut r = Recorder::create(dir.path(), opts.clone(), &system()).unwrap();
+    snaps[..9].iter().for_each(|s| r.write(s).unwrap());
+    std::mem::forget(r);
+    let parts = tree(dir.path());
+    assert!(
+        parts.len() >= 3 && parts.iter().all(|p| p.contains("date=2026-11-23/") && p.contains(".part")),
+        "{parts:?}"
+    );
+    let read = Recording::open(dir.path()).unwrap().polls().len();
+    assert!(read >= 6, "the whole segments read at once: {read}");
+    // As after SIGKILL: the lock's holder is gone.
+    std::fs::remove_file(dir.path().join("host=edge-1/.bbrtop-record.lock")).unwrap();
+    drop(Recorder::create(dir.path(), opts, &system()).unwrap());
+    assert_eq!(tree(dir.path()), ["host=edge-1/date=2026-11-23/20261123T235957Z-1.polls.parquet"]);
+    assert_eq!(Recording::open(dir.path()).unwrap().polls().len(), read);
+}
+
+/// DuckDB's `hive_partitioning` adds `host` and `date` from the path: no table has such a column
+/// of its own to clash with them.
+#[test]
+fn no_table_has_a_host_or_date_column() {
+    for schema in [sockets::schema(), polls::schema()] {
+        for name in ["host", "date"] {
+            assert!(schema.field_with_name(name).is_err(), "a {name} column");
+        }
+    }
 }

@@ -2,9 +2,13 @@
 //! total size. A chunk under way is written as segments (`segments.rs`), each under `.tmp` names
 //! and renamed when whole (the polls file last, which is what marks it complete), so a crash or
 //! SIGKILL loses at most the segment being written; when the chunk closes its segments become
-//! its two files. One recorder per directory: a lock file says so.
+//! its two files. One recorder per directory: a lock file says so. With the hive layout
+//! (`layout.rs`) the recorder's directory is its host's tree, `DIR/host=NAME`, and each chunk
+//! (with its segments) sits in the `date=YYYY-MM-DD` partition of its first poll; a chunk's stem
+//! is then its path within the tree (`date=2026-11-23/20261123T171000Z-42`).
 
 use super::chunk::{self, Carry, Meta};
+use super::layout::{self, Layout};
 use super::segments;
 use anyhow::Context;
 use bbrtop_core::snapshot::Snapshot;
@@ -13,8 +17,8 @@ use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-/// Where chunks are cut, and what is kept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where chunks are cut, where they go, and what is kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordOptions {
     /// A chunk's length: what retention deletes at a time, and where readers start.
     pub chunk: Duration,
@@ -24,6 +28,8 @@ pub struct RecordOptions {
     pub max_age: Option<Duration>,
     /// The oldest chunks are deleted while the recording is larger than this.
     pub max_bytes: Option<u64>,
+    /// Flat, or in `host=NAME/date=YYYY-MM-DD/` partitions.
+    pub layout: Layout,
 }
 
 impl Default for RecordOptions {
@@ -33,6 +39,7 @@ impl Default for RecordOptions {
             segment: Duration::from_secs(5),
             max_age: None,
             max_bytes: None,
+            layout: Layout::Flat,
         }
     }
 }
@@ -57,7 +64,10 @@ struct Chunk {
 }
 
 pub struct Recorder {
+    /// Where its chunks are: the directory, or its host's tree in it (the hive layout).
     dir: PathBuf,
+    /// Whether chunks go into date partitions beneath `dir`.
+    dated: bool,
     opts: RecordOptions,
     system: bbrtop_core::system::SystemInfo,
     open: Option<Open>,
@@ -71,9 +81,11 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Starts a recording in `dir` (created if missing). An existing recording is continued: the
-    /// whole segments a killed recorder left become their chunk, its partial files are removed,
-    /// and retention is applied.
+    /// Starts a recording in `dir` (created if missing; with the hive layout, in its host's tree
+    /// there, and the lock in the tree, so that hosts may share a directory). An existing
+    /// recording is continued: the whole segments a killed recorder left become their chunk (in
+    /// every partition), its partial files are removed, and retention is applied. A flat
+    /// recording and host trees are not mixed in one directory.
     pub fn create(
         dir: &Path,
         opts: RecordOptions,
@@ -82,19 +94,30 @@ impl Recorder {
         anyhow::ensure!(!opts.chunk.is_zero(), "the chunk length must be above zero");
         anyhow::ensure!(!opts.segment.is_zero(), "the segment length must be above zero");
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        layout::check_mix(dir, &opts.layout)?;
+        let (dir, dated) = match &opts.layout {
+            Layout::Flat => (dir.to_path_buf(), false),
+            Layout::Hive { host } => (layout::host_dir(dir, host), true),
+        };
+        let dir = dir.as_path();
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let lock = File::create(dir.join(LOCK)).with_context(|| format!("writing in {}", dir.display()))?;
         if lock.try_lock().is_err() {
             anyhow::bail!("{}: another bbrtop is recording there", dir.display());
         }
-        for e in std::fs::read_dir(dir)?.flatten() {
-            if e.file_name().to_string_lossy().ends_with(TMP) {
-                let _ = std::fs::remove_file(e.path());
+        for leaf in layout::leaves(dir) {
+            let leaf = dir.join(leaf);
+            for e in std::fs::read_dir(&leaf)?.flatten() {
+                if e.file_name().to_string_lossy().ends_with(TMP) {
+                    let _ = std::fs::remove_file(e.path());
+                }
             }
+            segments::recover(&leaf)?;
         }
-        segments::recover(dir)?;
         retain(dir, &opts, SystemTime::now())?;
         Ok(Recorder {
             dir: dir.to_path_buf(),
+            dated,
             opts,
             system: system.clone(),
             open: None,
@@ -142,6 +165,7 @@ impl Recorder {
         self.open.as_ref().map_or(0, |o| o.pair.buffered())
     }
 
+    /// Where its chunks are: the directory it was given, or its host's tree there.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -169,7 +193,14 @@ impl Recorder {
     }
 
     fn start(&self, snap: &Snapshot, meta: Meta) -> anyhow::Result<Open> {
-        let stem = unique_stem(&self.dir, &chunk::stem_of(snap.taken_at, snap.seq));
+        let mut stem = chunk::stem_of(snap.taken_at, snap.seq);
+        if self.dated {
+            let partition = layout::date_partition(snap.taken_at);
+            let p = self.dir.join(&partition);
+            std::fs::create_dir_all(&p).with_context(|| format!("creating {}", p.display()))?;
+            stem = format!("{partition}/{stem}");
+        }
+        let stem = unique_stem(&self.dir, &stem);
         let (socks, polls) = self.create_part(&stem, 0)?;
         let pair = chunk::Pair::new(socks, polls, meta, snap.taken_at)?;
         Ok(Open { pair, chunk: Chunk { stem, started: snap.taken_at, parts: Vec::new(), last_at: None } })
@@ -246,26 +277,31 @@ pub struct ChunkFile {
     pub modified: SystemTime,
 }
 
-/// The complete chunks in `dir`, and the whole segments of a chunk under way (or a killed
-/// recorder's) each as one, oldest first (by name, which starts with the first poll's time).
+/// The complete chunks in `dir` and in its partitions (`layout::leaves`), and the whole segments
+/// of a chunk under way (or a killed recorder's) each as one, oldest first (by file name, which
+/// starts with the first poll's time); a partitioned chunk's stem is its path within `dir`.
 pub fn chunks(dir: &Path) -> anyhow::Result<Vec<ChunkFile>> {
     let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(stem) = name.strip_suffix(POLLS_SUFFIX) else { continue };
-        // A segment left beside the chunk made of it (a recorder killed as it removed them).
-        if segments::chunk_of(stem).is_some_and(|c| dir.join(format!("{c}{POLLS_SUFFIX}")).exists()) {
-            continue;
+    for leaf in layout::leaves(dir) {
+        let at = dir.join(&leaf);
+        for e in std::fs::read_dir(&at).with_context(|| format!("reading {}", at.display()))?.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(POLLS_SUFFIX) else { continue };
+            // A segment left beside the chunk made of it (a recorder killed as it removed them).
+            if segments::chunk_of(stem).is_some_and(|c| at.join(format!("{c}{POLLS_SUFFIX}")).exists()) {
+                continue;
+            }
+            let sockets = at.join(format!("{stem}{SOCKETS_SUFFIX}"));
+            let (Ok(pm), Ok(sm)) = (e.metadata(), std::fs::metadata(&sockets)) else { continue };
+            out.push(ChunkFile {
+                stem: if leaf.is_empty() { stem.to_string() } else { format!("{leaf}/{stem}") },
+                bytes: pm.len() + sm.len(),
+                modified: pm.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            });
         }
-        let sockets = dir.join(format!("{stem}{SOCKETS_SUFFIX}"));
-        let (Ok(pm), Ok(sm)) = (e.metadata(), std::fs::metadata(&sockets)) else { continue };
-        out.push(ChunkFile {
-            stem: stem.to_string(),
-            bytes: pm.len() + sm.len(),
-            modified: pm.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-        });
     }
-    out.sort_by(|a, b| a.stem.cmp(&b.stem));
+    let name = |c: &ChunkFile| c.stem.rsplit('/').next().unwrap_or_default().to_string();
+    out.sort_by_cached_key(|c| (name(c), c.stem.clone()));
     Ok(out)
 }
 
@@ -295,6 +331,10 @@ fn retain(dir: &Path, opts: &RecordOptions, now: SystemTime) -> anyhow::Result<(
             std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
         }
         tracing::debug!(chunk = c.stem, "retention removed a chunk");
+    }
+    // Date partitions retention emptied (a directory with anything left in it stays).
+    for leaf in layout::leaves(dir).iter().filter(|l| !l.is_empty()) {
+        let _ = std::fs::remove_dir(dir.join(leaf));
     }
     Ok(())
 }

@@ -26,6 +26,7 @@ impl Spool {
             segment: opts.segment,
             max_age: Some(opts.window),
             max_bytes: Some(opts.max_bytes),
+            layout: Default::default(),
         };
         let mut spool = Spool { recorder: Recorder::create(dir, record, system)?, bytes: (0, 0) };
         spool.recount()?;
