@@ -1,6 +1,6 @@
 //! `bbrtop compare A B` end to end on recordings written by the recorder: the table, the JSON,
 //! the SVG, time ranges of one recording, bad input, and a fleet's recordings in the hive layout
-//! (read by DuckDB as one table). Unprivileged: the recordings are of
+//! (read by DuckDB as one table, and compared through globs). Unprivileged: the recordings are of
 //! an engine fed synthetic sockets.
 
 mod support;
@@ -342,6 +342,36 @@ fn a_fleets_recordings_read_as_one_table_in_duckdb() {
         .flat_map(|h| [format!("{h}\t2026-11-23\t10"), format!("{h}\t2026-11-24\t15")])
         .collect();
     assert_eq!(polls, want, "a chunk's polls in the day of its first: 23:59:50 to 23:59:59, then the rest");
+}
+
+/// A side may be a glob over a fleet's trees, a comma-separated list of them, or the fleet's
+/// directory: each host's recording apart, named by its host= partition. A glob that matches
+/// nothing is a one-line error naming it.
+#[test]
+fn a_side_as_a_glob_over_a_fleet() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("fleet");
+    fleet(&d);
+    let p = |s: &str| d.join(s).to_str().unwrap().to_string();
+    let v = json(&[&p("host=edge-*"), &p("host=canary")]);
+    assert_eq!(v["a"]["hosts"], serde_json::json!(["edge-1", "edge-2"]));
+    assert_eq!(v["b"]["hosts"], serde_json::json!(["canary"]));
+    assert_eq!((v["a"]["sockets"].as_u64(), v["a"]["polls"].as_u64()), (Some(15), Some(2 * FLEET_POLLS)));
+    let listed = json(&[&format!("{},{}", p("host=edge-1"), p("host=edge-2")), &p("host=canary")]);
+    assert_eq!(listed["a"]["hosts"], v["a"]["hosts"]);
+    assert_eq!(listed["groups"], v["groups"], "the same comparison");
+    let whole = json(&[d.to_str().unwrap(), &format!("{}@+10s..", p("host=can?ry"))]);
+    assert_eq!(whole["a"]["hosts"], serde_json::json!(["canary", "edge-1", "edge-2"]));
+    assert_eq!(whole["b"]["polls"].as_u64(), Some(FLEET_POLLS - 10), "the range applies to each match");
+    let o = compare(&[&p("host=core-*"), &p("host=canary")]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("host=core-*: no recording matches") && err.lines().count() == 1, "{err}");
+    // The fleet's directory is not one recording.
+    let o =
+        Command::new(env!("CARGO_BIN_EXE_bbrtop")).args(["replay", d.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("3 hosts' recordings (host=canary, host=edge-1, host=edge-2)"), "{err}");
 }
 
 /// Databases of the test's own networks, written by a real writer (mmdb-writer), as the lab's

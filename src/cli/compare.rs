@@ -22,12 +22,15 @@ fn long_help() -> String {
         "Each side is PATH[@FROM..TO]: a recording (a directory `bbrtop record` or `bbrtop lab --record`
 wrote, or one chunk's *.polls.parquet file), optionally cut to the polls at or after FROM and
 before TO; or several, comma-separated (a canary against the rest: each host's recording), and
-then a row per host too. FROM and TO are RFC 3339 times (2026-11-23T03:12:00Z) or offsets from the
+then a row per host too. A PATH may hold * and ? in its segments (quoted, so that bbrtop expands
+it: 'fleet/host=edge-*'), each match a recording, and a directory of several hosts' trees
+(--record.layout hive) is each host's recording. FROM and TO are RFC 3339 times (2026-11-23T03:12:00Z) or offsets from the
 recording's first poll (+90s, +5m); either may be left out. Examples:
   bbrtop compare lab/cubic lab/bbr
   bbrtop compare rec@..2026-11-23T12:00:00Z rec@2026-11-23T12:00:00Z..
   bbrtop compare rec@+0s..+10m rec@+50m..+60m --json
   bbrtop compare edge-2,edge-3,edge-4 canary
+  bbrtop compare 'fleet/host=edge-*' fleet/host=canary
 
 Each socket is summarised over its polls first (its srtt percentiles and median inflation, its
 throughput and goodput as bytes sent and acked over its recorded life, its retransmitted over
@@ -75,10 +78,32 @@ pub struct CompareArgs {
     pub country_db: Option<PathBuf>,
 }
 
+/// The recordings a side names: each of its paths' (a glob's matches, a directory of several
+/// hosts' trees as each host's: `record::layout::recordings`), with the path's range.
+fn expand(specs: &SideSpecs) -> Result<Vec<SideSpec>, Failure> {
+    let mut out = Vec::new();
+    for spec in &specs.specs {
+        let paths =
+            crate::record::layout::recordings(&spec.path).map_err(|e| Failure::Usage(format!("{e:#}")))?;
+        if paths.len() == 1 && paths[0] == spec.path {
+            out.push(spec.clone());
+            continue;
+        }
+        // The range as given, after the path: `fleet/host=*@+1m..` is `fleet/host=a@+1m..`, ...
+        let range = spec.text.strip_prefix(&*spec.path.to_string_lossy()).unwrap_or_default();
+        out.extend(paths.into_iter().map(|path| {
+            let text = format!("{}{range}", path.display());
+            SideSpec { path, text, ..spec.clone() }
+        }));
+    }
+    Ok(out)
+}
+
 /// One side read from its recordings: every socket of each in its range summarised, each
 /// recording's apart (cookies are one kernel's: two hosts may share them), named for its host.
 fn read_side(specs: &SideSpecs, groups: &PeerGroups, geo: &Geo) -> Result<Side, Failure> {
-    let mut parts = specs.specs.iter().map(|s| read_one(s, groups, geo));
+    let expanded = expand(specs)?;
+    let mut parts = expanded.iter().map(|s| read_one(s, groups, geo));
     let first = parts.next().expect("a side names a recording")?;
     let mut side = Side { head: SideHead { spec: specs.text.clone(), ..first.head }, ..first };
     for part in parts {
@@ -119,7 +144,9 @@ fn read_one(spec: &SideSpec, groups: &PeerGroups, geo: &Geo) -> Result<Side, Fai
         }
         at = end;
     }
-    let host = Some(rec.system().host.clone()).filter(|h| !h.is_empty()).unwrap_or_else(|| {
+    // The hive layout's host= partition first: what --record.host named it.
+    let named = rec.partition_host().map(String::from).or_else(|| Some(rec.system().host.clone()));
+    let host = named.filter(|h| !h.is_empty()).unwrap_or_else(|| {
         let name = spec.path.file_name().unwrap_or(spec.path.as_os_str());
         name.to_string_lossy().into_owned()
     });
