@@ -324,7 +324,8 @@ fn a_fleets_recordings_read_as_one_table_in_duckdb() {
         &python,
         tmp.path(),
         "SELECT host, cc, count(DISTINCT cookie) AS sockets, count(*) AS rows, min(date), max(date) \
-         FROM read_parquet('fleet/**/*.sockets.parquet', hive_partitioning = true) GROUP BY ALL ORDER BY ALL",
+         FROM read_parquet('fleet/**/*.sockets.parquet', hive_partitioning = true, union_by_name = true) \
+         GROUP BY ALL ORDER BY ALL",
     );
     let want: Vec<String> = FLEET
         .iter()
