@@ -28,25 +28,38 @@ fn t0() -> SystemTime {
 fn write_to(
     rec: &mut Recorder,
     (start, polls): (SystemTime, u64),
-    (cc, first, n, srtt_ms): (&str, u64, u64, u32),
+    group: (&str, u64, u64, u32),
+    peer: fn(u64) -> String,
+) {
+    write_groups(rec, (start, polls), &[group], peer);
+}
+
+/// [`write_to`] with several groups of sockets (cc, first cookie, sockets, srtt) at each poll.
+fn write_groups(
+    rec: &mut Recorder,
+    (start, polls): (SystemTime, u64),
+    groups: &[(&str, u64, u64, u32)],
     peer: fn(u64) -> String,
 ) {
     let mut e = Engine::new(EngineConfig::default());
     let t = Now { mono: Instant::now(), wall: start };
     for p in 0..polls {
         let now = t.after(Duration::from_secs(p));
-        let sockets = (first..first + n)
-            .map(|c| {
-                record(c, cc)
-                    .local(format!("10.0.0.1:{}", 40000 + c))
-                    .peer(peer(c).as_str())
-                    .srtt_us((srtt_ms + (c - first) as u32) * 1000)
-                    .min_rtt_us(40_000)
-                    .last_ack_recv_ms(0)
-                    .bytes_sent(p * 1_010_000)
-                    .bytes_acked(p * 1_000_000)
-                    .bytes_retrans(p * 10_000)
-                    .build()
+        let sockets = groups
+            .iter()
+            .flat_map(|&(cc, first, n, srtt_ms)| {
+                (first..first + n).map(move |c| {
+                    record(c, cc)
+                        .local(format!("10.0.0.1:{}", 40000 + c))
+                        .peer(peer(c).as_str())
+                        .srtt_us((srtt_ms + (c - first) as u32) * 1000)
+                        .min_rtt_us(40_000)
+                        .last_ack_recv_ms(0)
+                        .bytes_sent(p * 1_010_000)
+                        .bytes_acked(p * 1_000_000)
+                        .bytes_retrans(p * 10_000)
+                        .build()
+                })
             })
             .collect();
         feed_dump(&mut e, Dump { sockets, ..Dump::default() }, now);
@@ -282,30 +295,8 @@ fn fleet(dir: &Path) {
             ..RecordOptions::default()
         };
         let mut rec = Recorder::create(dir, opts, &SystemInfo::default()).unwrap();
-        let mut e = Engine::new(EngineConfig::default());
-        let t = Now { mono: Instant::now(), wall: before_midnight() };
-        for p in 0..FLEET_POLLS {
-            let now = t.after(Duration::from_secs(p));
-            let sockets = FLEET
-                .iter()
-                .filter(|f| f.0 == host)
-                .flat_map(|&(_, cc, first, n, srtt)| {
-                    (first..first + n).map(move |c| {
-                        record(c, cc)
-                            .local(format!("10.0.0.1:{}", 40000 + c))
-                            .peer("10.0.0.2:5201")
-                            .srtt_us((srtt + c as u32 % 7) * 1000)
-                            .min_rtt_us(30_000)
-                            .last_ack_recv_ms(0)
-                            .bytes_sent(p * 1_010_000)
-                            .bytes_acked(p * 1_000_000)
-                            .build()
-                    })
-                })
-                .collect();
-            feed_dump(&mut e, Dump { sockets, ..Dump::default() }, now);
-            rec.write(&e.tick(now)).unwrap();
-        }
+        let groups: Vec<_> = FLEET.iter().filter(|f| f.0 == host).map(|f| (f.1, f.2, f.3, f.4)).collect();
+        write_groups(&mut rec, (before_midnight(), FLEET_POLLS), &groups, |_| "10.0.0.2:5201".into());
         rec.finish().unwrap();
     }
 }
