@@ -235,6 +235,7 @@ fn start_otlp(
         queue: a.otlp.queue as usize,
         batch: a.otlp.batch as usize,
         source: Source { host: system.host.clone(), bbr: system.bbr.clone() },
+        loopback: a.poll.loopback,
     };
     let peers = OtlpPeers { groups: Arc::clone(groups), geo: Arc::clone(geo) };
     let shipper = Shipper::start(cfg, peers, started.runtime.published()).map_err(Failure::Usage)?;

@@ -10,8 +10,9 @@ use std::time::Duration;
 /// Closed flows as OpenTelemetry log records, over OTLP/HTTP with protobuf.
 #[derive(Args, Clone, Debug, Default)]
 pub struct OtlpArgs {
-    /// Push each closed flow (eBPF's close records) as an OTLP log record to this collector's base
-    /// URL (http:// or https://; /v1/logs is added), as OTEL_EXPORTER_OTLP_ENDPOINT does.
+    /// Push each closed flow (eBPF's close records, of every namespace; loopback peers only with
+    /// --loopback) as an OTLP log record to this collector's base URL (http:// or https://;
+    /// /v1/logs is added), as OTEL_EXPORTER_OTLP_ENDPOINT does.
     /// OTEL_EXPORTER_OTLP_LOGS_ENDPOINT gives the full URL instead. Default: off.
     #[arg(long = "otlp.endpoint", value_name = "URL")]
     pub endpoint: Option<String>,

@@ -43,6 +43,8 @@ pub struct OtlpConfig {
     /// Records per request (`--otlp.batch-size`).
     pub batch: usize,
     pub source: Source,
+    /// Ship flows with a loopback peer too (`--loopback`).
+    pub loopback: bool,
 }
 
 /// What the metrics read of a running shipper.
@@ -83,7 +85,8 @@ impl Shipper {
                 .map_err(|e| format!("starting the OTLP {name}: {e}"))
         };
         let (h, s) = (Arc::clone(&handle), Arc::clone(&stop));
-        let tap = spawn("bbrtop-otlp-tap", Box::new(move || tap(&published, &peers, &h, &s)))?;
+        let loopback = cfg.loopback;
+        let tap = spawn("bbrtop-otlp-tap", Box::new(move || tap(&published, &peers, loopback, &h, &s)))?;
         let (h, s) = (Arc::clone(&handle), Arc::clone(&stop));
         let (batch, source) = (cfg.batch, cfg.source);
         let sender = spawn("bbrtop-otlp", Box::new(move || send_loop(&client, &source, batch, &h, &s)))?;
@@ -116,7 +119,14 @@ fn to_record(flow: &ClosedFlow, before: Option<&Snapshot>, peers: &Peers, now: S
     record::log_record(flow, &ctx, now)
 }
 
-fn tap(published: &Published, peers: &Peers, h: &Handle, stop: &AtomicBool) {
+/// Whether a closed socket is a flow to ship: it had a peer (a listener, or a socket that never
+/// connected, has none), not a loopback one unless asked (a host's own health checks and
+/// scrapes would drown its traffic).
+pub fn ships(flow: &ClosedFlow, loopback: bool) -> bool {
+    !flow.peer.ip().is_unspecified() && (loopback || !bbrtop_core::model::is_loopback_peer(flow.peer))
+}
+
+fn tap(published: &Published, peers: &Peers, loopback: bool, h: &Handle, stop: &AtomicBool) {
     let (mut seq, mut last, mut before) = (0, None, None::<Arc<Snapshot>>);
     while !stop.load(Ordering::Relaxed) {
         let Some(snap) = published.wait_newer(seq, Duration::from_millis(500)) else { continue };
@@ -127,7 +137,7 @@ fn tap(published: &Published, peers: &Peers, h: &Handle, stop: &AtomicBool) {
             tracing::warn!(missed, "OTLP: flows closed faster than the shipper read them");
         }
         let now = SystemTime::now();
-        for flow in &new {
+        for flow in new.iter().filter(|f| ships(f, loopback)) {
             if !h.queue.push(to_record(flow, before.as_deref(), peers, now)) {
                 h.stats.add_dropped(Dropped::QueueFull, 1);
             }
@@ -222,4 +232,21 @@ fn pause(d: Duration, stop: &AtomicBool) -> bool {
         std::thread::sleep(Duration::from_millis(50).min(until.saturating_duration_since(Instant::now())));
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flow_ships_if_it_had_a_peer_and_not_loopback_unless_asked() {
+        let flow =
+            |peer: &str| ClosedFlow { peer: peer.parse().unwrap(), ..ClosedFlow::example("bbr", 1, None) };
+        assert!(ships(&flow("10.0.0.2:443"), false));
+        assert!(!ships(&flow("0.0.0.0:0"), true), "a listener");
+        assert!(!ships(&flow("[::]:0"), true));
+        assert!(!ships(&flow("127.0.0.1:9100"), false));
+        assert!(!ships(&flow("[::ffff:127.0.0.1]:9100"), false));
+        assert!(ships(&flow("127.0.0.1:9100"), true), "--loopback");
+    }
 }
