@@ -35,7 +35,8 @@ pub struct OtlpArgs {
     #[arg(long = "otlp.ca.file", value_name = "FILE")]
     pub ca_file: Option<PathBuf>,
     /// Records held while the collector is slow or down; past it they are dropped and counted
-    /// (bbrtop_otlp_log_records_dropped_total{reason="queue_full"}). About 2 KiB each.
+    /// (bbrtop_otlp_log_records_dropped_total{reason="queue_full"}). About 400 bytes each: the
+    /// default holds some 3 MiB.
     #[arg(long = "otlp.queue-size", value_name = "N", default_value_t = 8192, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub queue: u64,
     /// Records per request (sent at once when full, else each second).

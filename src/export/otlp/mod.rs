@@ -14,8 +14,8 @@ pub mod record;
 pub mod send;
 
 use crate::runtime::Published;
-use bbrtop_core::geo::GeoCell;
-use bbrtop_core::model::ClosedFlow;
+use bbrtop_core::geo::{GeoCell, PeerGeo};
+use bbrtop_core::model::{ClosedFlow, Origin};
 use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::snapshot::{Snapshot, closed_since};
 use opentelemetry_proto::tonic::logs::v1::LogRecord;
@@ -47,11 +47,22 @@ pub struct OtlpConfig {
     pub loopback: bool,
 }
 
+/// A closed flow waiting to be sent, with what was known of it when it closed; it becomes a log
+/// record only as its batch goes, so the queue holds the compact close record.
+#[derive(Debug)]
+struct Pending {
+    flow: ClosedFlow,
+    /// Its peer group's index in the groups.
+    group: usize,
+    geo: Option<PeerGeo>,
+    origin: Option<Arc<Origin>>,
+}
+
 /// What the metrics read of a running shipper.
 #[derive(Debug)]
 pub struct Handle {
     pub stats: Stats,
-    queue: Queue<LogRecord>,
+    queue: Queue<Pending>,
 }
 
 impl Handle {
@@ -85,11 +96,12 @@ impl Shipper {
                 .map_err(|e| format!("starting the OTLP {name}: {e}"))
         };
         let (h, s) = (Arc::clone(&handle), Arc::clone(&stop));
-        let loopback = cfg.loopback;
+        let (loopback, groups) = (cfg.loopback, Arc::clone(&peers.groups));
         let tap = spawn("bbrtop-otlp-tap", Box::new(move || tap(&published, &peers, loopback, &h, &s)))?;
         let (h, s) = (Arc::clone(&handle), Arc::clone(&stop));
         let (batch, source) = (cfg.batch, cfg.source);
-        let sender = spawn("bbrtop-otlp", Box::new(move || send_loop(&client, &source, batch, &h, &s)))?;
+        let sender =
+            spawn("bbrtop-otlp", Box::new(move || send_loop(&client, (&source, &groups), batch, &h, &s)))?;
         Ok(Shipper { stop, threads: vec![tap, sender], handle })
     }
 
@@ -107,16 +119,20 @@ impl Drop for Shipper {
     }
 }
 
-/// A flow's record, with what the snapshot before its close knew of its socket.
-fn to_record(flow: &ClosedFlow, before: Option<&Snapshot>, peers: &Peers, now: SystemTime) -> LogRecord {
-    let origin =
-        before.and_then(|s| s.sockets.entry(flow.cookie)).and_then(|e| e.record.get().origin.clone());
-    let ctx = FlowContext {
-        peer_group: peers.groups.group(flow.peer.ip()),
+/// A flow to send, with what the snapshot before its close knew of its socket.
+fn pending(flow: &ClosedFlow, before: Option<&Snapshot>, peers: &Peers) -> Pending {
+    Pending {
+        flow: flow.clone(),
+        group: peers.groups.index(flow.peer.ip()),
         geo: peers.geo.is_on().then(|| peers.geo.get().lookup(flow.peer.ip())),
-        origin: origin.as_deref(),
-    };
-    record::log_record(flow, &ctx, now)
+        origin: before.and_then(|s| s.sockets.entry(flow.cookie)).and_then(|e| e.record.get().origin.clone()),
+    }
+}
+
+fn to_record(p: &Pending, groups: &PeerGroups, now: SystemTime) -> LogRecord {
+    let ctx =
+        FlowContext { peer_group: groups.name(p.group), geo: p.geo.as_ref(), origin: p.origin.as_deref() };
+    record::log_record(&p.flow, &ctx, now)
 }
 
 /// Whether a closed socket is a flow to ship: it had a peer (a listener, or a socket that never
@@ -136,9 +152,8 @@ fn tap(published: &Published, peers: &Peers, loopback: bool, h: &Handle, stop: &
             h.stats.add_dropped(Dropped::Missed, missed);
             tracing::warn!(missed, "OTLP: flows closed faster than the shipper read them");
         }
-        let now = SystemTime::now();
         for flow in new.iter().filter(|f| ships(f, loopback)) {
-            if !h.queue.push(to_record(flow, before.as_deref(), peers, now)) {
+            if !h.queue.push(pending(flow, before.as_deref(), peers)) {
                 h.stats.add_dropped(Dropped::QueueFull, 1);
             }
         }
@@ -147,7 +162,13 @@ fn tap(published: &Published, peers: &Peers, loopback: bool, h: &Handle, stop: &
     }
 }
 
-fn send_loop(client: &Client, source: &Source, batch: usize, h: &Handle, stop: &AtomicBool) {
+fn send_loop(
+    client: &Client,
+    (source, groups): (&Source, &PeerGroups),
+    batch: usize,
+    h: &Handle,
+    stop: &AtomicBool,
+) {
     let mut warned = false;
     let mut deadline = None;
     loop {
@@ -156,12 +177,13 @@ fn send_loop(client: &Client, source: &Source, batch: usize, h: &Handle, stop: &
         if deadline.is_some_and(|d| Instant::now() >= d) || (stopping && h.queue.is_empty()) {
             break;
         }
-        let records = h.queue.batch(batch, if stopping { Duration::ZERO } else { LINGER });
-        if records.is_empty() {
+        let flows = h.queue.batch(batch, if stopping { Duration::ZERO } else { LINGER });
+        if flows.is_empty() {
             continue;
         }
-        let n = records.len() as u64;
-        let req = record::request(source, records);
+        let n = flows.len() as u64;
+        let now = SystemTime::now();
+        let req = record::request(source, flows.iter().map(|p| to_record(p, groups, now)).collect());
         match send_with_retries(client, &req, h, stop, &mut warned) {
             Ok((rejected, bytes)) => {
                 h.stats.add_sent(n - rejected.min(n), bytes);
@@ -237,6 +259,14 @@ fn pause(d: Duration, stop: &AtomicBool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_queued_flow_is_its_close_record_and_little_more() {
+        // The bound --otlp.queue-size's help states, besides the cc name's and the peer's AS
+        // organisation's allocations.
+        let size = std::mem::size_of::<Pending>();
+        assert!(size < 512, "a queued flow takes {size} bytes");
+    }
 
     #[test]
     fn a_flow_ships_if_it_had_a_peer_and_not_loopback_unless_asked() {

@@ -22,7 +22,7 @@ pub const EVENT_NAME: &str = "bbrtop.flow.closed";
 pub struct FlowContext<'a> {
     pub peer_group: &'a str,
     /// None when no AS or country database is given.
-    pub geo: Option<PeerGeo>,
+    pub geo: Option<&'a PeerGeo>,
     /// Its socket's namespace name, cgroup and pod, when the socket was seen open.
     pub origin: Option<&'a Origin>,
 }
@@ -106,7 +106,7 @@ pub fn log_record(flow: &ClosedFlow, ctx: &FlowContext, observed: SystemTime) ->
         i("bbrtop.netns.inode", flow.netns),
         s("bbrtop.peer.group", ctx.peer_group),
     ]);
-    if let Some(g) = &ctx.geo {
+    if let Some(g) = ctx.geo {
         geo_attributes(g, &mut a);
     }
     if let Some(o) = ctx.origin {
@@ -205,7 +205,7 @@ mod tests {
             }),
         };
         let geo = PeerGeo { asn: Some(64501), country: Some("BR".into()), ..PeerGeo::default() };
-        let ctx = FlowContext { peer_group: "mobile", geo: Some(geo), origin: Some(&origin) };
+        let ctx = FlowContext { peer_group: "mobile", geo: Some(&geo), origin: Some(&origin) };
         let r = log_record(&flow(), &ctx, SystemTime::UNIX_EPOCH);
         use any_value::Value::{DoubleValue, IntValue, StringValue};
         assert_eq!(r.time_unix_nano, 1_500_000_000);
