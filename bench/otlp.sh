@@ -3,10 +3,12 @@
 # loopback churn (--loopback, so its flows ship), one pushing every closed flow to a real
 # OpenTelemetry Collector (scripts/setup.sh builds it into target/otelcol), one not (the
 # reference); then each one's CPU, the records sent, dropped and their bytes, plain and gzipped
-# (two runs). Needs root (eBPF), python3, and `cargo build --release --bin bbrtop`.
-# Usage: bench/otlp.sh [CONNECTIONS]
+# (two runs). The churn is paced at RATE connections a second (each closes two sockets, both
+# shipped); 0 is as fast as python makes them. Needs root (eBPF), python3, and
+# `cargo build --release --bin bbrtop`.
+# Usage: bench/otlp.sh [CONNECTIONS] [RATE]
 set -euo pipefail
-CONNS=${1:-20000}
+CONNS=${1:-10000} RATE=${2:-500}
 cd "$(dirname "$0")/.."
 BIN=${BBRTOP:-target/release/bbrtop}
 COL=target/otelcol/bbrtop-otelcol
@@ -40,15 +42,18 @@ YAML
   c0s=$(metric "$ship" process_cpu_seconds_total); c0p=$(metric "$plain" process_cpu_seconds_total)
   t0=$(date +%s.%N)
   sink=$(free_port)
-  python3 - "$sink" "$CONNS" <<'PY'
-import socket, sys, threading
-port, n = int(sys.argv[1]), int(sys.argv[2])
+  python3 - "$sink" "$CONNS" "$RATE" <<'PY'
+import socket, sys, threading, time
+port, n, rate = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); l.bind(("127.0.0.1", port)); l.listen(512)
 def serve():
     for _ in range(n):
         s, _ = l.accept(); s.recv(8192); s.close()
 t = threading.Thread(target=serve); t.start()
-for _ in range(n):
+start = time.monotonic()
+for i in range(n):
+    if rate > 0 and (ahead := start + i / rate - time.monotonic()) > 0:
+        time.sleep(ahead)
     c = socket.create_connection(("127.0.0.1", port)); c.sendall(b"x" * 4096); c.close()
 t.join()
 PY
