@@ -32,7 +32,7 @@ const ATTEMPTS: u32 = 5;
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// How long a batch waits to fill before it goes.
 const LINGER: Duration = Duration::from_secs(1);
-/// At a stop, how long what is queued may take to go.
+/// At a stop, how long what is queued may take to go (and one request's timeout past it).
 const GRACE: Duration = Duration::from_secs(5);
 
 #[derive(Clone, Debug)]
@@ -170,10 +170,13 @@ fn send_loop(
     stop: &AtomicBool,
 ) {
     let mut warned = false;
+    // Set at the stop: what is queued then has the grace to go, a batch an attempt each.
     let mut deadline = None;
     loop {
-        let stopping = stop.load(Ordering::Relaxed);
-        let deadline = *deadline.get_or_insert_with(|| stopping.then(|| Instant::now() + GRACE));
+        if deadline.is_none() && stop.load(Ordering::Relaxed) {
+            deadline = Some(Instant::now() + GRACE);
+        }
+        let stopping = deadline.is_some();
         if deadline.is_some_and(|d| Instant::now() >= d) || (stopping && h.queue.is_empty()) {
             break;
         }
@@ -259,6 +262,7 @@ fn pause(d: Duration, stop: &AtomicBool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn a_queued_flow_is_its_close_record_and_little_more() {
@@ -266,6 +270,46 @@ mod tests {
         // organisation's allocations.
         let size = std::mem::size_of::<Pending>();
         assert!(size < 512, "a queued flow takes {size} bytes");
+    }
+
+    fn queued(n: usize) -> Handle {
+        let h = Handle { stats: Stats::default(), queue: Queue::new(n) };
+        let flow = ClosedFlow::example("bbr", 1, None);
+        for _ in 0..n {
+            assert!(h.queue.push(Pending { flow: flow.clone(), group: 0, geo: None, origin: None }));
+        }
+        h
+    }
+
+    fn client(url: String, timeout: Duration) -> Client {
+        Client::new(Endpoint { url, headers: vec![], gzip: false, timeout, ca_file: None }).unwrap()
+    }
+
+    #[test]
+    fn at_a_stop_with_the_collector_gone_every_queued_flow_is_counted_and_the_sender_ends() {
+        let source = Source { host: "h".into(), bbr: "v1".into() };
+        let groups = PeerGroups::default();
+        // Refused at once: each batch gets its one attempt.
+        let h = queued(30);
+        let refused = client("http://127.0.0.1:1/v1/logs".into(), Duration::from_secs(2));
+        send_loop(&refused, (&source, &groups), 8, &h, &AtomicBool::new(true));
+        let dropped: Vec<(Dropped, u64)> = h.stats.dropped().filter(|(_, n)| *n > 0).collect();
+        assert_eq!((h.stats.sent(), dropped), (0, vec![(Dropped::ExportFailed, 30)]));
+        // A collector that never answers, and a stop that comes while the sender waits: the
+        // grace bounds the stop, and what it left is counted as such.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1/logs", silent.local_addr().unwrap());
+        let (h, stop) = (queued(100), AtomicBool::new(false));
+        let started = Instant::now();
+        std::thread::scope(|s| {
+            s.spawn(|| send_loop(&client(url, Duration::from_millis(500)), (&source, &groups), 8, &h, &stop));
+            std::thread::sleep(Duration::from_millis(100));
+            stop.store(true, Ordering::Relaxed);
+        });
+        assert!(started.elapsed() < GRACE + Duration::from_secs(2), "{:?}", started.elapsed());
+        let by: BTreeMap<&str, u64> = h.stats.dropped().map(|(d, n)| (d.label(), n)).collect();
+        assert_eq!(by.values().sum::<u64>(), 100, "{by:?}");
+        assert!(by["shutdown"] > 0 && by["export_failed"] > 0, "{by:?}");
     }
 
     #[test]
