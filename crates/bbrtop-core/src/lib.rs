@@ -66,6 +66,7 @@ pub mod model;
 pub mod peer_groups;
 pub mod rule;
 pub mod seam;
+pub mod sequential;
 pub mod snapshot;
 pub mod stats;
 pub mod system;
