@@ -1,6 +1,7 @@
-//! Compiles the lab's loss program (bpf/lab_loss.bpf.c) and a program the verifier rejects (for
-//! the tests) into libbpf-rs skeletons in OUT_DIR, only with the `bpf` feature; bbrtop's own
-//! programs are the collectors' (crates/bbrtop-collect/build.rs).
+//! Compiles the lab's loss program (bpf/lab_loss.bpf.c), `bbrtop experiment`'s sock_ops program
+//! (bpf/experiment.bpf.c) and a program the verifier rejects (for the tests) into libbpf-rs
+//! skeletons in OUT_DIR, only with the `bpf` feature; bbrtop's own collectors' programs are built
+//! by crates/bbrtop-collect/build.rs.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -25,8 +26,9 @@ mod bpf {
 
     pub fn build() {
         const LOSS: &str = "bpf/lab_loss.bpf.c";
+        const EXPERIMENT: &str = "bpf/experiment.bpf.c";
         const REJECT: &str = "bpf/tests/reject.bpf.c";
-        for f in [LOSS, REJECT] {
+        for f in [LOSS, EXPERIMENT, REJECT] {
             println!("cargo:rerun-if-changed={f}");
         }
         let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
@@ -38,6 +40,11 @@ mod bpf {
             .clang_args(["-I", &multiarch])
             .build_and_generate(out.join("lab_loss.skel.rs"))
             .expect("building the lab's loss program (clang and kernel UAPI headers are needed)");
+        libbpf_cargo::SkeletonBuilder::new()
+            .source(EXPERIMENT)
+            .clang_args(["-I", &multiarch])
+            .build_and_generate(out.join("experiment.skel.rs"))
+            .expect("building the experiment's sock_ops program");
         // For the tests only: an object the verifier rejects.
         libbpf_cargo::SkeletonBuilder::new()
             .source(REJECT)

@@ -14,6 +14,7 @@ pub mod cli;
 pub mod compare;
 pub mod contained;
 pub mod doctor;
+pub mod experiment;
 pub mod export;
 #[cfg(test)]
 mod fuzz;
