@@ -11,6 +11,7 @@ pub mod args;
 pub mod check;
 pub mod compare;
 pub mod doctor;
+pub mod experiment;
 pub mod export;
 pub mod failure;
 pub mod generate;
@@ -74,6 +75,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Run a BBR guide's scenario (bufferbloat, lossy, ab, shallow) in network namespaces and report.
     Lab(lab::LabArgs),
+    /// Give each new connection of one cgroup a congestion control drawn by arm shares, until stopped.
+    Experiment(experiment::ExperimentArgs),
     /// Serve Prometheus metrics and the JSON API, and push alerts to Alertmanager.
     Export(Box<export::ExportArgs>),
     /// The terminal UI over a recording: play, pause, step, seek, jump to alert onsets.
@@ -154,6 +157,7 @@ fn run(cli: Cli) -> Result<u8, Failure> {
         Some(Command::Check(a)) => check::run(a),
         Some(Command::Lab(a)) => lab::run(a).map(|()| 0),
         Some(Command::Export(a)) => export::run(*a).map(|()| 0),
+        Some(Command::Experiment(a)) => experiment::run(a).map(|()| 0),
         Some(Command::Replay(a)) => replay::run(a).map(|()| 0),
         Some(Command::Completions(a)) => generate::completions(a).map(|()| 0),
         Some(Command::Man(a)) => generate::man(a).map(|()| 0),
