@@ -183,6 +183,8 @@ mod tests {
             (&["export", "--alertmanager.resend-interval", "0s"], "resend interval \"0s\" out of range"),
             (&["export", "--alertmanager.resend-interval", "100000000h"], "out of range"),
             (&["watch", "--alert.for", "1000000000h"], "hold"),
+            (&["experiment", "--cgroup", "x", "--arm", "bbr"], "expected CC=PERCENT"),
+            (&["experiment", "--cgroup", "x", "--arm", "bbr=30%", "--unit", "host"], "--unit"),
         ] {
             let line = usage(args);
             assert!(line.starts_with("bbrtop: error: ") && line.contains(says), "{args:?}: {line}");

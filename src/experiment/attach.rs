@@ -176,3 +176,44 @@ mod imp {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_cgroup2_mounts() {
+        let mi = "30 23 0:26 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory\n\
+                  31 23 0:27 / /sys/fs/cgroup/unified rw,nosuid shared:9 - cgroup2 cgroup2 rw\n";
+        assert_eq!(cgroup2_mounts(mi), vec![PathBuf::from("/sys/fs/cgroup/unified")]);
+    }
+
+    #[test]
+    fn resolves_a_cgroup_path_or_says_why_not() {
+        let root = tempfile::tempdir().unwrap();
+        let mount = root.path().canonicalize().unwrap();
+        std::fs::create_dir_all(mount.join("system.slice/nginx.service")).unwrap();
+        std::fs::write(mount.join("cgroup.procs"), "").unwrap();
+        std::fs::write(mount.join("system.slice/nginx.service/cgroup.procs"), "").unwrap();
+        std::fs::create_dir(mount.join("plain")).unwrap();
+        let mounts = [mount.clone()];
+        let want = mount.join("system.slice/nginx.service");
+        assert_eq!(resolve_cgroup(Path::new("system.slice/nginx.service"), &mounts, false).unwrap(), want);
+        assert_eq!(resolve_cgroup(&want, &mounts, false).unwrap(), want);
+        let msg = |p: &Path, whole| resolve_cgroup(p, &mounts, whole).unwrap_err().to_string();
+        assert!(msg(Path::new("/tmp"), false).contains("--cgroup /tmp: not a cgroup v2 directory"));
+        assert!(msg(Path::new("plain"), false).contains("no cgroup.procs"));
+        assert!(msg(Path::new("nope"), false).starts_with("--cgroup nope: "));
+        assert!(msg(&mount, false).contains("--whole-host"));
+        assert_eq!(resolve_cgroup(&mount, &mounts, true).unwrap(), mount);
+        assert!(resolve_cgroup(Path::new("x"), &[], false).unwrap_err().to_string().contains("no cgroup v2"));
+    }
+
+    #[test]
+    fn refuses_a_cc_the_kernel_lacks() {
+        let arms: Vec<Arm> = ["bbr=50%", "dctcp=50%"].iter().map(|s| s.parse().unwrap()).collect();
+        let e = check_ccs(&arms, "reno bbr cubic\n").unwrap_err().to_string();
+        assert!(e.contains("\"dctcp\" is not available") && e.contains("modprobe tcp_dctcp"), "{e}");
+        assert!(check_ccs(&arms, "reno bbr cubic dctcp\n").is_ok());
+    }
+}
