@@ -80,13 +80,18 @@ fn wait_attached(dir: &Path) {
 
 /// The server side's sockets: (the client's port, the cc ss shows).
 fn server_ccs(port: u16) -> Vec<(u16, String)> {
+    server_peers(port).into_iter().map(|(a, cc)| (a.port(), cc)).collect()
+}
+
+/// The server side's sockets: (the client's address, the cc ss shows).
+fn server_peers(port: u16) -> Vec<(std::net::SocketAddr, String)> {
     let o = Command::new("ss")
         .args(["-tinH", "state", "established", &format!("( sport = :{port} )")])
         .output()
         .expect("ss");
     parse_ss_tin(&String::from_utf8_lossy(&o.stdout))
         .into_iter()
-        .filter_map(|s| Some((s.peer?.port(), s.cc?)))
+        .filter_map(|s| Some((s.peer?, s.cc?)))
         .collect()
 }
 
@@ -119,7 +124,11 @@ fn experiment(cg: &Cg2, extra: &[&str]) -> Proc {
 /// The arm the Rust hash predicts for a server-side socket on `port` whose peer has `peer_port`.
 fn predicted(port: u16, peer_port: u16) -> usize {
     let lo: IpAddr = "127.0.0.1".parse().unwrap();
-    arm_of(bucket(12345, Unit::Connection, (lo, port), (lo, peer_port)), &[3000, 10000], &[true, true])
+    predicted_for(Unit::Connection, (lo, port), (lo, peer_port))
+}
+
+fn predicted_for(unit: Unit, local: (IpAddr, u16), peer: (IpAddr, u16)) -> usize {
+    arm_of(bucket(12345, unit, local, peer), &[3000, 10000], &[true, true])
 }
 
 /// Waits for the experiment's end and returns its JSON summary.
@@ -265,4 +274,53 @@ fn root_experiment_refuses_before_attaching() {
     let line =
         support::usage_error(&["experiment", "--cgroup", &rel, "--arm", "bbr=50%", "--arm", "cubic=40%"]);
     assert!(line.contains("sum to 90%"), "{line}");
+}
+
+/// The peer and prefix units against the kernel: clients from 60 loopback addresses
+/// (127.0.0.2 to .61), two connections each. By peer, each address's connections get the arm the
+/// Rust hash predicts for it; by prefix, all of 127.0.0.0/24 gets one arm.
+#[test]
+fn root_experiment_peer_and_prefix_units() {
+    if !can_run("experiment --unit") {
+        return;
+    }
+    let cg = Cg2::new("units");
+    let (_server, port) = server(&cg);
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    for unit in ["peer", "prefix"] {
+        let exp = experiment(&cg, &["--duration", "60s", "--unit", unit]);
+        wait_attached(&cg.0);
+        let mut conns = Vec::new();
+        for x in 2..=61u8 {
+            for _ in 0..2 {
+                let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+                s.bind(&std::net::SocketAddr::from(([127, 0, 0, x], 0)).into()).unwrap();
+                s.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], port)).into()).unwrap();
+                conns.push(s);
+            }
+        }
+        let seen = poll_until(Duration::from_secs(10), || {
+            let s = server_peers(port);
+            (s.len() >= conns.len()).then_some(s)
+        })
+        .expect("ss lists every connection");
+        let u = if unit == "peer" { Unit::Peer } else { Unit::Prefix };
+        let mut k = [0u64; 2];
+        for (peer, cc) in &seen {
+            let arm = predicted_for(u, (lo, port), (peer.ip(), peer.port()));
+            k[arm] += 1;
+            assert_eq!(cc, ["bbr", "cubic"][arm], "--unit {unit}: {peer}");
+        }
+        if u == Unit::Prefix {
+            assert!(k[0] == 0 || k[1] == 0, "one /24, one arm: {k:?}");
+        }
+        eprintln!("--unit {unit}: bbr {} cubic {} of {} connections from 60 peers", k[0], k[1], seen.len());
+        drop(conns);
+        signal(exp.0.id(), "TERM");
+        let s = summary(exp, Duration::from_secs(10));
+        assert_eq!(s["unit"], unit);
+        let counted: Vec<u64> = (0..2).map(|i| s["arms"][i]["assigned"].as_u64().unwrap()).collect();
+        assert_eq!(counted, k.to_vec(), "{s}");
+        assert!(sock_ops(&cg.0).is_empty());
+    }
 }
