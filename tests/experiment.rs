@@ -164,8 +164,13 @@ fn run_arms(dry_run: bool) {
     let conns: Vec<TcpStream> = (0..n).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
     let ports: Vec<u16> = conns.iter().map(|s| s.local_addr().unwrap().port()).collect();
     // Every connection established on the server's side (bounded wait).
+    // Only the test's own connections (by the client's port): tests run in parallel on loopback,
+    // and another's client may hold the same port number on another address.
     let seen = poll_until(Duration::from_secs(10), || {
-        let s = server_ccs(port);
+        let s: Vec<_> = server_ccs(port)
+            .into_iter()
+            .filter(|(p, _)| ports.contains(p) || before_ports.contains(p))
+            .collect();
         (s.len() >= n + before.len()).then_some(s)
     })
     .expect("ss lists every connection");
@@ -178,7 +183,6 @@ fn run_arms(dry_run: bool) {
             assert_eq!(cc, &default, "a connection from before the experiment changed cc");
             continue;
         }
-        assert!(ports.contains(peer), "an unknown connection {peer}");
         k[arm] += 1;
         let want = if dry_run { default.as_str() } else { ["bbr", "cubic"][arm] };
         if cc != want {
@@ -299,9 +303,22 @@ fn root_experiment_peer_and_prefix_units() {
                 conns.push(s);
             }
         }
+        let ours: Vec<std::net::SocketAddr> =
+            conns.iter().map(|c| c.local_addr().unwrap().as_socket().unwrap()).collect();
+        // Only the test's own connections: tests run in parallel on loopback.
         let seen = poll_until(Duration::from_secs(10), || {
-            let s = server_peers(port);
-            (s.len() >= conns.len()).then_some(s)
+            let (mine, other): (Vec<_>, Vec<_>) =
+                server_peers(port).into_iter().partition(|(a, _)| ours.contains(a));
+            if !other.is_empty() {
+                let all = Command::new("ss")
+                    .args(["-tanpeH", &format!("( sport = :{port} or dport = :{port} )")])
+                    .output();
+                eprintln!(
+                    "sockets on :{port} the test did not make: {other:?}; ss: {}",
+                    all.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default()
+                );
+            }
+            (mine.len() >= conns.len()).then_some(mine)
         })
         .expect("ss lists every connection");
         let u = if unit == "peer" { Unit::Peer } else { Unit::Prefix };
