@@ -341,3 +341,82 @@ fn root_experiment_peer_and_prefix_units() {
         assert!(sock_ops(&cg.0).is_empty());
     }
 }
+
+/// The server side's sockets with their socket cookies (`ss -tie`'s `sk:`): (client port, cookie,
+/// cc).
+fn server_cookies(port: u16) -> Vec<(u16, u64, String)> {
+    let o = Command::new("ss")
+        .args(["-tieH", "state", "established", &format!("( sport = :{port} )")])
+        .output()
+        .expect("ss");
+    let text = String::from_utf8_lossy(&o.stdout);
+    let cookies =
+        text.lines().filter(|l| !l.starts_with(char::is_whitespace) && !l.trim().is_empty()).map(|l| {
+            l.split_whitespace()
+                .find_map(|w| w.strip_prefix("sk:"))
+                .and_then(|h| u64::from_str_radix(h, 16).ok())
+        });
+    parse_ss_tin(&text)
+        .into_iter()
+        .zip(cookies)
+        .filter_map(|(s, c)| Some((s.peer?.port(), c?, s.cc?)))
+        .collect()
+}
+
+/// In process, through the library: the program's cookie -> arm map agrees with `ss` (cookie and
+/// cc) and with the Rust hash; a closed arm's connections get the control (arm 0) and are counted
+/// as redirected; dropping the handle detaches.
+#[test]
+fn root_experiment_records_arms_by_cookie_and_closes_an_arm() {
+    use bbrtop::experiment::attach::{Plan, start};
+    if !can_run("experiment through the library") {
+        return;
+    }
+    let cg = Cg2::new("lib");
+    let (_server, port) = server(&cg);
+    let arms = ["bbr=30%", "cubic=70%"].iter().map(|s| s.parse().unwrap()).collect();
+    let plan = Plan { arms, unit: Unit::Connection, seed: 12345, ports: vec![port], dry_run: false };
+    let mut obj = std::mem::MaybeUninit::uninit();
+    let mut run = start(&mut obj, &plan, &cg.0).expect("attached");
+    let connect = |n: usize| -> Vec<TcpStream> {
+        (0..n).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect()
+    };
+    let ours = |c: &[TcpStream]| -> Vec<u16> { c.iter().map(|s| s.local_addr().unwrap().port()).collect() };
+    let settle = |ports: &[u16]| {
+        poll_until(Duration::from_secs(10), || {
+            let s: Vec<_> = server_cookies(port).into_iter().filter(|(p, ..)| ports.contains(p)).collect();
+            (s.len() >= ports.len()).then_some(s)
+        })
+        .expect("ss lists every connection")
+    };
+
+    let first = connect(60);
+    let by_cookie = run.arms_by_cookie();
+    let mut k = [0u64; 2];
+    for (peer, cookie, cc) in settle(&ours(&first)) {
+        let arm = predicted(port, peer);
+        k[arm] += 1;
+        assert_eq!(by_cookie.get(&cookie), Some(&(arm as u32)), "cookie {cookie:#x} (peer {peer})");
+        assert_eq!(cc, ["bbr", "cubic"][arm], "peer {peer}");
+    }
+    let c = run.counts();
+    assert_eq!((c[0].assigned, c[1].assigned), (k[0], k[1]));
+
+    // Close cubic: every new connection gets bbr, the control; cubic's draws are redirected.
+    run.set_open(1, false);
+    let second = connect(60);
+    let mut drawn_cubic = 0;
+    for (peer, _, cc) in settle(&ours(&second)) {
+        drawn_cubic += u64::from(predicted(port, peer) == 1);
+        assert_eq!(cc, "bbr", "peer {peer} while cubic is closed");
+    }
+    let c = run.counts();
+    assert_eq!((c[0].assigned, c[1].assigned), (k[0] + 60, k[1]));
+    assert_eq!(c[1].redirected, drawn_cubic);
+    eprintln!(
+        "by cookie: bbr {} cubic {} of 60; cubic closed: {drawn_cubic} of 60 redirected to bbr",
+        k[0], k[1]
+    );
+    drop(run);
+    assert!(sock_ops(&cg.0).is_empty(), "still attached after the handle dropped");
+}

@@ -158,6 +158,29 @@ mod imp {
     }
 
     impl Running<'_> {
+        /// Closes (false) or opens arm `i`: while closed, the units it draws get arm 0, the
+        /// control (the harm guard's lever). The program reads it at each new connection.
+        pub fn set_open(&mut self, i: usize, open: bool) {
+            if let Some(d) = self.skel.maps.data_data.as_deref_mut()
+                && i < MAX_ARMS
+            {
+                d.open[i] = u32::from(open);
+            }
+        }
+
+        /// Each connection's arm, by socket cookie, as the program recorded it (the connections
+        /// it saw, at most the LRU map's 65,536, closed ones until evicted).
+        pub fn arms_by_cookie(&self) -> std::collections::HashMap<u64, u32> {
+            use libbpf_rs::{MapCore, MapFlags};
+            let map = &self.skel.maps.arms;
+            map.keys()
+                .filter_map(|k| {
+                    let v = map.lookup(&k, MapFlags::ANY).ok()??;
+                    Some((u64::from_ne_bytes(k.try_into().ok()?), u32::from_ne_bytes(v.try_into().ok()?)))
+                })
+                .collect()
+        }
+
         /// The counts so far, per arm.
         pub fn counts(&self) -> Vec<ArmCount> {
             let Some(bss) = self.skel.maps.bss_data.as_deref() else { return Vec::new() };
