@@ -28,7 +28,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::snapshot::loghist::{LogHist, ZERO_THRESHOLD, bound, index};
-use crate::stats::Interval;
+use crate::stats::{Interval, Margin};
 
 /// The stitching's epoch growth η and the exponent s of its α spending over epochs.
 const ETA: f64 = 2.0;
@@ -142,19 +142,6 @@ fn bisect(mut a: f64, mut b: f64, rejected: impl Fn(f64) -> bool) -> f64 {
     b
 }
 
-/// A difference too small to matter: within max(`abs`, `rel` × the control's value).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Margin {
-    pub rel: f64,
-    pub abs: f64,
-}
-
-impl Margin {
-    fn at(&self, control: f64) -> f64 {
-        self.abs.max(self.rel * control)
-    }
-}
-
 /// What the intervals say of the test arm against control, lower being better. Not
 /// [`crate::stats::Verdict`]: that has no "not yet known", and here that is a different answer
 /// from "no clear difference" (the experiment should go on, not stop).
@@ -243,7 +230,7 @@ impl Default for Bounds {
     fn default() -> Self {
         Bounds {
             max_retrans_ratio: 0.01,
-            p95_margin: Margin { rel: 0.05, abs: 0.001 },
+            p95_margin: crate::snapshot::responses::MARGIN_SECONDS,
             min_control_goodput_share: 0.35,
             hold: Duration::from_secs(30),
             alpha: 0.05,

@@ -86,6 +86,20 @@ impl Verdict {
     }
 }
 
+/// A difference too small to matter: within max(`abs`, `rel` × the reference value).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Margin {
+    pub rel: f64,
+    pub abs: f64,
+}
+
+impl Margin {
+    /// The margin around `reference`.
+    pub fn at(&self, reference: f64) -> f64 {
+        self.abs.max(self.rel * reference)
+    }
+}
+
 /// The [`CONFIDENCE`] percentile-bootstrap intervals of median(B) − median(A) and of
 /// median(B) / median(A) (resamples whose A median is 0 have no ratio and are left out of that
 /// one), from [`RESAMPLES`] resamples of each side's sockets with replacement.

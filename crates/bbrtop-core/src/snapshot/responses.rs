@@ -4,7 +4,7 @@
 //! The size classes are the rollout guides': up to 15 KB, 15-200 KB, 200 KB-2 MB, larger.
 
 use super::loghist::{LogHist, Z_OF_TWO};
-use crate::stats::{Interval, Verdict};
+use crate::stats::{Interval, Margin, Verdict};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -148,6 +148,8 @@ pub const RESOLUTION: f64 = 0.05;
 /// Nor is one under a millisecond, which no one waiting for a response notices (on a LAN
 /// path of a millisecond's round trip, 0.1 ms is a clear interval and no win).
 pub const NOTICEABLE_MS: f64 = 1.0;
+/// Both, as a margin on response times in seconds (an experiment's harm guard takes it too).
+pub const MARGIN_SECONDS: Margin = Margin { rel: RESOLUTION, abs: NOTICEABLE_MS / 1000.0 };
 
 /// One quantile of two sides' response times, A against B, in milliseconds: each side's value,
 /// B − A, and an interval of B − A made of each side's distribution-free quantile interval
@@ -177,7 +179,7 @@ pub fn quantile_diff(a: &LogHist, b: &LogHist, q: f64) -> QuantileDiff {
         diff_ci,
         // Lower is better.
         verdict: diff_ci.zip(va).map(|(ci, a)| {
-            let margin = (RESOLUTION * a).max(NOTICEABLE_MS);
+            let margin = Margin { rel: RESOLUTION, abs: NOTICEABLE_MS }.at(a);
             if ci.hi < -margin {
                 Verdict::Better
             } else if ci.lo > margin {
