@@ -221,6 +221,7 @@ mod tests {
             peer_group: "other".into(),
             asn: None,
             country: None,
+            arm: None,
             counts: Default::default(),
             responses: Responses::default(),
         };

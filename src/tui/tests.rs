@@ -196,6 +196,7 @@ fn responded() -> Vec<bbrtop_core::snapshot::CcTotals> {
             peer_group: "other".into(),
             asn: None,
             country: None,
+            arm: None,
             counts: Default::default(),
             responses,
         }

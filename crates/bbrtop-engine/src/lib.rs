@@ -46,6 +46,9 @@ pub struct EngineConfig {
     /// `--peer-groups.top`).
     pub geo: Arc<GeoCell>,
     pub top_labels: usize,
+    /// A running experiment's arms (`bbrtop experiment`): its sockets' counters and response
+    /// times are kept per arm as well.
+    pub arms: Option<bbrtop_core::seam::Arms>,
 }
 
 impl Default for EngineConfig {
@@ -58,6 +61,7 @@ impl Default for EngineConfig {
             groups: Arc::default(),
             geo: Arc::default(),
             top_labels: labels::DEFAULT_TOP,
+            arms: None,
         }
     }
 }
@@ -140,6 +144,7 @@ impl Engine {
             totals: totals::Totals::new(
                 Arc::clone(&cfg.groups),
                 labels::PeerLabels::new(Arc::clone(&cfg.geo), cfg.top_labels),
+                cfg.arms.clone(),
             ),
             count_untracked: Filter { states: None, ..cfg.filter.clone() }.is_empty(),
             scope: None,
@@ -188,7 +193,7 @@ impl Engine {
                 let ours = r.served && self.scope.is_none_or(|ns| ns == u64::from(r.netns));
                 let peer = std::net::SocketAddr::new(r.peer, 0);
                 if ours && (self.cfg.rule.loopback || !bbrtop_core::model::is_loopback_peer(peer)) {
-                    self.totals.response(&r.cc, r.peer, r.bytes, r.took.as_secs_f64());
+                    self.totals.response(r.cookie, &r.cc, r.peer, r.bytes, r.took.as_secs_f64());
                 }
             }
         }

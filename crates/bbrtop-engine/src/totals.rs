@@ -10,6 +10,7 @@
 use crate::labels::PeerLabels;
 use bbrtop_core::model::{ClosedFlow, Cookie, Count, Tally};
 use bbrtop_core::peer_groups::PeerGroups;
+use bbrtop_core::seam::Arms;
 use bbrtop_core::snapshot::CcTotals;
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, VecDeque};
@@ -59,8 +60,10 @@ pub type Growth = (f64, BTreeMap<String, Tally>);
 pub struct Totals {
     groups: Arc<PeerGroups>,
     labels: PeerLabels,
-    /// Each with its peer group's index and the AS and country labels it shows.
-    buckets: Vec<(CcTotals, usize, u32)>,
+    /// Each with its peer group's index, the AS and country labels it shows and its arm.
+    buckets: Vec<(CcTotals, usize, u32, Option<u8>)>,
+    /// A running experiment's arms: its sockets count apart, per arm.
+    arms: Option<Arms>,
     retired: FxHashMap<Cookie, Account>,
     retired_order: VecDeque<Cookie>,
     /// Per-cc sums at each tick of the last [`RECENT`], oldest first.
@@ -68,11 +71,12 @@ pub struct Totals {
 }
 
 impl Totals {
-    pub fn new(groups: Arc<PeerGroups>, labels: PeerLabels) -> Totals {
+    pub fn new(groups: Arc<PeerGroups>, labels: PeerLabels, arms: Option<Arms>) -> Totals {
         Totals {
             groups,
             labels,
             buckets: Vec::new(),
+            arms,
             retired: FxHashMap::default(),
             retired_order: VecDeque::new(),
             past: VecDeque::new(),
@@ -87,28 +91,39 @@ impl Totals {
             Some(a) => a,
             None => {
                 let pair = self.labels.pair(peer);
-                Account { bucket: self.bucket(cc, peer, pair), pair, seen: Some(Box::default()) }
+                let arm = self.arm_of(cookie);
+                Account { bucket: self.bucket(cc, peer, pair, arm), pair, seen: Some(Box::default()) }
             }
         }
     }
 
-    fn bucket(&mut self, cc: &str, peer: IpAddr, pair: u32) -> u32 {
+    /// The experiment arm of a socket: a lookup in the experiment's map, made only while one runs.
+    fn arm_of(&self, cookie: Cookie) -> Option<u8> {
+        self.arms.as_ref().and_then(|a| a.0.arm_of(cookie))
+    }
+
+    fn bucket(&mut self, cc: &str, peer: IpAddr, pair: u32, arm: Option<u8>) -> u32 {
         let group = self.groups.index(peer);
         let shown = self.labels.shown(pair);
-        // A few ccs times a few groups and labels: a scan, only when a socket is first seen or
-        // its bucket changed.
-        let found = self.buckets.iter().position(|(b, g, l)| *g == group && *l == shown && b.cc == cc);
+        // A few ccs times a few groups, labels and arms: a scan, only when a socket is first seen
+        // or its bucket changed.
+        let found = self
+            .buckets
+            .iter()
+            .position(|(b, g, l, a)| *g == group && *l == shown && *a == arm && b.cc == cc);
         found.unwrap_or_else(|| {
             let (asn, country) = self.labels.labels(shown).clone();
+            let names = self.arms.as_ref().map(|a| a.0.names());
             let t = CcTotals {
                 cc: cc.to_string(),
                 peer_group: self.groups.name(group).to_string(),
                 asn,
                 country,
+                arm: arm.and_then(|i| names?.get(usize::from(i)).cloned()),
                 counts: Tally::default(),
                 responses: Default::default(),
             };
-            self.buckets.push((t, group, shown));
+            self.buckets.push((t, group, shown, arm));
             self.buckets.len() - 1
         }) as u32
     }
@@ -118,9 +133,9 @@ impl Totals {
     /// changed its cc (TCP_CONGESTION on an open socket) counts towards the new one from now on.
     /// A socket whose peer's label came to be shown counts towards it from now on.
     pub fn count(&mut self, acct: &mut Account, cc: &str, peer: IpAddr, now: &Tally, held: Option<&Tally>) {
-        let (b, _, shown) = &self.buckets[acct.bucket as usize];
+        let (b, _, shown, arm) = &self.buckets[acct.bucket as usize];
         if b.cc != cc || *shown != self.labels.shown(acct.pair) {
-            acct.bucket = self.bucket(cc, peer, acct.pair);
+            acct.bucket = self.bucket(cc, peer, acct.pair, *arm);
         }
         acct.keep(held);
         let seen = acct.seen.get_or_insert_with(Box::default);
@@ -142,10 +157,11 @@ impl Totals {
         }
     }
 
-    /// One response a socket of `cc` delivered to `peer`: `bytes` in `secs`.
-    pub fn response(&mut self, cc: &str, peer: IpAddr, bytes: u64, secs: f64) {
+    /// One response socket `cookie` of `cc` delivered to `peer`: `bytes` in `secs`.
+    pub fn response(&mut self, cookie: Cookie, cc: &str, peer: IpAddr, bytes: u64, secs: f64) {
         let pair = self.labels.pair(peer);
-        let b = self.bucket(cc, peer, pair) as usize;
+        let arm = self.arm_of(cookie);
+        let b = self.bucket(cc, peer, pair, arm) as usize;
         self.buckets[b].0.responses.observe(bytes, secs);
     }
 
@@ -159,7 +175,13 @@ impl Totals {
     pub fn snapshot(&self) -> Vec<CcTotals> {
         let mut v: Vec<CcTotals> = self.buckets.iter().map(|(b, ..)| b.clone()).collect();
         v.sort_by(|a, b| {
-            (&a.cc, &a.peer_group, &a.asn, &a.country).cmp(&(&b.cc, &b.peer_group, &b.asn, &b.country))
+            (&a.cc, &a.peer_group, &a.asn, &a.country, &a.arm).cmp(&(
+                &b.cc,
+                &b.peer_group,
+                &b.asn,
+                &b.country,
+                &b.arm,
+            ))
         });
         v
     }
@@ -199,7 +221,7 @@ mod tests {
 
     #[test]
     fn per_cc_and_group_and_never_twice() {
-        let mut t = Totals::new(groups(), PeerLabels::new(Arc::default(), 20));
+        let mut t = Totals::new(groups(), PeerLabels::new(Arc::default(), 20), None);
         let (lab, far): (IpAddr, IpAddr) = ("10.1.1.1".parse().unwrap(), "192.0.2.1".parse().unwrap());
         let mut a = t.open(1, "bbr", lab);
         let mut b = t.open(2, "bbr", far);
@@ -224,7 +246,7 @@ mod tests {
     #[test]
     fn labels_come_in_without_any_counter_falling() {
         let geo = Arc::new(bbrtop_core::geo::GeoCell::new(bbrtop_core::testing::maxmind_test_geo()));
-        let mut t = Totals::new(groups(), PeerLabels::new(geo, 20));
+        let mut t = Totals::new(groups(), PeerLabels::new(geo, 20), None);
         let google: IpAddr = "1.0.0.1".parse().unwrap();
         let t0 = Instant::now();
         let mut a = t.open(1, "bbr", google);
@@ -246,14 +268,51 @@ mod tests {
             "{s:?}"
         );
         // Responses take the labels shown at their time.
-        t.response("bbr", google, 10_000, 0.03);
+        t.response(1, "bbr", google, 10_000, 0.03);
         let shown = t.snapshot().into_iter().find(|x| x.asn.as_deref() == Some("AS15169")).unwrap();
         assert_eq!(shown.responses.count(), 1);
     }
 
+    /// Cookies below 100 in arm 0, from 100 in arm 1, none from 200.
+    struct ByCookie(Vec<String>);
+
+    impl bbrtop_core::seam::ArmOf for ByCookie {
+        fn arm_of(&self, cookie: Cookie) -> Option<u8> {
+            (cookie < 200).then_some(u8::from(cookie >= 100))
+        }
+        fn names(&self) -> &[String] {
+            &self.0
+        }
+    }
+
+    /// An experiment's sockets count per arm, apart from the same cc's sockets outside it, and
+    /// keep their arm when their cc changes (the sock_ops program sets it after the socket opened).
+    #[test]
+    fn experiment_sockets_count_per_arm() {
+        let arms = Arms(Arc::new(ByCookie(vec!["cubic".into(), "bbr".into()])));
+        let mut t = Totals::new(groups(), PeerLabels::new(Arc::default(), 20), Some(arms));
+        let peer: IpAddr = "10.1.1.1".parse().unwrap();
+        let mut control = t.open(1, "cubic", peer);
+        let mut test = t.open(100, "cubic", peer);
+        let mut outside = t.open(300, "bbr", peer);
+        t.count(&mut control, "cubic", peer, &sent(1000, 1), None);
+        t.count(&mut test, "bbr", peer, &sent(2000, 2), None);
+        t.count(&mut outside, "bbr", peer, &sent(4000, 4), None);
+        t.response(100, "bbr", peer, 10_000, 0.02);
+        t.response(300, "bbr", peer, 10_000, 0.5);
+        let s = t.snapshot();
+        let get =
+            |arm: Option<&str>, cc: &str| s.iter().find(|x| x.arm.as_deref() == arm && x.cc == cc).unwrap();
+        assert_eq!(get(Some("cubic"), "cubic").counts, sent(1000, 1));
+        assert_eq!(get(Some("bbr"), "bbr").counts, sent(2000, 2));
+        assert_eq!(get(Some("bbr"), "bbr").responses.count(), 1);
+        assert_eq!(get(None, "bbr").counts, sent(4000, 4));
+        assert_eq!(get(None, "bbr").responses.all().quantile(0.5).map(|q| q > 0.4), Some(true));
+    }
+
     #[test]
     fn close_records_add_the_rest_or_the_whole_life() {
-        let mut t = Totals::new(groups(), PeerLabels::new(Arc::default(), 20));
+        let mut t = Totals::new(groups(), PeerLabels::new(Arc::default(), 20), None);
         let peer: IpAddr = "10.1.1.1".parse().unwrap();
         let mut a = t.open(7, "cubic", peer);
         t.count(&mut a, "cubic", peer, &sent(1000, 0), None);
@@ -271,7 +330,7 @@ mod tests {
 
     #[test]
     fn recent_growth_spans_the_window() {
-        let mut t = Totals::new(groups(), PeerLabels::new(Arc::default(), 20));
+        let mut t = Totals::new(groups(), PeerLabels::new(Arc::default(), 20), None);
         let peer: IpAddr = "10.1.1.1".parse().unwrap();
         let mut a = t.open(1, "bbr", peer);
         let t0 = Instant::now();

@@ -37,6 +37,27 @@ impl Now {
     }
 }
 
+/// Which arm of a running experiment (`bbrtop experiment`) a socket was drawn into. The engine
+/// asks once for each socket it starts counting and once per response of a socket it does not
+/// count yet; the answer is read from the experiment's map in the kernel, so an implementation is
+/// an edge, as a [`Source`] is.
+pub trait ArmOf: Send + Sync {
+    /// The socket's arm, an index into [`ArmOf::names`]; None outside the experiment.
+    fn arm_of(&self, cookie: Cookie) -> Option<u8>;
+    /// The arms' names, in the order the indices count.
+    fn names(&self) -> &[String];
+}
+
+/// A shared [`ArmOf`], for a configuration that is cloned and printed.
+#[derive(Clone)]
+pub struct Arms(pub std::sync::Arc<dyn ArmOf>);
+
+impl std::fmt::Debug for Arms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Arms").field(&self.0.names()).finish()
+    }
+}
+
 /// What collectors hand the engine besides sockets: plain values, never kernel bytes.
 pub enum Update {
     /// eBPF: a live socket's kernel state changed (BBR phase, inflation onset or end).

@@ -17,6 +17,9 @@ pub struct CcTotals {
     /// The peers' country (ISO code, `unknown` or `other`), with a country database.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub country: Option<String>,
+    /// The experiment arm its sockets were drawn into, under `bbrtop experiment`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<String>,
     pub counts: Tally,
     /// Response delivery times of its senders (eBPF), loopback left out unless `--loopback`.
     #[serde(default, skip_serializing_if = "Responses::is_empty")]
