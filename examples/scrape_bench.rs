@@ -94,6 +94,7 @@ fn main() {
                 hindsight_memory_bytes: None,
                 hindsight_spool_bytes: None,
                 otlp: None,
+                experiment: None,
             };
             let (t, b) = time(runs, || to_text_004(&render_openmetrics(scrape())).len());
             // What a Prometheus with native histograms is served.

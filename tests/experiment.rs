@@ -12,35 +12,13 @@ use bbrtop::lab::ss::parse_ss_tin;
 use bbrtop_collect::caps::Cap;
 use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use support::cgroup::{Cg2, V2};
 use support::{Proc, guard, poll_until, signal, wait_exit};
 
 const BBRTOP: &str = env!("CARGO_BIN_EXE_bbrtop");
-const V2: &str = "/sys/fs/cgroup/unified";
-
-/// A cgroup v2 of the test's own, removed on drop (after the server in it is killed).
-struct Cg2(PathBuf);
-
-impl Cg2 {
-    fn new(name: &str) -> Cg2 {
-        let dir = PathBuf::from(format!("{V2}/bbrtop-exp-{name}-{}", std::process::id()));
-        std::fs::create_dir(&dir).expect("a cgroup v2 directory");
-        Cg2(dir)
-    }
-}
-
-impl Drop for Cg2 {
-    fn drop(&mut self) {
-        for _ in 0..30 {
-            if std::fs::remove_dir(&self.0).is_ok() || !self.0.exists() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
 
 /// A server that joins the cgroup before it starts, listens on 127.0.0.1 and keeps every
 /// connection it accepts. Returns it and its port.

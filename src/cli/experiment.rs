@@ -1,9 +1,16 @@
 //! `bbrtop experiment`: a congestion control per new connection of one cgroup, drawn at random
-//! by arm shares, for as long as the command runs; then a summary per arm.
+//! by arm shares, for as long as the command runs, watched by the engine (its counters and
+//! response times kept per arm) and by the harm guard; then a summary and a verdict per arm and
+//! group.
 
 use super::Failure;
+use super::peers::PeerArgs;
 use crate::experiment::attach::{Plan, StartError, preflight};
+use crate::experiment::status::{Status, reason};
+use crate::experiment::verdict::{ArmFigures, GroupVerdict};
 use crate::experiment::{Arm, ArmCount, MAX_PORTS, Unit};
+use bbrtop_core::sequential::Bounds;
+use bbrtop_core::stats::Margin;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -41,10 +48,78 @@ pub struct ExperimentArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub guard: GuardArgs,
+    #[command(flatten)]
+    pub peers: PeerArgs,
+    /// Serve /metrics while the experiment runs (the exporter's families, the counters and
+    /// response times with an `arm` label, and the experiment's own); off unless given.
+    #[arg(long = "web.listen-address", value_name = "ADDR", value_parser = super::export::parse_listen)]
+    pub listen: Option<String>,
+    /// TLS and basic auth for that endpoint, as the exporter's (`--web.config.file`).
+    #[arg(long = "web.config.file", value_name = "FILE", requires = "listen")]
+    pub web_config: Option<PathBuf>,
 }
 
-/// The summary printed at the end.
-#[derive(Debug, serde::Serialize)]
+/// The harm guard: when a test arm crosses a bound without a break for the hold time, its new
+/// connections go to the control from then on (README, "Experiments").
+#[derive(Args, Clone, Debug)]
+pub struct GuardArgs {
+    /// The test arm's retransmitted/sent segments may not be surely above this (its confidence
+    /// sequence's lower end).
+    #[arg(long = "guard.retrans-ratio", value_name = "PERCENT", default_value = "1%", value_parser = parse_fraction)]
+    pub retrans_ratio: f64,
+    /// The test arm's p95 response delivery time may not be surely worse than the control's by
+    /// more than this share of it (and 1 ms).
+    #[arg(long = "guard.p95-margin", value_name = "PERCENT", default_value = "5%", value_parser = parse_fraction)]
+    pub p95_margin: f64,
+    /// The control's share of both arms' goodput per connection may not fall below this.
+    #[arg(long = "guard.control-share", value_name = "PERCENT", default_value = "35%", value_parser = parse_fraction)]
+    pub control_share: f64,
+    /// How long a bound must be crossed without a break before the guard stops the arm.
+    #[arg(long = "guard.hold", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub hold: Duration,
+}
+
+impl GuardArgs {
+    pub fn bounds(&self) -> Bounds {
+        let base = Bounds::default();
+        Bounds {
+            max_retrans_ratio: self.retrans_ratio,
+            p95_margin: Margin { rel: self.p95_margin, ..base.p95_margin },
+            min_control_goodput_share: self.control_share,
+            hold: self.hold,
+            ..base
+        }
+    }
+}
+
+/// `1%` or `0.01`: a fraction between 0 and 1.
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    let (num, scale) = match s.trim().strip_suffix('%') {
+        Some(p) => (p, 100.0),
+        None => (s.trim(), 1.0),
+    };
+    let v =
+        num.parse::<f64>().map_err(|_| format!("{s:?} is not a percent (1%) or a fraction (0.01)"))? / scale;
+    if (0.0..=1.0).contains(&v) { Ok(v) } else { Err(format!("{s:?} is not between 0% and 100%")) }
+}
+
+/// The guard stopping an arm.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Stopped {
+    pub arm: String,
+    /// Seconds into the experiment.
+    pub at: f64,
+    /// Seconds the bound had been crossed without a break.
+    pub held: f64,
+    /// The bound: `retrans_ratio`, `p95` or `control_share`.
+    pub reason: String,
+    pub why: String,
+}
+
+/// The summary printed at the end (`--json`; read back by the tests, which print it as text).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
     pub cgroup: PathBuf,
     pub unit: Unit,
@@ -52,6 +127,21 @@ pub struct Summary {
     pub dry_run: bool,
     pub seconds: f64,
     pub arms: Vec<ArmCount>,
+    /// What the engine measured per arm.
+    pub figures: Vec<ArmFigures>,
+    /// Arms the guard stopped.
+    pub stopped: Vec<Stopped>,
+    /// Each test arm against the control, per group.
+    pub verdicts: Vec<GroupVerdict>,
+}
+
+/// What the run produced, for the summary.
+pub struct Outcome {
+    pub counts: Vec<ArmCount>,
+    pub seconds: f64,
+    pub figures: Vec<ArmFigures>,
+    pub stopped: Vec<Stopped>,
+    pub verdicts: Vec<GroupVerdict>,
 }
 
 fn failure(e: StartError) -> Failure {
@@ -75,16 +165,30 @@ pub fn run(a: ExperimentArgs) -> Result<(), Failure> {
         ports: a.ports.clone(),
         dry_run: a.dry_run,
     };
-    let counts = attached(&plan, &dir, &a, &stop)?;
+    let out = attached(&plan, &dir, &a, &stop)?;
     let summary = Summary {
         cgroup: dir,
         unit: plan.unit,
         seed: plan.seed,
         dry_run: plan.dry_run,
-        seconds: counts.1.as_secs_f64(),
-        arms: counts.0,
+        seconds: out.seconds,
+        arms: out.counts,
+        figures: out.figures,
+        stopped: out.stopped,
+        verdicts: out.verdicts,
     };
     print(&summary, a.json)
+}
+
+/// The poll settings the experiment's engine runs with: the long-running commands' defaults
+/// (every namespace through the walk where eBPF allows it, a poll a second).
+fn poll_defaults() -> super::args::PollArgs {
+    #[derive(clap::Parser)]
+    struct Only {
+        #[command(flatten)]
+        poll: super::args::PollArgs,
+    }
+    <Only as clap::Parser>::parse_from(["bbrtop"]).poll
 }
 
 #[cfg(feature = "bpf")]
@@ -93,25 +197,144 @@ fn attached(
     dir: &std::path::Path,
     a: &ExperimentArgs,
     stop: &std::sync::atomic::AtomicBool,
-) -> Result<(Vec<ArmCount>, Duration), Failure> {
+) -> Result<Outcome, Failure> {
+    use crate::experiment::verdict;
+    use bbrtop_core::sequential::Guard;
     use std::sync::atomic::Ordering;
+    let (peers, _) = a.peers.load()?;
+    let web = web(a)?;
     let mut obj = std::mem::MaybeUninit::uninit();
-    let running = crate::experiment::attach::start(&mut obj, plan, dir).map_err(failure)?;
+    let mut running = crate::experiment::attach::start(&mut obj, plan, dir).map_err(failure)?;
+    let arms = bbrtop_core::seam::Arms(std::sync::Arc::new(running.arm_map().map_err(failure)?));
     tracing::info!(cgroup = %dir.display(), unit = %plan.unit, seed = plan.seed, dry_run = plan.dry_run, "experiment attached");
-    let started = std::time::Instant::now();
-    let mut next = started + a.interval;
-    while !stop.load(Ordering::Relaxed) && a.duration.is_none_or(|d| started.elapsed() < d) {
+    let groups = std::sync::Arc::clone(&peers.groups);
+    let peers = super::peers::Peers { arms: Some(arms), ..peers };
+    let started = super::startup::start(&poll_defaults(), peers, None, &mut |line| tracing::warn!("{line}"))?;
+    let names: Vec<String> = plan.arms.iter().map(|a| a.cc.clone()).collect();
+    let status = std::sync::Arc::new(std::sync::Mutex::new(Status::default()));
+    let server = match web {
+        Some(w) => Some(serve(w, &started, groups, std::sync::Arc::clone(&status))?),
+        None => None,
+    };
+    let mut guards = vec![Guard::new(a.guard.bounds()); names.len()];
+    let mut stopped: Vec<Stopped> = Vec::new();
+    let began = std::time::Instant::now();
+    let mut next = began + a.interval;
+    let stopping = || stop.load(Ordering::Relaxed) || started.stop.load(Ordering::Relaxed);
+    let figures = |counts: &[ArmCount]| {
+        let conns: Vec<u64> = counts.iter().map(|c| c.assigned).collect();
+        let snap = started.runtime.latest();
+        (verdict::arms(&snap.totals, &names, &conns, began.elapsed().as_secs_f64()), snap)
+    };
+    while !stopping() && a.duration.is_none_or(|d| began.elapsed() < d) {
         std::thread::sleep(Duration::from_millis(50));
-        if std::time::Instant::now() >= next {
-            next += a.interval;
-            let line: Vec<String> =
-                running.counts().iter().map(|c| format!("{}={}", c.cc, c.assigned)).collect();
-            tracing::info!(assigned = %line.join(" "), "experiment running");
+        let now = std::time::Instant::now();
+        if now < next {
+            continue;
         }
+        next += a.interval;
+        let counts = running.counts();
+        let (figs, snap) = figures(&counts);
+        for (i, test) in figs.iter().enumerate().skip(1) {
+            if stopped.iter().any(|s| s.arm == test.arm) {
+                continue;
+            }
+            if let Some(t) = guards[i].step(now, &figs[0].guard_stats(), &test.guard_stats()) {
+                running.set_open(i, false);
+                let why = t.to_string();
+                tracing::warn!(arm = %test.arm, why = %why, "harm guard: the arm's new connections go to the control from now on");
+                stopped.push(Stopped {
+                    arm: test.arm.clone(),
+                    at: began.elapsed().as_secs_f64(),
+                    held: t.held.as_secs_f64(),
+                    reason: reason(&t.why).into(),
+                    why,
+                });
+            }
+        }
+        if server.is_some() {
+            let now = Status {
+                stopped: names
+                    .iter()
+                    .map(|n| stopped.iter().find(|s| s.arm == *n).map(|s| s.reason.clone()))
+                    .collect(),
+                arms: counts,
+                verdicts: verdict::verdicts(&snap.totals, &names),
+            };
+            *status.lock().unwrap_or_else(|e| e.into_inner()) = now;
+        }
+        tracing::info!(arms = %status_line(&figs), "experiment running");
     }
     let counts = running.counts();
     drop(running);
-    Ok((counts, started.elapsed()))
+    let (figs, snap) = figures(&counts);
+    let verdicts = verdict::verdicts(&snap.totals, &names);
+    if let Some((stop, thread)) = server {
+        stop.store(true, Ordering::Relaxed);
+        let _ = thread.join();
+    }
+    drop(started);
+    Ok(Outcome { counts, seconds: began.elapsed().as_secs_f64(), figures: figs, stopped, verdicts })
+}
+
+/// The listeners and web configuration of `--web.listen-address`, bound before anything is
+/// attached, so a port in use is a one-line error at once.
+#[cfg(feature = "bpf")]
+struct Web {
+    listeners: Vec<std::net::TcpListener>,
+    security: crate::export::web_config::Security,
+}
+
+#[cfg(feature = "bpf")]
+fn web(a: &ExperimentArgs) -> Result<Option<Web>, Failure> {
+    let Some(listen) = &a.listen else { return Ok(None) };
+    let security = match &a.web_config {
+        Some(p) => crate::export::web_config::WebConfig::load(p).map_err(Failure::Usage)?,
+        None => Default::default(),
+    };
+    Ok(Some(Web { listeners: super::export::bind_all(std::slice::from_ref(listen))?, security }))
+}
+
+/// The exporter's server over the experiment's snapshots, with its status; stopped by the flag
+/// it returns.
+#[cfg(feature = "bpf")]
+fn serve(
+    w: Web,
+    started: &super::startup::Started,
+    groups: std::sync::Arc<bbrtop_core::peer_groups::PeerGroups>,
+    status: std::sync::Arc<std::sync::Mutex<Status>>,
+) -> Result<(std::sync::Arc<std::sync::atomic::AtomicBool>, std::thread::JoinHandle<()>), Failure> {
+    use crate::export::server::{App, Limits, Options};
+    let options =
+        Options { poll_interval: Duration::from_secs(1), experiment: Some(status), ..Options::default() };
+    let app = std::sync::Arc::new(App::new(started.runtime.published(), groups, w.security, options));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = std::sync::Arc::clone(&stop);
+    let bound: Vec<String> =
+        w.listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.to_string()).collect();
+    tracing::info!(address = bound.join(","), "serving /metrics");
+    let thread = std::thread::Builder::new()
+        .name("bbrtop-http".into())
+        .spawn(move || {
+            if let Err(e) = super::export::serve_until(w.listeners, app, Limits::default(), flag, false) {
+                tracing::error!("serving /metrics: {e}");
+            }
+        })
+        .map_err(|e| Failure::Runtime(anyhow::anyhow!("starting the HTTP thread: {e}")))?;
+    Ok((stop, thread))
+}
+
+/// One status line: each arm's connections, responses, p95 and retransmit ratio.
+fn status_line(figs: &[ArmFigures]) -> String {
+    let line: Vec<String> = figs
+        .iter()
+        .map(|f| {
+            let p95 = f.delivery.map_or("-".into(), |d| format!("{:.1}ms", d[1] * 1000.0));
+            let rx = f.retrans_ratio.map_or("-".into(), |r| format!("{:.2}%", r * 100.0));
+            format!("{}: {} conns {} responses p95 {p95} retrans {rx}", f.arm, f.connections, f.responses)
+        })
+        .collect();
+    line.join("; ")
 }
 
 #[cfg(not(feature = "bpf"))]
@@ -120,7 +343,7 @@ fn attached(
     _: &std::path::Path,
     _: &ExperimentArgs,
     _: &std::sync::atomic::AtomicBool,
-) -> Result<(Vec<ArmCount>, Duration), Failure> {
+) -> Result<Outcome, Failure> {
     Err(Failure::Runtime(anyhow::anyhow!(
         "experiments need eBPF: this bbrtop was built without the bpf feature"
     )))
@@ -132,27 +355,140 @@ fn print(s: &Summary, json: bool) -> Result<(), Failure> {
     let res = if json {
         serde_json::to_writer_pretty(&mut out, s).map_err(std::io::Error::other).and_then(|()| writeln!(out))
     } else {
-        let verb = if s.dry_run { "would have assigned" } else { "assigned" };
-        let mut text = format!(
-            "experiment on {} for {:.1}s, unit {}, seed {}{}\n{:<16} {:>8} {:>20} {:>12} {:>11}\n",
-            s.cgroup.display(),
-            s.seconds,
-            s.unit,
-            s.seed,
-            if s.dry_run { " (dry run: no cc changed)" } else { "" },
-            "arm",
-            "share",
-            verb,
-            "setsockopt failed",
-            "redirected"
-        );
-        for c in &s.arms {
-            text += &format!(
-                "{:<16} {:>7}% {:>20} {:>12} {:>11}\n",
-                c.cc, c.percent, c.assigned, c.setsockopt_failures, c.redirected
-            );
-        }
-        out.write_all(text.as_bytes())
+        out.write_all(text(s).as_bytes())
     };
     res.map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the summary: {e}")))
+}
+
+/// The summary as a table per section: the assignment, each arm's figures, what the guard
+/// stopped, and the verdict per group.
+pub fn text(s: &Summary) -> String {
+    let verb = if s.dry_run { "would have assigned" } else { "assigned" };
+    let mut t = format!(
+        "experiment on {} for {:.1}s, unit {}, seed {}{}\n{:<16} {:>8} {:>20} {:>12} {:>11}\n",
+        s.cgroup.display(),
+        s.seconds,
+        s.unit,
+        s.seed,
+        if s.dry_run { " (dry run: no cc changed)" } else { "" },
+        "arm",
+        "share",
+        verb,
+        "setsockopt failed",
+        "redirected"
+    );
+    for c in &s.arms {
+        t += &format!(
+            "{:<16} {:>7}% {:>20} {:>12} {:>11}\n",
+            c.cc, c.percent, c.assigned, c.setsockopt_failures, c.redirected
+        );
+    }
+    let ms = |v: f64| format!("{:.1}", v * 1000.0);
+    t += &format!(
+        "\n{:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>13} {:>7}\n",
+        "arm", "responses", "p50 ms", "p95 ms", "p99 ms", "retrans", "goodput B/s", "share"
+    );
+    for f in &s.figures {
+        let d = |i: usize| f.delivery.map_or("-".into(), |d| ms(d[i]));
+        let rx = f.retrans_ratio.map_or("-".into(), |r| format!("{:.2}%", r * 100.0));
+        t += &format!(
+            "{:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>13.0} {:>6.1}%\n",
+            f.arm,
+            f.responses,
+            d(0),
+            d(1),
+            d(2),
+            rx,
+            f.goodput_bytes_per_sec,
+            f.goodput_share * 100.0
+        );
+    }
+    for st in &s.stopped {
+        t += &format!("\nharm guard stopped {} at {:.1}s: {}\n", st.arm, st.at, st.why);
+    }
+    if !s.verdicts.is_empty() {
+        let end = |v: f64| if v.is_finite() { ms(v) } else { "?".into() };
+        let iv = |i: crate::experiment::verdict::Ends| format!("{}..{}", end(i.lo), end(i.hi));
+        let pct = |v: f64| if v.is_finite() { format!("{:.2}", v * 100.0) } else { "?".into() };
+        t += &format!(
+            "\n{:<24} {:<6} {:<20} {:>15} {:>15} {:>13} {:>13}  {}\n",
+            "group",
+            "arm",
+            "call",
+            "p95 ms control",
+            "p95 ms test",
+            "retrans% ctl",
+            "retrans% test",
+            "retransmits"
+        );
+        for v in &s.verdicts {
+            let rx = |f: &crate::experiment::verdict::Figure, test: bool| {
+                let i = if test { f.test } else { f.control };
+                format!("{}..{}", pct(i.lo), pct(i.hi))
+            };
+            let (rc, rt, rcall) = v
+                .retrans_ratio
+                .as_ref()
+                .map_or(("-".into(), "-".into(), "-"), |f| (rx(f, false), rx(f, true), f.call.as_str()));
+            t += &format!(
+                "{:<24} {:<6} {:<20} {:>15} {:>15} {:>13} {:>13}  {}\n",
+                v.group,
+                v.arm,
+                v.call,
+                iv(v.delivery_p95.control),
+                iv(v.delivery_p95.test),
+                rc,
+                rt,
+                rcall
+            );
+        }
+        t += &format!(
+            "(intervals: confidence sequences at {:.0}% joint, valid however often the experiment is looked at)\n",
+            (1.0 - crate::experiment::verdict::ALPHA) * 100.0
+        );
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guard_bounds_are_percents_or_fractions() {
+        assert_eq!(parse_fraction("1%"), Ok(0.01));
+        assert_eq!(parse_fraction("0.35"), Ok(0.35));
+        assert_eq!(parse_fraction(" 5% "), Ok(0.05));
+        for bad in ["", "x%", "150%", "-1%", "2"] {
+            let e = parse_fraction(bad).unwrap_err();
+            assert!(!e.contains('\n') && e.contains(&format!("{bad:?}")), "{bad}: {e}");
+        }
+        let a = GuardArgs {
+            retrans_ratio: 0.02,
+            p95_margin: 0.1,
+            control_share: 0.3,
+            hold: Duration::from_secs(9),
+        };
+        let b = a.bounds();
+        assert_eq!((b.max_retrans_ratio, b.p95_margin.rel, b.min_control_goodput_share), (0.02, 0.1, 0.3));
+        assert_eq!((b.p95_margin.abs, b.hold, b.alpha), (0.001, Duration::from_secs(9), 0.05));
+    }
+
+    #[test]
+    fn the_summary_says_what_the_guard_stopped_and_unbounded_ends() {
+        let json = r#"{"cgroup":"/sys/fs/cgroup/unified/exp","unit":"peer","seed":7,"dry_run":false,"seconds":10.0,
+            "arms":[{"cc":"cubic","percent":50.0,"assigned":3,"setsockopt_failures":0,"redirected":0},
+                    {"cc":"bbr","percent":50.0,"assigned":2,"setsockopt_failures":0,"redirected":4}],
+            "figures":[],
+            "stopped":[{"arm":"bbr","at":9.0,"held":5.0,"reason":"retrans_ratio","why":"test arm's retransmit ratio 21.20%"}],
+            "verdicts":[{"group":"all","arm":"bbr","control":"cubic","call":"not yet known","responses":[3,4],
+              "delivery_p50":{"call":"not yet known","control":{"lo":0.1,"hi":null},"test":{"lo":0.2,"hi":0.3},"diff":{"lo":null,"hi":0.2}},
+              "delivery_p95":{"call":"not yet known","control":{"lo":0.1,"hi":null},"test":{"lo":0.2,"hi":0.3},"diff":{"lo":null,"hi":0.2}},
+              "delivery_p99":{"call":"not yet known","control":{"lo":0.1,"hi":null},"test":{"lo":0.2,"hi":0.3},"diff":{"lo":null,"hi":0.2}}}]}"#;
+        let s: Summary = serde_json::from_str(json).unwrap();
+        let t = text(&s);
+        assert!(t.contains("harm guard stopped bbr at 9.0s: test arm's retransmit ratio 21.20%"), "{t}");
+        assert!(t.contains("100.0..?"), "an unbounded end reads ?: {t}");
+        assert!(t.contains("bbr                   50%                    2            0           4"), "{t}");
+    }
 }

@@ -128,7 +128,7 @@ fn parse_resend(s: &str) -> Result<Duration, String> {
 
 /// `host:port` or `:port`, with a port from 0 to 65535: a usage error when parsed, not a runtime
 /// failure at bind. Whether the host resolves is only known at bind.
-fn parse_listen(s: &str) -> Result<String, String> {
+pub(super) fn parse_listen(s: &str) -> Result<String, String> {
     let bad = |why: &str| Err(format!("invalid listen address {s:?}: {why} (expected host:port or :port)"));
     let Some((host, port)) = s.rsplit_once(':') else { return bad("no port") };
     if port.parse::<u16>().is_err() {
@@ -201,6 +201,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         system,
         hindsight: None,
         otlp: shipper.as_ref().map(Shipper::handle),
+        experiment: None,
     };
     let hindsight = start_hindsight(&a, &started)?;
     let options = Options { hindsight: hindsight.as_ref().map(|(k, _)| Arc::clone(k)), ..options };
@@ -271,7 +272,7 @@ fn start_hindsight(a: &ExportArgs, started: &super::startup::Started) -> Result<
     Ok(Some((keeper, thread)))
 }
 
-fn bind_all(addrs: &[String]) -> Result<Vec<TcpListener>, Failure> {
+pub(super) fn bind_all(addrs: &[String]) -> Result<Vec<TcpListener>, Failure> {
     addrs
         .iter()
         .map(|l| server::bind(l))
@@ -328,7 +329,7 @@ fn push_config(a: &ExportArgs, me: &Me, groups: &Arc<PeerGroups>) -> Option<Push
 
 /// Serves HTTP until the startup sequence's signal flag is set. Without hindsight, a SIGUSR1
 /// (the dump signal) is answered with a log line saying there is nothing to write.
-fn serve_until(
+pub(super) fn serve_until(
     listeners: Vec<TcpListener>,
     app: Arc<App>,
     limits: Limits,

@@ -7,12 +7,13 @@ use clap::Args;
 use std::sync::Arc;
 
 /// What the counters are kept per besides the cc: peer groups, and the peers' AS and country
-/// (the top ones shown) where their databases are given.
+/// (the top ones shown) where their databases are given; an experiment's arms while one runs.
 #[derive(Clone, Default)]
 pub struct Peers {
     pub groups: Arc<PeerGroups>,
     pub geo: Arc<GeoCell>,
     pub top: usize,
+    pub arms: Option<bbrtop_core::seam::Arms>,
 }
 
 /// What the counters are kept per besides the cc (the exporter's and the recorder's flags).
@@ -45,6 +46,7 @@ impl PeerArgs {
             groups: Arc::new(super::args::peer_groups(self.groups.as_deref())?),
             geo: Arc::new(GeoCell::new(super::args::geo(files.asn.as_deref(), files.country.as_deref())?)),
             top: self.top_labels as usize,
+            arms: None,
         };
         Ok((peers, files))
     }

@@ -48,7 +48,7 @@ pub fn start(
     // 3. Netlink, opened inside the watched namespace (CAP_SYS_ADMIN for another one).
     let defaults = poll.engine_config();
     let top_labels = if peers.top == 0 { defaults.top_labels } else { peers.top };
-    let cfg = EngineConfig { groups: peers.groups, geo: peers.geo, top_labels, ..defaults };
+    let cfg = EngineConfig { groups: peers.groups, geo: peers.geo, top_labels, arms: peers.arms, ..defaults };
     let states = cfg.filter.state_set();
     let mut diag = InetDiag::open(netns.as_ref(), states).map_err(Failure::from_collect)?;
     let (bpf_want, walk_want) = (poll.source.bpf(), poll.source.walk());

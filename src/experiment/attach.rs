@@ -99,7 +99,7 @@ pub struct Plan {
 }
 
 #[cfg(feature = "bpf")]
-pub use imp::{OpenObject, Running, start};
+pub use imp::{ArmMap, OpenObject, Running, start};
 
 #[cfg(feature = "bpf")]
 mod imp {
@@ -157,6 +157,26 @@ mod imp {
         Ok(Running { skel: loaded, _link: link, plan: plan.clone() })
     }
 
+    /// The experiment's cookie → arm map, read by the engine (one lookup per socket it starts
+    /// counting and per response of one it does not count yet).
+    pub struct ArmMap {
+        map: libbpf_rs::MapHandle,
+        names: Vec<String>,
+    }
+
+    impl bbrtop_core::seam::ArmOf for ArmMap {
+        fn arm_of(&self, cookie: u64) -> Option<u8> {
+            use libbpf_rs::{MapCore, MapFlags};
+            let v = self.map.lookup(&cookie.to_ne_bytes(), MapFlags::ANY).ok()??;
+            let arm = u32::from_ne_bytes(v.try_into().ok()?);
+            u8::try_from(arm).ok().filter(|a| usize::from(*a) < self.names.len())
+        }
+
+        fn names(&self) -> &[String] {
+            &self.names
+        }
+    }
+
     impl Running<'_> {
         /// Closes (false) or opens arm `i`: while closed, the units it draws get arm 0, the
         /// control (the harm guard's lever). The program reads it at each new connection.
@@ -170,6 +190,13 @@ mod imp {
 
         /// Each connection's arm, by socket cookie, as the program recorded it (the connections
         /// it saw, at most the LRU map's 65,536, closed ones until evicted).
+        /// The cookie → arm map as the engine asks it ([`bbrtop_core::seam::ArmOf`]), through a
+        /// handle of its own, so the engine's thread reads it while this one opens and closes arms.
+        pub fn arm_map(&self) -> Result<ArmMap, StartError> {
+            let map = libbpf_rs::MapHandle::try_from(&self.skel.maps.arms).map_err(|e| err("arms map", e))?;
+            Ok(ArmMap { map, names: self.plan.arms.iter().map(|a| a.cc.clone()).collect() })
+        }
+
         pub fn arms_by_cookie(&self) -> std::collections::HashMap<u64, u32> {
             use libbpf_rs::{MapCore, MapFlags};
             let map = &self.skel.maps.arms;

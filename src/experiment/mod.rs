@@ -4,6 +4,8 @@
 //! `attach.rs` holds the I/O: the checks made before anything is attached, and the link.
 
 pub mod attach;
+pub mod status;
+pub mod verdict;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -78,7 +80,9 @@ pub fn cumulative(arms: &[Arm]) -> Vec<u32> {
 
 /// What one draw is made for: every connection alone, or a peer, or a peer's /24 (IPv4) or /64
 /// (IPv6), so that a client stays in one arm.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
     #[default]
@@ -153,7 +157,7 @@ pub fn arm_of(bucket: u32, cum: &[u32], open: &[bool]) -> usize {
 }
 
 /// What the program counted per arm.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ArmCount {
     pub cc: String,
     pub percent: f64,

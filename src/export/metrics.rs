@@ -52,6 +52,8 @@ pub struct Scrape {
     pub hindsight_spool_bytes: Option<u64>,
     /// The OTLP shipper's counts; None when it is off.
     pub otlp: Option<OtlpCounts>,
+    /// A running experiment's arms and verdicts (`bbrtop experiment`); None elsewhere.
+    pub experiment: Option<crate::experiment::status::Status>,
 }
 
 /// What the OTLP shipper sent, dropped (by reason) and holds, as one scrape reads it.
@@ -500,6 +502,9 @@ impl Collector for Scrape {
         if let Some(o) = &self.otlp {
             encode_otlp(&mut enc, o)?;
         }
+        if let Some(e) = &self.experiment {
+            experiment::encode(&mut enc, e)?;
+        }
         if let Some(bytes) = self.hindsight_spool_bytes {
             gauges(
                 &mut enc,
@@ -577,11 +582,12 @@ fn encode_responses(enc: &mut Enc, totals: &[CcTotals]) -> std::fmt::Result {
 }
 
 /// The labels of one (cc, peer group) bucket of the counters: `asn` and `country` too where
-/// their database is given.
+/// their database is given, and `arm` for an experiment's sockets (`bbrtop experiment`).
 fn totals_labels(t: &CcTotals) -> Vec<(&'static str, &str)> {
     let mut l = vec![("cc", t.cc.as_str()), ("peer_group", t.peer_group.as_str())];
     l.extend(t.asn.as_deref().map(|a| ("asn", a)));
     l.extend(t.country.as_deref().map(|c| ("country", c)));
+    l.extend(t.arm.as_deref().map(|a| ("arm", a)));
     l
 }
 
@@ -980,6 +986,7 @@ fn encode_build_info(enc: &mut Enc) -> std::fmt::Result {
     )
 }
 
+mod experiment;
 mod live_hist;
 mod pods;
 #[cfg(test)]

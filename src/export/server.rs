@@ -68,6 +68,8 @@ pub struct Options {
     pub hindsight: Option<Arc<super::hindsight::Keeper>>,
     /// The OTLP shipper, whose counts /metrics shows.
     pub otlp: Option<Arc<super::otlp::Handle>>,
+    /// A running experiment's status, which /metrics shows (`bbrtop experiment`).
+    pub experiment: Option<Arc<std::sync::Mutex<crate::experiment::status::Status>>>,
 }
 
 impl Default for Options {
@@ -82,6 +84,7 @@ impl Default for Options {
             system: Default::default(),
             hindsight: None,
             otlp: None,
+            experiment: None,
         }
     }
 }
@@ -104,6 +107,7 @@ pub struct App {
     landing: Bytes,
     hindsight: Option<Arc<super::hindsight::Keeper>>,
     otlp: Option<Arc<super::otlp::Handle>>,
+    experiment: Option<Arc<std::sync::Mutex<crate::experiment::status::Status>>>,
 }
 
 impl App {
@@ -124,6 +128,7 @@ impl App {
             landing: landing(&o.telemetry_path).into(),
             hindsight: o.hindsight,
             otlp: o.otlp,
+            experiment: o.experiment,
             telemetry_path: o.telemetry_path,
         }
     }
@@ -499,6 +504,7 @@ async fn metrics_response(
         hindsight_memory_bytes: app.hindsight.as_ref().map(|k| k.memory_bytes()),
         hindsight_spool_bytes: app.hindsight.as_ref().and_then(|k| k.spool_bytes()),
         otlp: app.otlp.as_deref().map(metrics::OtlpCounts::of),
+        experiment: app.experiment.as_ref().map(|e| e.lock().unwrap_or_else(|p| p.into_inner()).clone()),
     };
     // Rendering 100k sockets takes milliseconds: off the event loop, so other connections keep
     // being served meanwhile.

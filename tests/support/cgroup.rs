@@ -55,3 +55,36 @@ impl Drop for Cgroup {
         }
     }
 }
+
+/// The cgroup v2 hierarchy here (cgroups are v1 with a v2 hierarchy beside them).
+pub const V2: &str = "/sys/fs/cgroup/unified";
+
+/// A cgroup v2 of the test's own, removed on drop (after the processes in it are killed).
+pub struct Cg2(pub PathBuf);
+
+impl Cg2 {
+    pub fn new(name: &str) -> Cg2 {
+        let dir = PathBuf::from(format!("{V2}/bbrtop-exp-{name}-{}", std::process::id()));
+        std::fs::create_dir(&dir).expect("a cgroup v2 directory");
+        Cg2(dir)
+    }
+
+    /// `sh -c SCRIPT ARGS...` started inside the cgroup: the shell joins it first, so whatever
+    /// the script execs (`ip netns exec` included, which remounts /sys) runs there.
+    pub fn shell(&self, script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", &format!("echo $$ > \"$0\" && {script}")]).arg(self.0.join("cgroup.procs"));
+        c
+    }
+}
+
+impl Drop for Cg2 {
+    fn drop(&mut self) {
+        for _ in 0..30 {
+            if std::fs::remove_dir(&self.0).is_ok() || !self.0.exists() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}

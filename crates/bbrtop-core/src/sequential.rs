@@ -191,7 +191,10 @@ pub fn compare_quantile(control: &[f64], test: &[f64], p: f64, alpha: f64, margi
     compare(quantile_cs(control, p, alpha / 2.0), quantile_cs(test, p, alpha / 2.0), margin)
 }
 
-/// [`compare_quantile`] over histograms (each end a bucket wider at most).
+/// [`compare_quantile`] over histograms (each end a bucket wider at most). A histogram cannot
+/// tell values within one bucket apart, so "within the margin" allows a bucket more: equal arms
+/// whose quantile sits near a bucket's edge straddle two buckets however many samples come, and
+/// would read "not yet known" for as long as the experiment runs.
 pub fn compare_quantile_hist(
     control: &LogHist,
     test: &LogHist,
@@ -199,7 +202,16 @@ pub fn compare_quantile_hist(
     alpha: f64,
     margin: Margin,
 ) -> Comparison {
-    compare(quantile_cs_hist(control, p, alpha / 2.0), quantile_cs_hist(test, p, alpha / 2.0), margin)
+    let (c, t) = (quantile_cs_hist(control, p, alpha / 2.0), quantile_cs_hist(test, p, alpha / 2.0));
+    let out = compare(c, t, margin);
+    if out.call != Call::NotYetKnown {
+        return out;
+    }
+    let bucket = bound(1) / bound(0);
+    let wide = Margin { rel: (1.0 + margin.rel) * bucket - 1.0, ..margin };
+    let call =
+        if compare(c, t, wide).call == Call::WithinMargin { Call::WithinMargin } else { Call::NotYetKnown };
+    Comparison { call, ..out }
 }
 
 /// Two arms' proportions, (hits, trials) each, α/2 each.
@@ -664,5 +676,26 @@ mod tests {
         for s in 0..100 {
             assert_eq!(g.step(at(s), &calm, &arm(&same_b, 500, 100_000, 1e6)), None);
         }
+    }
+
+    /// Equal arms whose p95 sits on a bucket's edge straddle two buckets at any sample count:
+    /// with a bucket's slack they read "no clear difference", and a real 20% gap still does not.
+    #[test]
+    fn equal_histograms_on_a_bucket_edge_are_within_the_margin() {
+        let edge = bound(-70);
+        let fill = |scale: f64| {
+            let mut h = LogHist::default();
+            for i in 0..20_000 {
+                h.observe(edge * scale * (0.9 + 0.2 * f64::from(i) / 20_000.0));
+            }
+            h
+        };
+        let (a, b) = (fill(1.0), fill(1.0));
+        let margin = crate::snapshot::responses::MARGIN_SECONDS;
+        let c = compare_quantile_hist(&a, &b, 0.5, ALPHA, margin);
+        assert!(c.control.hi / c.control.lo > bound(1) / bound(0) * 1.001, "straddles two buckets: {c:?}");
+        assert_eq!(c.call, Call::WithinMargin, "{c:?}");
+        let far = compare_quantile_hist(&a, &fill(1.2), 0.5, ALPHA, margin);
+        assert_eq!(far.call, Call::Worse, "{far:?}");
     }
 }

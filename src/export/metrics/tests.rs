@@ -56,6 +56,7 @@ fn scrape(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> String {
         hindsight_memory_bytes: Some(48_000_000),
         hindsight_spool_bytes: Some(90_000_000),
         otlp: Some(otlp_counts()),
+        experiment: None,
     })
 }
 
@@ -265,6 +266,7 @@ fn aggregates_by_pod_namespace_are_opt_in() {
         hindsight_memory_bytes: None,
         hindsight_spool_bytes: None,
         otlp: None,
+        experiment: None,
     });
     let v = |p: &str| value(&text, p);
     assert_eq!(v(r#"bbrtop_pod_namespace_sockets{pod_namespace="shop",cc="bbr"}"#), Some(2.0));
@@ -460,6 +462,7 @@ fn protobuf_carries_every_family_and_native_buckets() {
         hindsight_memory_bytes: Some(48_000_000),
         hindsight_spool_bytes: Some(90_000_000),
         otlp: Some(otlp_counts()),
+        experiment: None,
     });
     let mut rest = &body[..];
     let mut families = Vec::new();
@@ -512,6 +515,7 @@ fn hindsight_memory_is_served_while_hindsight_is_on() {
         hindsight_memory_bytes: None,
         hindsight_spool_bytes: None,
         otlp: None,
+        experiment: None,
     });
     assert!(!off.contains("bbrtop_hindsight_"), "{off}");
     assert!(!off.contains("bbrtop_otlp_"), "{off}");
@@ -527,4 +531,46 @@ fn otlp_counts_are_served_while_the_shipper_runs() {
     assert_eq!(value(&on, "bbrtop_otlp_failed_requests_total"), Some(1.0));
     assert_eq!(value(&on, "bbrtop_otlp_sent_bytes_total"), Some(9_000.0));
     assert_eq!(value(&on, "bbrtop_otlp_queue_records"), Some(5.0));
+}
+
+/// A running experiment's families: one series per arm, the bound the guard stopped an arm on,
+/// and the verdict per group; absent without one.
+#[test]
+fn experiment_families_per_arm() {
+    use crate::experiment::ArmCount;
+    use crate::experiment::status::Status;
+    let arm = |cc: &str, percent: f64, assigned: u64, redirected: u64| ArmCount {
+        cc: cc.into(),
+        percent,
+        assigned,
+        setsockopt_failures: 0,
+        redirected,
+    };
+    let snap = snapshot(vec![rec(1, "bbr", "10.0.0.2:443", 50_000, 10_000)]);
+    let status = Status {
+        arms: vec![arm("cubic", 90.0, 900, 0), arm("bbr", 10.0, 100, 7)],
+        stopped: vec![None, Some("retrans_ratio".into())],
+        verdicts: Vec::new(),
+    };
+    let text = render_openmetrics(Scrape {
+        snap,
+        groups: Arc::default(),
+        top_k: 0,
+        by_pod_namespace: false,
+        posts: vec![],
+        process: None,
+        hindsight_memory_bytes: None,
+        hindsight_spool_bytes: None,
+        otlp: None,
+        experiment: Some(status),
+    });
+    let v = |p: &str| value(&text, p);
+    assert_eq!(v(r#"bbrtop_experiment_arm_share_ratio{arm="bbr"}"#), Some(0.1));
+    assert_eq!(v(r#"bbrtop_experiment_arm_open{arm="bbr"}"#), Some(0.0));
+    assert_eq!(v(r#"bbrtop_experiment_arm_open{arm="cubic"}"#), Some(1.0));
+    assert_eq!(v(r#"bbrtop_experiment_guard_stopped{arm="bbr",reason="retrans_ratio"}"#), Some(1.0));
+    assert_eq!(v(r#"bbrtop_experiment_assigned_connections_total{arm="cubic"}"#), Some(900.0));
+    assert_eq!(v(r#"bbrtop_experiment_redirected_connections_total{arm="bbr"}"#), Some(7.0));
+    assert!(!text.contains(r#"bbrtop_experiment_guard_stopped{arm="cubic""#));
+    assert!(!scrape(snapshot(vec![]), 0, "").contains("bbrtop_experiment"), "none without one");
 }
