@@ -108,6 +108,7 @@ fn main() {
                         owners: &owners,
                         source: &Source::Local,
                         playback: None,
+                        experiment: None,
                     };
                     t.draw(|f| render::draw(f, &screen)).expect("draw");
                 }

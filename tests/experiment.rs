@@ -10,7 +10,6 @@ mod support;
 use bbrtop::experiment::{Unit, arm_of, bucket};
 use bbrtop::lab::ss::parse_ss_tin;
 use bbrtop_collect::caps::Cap;
-use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, TcpStream};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -25,17 +24,9 @@ const BBRTOP: &str = env!("CARGO_BIN_EXE_bbrtop");
 fn server(cg: &Cg2) -> (Proc, u16) {
     let script = "import socket\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(1024)\n\
                   print(s.getsockname()[1],flush=True)\nc=[]\nwhile True:\n c.append(s.accept()[0])\n";
-    let mut child = Command::new("sh")
-        .args(["-c", "echo $$ > \"$0\" && exec python3 -c \"$1\""])
-        .arg(cg.0.join("cgroup.procs"))
-        .arg(script)
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let port = line.trim().parse().unwrap_or_else(|_| panic!("server's port: {line:?}"));
-    (Proc(child), port)
+    let mut cmd = cg.shell("exec python3 -c \"$1\"");
+    cmd.arg(script);
+    support::serving(cmd)
 }
 
 /// The names of the sock_ops programs attached to `dir` (bpftool's JSON).

@@ -91,7 +91,16 @@ fn screen(source: &Source, playback: Option<&Status>, app: &App, snap: &Snapshot
     let mut app = app.clone();
     app.follow(&rows);
     let (owners, sys) = (Owners::new(), bbrtop_core::system::SystemInfo::example());
-    let s = Screen { app: &app, snap, rows: &rows, sys: &sys, owners: &owners, source, playback };
+    let s = Screen {
+        app: &app,
+        snap,
+        rows: &rows,
+        sys: &sys,
+        owners: &owners,
+        source,
+        playback,
+        experiment: None,
+    };
     render::text(&render::buffer_of(&s, w, h))
 }
 

@@ -32,8 +32,16 @@ fn screen(snap: &Snapshot, app: &App, sys: &SystemInfo) -> String {
     let mut app = app.clone();
     app.follow(&rows);
     let owners = Owners::new();
-    let s =
-        Screen { app: &app, snap, rows: &rows, sys, owners: &owners, source: &Source::Local, playback: None };
+    let s = Screen {
+        app: &app,
+        snap,
+        rows: &rows,
+        sys,
+        owners: &owners,
+        source: &Source::Local,
+        playback: None,
+        experiment: None,
+    };
     render::text(&render::buffer_of(&s, 120, 40))
 }
 

@@ -6,7 +6,7 @@
 use super::Failure;
 use super::peers::PeerArgs;
 use crate::experiment::attach::{Plan, StartError, preflight};
-use crate::experiment::status::{Status, reason};
+use crate::experiment::status::{Status, Stopped, reason};
 use crate::experiment::verdict::{ArmFigures, GroupVerdict};
 use crate::experiment::{Arm, ArmCount, MAX_PORTS, Unit};
 use bbrtop_core::sequential::Bounds;
@@ -48,6 +48,13 @@ pub struct ExperimentArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Watch it in the terminal UI (its Experiment view, key 6) while it runs; the summary is
+    /// printed when the UI is left, which ends the experiment.
+    #[arg(long)]
+    pub tui: bool,
+    /// With --tui, write the log here (nothing is printed while the UI is up).
+    #[arg(long = "log.file", value_name = "PATH", requires = "tui")]
+    pub log_file: Option<PathBuf>,
     #[command(flatten)]
     pub guard: GuardArgs,
     #[command(flatten)]
@@ -105,19 +112,6 @@ fn parse_fraction(s: &str) -> Result<f64, String> {
     if (0.0..=1.0).contains(&v) { Ok(v) } else { Err(format!("{s:?} is not between 0% and 100%")) }
 }
 
-/// The guard stopping an arm.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-pub struct Stopped {
-    pub arm: String,
-    /// Seconds into the experiment.
-    pub at: f64,
-    /// Seconds the bound had been crossed without a break.
-    pub held: f64,
-    /// The bound: `retrans_ratio`, `p95` or `control_share`.
-    pub reason: String,
-    pub why: String,
-}
-
 /// The summary printed at the end (`--json`; read back by the tests, which print it as text).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Summary {
@@ -135,15 +129,6 @@ pub struct Summary {
     pub verdicts: Vec<GroupVerdict>,
 }
 
-/// What the run produced, for the summary.
-pub struct Outcome {
-    pub counts: Vec<ArmCount>,
-    pub seconds: f64,
-    pub figures: Vec<ArmFigures>,
-    pub stopped: Vec<Stopped>,
-    pub verdicts: Vec<GroupVerdict>,
-}
-
 fn failure(e: StartError) -> Failure {
     match e {
         StartError::Usage(s) => Failure::Usage(s),
@@ -155,6 +140,10 @@ fn failure(e: StartError) -> Failure {
 pub fn run(a: ExperimentArgs) -> Result<(), Failure> {
     if a.ports.len() > MAX_PORTS {
         return Err(Failure::Usage(format!("at most {MAX_PORTS} --port")));
+    }
+    use std::io::IsTerminal;
+    if a.tui && !(std::io::stdout().is_terminal() && std::io::stdin().is_terminal()) {
+        return Err(Failure::Usage("--tui needs a terminal (stdin and stdout)".into()));
     }
     let dir = preflight(&a.arms, &a.cgroup, a.whole_host).map_err(failure)?;
     let stop = super::startup::signals()?;
@@ -172,7 +161,7 @@ pub fn run(a: ExperimentArgs) -> Result<(), Failure> {
         seed: plan.seed,
         dry_run: plan.dry_run,
         seconds: out.seconds,
-        arms: out.counts,
+        arms: out.arms,
         figures: out.figures,
         stopped: out.stopped,
         verdicts: out.verdicts,
@@ -197,84 +186,134 @@ fn attached(
     dir: &std::path::Path,
     a: &ExperimentArgs,
     stop: &std::sync::atomic::AtomicBool,
-) -> Result<Outcome, Failure> {
-    use crate::experiment::verdict;
-    use bbrtop_core::sequential::Guard;
+) -> Result<Status, Failure> {
     use std::sync::atomic::Ordering;
+    use std::sync::{Arc, Mutex};
     let (peers, _) = a.peers.load()?;
     let web = web(a)?;
     let mut obj = std::mem::MaybeUninit::uninit();
     let mut running = crate::experiment::attach::start(&mut obj, plan, dir).map_err(failure)?;
-    let arms = bbrtop_core::seam::Arms(std::sync::Arc::new(running.arm_map().map_err(failure)?));
+    let arms = bbrtop_core::seam::Arms(Arc::new(running.arm_map().map_err(failure)?));
     tracing::info!(cgroup = %dir.display(), unit = %plan.unit, seed = plan.seed, dry_run = plan.dry_run, "experiment attached");
-    let groups = std::sync::Arc::clone(&peers.groups);
+    let groups = Arc::clone(&peers.groups);
     let peers = super::peers::Peers { arms: Some(arms), ..peers };
     let started = super::startup::start(&poll_defaults(), peers, None, &mut |line| tracing::warn!("{line}"))?;
-    let names: Vec<String> = plan.arms.iter().map(|a| a.cc.clone()).collect();
-    let status = std::sync::Arc::new(std::sync::Mutex::new(Status::default()));
+    let status = Arc::new(Mutex::new(Status::default()));
     let server = match web {
-        Some(w) => Some(serve(w, &started, groups, std::sync::Arc::clone(&status))?),
+        Some(w) => Some(serve(w, &started, groups, Arc::clone(&status))?),
         None => None,
     };
-    let mut guards = vec![Guard::new(a.guard.bounds()); names.len()];
-    let mut stopped: Vec<Stopped> = Vec::new();
-    let began = std::time::Instant::now();
-    let mut next = began + a.interval;
-    let stopping = || stop.load(Ordering::Relaxed) || started.stop.load(Ordering::Relaxed);
-    let figures = |counts: &[ArmCount]| {
-        let conns: Vec<u64> = counts.iter().map(|c| c.assigned).collect();
-        let snap = started.runtime.latest();
-        (verdict::arms(&snap.totals, &names, &conns, began.elapsed().as_secs_f64()), snap)
+    let mut watch = Watch::new(plan, a.guard.bounds());
+    let ended = std::sync::atomic::AtomicBool::new(false);
+    let stopping = || {
+        stop.load(Ordering::Relaxed) || started.stop.load(Ordering::Relaxed) || ended.load(Ordering::Relaxed)
     };
-    while !stopping() && a.duration.is_none_or(|d| began.elapsed() < d) {
-        std::thread::sleep(Duration::from_millis(50));
-        let now = std::time::Instant::now();
-        if now < next {
-            continue;
-        }
-        next += a.interval;
-        let counts = running.counts();
-        let (figs, snap) = figures(&counts);
-        for (i, test) in figs.iter().enumerate().skip(1) {
-            if stopped.iter().any(|s| s.arm == test.arm) {
+    let shown = server.is_some() || a.tui;
+    let watched = std::thread::scope(|scope| -> Result<(), Failure> {
+        // The TUI, when asked, draws on this thread while the guard watches on another; either
+        // ending ends both.
+        let ui = a.tui.then(|| {
+            let sys = bbrtop_collect::host::system_info(started.netns.as_ref());
+            let (published, status, ended) = (started.runtime.published(), Arc::clone(&status), &ended);
+            scope.spawn(move || {
+                let r = crate::tui::ui_loop_experiment(&published, ended, sys, &status);
+                ended.store(true, Ordering::Relaxed);
+                r
+            })
+        });
+        let mut next = watch.began + a.interval;
+        while !stopping() && a.duration.is_none_or(|d| watch.began.elapsed() < d) {
+            std::thread::sleep(Duration::from_millis(50));
+            let now = std::time::Instant::now();
+            if now < next {
                 continue;
             }
-            if let Some(t) = guards[i].step(now, &figs[0].guard_stats(), &test.guard_stats()) {
+            next += a.interval;
+            let now_status = watch.step(now, &mut running, &started.runtime.latest().totals);
+            tracing::info!(arms = %status_line(&now_status.figures), "experiment running");
+            if shown {
+                *status.lock().unwrap_or_else(|e| e.into_inner()) = now_status;
+            }
+        }
+        ended.store(true, Ordering::Relaxed);
+        match ui.map(|t| t.join()) {
+            Some(Ok(Err(e))) => Err(Failure::Runtime(e)),
+            Some(Err(_)) => Err(Failure::Runtime(anyhow::anyhow!("the terminal UI panicked"))),
+            _ => Ok(()),
+        }
+    });
+    let last = watch.look(running.counts(), &started.runtime.latest().totals);
+    drop(running);
+    if let Some((stop, thread)) = server {
+        stop.store(true, Ordering::Relaxed);
+        let _ = thread.join();
+    }
+    drop(started);
+    watched?;
+    Ok(last)
+}
+
+/// The experiment as its loop watches it: the arms' names, the guard per test arm, and what it
+/// stopped.
+#[cfg(feature = "bpf")]
+struct Watch {
+    names: Vec<String>,
+    guards: Vec<bbrtop_core::sequential::Guard>,
+    stopped: Vec<Stopped>,
+    began: std::time::Instant,
+}
+
+#[cfg(feature = "bpf")]
+impl Watch {
+    fn new(plan: &Plan, bounds: Bounds) -> Watch {
+        let names: Vec<String> = plan.arms.iter().map(|a| a.cc.clone()).collect();
+        let guards = vec![bbrtop_core::sequential::Guard::new(bounds); names.len()];
+        Watch { names, guards, stopped: Vec::new(), began: std::time::Instant::now() }
+    }
+
+    /// One look at the arms: their figures and verdicts from the engine's per-arm `totals`.
+    fn look(&self, arms: Vec<ArmCount>, totals: &[bbrtop_core::snapshot::CcTotals]) -> Status {
+        use crate::experiment::verdict;
+        let conns: Vec<u64> = arms.iter().map(|c| c.assigned).collect();
+        let seconds = self.began.elapsed().as_secs_f64();
+        Status {
+            figures: verdict::arms(totals, &self.names, &conns, seconds),
+            verdicts: verdict::verdicts(totals, &self.names),
+            arms,
+            stopped: self.stopped.clone(),
+            seconds,
+        }
+    }
+
+    /// A look, and the guard's step on it: an arm it stops is closed in the program at once.
+    fn step(
+        &mut self,
+        now: std::time::Instant,
+        running: &mut crate::experiment::attach::Running,
+        totals: &[bbrtop_core::snapshot::CcTotals],
+    ) -> Status {
+        let mut status = self.look(running.counts(), totals);
+        let figs = &status.figures;
+        for (i, test) in figs.iter().enumerate().skip(1) {
+            if self.stopped.iter().any(|s| s.arm == test.arm) {
+                continue;
+            }
+            if let Some(t) = self.guards[i].step(now, &figs[0].guard_stats(), &test.guard_stats()) {
                 running.set_open(i, false);
                 let why = t.to_string();
                 tracing::warn!(arm = %test.arm, why = %why, "harm guard: the arm's new connections go to the control from now on");
-                stopped.push(Stopped {
+                self.stopped.push(Stopped {
                     arm: test.arm.clone(),
-                    at: began.elapsed().as_secs_f64(),
+                    at: self.began.elapsed().as_secs_f64(),
                     held: t.held.as_secs_f64(),
                     reason: reason(&t.why).into(),
                     why,
                 });
             }
         }
-        if server.is_some() {
-            let now = Status {
-                stopped: names
-                    .iter()
-                    .map(|n| stopped.iter().find(|s| s.arm == *n).map(|s| s.reason.clone()))
-                    .collect(),
-                arms: counts,
-                verdicts: verdict::verdicts(&snap.totals, &names),
-            };
-            *status.lock().unwrap_or_else(|e| e.into_inner()) = now;
-        }
-        tracing::info!(arms = %status_line(&figs), "experiment running");
+        status.stopped = self.stopped.clone();
+        status
     }
-    let counts = running.counts();
-    drop(running);
-    let (figs, snap) = figures(&counts);
-    let verdicts = verdict::verdicts(&snap.totals, &names);
-    if let Some((stop, thread)) = server {
-        stop.store(true, Ordering::Relaxed);
-        let _ = thread.join();
-    }
-    drop(started);
-    Ok(Outcome { counts, seconds: began.elapsed().as_secs_f64(), figures: figs, stopped, verdicts })
 }
 
 /// The listeners and web configuration of `--web.listen-address`, bound before anything is
@@ -343,7 +382,7 @@ fn attached(
     _: &std::path::Path,
     _: &ExperimentArgs,
     _: &std::sync::atomic::AtomicBool,
-) -> Result<Outcome, Failure> {
+) -> Result<Status, Failure> {
     Err(Failure::Runtime(anyhow::anyhow!(
         "experiments need eBPF: this bbrtop was built without the bpf feature"
     )))

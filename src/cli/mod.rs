@@ -120,6 +120,7 @@ fn init_logging(cli: &Cli) -> Result<(), Failure> {
         None => ui_sink(cli.tui.log_file.as_deref())?,
         Some(Command::Replay(r)) => ui_sink(r.log_file.as_deref())?,
         Some(Command::Lab(l)) if l.tui => Sink::Nowhere,
+        Some(Command::Experiment(e)) if e.tui => ui_sink(e.log_file.as_deref())?,
         Some(_) => Sink::Stderr,
     };
     init(cli.log_format, cli.log_level, sink);

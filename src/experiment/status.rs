@@ -1,18 +1,39 @@
 //! What a running experiment shows beside the engine's per-arm counters, written by its loop at
-//! every interval and read by the exporter's scrapes (`bbrtop experiment --web.listen-address`):
-//! each arm's share and counts, whether the harm guard stopped it and on which bound, and the
-//! verdict per group.
+//! every interval and read by whoever shows it (its `/metrics`, its TUI view): each arm's share,
+//! counts and figures, what the harm guard stopped and why, and the verdict per group.
 
 use super::ArmCount;
-use super::verdict::GroupVerdict;
+use super::verdict::{ArmFigures, GroupVerdict};
 use bbrtop_core::sequential::Why;
 
 #[derive(Clone, Debug, Default)]
 pub struct Status {
     pub arms: Vec<ArmCount>,
-    /// Per arm, the bound the guard stopped it on; None while it is open.
-    pub stopped: Vec<Option<String>>,
+    pub figures: Vec<ArmFigures>,
+    pub stopped: Vec<Stopped>,
     pub verdicts: Vec<GroupVerdict>,
+    /// Seconds since the experiment began.
+    pub seconds: f64,
+}
+
+impl Status {
+    /// The guard's stop of `arm`, if it stopped it.
+    pub fn stop_of(&self, arm: &str) -> Option<&Stopped> {
+        self.stopped.iter().find(|s| s.arm == arm)
+    }
+}
+
+/// The guard stopping an arm.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Stopped {
+    pub arm: String,
+    /// Seconds into the experiment.
+    pub at: f64,
+    /// Seconds the bound had been crossed without a break.
+    pub held: f64,
+    /// The bound: `retrans_ratio`, `p95` or `control_share`.
+    pub reason: String,
+    pub why: String,
 }
 
 /// A guard's bound as a label value.

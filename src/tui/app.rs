@@ -19,10 +19,12 @@ pub enum View {
     Alerts,
     Closed,
     Places,
+    Experiment,
 }
 
 impl View {
-    pub const ALL: [View; 5] = [View::Sockets, View::Compare, View::Alerts, View::Closed, View::Places];
+    pub const ALL: [View; 6] =
+        [View::Sockets, View::Compare, View::Alerts, View::Closed, View::Places, View::Experiment];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -31,6 +33,7 @@ impl View {
             View::Alerts => "3 Alerts",
             View::Closed => "4 Closed flows",
             View::Places => "5 Where",
+            View::Experiment => "6 Experiment",
         }
     }
 

@@ -45,13 +45,14 @@ pub const BINDINGS: &[Binding] = &[
     (KeyCode::Char('3'), NONE, Action::Show(View::Alerts), VIEWS),
     (KeyCode::Char('4'), NONE, Action::Show(View::Closed), VIEWS),
     (KeyCode::Char('5'), NONE, Action::Show(View::Places), VIEWS),
+    (KeyCode::Char('6'), NONE, Action::Show(View::Experiment), VIEWS),
     (KeyCode::Tab, NONE, Action::NextView, VIEWS),
     (KeyCode::Char('?'), NONE, Action::ToggleHelp, "this help"),
     (KeyCode::Char('h'), NONE, Action::ToggleHelp, "this help"),
 ];
 
 /// The views' keys share one line of help.
-const VIEWS: &str = "sockets, BBR vs CUBIC, alerts, closed flows, where (Tab: next)";
+const VIEWS: &str = "sockets, BBR vs CUBIC, alerts, closed flows, where, experiment (Tab: next)";
 
 /// The prompt line's keys (a filter, a time), as a shell's line editor has them; any other
 /// character without Ctrl or Alt is typed.

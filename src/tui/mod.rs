@@ -23,8 +23,8 @@ use app::App;
 use bbrtop_core::snapshot::Snapshot;
 use crossterm::event::{self, Event, KeyEventKind};
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Restores the terminal when dropped: on q, on errors, and (through ratatui's hook) on panic.
@@ -45,6 +45,17 @@ pub fn ui_loop(published: &Published, stop: &AtomicBool, sys: SystemInfo) -> any
     ui_loop_from(Source::Local, published, stop, &|| sys.clone())
 }
 
+/// [`ui_loop`] for `bbrtop experiment --tui`: its Experiment view shows `status`, which the
+/// experiment's loop writes.
+pub fn ui_loop_experiment(
+    published: &Published,
+    stop: &AtomicBool,
+    sys: SystemInfo,
+    status: &Mutex<crate::experiment::status::Status>,
+) -> anyhow::Result<()> {
+    run(&mut Live(published), &Source::Local, stop, &|| sys.clone(), Some(status))
+}
+
 /// [`ui_loop`] for a live source other than this host (a remote exporter): the header names it,
 /// and processes are not looked up here. `sys` is asked again at each frame drawn: a remote's
 /// host facts come with its first frame, which may come late.
@@ -54,7 +65,7 @@ pub fn ui_loop_from(
     stop: &AtomicBool,
     sys: &dyn Fn() -> SystemInfo,
 ) -> anyhow::Result<()> {
-    run(&mut Live(published), &source, stop, sys)
+    run(&mut Live(published), &source, stop, sys, None)
 }
 
 /// A recording's player in the TUI, with its time controls, until q, Ctrl-C or `stop`. `sys` is
@@ -65,7 +76,7 @@ pub fn replay_loop<P: Polls>(
     stop: &AtomicBool,
     sys: SystemInfo,
 ) -> anyhow::Result<()> {
-    run(player, &Source::Recording(path.to_path_buf()), stop, &|| sys.clone())
+    run(player, &Source::Recording(path.to_path_buf()), stop, &|| sys.clone(), None)
 }
 
 /// Where the loop's snapshots come from: the latest of a live source, or a player.
@@ -121,6 +132,7 @@ fn run(
     source: &Source,
     stop: &AtomicBool,
     sys: &dyn Fn() -> SystemInfo,
+    experiment: Option<&Mutex<crate::experiment::status::Status>>,
 ) -> anyhow::Result<()> {
     // The guard first: if setup fails half-way (raw mode on, no alternate screen), it still undoes it.
     let _guard = TerminalGuard;
@@ -160,7 +172,14 @@ fn run(
         let shown = (latest.seq, frames.playback());
         if dirty || drawn.as_ref() != Some(&shown) {
             let sys = sys();
-            let view = View { source, playback: shown.1.as_ref(), sys: &sys, procs: &procs };
+            let status = experiment.map(|e| e.lock().unwrap_or_else(|p| p.into_inner()).clone());
+            let view = View {
+                source,
+                playback: shown.1.as_ref(),
+                sys: &sys,
+                procs: &procs,
+                experiment: status.as_ref(),
+            };
             rows = draw(&mut terminal, &mut app, &mut table, &latest, &view)?;
             drawn = Some(shown);
         }
@@ -183,6 +202,7 @@ struct View<'a> {
     playback: Option<&'a Status>,
     sys: &'a SystemInfo,
     procs: &'a procs::ProcTable,
+    experiment: Option<&'a crate::experiment::status::Status>,
 }
 
 /// Draws one frame of `latest` (or the frozen snapshot), bringing the table's rows to it first;
@@ -214,6 +234,7 @@ fn draw(
                 owners: &owners,
                 source: v.source,
                 playback: v.playback,
+                experiment: v.experiment,
             };
             render::draw(f, &screen);
         })

@@ -494,6 +494,7 @@ mod tests {
                 owners: &owners,
                 source: &Source::Local,
                 playback: None,
+                experiment: None,
             };
             buffer_of(&screen, 120, 40);
             derived() - before

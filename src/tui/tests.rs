@@ -261,10 +261,27 @@ fn render_from(
     w: u16,
     h: u16,
 ) -> Buffer {
+    render_all(source, playback, None, app, snap, w, h)
+}
+
+/// A frame of `snap` from `source`, with a replay's `playback` and an experiment's status.
+fn render_all(
+    source: &Source,
+    playback: Option<&Status>,
+    experiment: Option<&crate::experiment::status::Status>,
+    app: &App,
+    snap: &Snapshot,
+    w: u16,
+    h: u16,
+) -> Buffer {
     let owners: Owners = [(1001, (4242, "nginx".to_string()))].into_iter().collect();
     let rows = Rows::of(app.order(), snap);
     let sys = bbrtop_core::system::SystemInfo::example();
-    render::buffer_of(&Screen { app, snap, rows: &rows, sys: &sys, owners: &owners, source, playback }, w, h)
+    render::buffer_of(
+        &Screen { app, snap, rows: &rows, sys: &sys, owners: &owners, source, playback, experiment },
+        w,
+        h,
+    )
 }
 
 use render::text;
@@ -297,6 +314,73 @@ fn screens_at_both_sizes() {
             insta::assert_snapshot!(format!("{name}_{w}x{h}"), text(&render(app, &snap, w, h)));
         }
     }
+}
+
+/// An experiment as its loop leaves the status: two arms, the guard's stop of one, verdicts.
+fn experiment_status() -> crate::experiment::status::Status {
+    use crate::experiment::ArmCount;
+    use crate::experiment::status::{Status, Stopped};
+    use crate::experiment::verdict::{ArmFigures, Ends, Figure, GroupVerdict};
+    let arm = |cc: &str, assigned, redirected| ArmCount {
+        cc: cc.into(),
+        percent: 50.0,
+        assigned,
+        setsockopt_failures: 0,
+        redirected,
+    };
+    let fig = |arm: &str, responses, delivery: [f64; 3], retrans, share| ArmFigures {
+        arm: arm.into(),
+        connections: 10,
+        responses,
+        delivery: Some(delivery),
+        retrans_ratio: Some(retrans),
+        goodput_share: share,
+        ..ArmFigures::default()
+    };
+    let ends = |lo, hi| Ends { lo, hi };
+    let figure =
+        |call: &str, control, test| Figure { call: call.into(), control, test, diff: ends(0.0, 0.0) };
+    let verdict = |group: &str, call: &str| GroupVerdict {
+        group: group.into(),
+        arm: "bbr".into(),
+        control: "cubic".into(),
+        call: call.into(),
+        responses: [555, 1035],
+        delivery_p50: figure(call, ends(0.545, 0.677), ends(0.285, 0.339)),
+        delivery_p95: figure(call, ends(1.09, f64::INFINITY), ends(0.354, 0.707)),
+        delivery_p99: figure(call, ends(2.0, f64::INFINITY), ends(0.5, 1.0)),
+        retrans_ratio: Some(figure("worse", ends(0.004, 0.007), ends(0.0151, 0.0191))),
+    };
+    Status {
+        arms: vec![arm("cubic", 9, 0), arm("bbr", 9, 3)],
+        figures: vec![
+            fig("cubic", 555, [0.612, 1.246, 3.012], 0.0155, 0.45),
+            fig("bbr", 1035, [0.293, 0.432, 0.590], 0.0079, 0.55),
+        ],
+        stopped: vec![Stopped {
+            arm: "bbr".into(),
+            at: 9.0,
+            held: 5.0,
+            reason: "retrans_ratio".into(),
+            why: "test arm's retransmit ratio 21.20% (interval 19.70%..22.77%) above the 1.00% bound for 5s"
+                .into(),
+        }],
+        verdicts: vec![verdict("all", "better"), verdict("peer_group=mobile", "not yet known")],
+        seconds: 65.0,
+    }
+}
+
+#[test]
+fn experiment_view_at_both_sizes() {
+    let snap = fixture();
+    let app = app_with(|a| a.view = View::Experiment);
+    let status = experiment_status();
+    for (w, h) in [(120, 40), (80, 24)] {
+        let t = text(&render_all(&Source::Local, None, Some(&status), &app, &snap, w, h));
+        insta::assert_snapshot!(format!("experiment_{w}x{h}"), t);
+    }
+    let none = text(&render(&app, &snap, 120, 40));
+    assert!(none.contains("No experiment runs in this bbrtop"), "{none}");
 }
 
 #[test]
@@ -423,7 +507,8 @@ fn update_table() {
         (vec![Action::ToggleFreeze, Action::ToggleFreeze], |a| a.frozen.is_none()),
         (vec![Action::NextView, Action::NextView], |a| a.view == View::Alerts),
         (vec![Action::Show(View::Closed), Action::NextView], |a| a.view == View::Places),
-        (vec![Action::Show(View::Places), Action::NextView], |a| a.view == View::Sockets),
+        (vec![Action::Show(View::Places), Action::NextView], |a| a.view == View::Experiment),
+        (vec![Action::Show(View::Experiment), Action::NextView], |a| a.view == View::Sockets),
         (vec![Action::ToggleHelp], |a| a.help),
         (vec![Action::ScrollRight; 40], |a| a.col_offset == COLUMNS.len() - 2),
         (vec![Action::ScrollRight, Action::ScrollLeft, Action::ScrollLeft], |a| a.col_offset == 0),
@@ -694,12 +779,13 @@ fn body(t: &str) -> String {
     t.lines().skip_while(|l| !l.contains("1 Sockets")).skip(1).collect::<Vec<_>>().join("\n")
 }
 
-/// `cc bbr` hides CUBIC in every view: the table, the per-cc figures (made again from the
+/// `cc bbr` hides CUBIC in every view of sockets: the table, the per-cc figures (made again from the
 /// sockets it matches), the alerts, the closed flows and Where.
 #[test]
 fn every_view_follows_the_filter() {
     let snap = fixture();
-    for view in View::ALL {
+    // The experiment's view shows its arms, which are no sockets the filter narrows.
+    for view in View::ALL.into_iter().filter(|v| *v != View::Experiment) {
         let all = text(&render(&app_with(|a| a.view = view), &snap, 120, 40));
         assert!(body(&all).contains("cubic"), "{view:?} unfiltered shows CUBIC:\n{all}");
         let t = text(&render(&filtered(view, "cc bbr"), &snap, 120, 40));

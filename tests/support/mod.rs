@@ -22,6 +22,16 @@ pub mod watch;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+/// Starts a server whose first line on stdout is the port it listens on; it, and that port.
+pub fn serving(mut cmd: std::process::Command) -> (Proc, u16) {
+    use std::io::BufRead;
+    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().expect("the server starts");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port = line.trim().parse().unwrap_or_else(|_| panic!("server's port: {line:?}"));
+    (Proc(child), port)
+}
+
 /// Polls `f` every 100 ms until it returns Some, at most `limit`.
 pub fn poll_until<T>(limit: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let end = Instant::now() + limit;

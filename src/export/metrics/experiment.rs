@@ -18,16 +18,13 @@ pub fn encode(enc: &mut Enc, s: &Status) -> std::fmt::Result {
         enc,
         "bbrtop_experiment_arm_open",
         "1 while the arm is given new connections, 0 once the harm guard stopped it.",
-        s.arms.iter().zip(&s.stopped).map(|(c, st)| (arm(c), u64::from(st.is_none()))),
+        s.arms.iter().map(|c| (arm(c), u64::from(s.stop_of(&c.cc).is_none()))),
     )?;
     gauges(
         enc,
         "bbrtop_experiment_guard_stopped",
         "1 for an arm the harm guard stopped, labelled with the bound it crossed (retrans_ratio, p95, control_share).",
-        s.arms
-            .iter()
-            .zip(&s.stopped)
-            .filter_map(|(c, st)| Some(([("arm", c.cc.clone()), ("reason", st.clone()?)], 1u64))),
+        s.stopped.iter().map(|st| ([("arm", st.arm.clone()), ("reason", st.reason.clone())], 1u64)),
     )?;
     counters(
         enc,

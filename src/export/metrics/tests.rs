@@ -26,6 +26,22 @@ fn snapshot(recs: Vec<SocketRecord>) -> Arc<Snapshot> {
     e.tick(now)
 }
 
+/// A scrape of `snap` with nothing optional.
+fn bare(snap: Arc<Snapshot>) -> Scrape {
+    Scrape {
+        snap,
+        groups: Arc::default(),
+        top_k: 0,
+        by_pod_namespace: false,
+        posts: vec![],
+        process: None,
+        hindsight_memory_bytes: None,
+        hindsight_spool_bytes: None,
+        otlp: None,
+        experiment: None,
+    }
+}
+
 fn otlp_counts() -> OtlpCounts {
     OtlpCounts {
         sent: 40,
@@ -256,18 +272,7 @@ fn aggregates_by_pod_namespace_are_opt_in() {
         rec(4, "bbr", "10.0.0.2:443", 50_000, 10_000),
     ]);
     assert!(!scrape(Arc::clone(&snap), 0, "").contains("bbrtop_pod_namespace"), "off by default");
-    let text = render_openmetrics(Scrape {
-        snap,
-        groups: Arc::default(),
-        top_k: 0,
-        by_pod_namespace: true,
-        posts: vec![],
-        process: None,
-        hindsight_memory_bytes: None,
-        hindsight_spool_bytes: None,
-        otlp: None,
-        experiment: None,
-    });
+    let text = render_openmetrics(Scrape { by_pod_namespace: true, ..bare(snap) });
     let v = |p: &str| value(&text, p);
     assert_eq!(v(r#"bbrtop_pod_namespace_sockets{pod_namespace="shop",cc="bbr"}"#), Some(2.0));
     assert_eq!(v(r#"bbrtop_pod_namespace_sockets{pod_namespace="kube-system",cc="cubic"}"#), Some(1.0));
@@ -505,18 +510,7 @@ fn hindsight_memory_is_served_while_hindsight_is_on() {
     let on = scrape(Arc::clone(&snap), 0, "");
     assert_eq!(value(&on, "bbrtop_hindsight_memory_bytes"), Some(48_000_000.0));
     assert_eq!(value(&on, "bbrtop_hindsight_spool_bytes"), Some(90_000_000.0));
-    let off = render_openmetrics(Scrape {
-        snap,
-        groups: Arc::default(),
-        top_k: 0,
-        by_pod_namespace: false,
-        posts: vec![],
-        process: None,
-        hindsight_memory_bytes: None,
-        hindsight_spool_bytes: None,
-        otlp: None,
-        experiment: None,
-    });
+    let off = render_openmetrics(bare(snap));
     assert!(!off.contains("bbrtop_hindsight_"), "{off}");
     assert!(!off.contains("bbrtop_otlp_"), "{off}");
 }
@@ -538,7 +532,7 @@ fn otlp_counts_are_served_while_the_shipper_runs() {
 #[test]
 fn experiment_families_per_arm() {
     use crate::experiment::ArmCount;
-    use crate::experiment::status::Status;
+    use crate::experiment::status::{Status, Stopped};
     let arm = |cc: &str, percent: f64, assigned: u64, redirected: u64| ArmCount {
         cc: cc.into(),
         percent,
@@ -549,21 +543,16 @@ fn experiment_families_per_arm() {
     let snap = snapshot(vec![rec(1, "bbr", "10.0.0.2:443", 50_000, 10_000)]);
     let status = Status {
         arms: vec![arm("cubic", 90.0, 900, 0), arm("bbr", 10.0, 100, 7)],
-        stopped: vec![None, Some("retrans_ratio".into())],
-        verdicts: Vec::new(),
+        stopped: vec![Stopped {
+            arm: "bbr".into(),
+            at: 9.0,
+            held: 5.0,
+            reason: "retrans_ratio".into(),
+            why: "test arm's retransmit ratio".into(),
+        }],
+        ..Status::default()
     };
-    let text = render_openmetrics(Scrape {
-        snap,
-        groups: Arc::default(),
-        top_k: 0,
-        by_pod_namespace: false,
-        posts: vec![],
-        process: None,
-        hindsight_memory_bytes: None,
-        hindsight_spool_bytes: None,
-        otlp: None,
-        experiment: Some(status),
-    });
+    let text = render_openmetrics(Scrape { experiment: Some(status), ..bare(snap) });
     let v = |p: &str| value(&text, p);
     assert_eq!(v(r#"bbrtop_experiment_arm_share_ratio{arm="bbr"}"#), Some(0.1));
     assert_eq!(v(r#"bbrtop_experiment_arm_open{arm="bbr"}"#), Some(0.0));

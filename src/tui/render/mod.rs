@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod closed;
 pub mod compare;
 pub mod detail;
+pub mod experiment;
 pub mod header;
 pub mod help;
 pub mod places;
@@ -39,6 +40,8 @@ pub struct Screen<'a> {
     /// Where the snapshot comes from, and for a recording where its play is.
     pub source: &'a Source,
     pub playback: Option<&'a Status>,
+    /// A running experiment's status (`bbrtop experiment --tui`); None elsewhere.
+    pub experiment: Option<&'a crate::experiment::status::Status>,
 }
 
 pub fn draw(f: &mut Frame, v: &Screen) {
@@ -73,6 +76,7 @@ pub fn draw(f: &mut Frame, v: &Screen) {
         View::Alerts => alerts::draw(f, body, v),
         View::Closed => closed::draw(f, body, v),
         View::Places => places::draw(f, body, v),
+        View::Experiment => experiment::draw(f, body, v),
     }
     draw_footer(f, foot, v.app, v.playback.is_some());
     if v.app.help {
