@@ -35,7 +35,7 @@ const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/reqresp
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn can_run(what: &str) -> bool {
-    guard::caps(what, &[Cap::Bpf, Cap::NetAdmin, Cap::SysAdmin])
+    guard::caps(what, &[Cap::Bpf, Cap::Perfmon, Cap::NetAdmin, Cap::SysAdmin])
         && (std::path::Path::new(V2).join("cgroup.procs").exists()
             || guard::unavailable(&format!("{what} needs the cgroup v2 hierarchy at {V2}")))
         && (Command::new("python3").arg("-V").output().is_ok() || guard::unavailable("python3"))

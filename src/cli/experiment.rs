@@ -189,7 +189,7 @@ fn attached(
 ) -> Result<Status, Failure> {
     use std::sync::atomic::Ordering;
     use std::sync::{Arc, Mutex};
-    let (peers, _) = a.peers.load()?;
+    let (peers, geo_files) = a.peers.load()?;
     let web = web(a)?;
     let mut obj = std::mem::MaybeUninit::uninit();
     let mut running = crate::experiment::attach::start(&mut obj, plan, dir).map_err(failure)?;
@@ -197,7 +197,11 @@ fn attached(
     tracing::info!(cgroup = %dir.display(), unit = %plan.unit, seed = plan.seed, dry_run = plan.dry_run, "experiment attached");
     let groups = Arc::clone(&peers.groups);
     let peers = super::peers::Peers { arms: Some(arms), ..peers };
+    let geo = Arc::clone(&peers.geo);
     let started = super::startup::start(&poll_defaults(), peers, None, &mut |line| tracing::warn!("{line}"))?;
+    // The AS and country databases are read again when their files change, as the exporter's.
+    let reload = super::reload::start(geo_files, geo, Arc::clone(&started.stop))
+        .map_err(|e| Failure::Runtime(anyhow::anyhow!("starting the database reloader: {e}")))?;
     let status = Arc::new(Mutex::new(Status::default()));
     let server = match web {
         Some(w) => Some(serve(w, &started, groups, Arc::clone(&status))?),
@@ -210,8 +214,8 @@ fn attached(
     };
     let shown = server.is_some() || a.tui;
     let watched = std::thread::scope(|scope| -> Result<(), Failure> {
-        // The TUI, when asked, draws on this thread while the guard watches on another; either
-        // ending ends both.
+        // The TUI, when asked, draws on a thread of its own while the guard watches on this one;
+        // either ending ends both.
         let ui = a.tui.then(|| {
             let sys = bbrtop_collect::host::system_info(started.netns.as_ref());
             let (published, status, ended) = (started.runtime.published(), Arc::clone(&status), &ended);
@@ -246,6 +250,10 @@ fn attached(
     drop(running);
     if let Some((stop, thread)) = server {
         stop.store(true, Ordering::Relaxed);
+        let _ = thread.join();
+    }
+    started.stop.store(true, Ordering::Relaxed);
+    if let Some(thread) = reload {
         let _ = thread.join();
     }
     drop(started);

@@ -75,7 +75,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Run a BBR guide's scenario (bufferbloat, lossy, ab, shallow) in network namespaces and report.
     Lab(lab::LabArgs),
-    /// Give each new connection of one cgroup a congestion control drawn by arm shares, until stopped.
+    /// Give each new connection of one cgroup a congestion control drawn by arm shares, until
+    /// stopped, with a harm guard and a verdict per arm and group.
     Experiment(experiment::ExperimentArgs),
     /// Serve Prometheus metrics and the JSON API, and push alerts to Alertmanager.
     Export(Box<export::ExportArgs>),

@@ -158,7 +158,7 @@ mod imp {
     }
 
     /// The experiment's cookie → arm map, read by the engine (one lookup per socket it starts
-    /// counting and per response of one it does not count yet).
+    /// counting and one per response).
     pub struct ArmMap {
         map: libbpf_rs::MapHandle,
         names: Vec<String>,

@@ -52,7 +52,7 @@ impl ArmFigures {
     }
 }
 
-/// Each arm's counters and responses, summed over its buckets (`None`: every group).
+/// One arm's counters and responses in `group`, summed over its buckets.
 fn sums(totals: &[CcTotals], arm: &str, group: &Group) -> (Tally, Responses) {
     let mut counts = Tally::default();
     let mut resp = Responses::default();
