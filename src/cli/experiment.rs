@@ -6,7 +6,7 @@
 use super::Failure;
 use super::peers::PeerArgs;
 use crate::experiment::attach::{Plan, StartError, preflight};
-use crate::experiment::status::{Status, Stopped, reason};
+use crate::experiment::status::{Status, Stopped};
 use crate::experiment::verdict::{ArmFigures, GroupVerdict};
 use crate::experiment::{Arm, ArmCount, MAX_PORTS, Unit};
 use bbrtop_core::sequential::Bounds;
@@ -233,7 +233,7 @@ fn attached(
                 continue;
             }
             next += a.interval;
-            let now_status = watch.step(now, &mut running, &started.runtime.latest().totals);
+            let now_status = watch.step(now, &mut running, &started.runtime.latest().totals, shown);
             tracing::info!(arms = %status_line(&now_status.figures), "experiment running");
             if shown {
                 *status.lock().unwrap_or_else(|e| e.into_inner()) = now_status;
@@ -246,7 +246,7 @@ fn attached(
             _ => Ok(()),
         }
     });
-    let last = watch.look(running.counts(), &started.runtime.latest().totals);
+    let last = watch.look(running.counts(), &started.runtime.latest().totals, true);
     drop(running);
     if let Some((stop, thread)) = server {
         stop.store(true, Ordering::Relaxed);
@@ -279,28 +279,37 @@ impl Watch {
         Watch { names, guards, stopped: Vec::new(), began: std::time::Instant::now() }
     }
 
-    /// One look at the arms: their figures and verdicts from the engine's per-arm `totals`.
-    fn look(&self, arms: Vec<ArmCount>, totals: &[bbrtop_core::snapshot::CcTotals]) -> Status {
+    /// One look at the arms: their figures from the engine's per-arm `totals`, and their verdicts
+    /// when `verdicts` (only where something shows them: every group's intervals are the costly
+    /// part, and the guard reads the figures alone).
+    fn look(
+        &self,
+        arms: Vec<ArmCount>,
+        totals: &[bbrtop_core::snapshot::CcTotals],
+        verdicts: bool,
+    ) -> Status {
         use crate::experiment::verdict;
         let conns: Vec<u64> = arms.iter().map(|c| c.assigned).collect();
         let seconds = self.began.elapsed().as_secs_f64();
         Status {
             figures: verdict::arms(totals, &self.names, &conns, seconds),
-            verdicts: verdict::verdicts(totals, &self.names),
+            verdicts: if verdicts { verdict::verdicts(totals, &self.names) } else { Vec::new() },
             arms,
             stopped: self.stopped.clone(),
             seconds,
         }
     }
 
-    /// A look, and the guard's step on it: an arm it stops is closed in the program at once.
+    /// A look (with verdicts when `shown`), and the guard's step on it: an arm it stops is closed
+    /// in the program at once.
     fn step(
         &mut self,
         now: std::time::Instant,
         running: &mut crate::experiment::attach::Running,
         totals: &[bbrtop_core::snapshot::CcTotals],
+        shown: bool,
     ) -> Status {
-        let mut status = self.look(running.counts(), totals);
+        let mut status = self.look(running.counts(), totals, shown);
         let figs = &status.figures;
         for (i, test) in figs.iter().enumerate().skip(1) {
             if self.stopped.iter().any(|s| s.arm == test.arm) {
@@ -314,7 +323,7 @@ impl Watch {
                     arm: test.arm.clone(),
                     at: self.began.elapsed().as_secs_f64(),
                     held: t.held.as_secs_f64(),
-                    reason: reason(&t.why).into(),
+                    reason: t.why.label().into(),
                     why,
                 });
             }

@@ -158,7 +158,7 @@ mod imp {
     }
 
     /// The experiment's cookie → arm map, read by the engine (one lookup per socket it starts
-    /// counting and one per response).
+    /// counting, and one per response of a socket it does not count yet).
     pub struct ArmMap {
         map: libbpf_rs::MapHandle,
         names: Vec<String>,

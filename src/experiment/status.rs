@@ -4,7 +4,6 @@
 
 use super::ArmCount;
 use super::verdict::{ArmFigures, GroupVerdict};
-use bbrtop_core::sequential::Why;
 
 #[derive(Clone, Debug, Default)]
 pub struct Status {
@@ -34,13 +33,4 @@ pub struct Stopped {
     /// The bound: `retrans_ratio`, `p95` or `control_share`.
     pub reason: String,
     pub why: String,
-}
-
-/// A guard's bound as a label value.
-pub fn reason(why: &Why) -> &'static str {
-    match why {
-        Why::RetransRatio { .. } => "retrans_ratio",
-        Why::P95Worse(_) => "p95",
-        Why::ControlGoodputShare { .. } => "control_share",
-    }
 }

@@ -269,6 +269,17 @@ pub enum Why {
     ControlGoodputShare { share: f64, bound: f64 },
 }
 
+impl Why {
+    /// The bound crossed, as a label value: `retrans_ratio`, `p95` or `control_share`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Why::RetransRatio { .. } => "retrans_ratio",
+            Why::P95Worse(_) => "p95",
+            Why::ControlGoodputShare { .. } => "control_share",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Tripped {
     pub why: Why,

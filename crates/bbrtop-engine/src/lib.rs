@@ -193,7 +193,8 @@ impl Engine {
                 let ours = r.served && self.scope.is_none_or(|ns| ns == u64::from(r.netns));
                 let peer = std::net::SocketAddr::new(r.peer, 0);
                 if ours && (self.cfg.rule.loopback || !bbrtop_core::model::is_loopback_peer(peer)) {
-                    self.totals.response(r.cookie, &r.cc, r.peer, r.bytes, r.took.as_secs_f64());
+                    let tracked = self.tracked.get(&r.cookie).map(|t| &t.account);
+                    self.totals.response(tracked, r.cookie, &r.cc, r.peer, r.bytes, r.took.as_secs_f64());
                 }
             }
         }

@@ -157,10 +157,23 @@ impl Totals {
         }
     }
 
-    /// One response socket `cookie` of `cc` delivered to `peer`: `bytes` in `secs`.
-    pub fn response(&mut self, cookie: Cookie, cc: &str, peer: IpAddr, bytes: u64, secs: f64) {
+    /// One response socket `cookie` of `cc` delivered to `peer`: `bytes` in `secs`. `tracked` is
+    /// the socket's account when the engine counts it: its arm is known from its bucket, so the
+    /// experiment's map is asked only for a socket not counted yet.
+    pub fn response(
+        &mut self,
+        tracked: Option<&Account>,
+        cookie: Cookie,
+        cc: &str,
+        peer: IpAddr,
+        bytes: u64,
+        secs: f64,
+    ) {
         let pair = self.labels.pair(peer);
-        let arm = self.arm_of(cookie);
+        let arm = match tracked {
+            Some(a) => self.buckets[a.bucket as usize].3,
+            None => self.arm_of(cookie),
+        };
         let b = self.bucket(cc, peer, pair, arm) as usize;
         self.buckets[b].0.responses.observe(bytes, secs);
     }
@@ -268,16 +281,17 @@ mod tests {
             "{s:?}"
         );
         // Responses take the labels shown at their time.
-        t.response(1, "bbr", google, 10_000, 0.03);
+        t.response(None, 1, "bbr", google, 10_000, 0.03);
         let shown = t.snapshot().into_iter().find(|x| x.asn.as_deref() == Some("AS15169")).unwrap();
         assert_eq!(shown.responses.count(), 1);
     }
 
-    /// Cookies below 100 in arm 0, from 100 in arm 1, none from 200.
-    struct ByCookie(Vec<String>);
+    /// Cookies below 100 in arm 0, from 100 in arm 1, none from 200; it counts what it was asked.
+    struct ByCookie(Vec<String>, std::sync::atomic::AtomicUsize);
 
     impl bbrtop_core::seam::ArmOf for ByCookie {
         fn arm_of(&self, cookie: Cookie) -> Option<u8> {
+            self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             (cookie < 200).then_some(u8::from(cookie >= 100))
         }
         fn names(&self) -> &[String] {
@@ -289,8 +303,8 @@ mod tests {
     /// keep their arm when their cc changes (the sock_ops program sets it after the socket opened).
     #[test]
     fn experiment_sockets_count_per_arm() {
-        let arms = Arms(Arc::new(ByCookie(vec!["cubic".into(), "bbr".into()])));
-        let mut t = Totals::new(groups(), PeerLabels::new(Arc::default(), 20), Some(arms));
+        let map = Arc::new(ByCookie(vec!["cubic".into(), "bbr".into()], Default::default()));
+        let mut t = Totals::new(groups(), PeerLabels::new(Arc::default(), 20), Some(Arms(map.clone())));
         let peer: IpAddr = "10.1.1.1".parse().unwrap();
         let mut control = t.open(1, "cubic", peer);
         let mut test = t.open(100, "cubic", peer);
@@ -298,8 +312,11 @@ mod tests {
         t.count(&mut control, "cubic", peer, &sent(1000, 1), None);
         t.count(&mut test, "bbr", peer, &sent(2000, 2), None);
         t.count(&mut outside, "bbr", peer, &sent(4000, 4), None);
-        t.response(100, "bbr", peer, 10_000, 0.02);
-        t.response(300, "bbr", peer, 10_000, 0.5);
+        t.response(Some(&test), 100, "bbr", peer, 10_000, 0.02);
+        t.response(None, 300, "bbr", peer, 10_000, 0.5);
+        // Asked once per socket opened and once for the response of a socket not counted: a
+        // counted socket's response takes its bucket's arm.
+        assert_eq!(map.1.load(std::sync::atomic::Ordering::Relaxed), 4);
         let s = t.snapshot();
         let get =
             |arm: Option<&str>, cc: &str| s.iter().find(|x| x.arm.as_deref() == arm && x.cc == cc).unwrap();

@@ -38,8 +38,8 @@ impl Now {
 }
 
 /// Which arm of a running experiment (`bbrtop experiment`) a socket was drawn into. The engine
-/// asks once for each socket it starts counting and once per response (a response may come
-/// before its socket is counted); the answer is read from the experiment's map in the kernel, so
+/// asks once for each socket it starts counting, and for a response whose socket it does not
+/// count yet (a response may come before its socket is counted); the answer is read from the experiment's map in the kernel, so
 /// an implementation is an edge, as a [`Source`] is.
 pub trait ArmOf: Send + Sync {
     /// The socket's arm, an index into [`ArmOf::names`]; None outside the experiment.
