@@ -1,12 +1,10 @@
 //! `bbrtop lab rollout`: the edge guide's rollout in the lab. The short run (`--quick`, 60 s)
-//! must give the directions the lab reproduces run after run: distant far better on the BBR box;
-//! mobile faster at the median on BBR (by 2.6 to 12 ms of some 85 in six runs, past the 5%
-//! resolution in most, so its verdict is better or no clear difference, never worse at p50);
-//! no win for local (the guide saw none; one longer run saw BBR v1 2 ms worse at p95 there, so
-//! "worse" is allowed, "better" is not). The kernel's response times must agree with the
-//! clients' own per box. The
-//! populations' databases in the binary must be what a real MMDB writer makes of their specs.
-//! Privileged, but for the databases.
+//! must give the guide's directions, as it did run after run: distant far better on the BBR box;
+//! mobile better (BBR's median 7.5 to 17 ms of some 88 below CUBIC's in nine runs, past the 5%
+//! resolution); no win for local (the guide saw none; its p95 sits on a step at 40 ms, the delayed-ACK
+//! timer's, so "worse" is allowed there, "better" is not). The kernel's response times must agree
+//! with the clients' own per box. The populations' databases in the binary must be what a real
+//! MMDB writer makes of their specs. Privileged, but for the databases.
 
 mod support;
 
@@ -45,7 +43,7 @@ fn root_lab_rollout_gives_the_guides_directions() {
         (&"AS64501".into(), &"AS64502".into(), &"AS64503".into())
     );
     assert_eq!(distant["verdict"], "better", "{distant}");
-    assert!(mobile["p50"]["diff"].as_f64().unwrap() < 0.0 && mobile["p50"]["verdict"] != "worse", "{mobile}");
+    assert_eq!(mobile["verdict"], "better", "{mobile}");
     assert_ne!(local["verdict"], "better", "{local}");
     // Every box answered, and the kernel's timings agree with its clients' (the responses
     // counted from the same moment on both ends: within 10% or 5 ms at p50).

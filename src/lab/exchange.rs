@@ -1,7 +1,8 @@
 //! Request/response traffic on one keep-alive connection, the guides' edge workload (an API
 //! answering 15 KB JSON): a server in the sender namespace answers each request with as many
-//! bytes as it asks for, and a client in the receiver namespace asks every `interval` and
-//! measures each response from its request to its last byte. The responses cross the lab's
+//! bytes as it asks for, and a client in the receiver namespace asks every `interval` (or at
+//! random moments `interval` apart on average, as users do) and measures each response from its
+//! request to its last byte. The responses cross the lab's
 //! bottleneck; the client acks them as any receiver does, with delayed ACKs on.
 //!
 //! A request is the response's size, 8 bytes big-endian. Every loop checks a stop flag and every
@@ -30,8 +31,10 @@ pub struct ExchangeConfig {
     pub response_bytes: u64,
     /// Sizes asked for in turn instead, when not empty (a mix, as `lab rollout` asks).
     pub mix: &'static [u64],
-    /// From one request to the next.
+    /// From one request to the next (on average, for [`Arrivals::Random`]).
     pub interval: Duration,
+    /// When the client asks.
+    pub arrivals: Arrivals,
     /// How long the server works on a request before it answers, as an API does. Longer than
     /// the delayed-ACK timer (40 ms), the request's ACK leaves alone, late: the client's RTT
     /// sample then holds the server's work.
@@ -45,7 +48,29 @@ impl Default for ExchangeConfig {
             response_bytes: 15_000,
             mix: &[],
             interval: Duration::from_secs(1),
+            arrivals: Arrivals::Clock,
             think: Duration::from_millis(50),
+        }
+    }
+}
+
+/// When a client asks for its next response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrivals {
+    /// Every `interval`, on a clock: a poller's or a test's requests.
+    Clock,
+    /// At random, the gaps exponential with `interval` as their mean (a Poisson process): the
+    /// requests of users, who act when they act. Connections never ask in step, some ask twice
+    /// in quick succession, and some sit idle for several intervals.
+    Random,
+}
+
+impl Arrivals {
+    /// The gap before the next request; `uniform` is drawn from [0, 1).
+    fn gap(self, interval: Duration, uniform: f64) -> Duration {
+        match self {
+            Arrivals::Clock => interval,
+            Arrivals::Random => interval.mul_f64(-(1.0 - uniform).ln()),
         }
     }
 }
@@ -188,8 +213,8 @@ fn serve(mut s: TcpStream, think: Duration, stop: &AtomicBool) {
     }
 }
 
-/// The client: a request every `interval` (or as soon as the last response is in, if that
-/// took longer), each response timed.
+/// The client: a request every `interval` or at random (or as soon as the last response is in,
+/// if that took longer), each response timed.
 fn ask(mut s: TcpStream, cfg: ExchangeConfig, stop: &AtomicBool, times: &Mutex<Vec<Duration>>) {
     let _ = s.set_read_timeout(Some(TICK));
     let _ = s.set_write_timeout(Some(TICK));
@@ -197,6 +222,7 @@ fn ask(mut s: TcpStream, cfg: ExchangeConfig, stop: &AtomicBool, times: &Mutex<V
     let largest = sizes.iter().copied().max().unwrap_or(0).min(MAX_RESPONSE);
     let mut buf = vec![0u8; largest as usize];
     let mut turn = sizes.iter().copied().cycle();
+    let mut rng = fastrand::Rng::new();
     let mut next = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
@@ -204,7 +230,7 @@ fn ask(mut s: TcpStream, cfg: ExchangeConfig, stop: &AtomicBool, times: &Mutex<V
             std::thread::sleep((next - now).min(TICK));
             continue;
         }
-        next = now + cfg.interval;
+        next = now + cfg.arrivals.gap(cfg.interval, rng.f64());
         let size = turn.next().unwrap_or(0).min(largest);
         let asked = Instant::now();
         if !write_all(&mut s, &size.to_be_bytes(), stop) || !read_all(&mut s, &mut buf[..size as usize], stop)
@@ -212,5 +238,25 @@ fn ask(mut s: TcpStream, cfg: ExchangeConfig, stop: &AtomicBool, times: &Mutex<V
             return;
         }
         times.lock().unwrap_or_else(|e| e.into_inner()).push(asked.elapsed());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random gaps are exponential with the interval as their mean: their mean and the share
+    /// past the mean (e^-1) come out, and the clock's gap is the interval itself.
+    #[test]
+    fn random_arrivals_are_exponential_around_the_interval() {
+        let interval = Duration::from_millis(250);
+        let mut rng = fastrand::Rng::with_seed(7);
+        let gaps: Vec<f64> =
+            (0..20_000).map(|_| Arrivals::Random.gap(interval, rng.f64()).as_secs_f64()).collect();
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let past = gaps.iter().filter(|g| **g > 0.25).count() as f64 / gaps.len() as f64;
+        assert!((mean - 0.25).abs() < 0.01, "{mean}");
+        assert!((past - (-1f64).exp()).abs() < 0.01, "{past}");
+        assert_eq!(Arrivals::Clock.gap(interval, 0.9), interval);
     }
 }

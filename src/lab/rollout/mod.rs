@@ -10,6 +10,9 @@
 //! | distant | AS64502, AU | 150 ms round trip, 20 Mbit/s, a 3 MB buffer (1.2 s of queue), and a download beside the responses |
 //! | local | AS64503, DE | 1 ms round trip, 100 Mbit/s, clean |
 //!
+//! Each connection's requests come at random moments, 250 ms apart on average, as a user's
+//! do, not on a clock.
+//!
 //! Each (box, population) pair is a lab of its own (its own router and bottleneck): a box's
 //! queue is its own traffic's, as on the real paths, where a client reaches one box. Each box
 //! also sends one long download to the distant clients, as an edge box serves files beside its
@@ -22,7 +25,7 @@
 pub mod plot;
 pub mod report;
 
-use super::exchange::{Exchange, ExchangeConfig};
+use super::exchange::{Arrivals, Exchange, ExchangeConfig};
 use super::{Lab, LabConfig, LabError, PACKET_BYTES};
 use bbrtop_core::geo::{Db, Geo, Kind};
 use bbrtop_core::model::{Cookie, SocketRecord};
@@ -107,7 +110,8 @@ pub struct RolloutConfig {
     pub duration: Duration,
     /// Keep-alive connections per (box, population).
     pub clients: usize,
-    /// From one request to the next on a connection.
+    /// From one request to the next on a connection, on average: the requests come at random
+    /// (exponential gaps), as the guide's users' do.
     pub interval: Duration,
     /// Responses in the first this long of each connection are left out: the guide's figures
     /// are a week's, not a connection's first round trips.
@@ -215,6 +219,7 @@ pub fn run(
     let exchange = ExchangeConfig {
         mix: &MIX,
         interval: cfg.interval,
+        arrivals: Arrivals::Random,
         think: Duration::ZERO,
         ..ExchangeConfig::default()
     };
@@ -246,7 +251,8 @@ pub fn run(
     }
     let mut client: [[Vec<Duration>; 3]; 4] = Default::default();
     for (b, p, ex) in &exchanges {
-        // The client's own timings after the warm-up, for the check beside the kernel's.
+        // The client's own timings after the warm-up (as many as it holds on average), for the
+        // check beside the kernel's.
         let times = ex.times();
         let skip = (cfg.warmup.as_secs_f64() / cfg.interval.as_secs_f64()) as usize;
         client[*b][*p].extend(times.into_iter().skip(skip));

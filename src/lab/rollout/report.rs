@@ -199,7 +199,7 @@ impl Report {
         let _ = writeln!(
             s,
             "Rollout: {} boxes ({}), {} populations, {:.0} s, {} keep-alive connections per box and population, \
-             a request every {:.0} ms each (the first {:.0} s of responses left out)",
+             requests at random, {:.0} ms apart on average (the first {:.0} s of responses left out)",
             self.boxes.len(),
             self.boxes.iter().map(|b| format!("{} {}", b.name, b.cc)).collect::<Vec<_>>().join(", "),
             self.paths.len(),
