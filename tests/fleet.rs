@@ -1,8 +1,9 @@
 //! The fleet A/B of the guides (../shared/guides/003): four edge hosts on one bloated path each,
 //! one BBR (the canary, labelled canary="true") and three CUBIC, each running `bbrtop export`;
 //! each host also answers request/response traffic on a keep-alive connection beside its flow;
-//! one real Prometheus scrapes them with the shipped rules. The fleet query gives p95 srtt per host, lower on the BBR host; and every
-//! query of the shipped Grafana dashboard returns data. Privileged.
+//! one real Prometheus scrapes them with the shipped rules. The fleet query gives p95 srtt per host, lower on the BBR host; every
+//! query of the shipped Grafana dashboard returns data; and the canary alerts' comparisons of the
+//! BBR canary with the CUBIC rest have both sides. Privileged.
 
 mod support;
 
@@ -96,4 +97,21 @@ fn root_fleet_ab_shows_bbr_lower_p95_srtt_and_every_dashboard_query_has_data() {
         }
     }
     assert!(empty.is_empty(), "dashboard queries with no data:\n{}", empty.join("\n"));
+
+    // The canary alerts' comparisons have both sides in a fleet whose canary runs BBR and the
+    // rest CUBIC: each joins the canary to the rest per peer group and AS, whatever the cc.
+    for (canary, rest) in [
+        (
+            "canary_instance_peer_group_asn:bbrtop_retransmitted_bytes_per_sent_bytes:ratio_rate5m",
+            "canary_peer_group_asn:bbrtop_retransmitted_bytes_per_sent_bytes:ratio_rate5m",
+        ),
+        (
+            "canary_instance_peer_group_asn:bbrtop_response_delivery_seconds:p95_rate15m",
+            "canary_peer_group_asn:bbrtop_response_delivery_seconds:p95_rate15m",
+        ),
+    ] {
+        let q = format!("{canary} - on (peer_group, asn) group_left {rest}{{canary=\"\"}}");
+        let got = poll_until(Duration::from_secs(10), || Some(prom.query(&q)).filter(|r| !r.is_empty()));
+        assert!(got.is_some(), "the canary alert's comparison found nothing to compare: {q}");
+    }
 }
