@@ -258,5 +258,6 @@ mod tests {
         assert!((mean - 0.25).abs() < 0.01, "{mean}");
         assert!((past - (-1f64).exp()).abs() < 0.01, "{past}");
         assert_eq!(Arrivals::Clock.gap(interval, 0.9), interval);
+        assert_eq!(Arrivals::Random.gap(interval, 0.0), Duration::ZERO);
     }
 }
