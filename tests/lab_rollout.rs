@@ -3,7 +3,7 @@
 //! mobile better (BBR's median 7.5 to 17 ms of some 88 below CUBIC's in nine runs, past the 5%
 //! resolution); no win for local (the guide saw none; its p95 sits on a step at 40 ms, the delayed-ACK
 //! timer's, so "worse" is allowed there, "better" is not). The kernel's response times must agree
-//! with the clients' own per box. The populations' databases in the binary must be what a real
+//! with the clients' own per box and population. The populations' databases in the binary must be what a real
 //! MMDB writer makes of their specs. Privileged, but for the databases.
 
 mod support;
@@ -45,15 +45,21 @@ fn root_lab_rollout_gives_the_guides_directions() {
     assert_eq!(distant["verdict"], "better", "{distant}");
     assert_eq!(mobile["verdict"], "better", "{mobile}");
     assert_ne!(local["verdict"], "better", "{local}");
-    // Every box answered, and the kernel's timings agree with its clients' (the responses
-    // counted from the same moment on both ends: within 10% or 5 ms at p50).
+    // Every box answered, and the kernel's timings agree with its clients' per population (the
+    // responses counted from the same moment on both ends: within 10% or 5 ms at p50). Not over
+    // a box's every population: its median can fall between the local and the mobile answers,
+    // where one CI run read 48.7 ms in the kernel and 16.8 ms at the clients.
     let boxes = r["boxes"].as_array().unwrap();
     assert_eq!(boxes.len(), 4);
     for b in boxes {
-        let (k, c) = (&b["kernel"], &b["client"]);
-        assert!(k["responses"].as_u64().unwrap() > 500, "{b}");
-        let (kp50, cp50) = (k["p50_ms"].as_f64().unwrap(), c["p50_ms"].as_f64().unwrap());
-        assert!((kp50 - cp50).abs() <= (0.1 * cp50).max(5.0), "{b}");
+        assert!(b["kernel"]["responses"].as_u64().unwrap() > 500, "{b}");
+        let populations = b["populations"].as_array().unwrap();
+        assert_eq!(populations.len(), 3, "{b}");
+        for p in populations {
+            let p50 = |clock: &str| p[clock]["p50_ms"].as_f64().unwrap_or_else(|| panic!("{clock}: {b}"));
+            let (kp50, cp50) = (p50("kernel"), p50("client"));
+            assert!((kp50 - cp50).abs() <= (0.1 * cp50).max(5.0), "{p} of {b}");
+        }
     }
     // None of its twelve labs' namespaces outlives the run.
     let left = support::lab::namespaces(&format!("bbrtop-{pid}-"));

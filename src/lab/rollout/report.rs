@@ -40,11 +40,24 @@ impl Quantiles {
     }
 }
 
-/// One box: its response times as the kernel timed them, and as its clients did.
+/// One box: its response times as the kernel timed them, and as its clients did, over every
+/// population and per population.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BoxRow {
     pub name: String,
     pub cc: String,
+    pub kernel: Quantiles,
+    pub client: Quantiles,
+    /// The same per population: where the two clocks are compared. A box's median over every
+    /// population can fall in the gap between the local answers (a few ms) and the mobile ones
+    /// (some 80 ms), where a few more of either move it tens of ms and each clock reads it apart.
+    pub populations: Vec<Clocks>,
+}
+
+/// One (box, population) pair's response times on both clocks.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Clocks {
+    pub population: String,
     pub kernel: Quantiles,
     pub client: Quantiles,
 }
@@ -120,6 +133,15 @@ pub fn build(c: Collected) -> Report {
             cc: cc.to_string(),
             kernel: Quantiles::of(&merged(&c.hists[b])),
             client: Quantiles::of(&of_times(c.client[b].iter().flatten())),
+            populations: POPULATIONS
+                .iter()
+                .enumerate()
+                .map(|(p, pop)| Clocks {
+                    population: pop.name.to_string(),
+                    kernel: Quantiles::of(&c.hists[b][p]),
+                    client: Quantiles::of(&of_times(&c.client[b][p])),
+                })
+                .collect(),
         })
         .collect();
     let label = |p: usize| c.labels[p].clone().unwrap_or_else(|| "unknown".into());
@@ -234,6 +256,17 @@ impl Report {
                 ms(b.client.p95_ms)
             );
         }
+        let _ = writeln!(s, "\nThe two clocks per population, p50: the kernel's / the clients' own");
+        let head: String = POPULATIONS.iter().map(|p| format!(" {:>21}", p.name)).collect();
+        let _ = writeln!(s, "  {:<16}{head}", "");
+        for b in &self.boxes {
+            let cells: String = b
+                .populations
+                .iter()
+                .map(|c| format!(" {:>21}", format!("{} / {}", ms(c.kernel.p50_ms), ms(c.client.p50_ms))))
+                .collect();
+            let _ = writeln!(s, "  {:<16}{cells}", format!("{} ({})", b.name, b.cc));
+        }
         let _ = writeln!(
             s,
             "\nWho got the win, per AS: the BBR box (B) against the CUBIC boxes (A), B-A with its 95% interval"
@@ -296,6 +329,8 @@ mod tests {
             ]
         );
         assert_eq!(r.boxes[0].kernel.responses, 2400);
+        let local = &r.boxes[0].populations[2];
+        assert_eq!((local.population.as_str(), local.kernel.responses), ("local", 800));
         let text = r.render();
         assert!(
             text.contains("AS64501 mobile: better on BBR (800 responses on BBR, 2400 on CUBIC)"),
