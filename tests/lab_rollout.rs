@@ -1,10 +1,10 @@
-//! `bbrtop lab rollout`: the edge guide's rollout in the lab. The short run (`--quick`, 60 s)
-//! must give the guide's directions, as it did run after run: distant far better on the BBR box;
-//! mobile better (BBR's median 7.5 to 17 ms of some 88 below CUBIC's in nine runs, past the 5%
-//! resolution); no win for local (the guide saw none; its p95 sits on a step at 40 ms, the delayed-ACK
-//! timer's, so "worse" is allowed there, "better" is not). The kernel's response times must agree
-//! with the clients' own per box and population. The populations' databases in the binary must be what a real
-//! MMDB writer makes of their specs. Privileged, but for the databases.
+//! `bbrtop lab rollout`: the edge guide's rollout in the lab. The short run (`--quick`, 60 s) must
+//! give the guide's directions, as it did run after run: distant far better on the BBR box; mobile
+//! better (BBR's median 7.5 to 17 ms of some 90 below CUBIC's in eleven runs, past the 5%
+//! resolution); no win for local (the guide saw none; its p95 sits on a step at 40 ms, the
+//! delayed-ACK timer's, so "worse" is allowed there, "better" is not). The kernel's response times
+//! must agree with the clients' own per box and population. The populations' databases in the
+//! binary must be what a real MMDB writer makes of their specs. Privileged, but for the databases.
 
 mod support;
 
