@@ -463,9 +463,6 @@ pub fn text(s: &Summary) -> String {
         t += &format!("\nharm guard stopped {} at {:.1}s: {}\n", st.arm, st.at, st.why);
     }
     if !s.verdicts.is_empty() {
-        let end = |v: f64| if v.is_finite() { ms(v) } else { "?".into() };
-        let iv = |i: crate::experiment::verdict::Ends| format!("{}..{}", end(i.lo), end(i.hi));
-        let pct = |v: f64| if v.is_finite() { format!("{:.2}", v * 100.0) } else { "?".into() };
         t += &format!(
             "\n{:<24} {:<6} {:<20} {:>15} {:>15} {:>13} {:>13}  {}\n",
             "group",
@@ -479,8 +476,7 @@ pub fn text(s: &Summary) -> String {
         );
         for v in &s.verdicts {
             let rx = |f: &crate::experiment::verdict::Figure, test: bool| {
-                let i = if test { f.test } else { f.control };
-                format!("{}..{}", pct(i.lo), pct(i.hi))
+                if test { f.test } else { f.control }.percent()
             };
             let (rc, rt, rcall) = v
                 .retrans_ratio
@@ -491,8 +487,8 @@ pub fn text(s: &Summary) -> String {
                 v.group,
                 v.arm,
                 v.call,
-                iv(v.delivery_p95.control),
-                iv(v.delivery_p95.test),
+                v.delivery_p95.control.ms(),
+                v.delivery_p95.test.ms(),
                 rc,
                 rt,
                 rcall

@@ -159,6 +159,25 @@ impl From<Interval> for Ends {
     }
 }
 
+impl Ends {
+    /// `lo..hi`, each end times `scale` to `decimals` places, `?` for an end not bounded yet:
+    /// as the summary and the TUI view print an interval.
+    pub fn show(self, scale: f64, decimals: usize) -> String {
+        let end = |v: f64| if v.is_finite() { format!("{:.*}", decimals, v * scale) } else { "?".into() };
+        format!("{}..{}", end(self.lo), end(self.hi))
+    }
+
+    /// Seconds shown as milliseconds.
+    pub fn ms(self) -> String {
+        self.show(1e3, 1)
+    }
+
+    /// A ratio shown as a percentage.
+    pub fn percent(self) -> String {
+        self.show(100.0, 2)
+    }
+}
+
 /// One figure of a test arm against the control: its call and intervals.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Figure {

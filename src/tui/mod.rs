@@ -172,13 +172,14 @@ fn run(
         let shown = (latest.seq, frames.playback());
         if dirty || drawn.as_ref() != Some(&shown) {
             let sys = sys();
-            let status = experiment.map(|e| e.lock().unwrap_or_else(|p| p.into_inner()).clone());
+            // Held for the frame rather than copied: the experiment's loop writes it once a look.
+            let status = experiment.map(|e| e.lock().unwrap_or_else(|p| p.into_inner()));
             let view = View {
                 source,
                 playback: shown.1.as_ref(),
                 sys: &sys,
                 procs: &procs,
-                experiment: status.as_ref(),
+                experiment: status.as_deref(),
             };
             rows = draw(&mut terminal, &mut app, &mut table, &latest, &view)?;
             drawn = Some(shown);

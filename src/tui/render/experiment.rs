@@ -3,7 +3,6 @@
 
 use super::Screen;
 use crate::experiment::status::Status;
-use crate::experiment::verdict::Ends;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Style};
@@ -31,10 +30,9 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     f.render_widget(Paragraph::new(guard_lines(s)).wrap(Wrap { trim: true }), guard);
     let rows = s.verdicts.iter().map(|g| {
         let p95 = &g.delivery_p95;
-        let (rc, rt, rcall) = g
-            .retrans_ratio
-            .as_ref()
-            .map_or(("-".into(), "-".into(), "-".into()), |r| (pct(r.control), pct(r.test), r.call.clone()));
+        let (rc, rt, rcall) = g.retrans_ratio.as_ref().map_or(("-".into(), "-".into(), "-".into()), |r| {
+            (r.control.percent(), r.test.percent(), r.call.clone())
+        });
         let color = match g.call.as_str() {
             "better" => Color::Green,
             "worse" => Color::Red,
@@ -44,10 +42,10 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
             g.group.clone(),
             g.arm.clone(),
             g.call.clone(),
-            ms(g.delivery_p50.control),
-            ms(g.delivery_p50.test),
-            ms(p95.control),
-            ms(p95.test),
+            g.delivery_p50.control.ms(),
+            g.delivery_p50.test.ms(),
+            p95.control.ms(),
+            p95.test.ms(),
             rc,
             rt,
             rcall,
@@ -115,15 +113,4 @@ fn guard_lines(s: &Status) -> Vec<Line<'static>> {
             )
         })
         .collect()
-}
-
-/// An interval in ms, `?` for an end not bounded yet.
-fn ms(i: Ends) -> String {
-    let end = |v: f64| if v.is_finite() { format!("{:.1}", v * 1e3) } else { "?".into() };
-    format!("{}..{}", end(i.lo), end(i.hi))
-}
-
-fn pct(i: Ends) -> String {
-    let end = |v: f64| if v.is_finite() { format!("{:.2}", v * 100.0) } else { "?".into() };
-    format!("{}..{}", end(i.lo), end(i.hi))
 }
