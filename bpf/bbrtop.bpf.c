@@ -14,10 +14,20 @@
 #define TCP_ESTABLISHED 1
 #define TCP_SYN_SENT 2
 
-/* A verifier-inlined cast (no helper call): the result reads as an untrusted BTF pointer,
- * each load a PROBE_MEM load. tcp_probe only fires for full TCP sockets, so the cast holds. */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
-#define TCP_SK(sk) ((struct tcp_sock *)bpf_rdonly_cast((sk), bpf_core_type_id_kernel(struct tcp_sock)))
+/* A verifier-inlined cast (no helper call, Linux 6.2): the result reads as an untrusted BTF
+ * pointer, each load a PROBE_MEM load. The hooks only fire for full TCP sockets, so the cast
+ * holds. Weak, so that an older kernel loads: libbpf resolves bpf_ksym_exists() to a constant,
+ * and the verifier skips the branch this kernel cannot take. There, bpf_skc_to_tcp_sock (5.9)
+ * checks the socket and returns the same pointer, for a helper call. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
+
+static __always_inline struct tcp_sock *tcp_sk_of(struct sock *sk)
+{
+	if (bpf_ksym_exists(bpf_rdonly_cast))
+		return bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+	return bpf_skc_to_tcp_sock(sk);
+}
+#define TCP_SK(sk) tcp_sk_of(sk)
 /* struct bbr is in the kernel's BTF when BBR is built in, or its module was loaded before us, and
  * its members differ between BBR versions. Every read of it sits behind a CO-RE check of that
  * very member, which libbpf turns into a constant at load time (0 when the type is absent): a
@@ -28,6 +38,16 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define BBR_V3_HAS(f) bpf_core_field_exists(struct bbr___v3, f)
 /* BBR's phase needs both its mode and its place in the PROBE_BW cycle. */
 #define BBR_HAS_PHASE (BBR_HAS(mode) && BBR_HAS(cycle_idx))
+/* Which members of struct bbr the programs read, as libbpf relocated them for this kernel (bits
+ * in bbrtop.h's BBRTOP_BBR_READ_*). A program writes it as it first reads a BBR socket, so the
+ * status userspace shows is what the loaded code does, not what a BTF file suggests. */
+#define BBR_READ_MASK                                                                              \
+	((BBR_HAS(mode) ? BBRTOP_BBR_READ_MODE : 0) | (BBR_HAS(cycle_idx) ? BBRTOP_BBR_READ_CYCLE : 0) | \
+	 (BBR_HAS(min_rtt_us) ? BBRTOP_BBR_READ_MIN_RTT : 0) |                                      \
+	 ((BBR_HAS(bw) || BBR_V3_HAS(bw_hi)) ? BBRTOP_BBR_READ_BW : 0) |                            \
+	 (BBR_HAS(full_bw_reached) ? BBRTOP_BBR_READ_FULL_BW : 0) |                                 \
+	 (BBR_HAS(lt_use_bw) ? BBRTOP_BBR_READ_LT : 0) | (BBR_V3_HAS(bw_hi) ? BBRTOP_BBR_READ_V3 : 0))
+__u32 bbr_read = 0;
 #define BBR_FLAG_FULL_BW 1
 #define BBR_FLAG_LT_BW 2
 #define BBR_FLAG_V3_CYCLE 4
@@ -255,12 +275,9 @@ static __always_inline __u8 opened_by_port(struct tcp_sock *tp)
 }
 
 /* The start of a response: the application writes to a socket with nothing unacknowledged and
- * nothing queued, one it accepted. Fires once per chunk a write copies (a write to an idle
- * socket: its first); a write that finds data outstanding joins the response under way and
- * returns before the storage lookup. */
-SEC("tp_btf/tcp_sendmsg_locked")
-int BPF_PROG(tcp_sendmsg_locked, struct sock *sk, const struct msghdr *msg, const struct sk_buff *skb,
-	     int size_goal)
+ * nothing queued, one it accepted. A write that finds data outstanding joins the response under
+ * way and returns before the storage lookup. */
+static __always_inline int start_response(struct sock *sk)
 {
 	struct tcp_sock *tp = TCP_SK(sk); /* tcp_sendmsg_locked: always a full TCP socket */
 	struct sock_state *st;
@@ -280,14 +297,32 @@ int BPF_PROG(tcp_sendmsg_locked, struct sock *sk, const struct msghdr *msg, cons
 	return 0;
 }
 
-/* The end of the response under way, if this segment's ACK covers everything written: the
- * segment is tcp_probe's, whose data starts at its TCP header (tcp_rcv_established's `th`). */
+/* The tracepoint (Linux 6.16) fires once per chunk a write copies (a write to an idle socket:
+ * its first). Userspace loads this one where the kernel has it, else the fentry below. */
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(tcp_sendmsg_locked, struct sock *sk, const struct msghdr *msg, const struct sk_buff *skb,
+	     int size_goal)
+{
+	return start_response(sk);
+}
+
+/* The same start on kernels without the tracepoint: the function's entry, through a BPF
+ * trampoline (x86-64 and arm64 since 5.5), which sees the socket as the write begins. */
+SEC("fentry/tcp_sendmsg_locked")
+int BPF_PROG(tcp_sendmsg_fentry, struct sock *sk)
+{
+	return start_response(sk);
+}
+
+/* The end of the response under way, if this segment's ACK covers everything written. The ACK
+ * number is the one tcp_ack() reads, from the segment's control block (tcp_v4_fill_cb() sets
+ * it before tcp_probe fires), not from its TCP header: a segment the backlog coalesced
+ * (tcp_add_backlog) carries the last one's ACK in its control block only. */
 static __always_inline void end_response(struct sock *sk, struct tcp_sock *tp, struct sock_state *st,
 					 const struct sk_buff *skb)
 {
-	const struct tcphdr *th =
-		bpf_rdonly_cast(skb->data, bpf_core_type_id_kernel(struct tcphdr));
-	__u32 ack = __builtin_bswap32(th->ack_seq);
+	const struct tcp_skb_cb *cb = (const void *)skb->cb;
+	__u32 ack = cb->ack_seq;
 	__u32 written = tp->write_seq;
 
 	if ((__s32)(ack - written) < 0)
@@ -379,6 +414,8 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 		st->is_bbr = is_bbr_ops(ops);
 		st->w.bbr = 0; /* set again below if it still runs BBR */
 		fresh = 1;
+		if (st->is_bbr)
+			bbr_read = BBR_READ_MASK;
 	}
 
 	/* Baseline: the smaller of tcp's windowed min RTT and BBR's own (ARCHITECTURE.md). */
@@ -560,9 +597,12 @@ int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 		if ((__s32)bytes > 0)
 			emit_response(sk, tp, st, bytes, now, 1);
 	}
-	/* Its last move's record, if not yet read, would only bring it back. */
-	if (walk_on)
-		bpf_map_delete_elem(&moved, &e->h.cookie);
+	/* Its last move's record, if not yet read, would only bring it back. (The key from the
+	 * stack: before 6.3 or so the verifier takes no ring-buffer memory as a map key.) */
+	if (walk_on) {
+		__u64 cookie = e->h.cookie;
+		bpf_map_delete_elem(&moved, &cookie);
+	}
 	if (st) {
 		e->lifetime_ns = st->first_ns ? now - st->first_ns : 0;
 		e->peak_ratio_milli = st->peak_ratio_all;

@@ -12,6 +12,18 @@ enum bbrtop_kind {
 	BBRTOP_RESPONSE = 5,
 };
 
+/* The members of struct bbr the programs read (the global `bbr_read`, which a program writes as
+ * it first reads a BBR socket): bits, so userspace decodes what the loaded code does. */
+enum bbrtop_bbr_read {
+	BBRTOP_BBR_READ_MODE = 1,
+	BBRTOP_BBR_READ_CYCLE = 2,
+	BBRTOP_BBR_READ_MIN_RTT = 4,
+	BBRTOP_BBR_READ_BW = 8,
+	BBRTOP_BBR_READ_FULL_BW = 16,
+	BBRTOP_BBR_READ_LT = 32,
+	BBRTOP_BBR_READ_V3 = 64,
+};
+
 /* 24 bytes, first in every event. */
 struct bbrtop_hdr {
 	__u32 kind;

@@ -68,7 +68,8 @@ static __always_inline __u8 options_of(struct tcp_sock *tp)
 static __always_inline void chrono_of(struct tcpi *i, struct tcp_sock *tp, __u32 now, __u32 hz)
 {
 	__u64 stats[3];
-	__u32 type = tp->chrono_type;
+	/* A 2-bit field before 6.8's reordering of tcp_sock, a byte after. */
+	__u32 type = BPF_CORE_READ_BITFIELD(tp, chrono_type);
 	for (int k = 0; k < 3; k++) {
 		stats[k] = tp->chrono_stat[k];
 		if (k + TCP_CHRONO_BUSY == type)
@@ -142,12 +143,18 @@ static __always_inline void fill_info(struct tcpi *i, struct sock *sk, struct tc
 	i->rcv_ooopack = tp->rcv_ooopack;
 	i->snd_wnd = tp->snd_wnd;
 	i->rcv_wnd = tp->rcv_wnd;
-	i->rehash = tp->plb_rehash + tp->timeout_rehash;
-	i->total_rto = tp->total_rto;
-	i->total_rto_recoveries = tp->total_rto_recoveries;
-	i->total_rto_time = tp->total_rto_time;
-	if (tp->rto_stamp)
-		i->total_rto_time += (__u32)(bpf_ktime_get_ns() / 1000000) - tp->rto_stamp;
+	/* Members newer than the programs' floor (tcp_get_info reports them from the same
+	 * release): plb_rehash 6.2, timeout_rehash 5.10 (both as tcpi_rehash, 6.2), the RTO
+	 * counters 6.7. Absent, their bytes stay zero, as the kernel's own tcp_info lacks them. */
+	if (bpf_core_field_exists(tp->plb_rehash) && bpf_core_field_exists(tp->timeout_rehash))
+		i->rehash = tp->plb_rehash + tp->timeout_rehash;
+	if (bpf_core_field_exists(tp->total_rto)) {
+		i->total_rto = tp->total_rto;
+		i->total_rto_recoveries = tp->total_rto_recoveries;
+		i->total_rto_time = tp->total_rto_time;
+		if (tp->rto_stamp)
+			i->total_rto_time += (__u32)(bpf_ktime_get_ns() / 1000000) - tp->rto_stamp;
+	}
 }
 
 /* bbr_get_info: v1's tcp_bbr_info, when struct bbr has every v1 field it reads (each checked, as
@@ -186,13 +193,20 @@ static __always_inline void fill_identity(struct bbrtop_sock *r, struct sock *sk
 		*(__u32 *)r->daddr = c->skc_daddr;
 	}
 	r->uid = sk->sk_uid.val;
-	struct cgroup *cg = sk->sk_cgrp_data.cgroup;
-	r->cgroup_id = cg ? cg->kn->id : 0;
+	/* A pointer since 5.15; before, a word shared with net_cls's data. */
+	if (bpf_core_field_exists(sk->sk_cgrp_data.cgroup)) {
+		struct cgroup *cg = sk->sk_cgrp_data.cgroup;
+		r->cgroup_id = cg ? cg->kn->id : 0;
+	}
 	/* The socket's inode follows it in its allocation, as SOCK_INODE() finds it. */
 	struct socket *so = sk->sk_socket;
-	if (so) {
+	if (so && bpf_ksym_exists(bpf_rdonly_cast)) {
 		struct socket_alloc *sa = bpf_rdonly_cast(so, bpf_core_type_id_kernel(struct socket_alloc));
 		r->inode = sa->vfs_inode.i_ino;
+	} else if (so) {
+		unsigned long ino = 0;
+		bpf_core_read(&ino, sizeof(ino), &((struct socket_alloc *)so)->vfs_inode.i_ino);
+		r->inode = ino;
 	}
 }
 
@@ -212,7 +226,7 @@ static __always_inline void fill_record(struct bbrtop_sock *r, struct sock *sk, 
 	const struct tcp_congestion_ops *ops = tp->inet_conn.icsk_ca_ops;
 	if (ops)
 		bpf_probe_read_kernel_str(r->cc, sizeof(r->cc), ops->name);
-	r->chrono = tp->chrono_type;
+	r->chrono = BPF_CORE_READ_BITFIELD(tp, chrono_type);
 	if (hz) {
 		fill_info((struct tcpi *)r->info, sk, tp, hz);
 		r->info_len = sizeof(struct tcpi);

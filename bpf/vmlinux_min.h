@@ -110,12 +110,12 @@ struct sock {
 };
 
 struct sk_buff {
-	unsigned char *data;
+	char cb[48];
 };
 
-/* Only the acknowledgment number: tcp_probe's segment starts with its TCP header. */
-struct tcphdr {
-	__be32 ack_seq;
+/* TCP_SKB_CB(skb), which lives in skb->cb: the segment's ACK number as tcp_ack() reads it. */
+struct tcp_skb_cb {
+	__u32 ack_seq;
 };
 
 struct msghdr;

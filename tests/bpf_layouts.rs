@@ -190,7 +190,7 @@ fn load_against(btf: &std::path::Path) -> (Loaded, String) {
     })
     .unwrap_or_else(|e| panic!("loads and passes the verifier: {e}"));
     assert!(l.failed.is_empty(), "attach failures: {:?}", l.failed);
-    assert_eq!(l.links.len(), bbrtop_collect::bpf::PROGRAMS.len());
+    assert_eq!(l.links.len(), loader::planned_here().unwrap());
     (l, loader::last_load_log())
 }
 

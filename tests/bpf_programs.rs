@@ -23,7 +23,7 @@ fn load_with(btf: Option<std::path::PathBuf>) -> Loaded {
     let l = loader::load(&LoadConfig { btf, walk: true, ..LoadConfig::from_rule(&Default::default()) })
         .expect("load");
     assert!(l.failed.is_empty(), "attach failures: {:?}", l.failed);
-    assert_eq!(l.links.len(), bbrtop_collect::bpf::PROGRAMS.len());
+    assert_eq!(l.links.len(), loader::planned_here().unwrap());
     l
 }
 
@@ -279,7 +279,7 @@ fn root_no_program_of_ours_survives_the_process() {
         .lines()
         .filter_map(|l| l.split("(prog id ").nth(1)?.trim_end_matches(')').parse().ok())
         .collect();
-    assert_eq!(ids.len(), bbrtop_collect::bpf::PROGRAMS.len(), "{text}");
+    assert_eq!(ids.len(), loader::planned_here().unwrap(), "{text}");
     let left = still_loaded(&ids);
     assert!(left.is_empty(), "programs still loaded after exit: {left:?}");
 }
@@ -297,7 +297,7 @@ fn root_sigint_sigterm_and_a_panic_detach_every_program() {
             .expect("run bbrtop watch");
         let start = Instant::now();
         let mut ids = Vec::new();
-        while ids.len() < bbrtop_collect::bpf::PROGRAMS.len() && start.elapsed() < Duration::from_secs(10) {
+        while ids.len() < loader::planned_here().unwrap() && start.elapsed() < Duration::from_secs(10) {
             std::thread::sleep(Duration::from_millis(20));
             ids = linked_prog_ids(child.id());
         }
@@ -316,7 +316,7 @@ fn root_sigint_sigterm_and_a_panic_detach_every_program() {
         }
         assert_eq!(
             ids.len(),
-            bbrtop_collect::bpf::PROGRAMS.len(),
+            loader::planned_here().unwrap(),
             "SIG{sig}: links held before the signal: {ids:?}"
         );
         assert!(killed.success() && status.is_some(), "SIG{sig}: bbrtop watch did not exit within 10 s");

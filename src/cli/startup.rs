@@ -67,7 +67,7 @@ pub fn start(
     if let Some(line) = bpf_note(&bpf.status) {
         note(&line);
     }
-    let Loading { sources: bpf_sources, status, windows, walker: walk_off } = bpf;
+    let Loading { sources: bpf_sources, status, windows, walker: walk_off, .. } = bpf;
     let walk_off = walk_off.err().filter(|w| !w.is_empty());
     let mut engine = Engine::new(cfg);
     let mut sources: Vec<Box<dyn Source>> = Vec::new();
@@ -204,6 +204,12 @@ pub fn live_lab() -> LabConfig {
 
 /// Drops what eBPF no longer needs, once it is attached: everything after this runs with less.
 fn drop_privileges(bpf: &Loading, note: &mut dyn FnMut(&str)) {
+    if bpf.awaits_bbr {
+        note(
+            "bbrtop: keeping CAP_BPF and CAP_PERFMON: tcp_bbr is not loaded, and the eBPF programs are \
+             loaded again to read BBR's state once it is",
+        );
+    }
     let drop = bpf.droppable();
     if drop.is_empty() {
         return;

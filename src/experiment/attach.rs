@@ -99,7 +99,7 @@ pub struct Plan {
 }
 
 #[cfg(feature = "bpf")]
-pub use imp::{ArmMap, OpenObject, Running, start};
+pub use imp::{ArmMap, OpenObject, Running, start, verify};
 
 #[cfg(feature = "bpf")]
 mod imp {
@@ -133,6 +133,25 @@ mod imp {
         plan: &Plan,
         dir: &Path,
     ) -> Result<Running<'obj>, StartError> {
+        let loaded = load(obj, plan)?;
+        let cg = std::fs::File::open(dir).map_err(|e| err(&dir.display().to_string(), e))?;
+        let link = loaded.progs.experiment.attach_cgroup(cg.as_raw_fd()).map_err(|e| err("attach", e))?;
+        Ok(Running { skel: loaded, _link: link, plan: plan.clone() })
+    }
+
+    /// Whether this kernel's verifier takes the program (`check`): loaded with one arm, attached
+    /// nowhere, and closed.
+    pub fn verify() -> Result<(), StartError> {
+        let arm = crate::experiment::Arm { cc: "cubic".into(), parts: 10_000 };
+        let plan =
+            Plan { arms: vec![arm], unit: Default::default(), seed: 0, ports: Vec::new(), dry_run: true };
+        load(&mut MaybeUninit::uninit(), &plan).map(drop)
+    }
+
+    fn load<'obj>(
+        obj: &'obj mut MaybeUninit<OpenObject>,
+        plan: &Plan,
+    ) -> Result<skel::ExperimentSkel<'obj>, StartError> {
         let mut open = skel::ExperimentSkelBuilder::default().open(obj).map_err(|e| err("open", e))?;
         let ro = open.maps.rodata_data.as_deref_mut().ok_or_else(|| err("rodata", "missing"))?;
         ro.seed = plan.seed;
@@ -151,10 +170,7 @@ mod imp {
             }
             ro.cc[i] = name;
         }
-        let loaded = bbrtop_collect::bpf::loader::logged_load(|| open.load()).map_err(|e| err("load", e))?;
-        let cg = std::fs::File::open(dir).map_err(|e| err(&dir.display().to_string(), e))?;
-        let link = loaded.progs.experiment.attach_cgroup(cg.as_raw_fd()).map_err(|e| err("attach", e))?;
-        Ok(Running { skel: loaded, _link: link, plan: plan.clone() })
+        bbrtop_collect::bpf::loader::logged_load(|| open.load()).map_err(|e| err("load", e))
     }
 
     /// The experiment's cookie → arm map, read by the engine (one lookup per socket it starts

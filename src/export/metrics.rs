@@ -800,6 +800,22 @@ fn encode_collectors(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::Result 
             Some(([("collector", c.name), ("reason", c.health.reason()?.cause.label())], 1u64))
         }),
     )?;
+    // Each eBPF feature, on or off on this kernel (the feature set and reasons are fixed).
+    let features = || cs.iter().flat_map(|c| c.features.iter());
+    gauges(
+        enc,
+        "bbrtop_bpf_feature_enabled",
+        "1 if the eBPF feature runs on this kernel (0: off, and bbrtop_bpf_feature_disabled says why).",
+        features().map(|f| ([("feature", f.feature.label())], u64::from(f.off.is_none()))),
+    )?;
+    gauges(
+        enc,
+        "bbrtop_bpf_feature_disabled",
+        "1 for each eBPF feature that is off; the reason label says why (kernel_lacks: this kernel cannot carry it).",
+        features().filter_map(|f| {
+            Some(([("feature", f.feature.label()), ("reason", f.off.as_ref()?.cause.label())], 1u64))
+        }),
+    )?;
     gauges(
         enc,
         "bbrtop_collector_last_duration_seconds",

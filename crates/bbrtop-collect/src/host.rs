@@ -6,7 +6,7 @@ use crate::netns::{NetnsSpec, run_in};
 use bbrtop_core::btf::Btf;
 use bbrtop_core::model::{HostBbr, StructBbr};
 use bbrtop_core::system::SystemInfo;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The running kernel's BTF.
 pub const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
@@ -40,6 +40,64 @@ pub fn struct_bbr(custom: Option<&Path>) -> Option<StructBbr> {
         Some(p) => in_file(p),
         None => in_file(Path::new(VMLINUX_BTF)).or_else(in_module),
     }
+}
+
+/// The BTF the programs are relocated against, and `struct bbr` as it has it.
+pub struct RelocationBtf {
+    /// For libbpf's `btf_custom_path`; None: the running kernel's own, as libbpf finds it.
+    pub path: Option<PathBuf>,
+    pub struct_bbr: Option<StructBbr>,
+    /// Whether `struct bbr` comes from tcp_bbr's module BTF.
+    pub from_module: bool,
+    /// Keeps the merged blob's memory file open while `path` names it.
+    _file: Option<std::fs::File>,
+}
+
+impl RelocationBtf {
+    /// `custom` if given (a test's edited BTF: libbpf then consults nothing else); else the
+    /// kernel's own where it has `struct bbr` (BBR built in) or tcp_bbr is not loaded; else the
+    /// kernel's and tcp_bbr's module BTF merged into one blob, in a memory file. libbpf reads
+    /// module BTF itself only with CAP_SYS_ADMIN (1.3 and later), which the shipped unit and
+    /// DaemonSet do not grant; the files in /sys/kernel/btf are readable without it.
+    pub fn find(custom: Option<&Path>) -> RelocationBtf {
+        let plain = |path: Option<PathBuf>, struct_bbr| RelocationBtf {
+            path,
+            struct_bbr,
+            from_module: false,
+            _file: None,
+        };
+        if let Some(p) = custom {
+            return plain(Some(p.to_path_buf()), in_file(p));
+        }
+        if let Some(s) = in_file(Path::new(VMLINUX_BTF)) {
+            return plain(None, Some(s));
+        }
+        match merged_with_module() {
+            Some((file, path, s)) => {
+                RelocationBtf { path: Some(path), struct_bbr: Some(s), from_module: true, _file: Some(file) }
+            }
+            None => plain(None, None),
+        }
+    }
+}
+
+/// vmlinux's BTF with tcp_bbr's merged in, in a memory file named by its /proc/self/fd path.
+fn merged_with_module() -> Option<(std::fs::File, PathBuf, StructBbr)> {
+    use std::io::Write;
+    let s = in_module()?;
+    let (base, module) = (std::fs::read(VMLINUX_BTF).ok()?, std::fs::read(BBR_MODULE_BTF).ok()?);
+    let merged = bbrtop_core::btf::merge_split(&base, &module).ok()?;
+    let fd = rustix::fs::memfd_create("bbrtop-btf", rustix::fs::MemfdFlags::CLOEXEC).ok()?;
+    let mut file = std::fs::File::from(fd);
+    file.write_all(&merged).ok()?;
+    use std::os::fd::AsRawFd;
+    let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    Some((file, path, s))
+}
+
+/// Whether tcp_bbr's BTF is there now (the module is loaded).
+pub fn bbr_module_loaded() -> bool {
+    Path::new(BBR_MODULE_BTF).exists()
 }
 
 /// Which BBR this host runs as "bbr": from the names it offers, the module's version and the

@@ -1,10 +1,15 @@
-//! Raw BTF (the kernel's type information, `/sys/kernel/btf/*`) read just far enough to list a
-//! struct's members: which `struct bbr` a kernel has is the one question bbrtop asks of it.
-//! Pure: the caller reads the file. Module BTF is split BTF: its type ids and string offsets
-//! continue the base's (vmlinux), so it is parsed with the base beside it.
+//! Raw BTF (the kernel's type information, `/sys/kernel/btf/*`) read just far enough for the
+//! questions bbrtop asks of a kernel: which `struct bbr` it has, and which tracepoints and
+//! functions its programs can attach to or call (names by kind). Pure: the caller reads the file.
+//! Module BTF is split BTF: its type ids and string offsets continue the base's (vmlinux), so it
+//! is parsed with the base beside it, and [`merge_split`] makes the two one complete blob.
 
 /// BTF kinds (include/uapi/linux/btf.h) whose entries this reader needs to tell apart.
 pub const KIND_STRUCT: u32 = 4;
+/// A typedef: each tracepoint a BTF-enabled program can attach to has one, `btf_trace_NAME`.
+pub const KIND_TYPEDEF: u32 = 8;
+/// A function: kfuncs, fentry targets and the kernel's helper implementations are ones.
+pub const KIND_FUNC: u32 = 12;
 const MAGIC: u16 = 0xeb9f;
 const HEADER_LEN: usize = 24;
 
@@ -85,8 +90,12 @@ impl<'a> Btf<'a> {
         Ok(Btf { base: Some((base.strings(), count)), ..Btf::parse(bytes)? })
     }
 
+    fn section(&self, (at, len): (usize, usize)) -> &'a [u8] {
+        &self.bytes[at..at + len]
+    }
+
     fn strings(&self) -> &'a [u8] {
-        &self.bytes[self.strs.0..self.strs.0 + self.strs.1]
+        self.section(self.strs)
     }
 
     /// The name at a string offset ("" if out of range).
@@ -127,6 +136,11 @@ impl<'a> Btf<'a> {
         Ok(found.map(|t| self.members(&t)))
     }
 
+    /// The names of every entry of `kind`, in id order.
+    pub fn names_of_kind(&self, kind: u32) -> Result<Vec<&'a str>, BtfError> {
+        Ok(self.types()?.into_iter().filter(|t| t.kind == kind).map(|t| self.name(t.name_off)).collect())
+    }
+
     /// A struct's or union's members (those its entry holds in full).
     pub fn members(&self, t: &TypeEntry) -> Vec<Member> {
         (0..t.vlen)
@@ -140,6 +154,27 @@ impl<'a> Btf<'a> {
             })
             .collect()
     }
+}
+
+/// One complete BTF blob of `base` (vmlinux) and `module`, BTF split from it: the module's type
+/// ids and string offsets already continue the base's, so its type section follows the base's and
+/// its strings follow the base's strings, and every id and offset stays what it was. A tool that
+/// reads complete BTF only (libbpf's `btf_custom_path`) then sees the module's types.
+pub fn merge_split(base: &[u8], module: &[u8]) -> Result<Vec<u8>, BtfError> {
+    let (b, m) = (Btf::parse(base)?, Btf::parse(module)?);
+    let (bt, mt) = (b.section(b.types), m.section(m.types));
+    let (bs, ms) = (b.strings(), m.strings());
+    let types_len = u32::try_from(bt.len() + mt.len()).map_err(|_| BtfError::Header)?;
+    let strs_len = u32::try_from(bs.len() + ms.len()).map_err(|_| BtfError::Header)?;
+    let mut out = Vec::with_capacity(HEADER_LEN + bt.len() + mt.len() + bs.len() + ms.len());
+    out.extend_from_slice(&base[..4]); // magic, version, flags
+    for v in [HEADER_LEN as u32, 0, types_len, types_len, strs_len] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for part in [bt, mt, bs, ms] {
+        out.extend_from_slice(part);
+    }
+    Ok(out)
 }
 
 /// Test BTF blobs, built by hand: a few ints and structs.
@@ -205,6 +240,29 @@ mod tests {
         let t = split.types().unwrap();
         assert_eq!((t[0].id, split.name(t[0].name_off)), (3, "cubic"));
         assert_eq!(split.struct_members("cubic").unwrap().unwrap()[0].name, "mode");
+
+        // Merged, the module's struct reads as part of one complete blob, with the same id.
+        let merged_bytes = merge_split(&base_bytes, &module).unwrap();
+        let merged = Btf::parse(&merged_bytes).unwrap();
+        let t = merged.types().unwrap();
+        assert_eq!(t.iter().map(|t| t.id).collect::<Vec<_>>(), [1, 2, 3]);
+        assert_eq!(merged.struct_members("cubic").unwrap().unwrap()[0].name, "mode");
+        assert_eq!(merged.struct_members("bbr").unwrap(), base.struct_members("bbr").unwrap());
+        assert_eq!(merge_split(&base_bytes, &[]).err(), Some(BtfError::Header));
+    }
+
+    #[test]
+    fn names_by_kind() {
+        // A typedef (kind 8) btf_trace_x and a func (kind 12) f, both of type 1.
+        let strs = b"\0u32\0btf_trace_x\0f\0";
+        let int = words(&[1, 1 << 24, 4, 32]);
+        let td = words(&[5, KIND_TYPEDEF << 24, 1]);
+        let func = words(&[17, KIND_FUNC << 24, 1]);
+        let b = blob(&[int, td, func], strs);
+        let btf = Btf::parse(&b).unwrap();
+        assert_eq!(btf.names_of_kind(KIND_TYPEDEF).unwrap(), ["btf_trace_x"]);
+        assert_eq!(btf.names_of_kind(KIND_FUNC).unwrap(), ["f"]);
+        assert!(btf.names_of_kind(KIND_STRUCT).unwrap().is_empty());
     }
 
     #[test]

@@ -234,6 +234,34 @@ fn a_degraded_collector_exports_its_reason() {
     );
 }
 
+/// Each eBPF feature's state, as Debian's 6.1 gives it: responses through the function's entry
+/// (on), BBR's state waiting for tcp_bbr (off, its cause the label).
+#[test]
+fn each_bpf_feature_is_a_series_and_an_off_one_says_why() {
+    use bbrtop_core::seam::{Feature, FeatureState};
+    let mut snap = (*snapshot(vec![])).clone();
+    snap.collectors.retain(|c| c.name != "bpf");
+    let bbr = Reason::new(Cause::BbrStateOff, "BBR state off: struct bbr is in no kernel BTF");
+    let mut features: Vec<FeatureState> = Feature::COLLECTOR.iter().map(|f| FeatureState::on(*f)).collect();
+    features[1] = FeatureState::off(Feature::BbrState, bbr.clone());
+    snap.collectors.push(CollectorStatus {
+        name: "bpf",
+        health: Health::Degraded(bbr),
+        features,
+        ..Default::default()
+    });
+    let om = scrape(Arc::new(snap), 0, "");
+    assert_eq!(value(&om, r#"bbrtop_bpf_feature_enabled{feature="responses"}"#), Some(1.0));
+    assert_eq!(value(&om, r#"bbrtop_bpf_feature_enabled{feature="bbr_state"}"#), Some(0.0));
+    assert_eq!(
+        value(&om, r#"bbrtop_bpf_feature_disabled{feature="bbr_state",reason="bbr_state_off"}"#),
+        Some(1.0)
+    );
+    assert!(!om.contains(r#"bbrtop_bpf_feature_disabled{feature="alert""#), "{om}");
+    let families = om.lines().filter(|l| l.starts_with("# TYPE bbrtop_bpf_feature_")).count();
+    assert_eq!(families, 2, "{om}");
+}
+
 /// ECN per cc, through the engine: sockets that negotiated it, and the CE-marked fraction of
 /// what the cc's sockets delivered; a cc that delivered nothing has no ratio.
 #[test]

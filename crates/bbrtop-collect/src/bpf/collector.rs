@@ -1,6 +1,7 @@
 //! The BPF collector as a poller [`Source`]: each poll drains the ring buffer without blocking
 //! and turns events into engine updates. Dropping it drops the links, which detaches.
 
+use super::BpfStatus;
 use super::clock::{instant_of, ktime_now_ns};
 use super::event::{Close, Event};
 use super::loader::Loaded;
@@ -18,19 +19,46 @@ pub struct Collector {
     loaded: Loaded,
     /// Ring-buffer records that did not decode, since start.
     undecodable_total: u64,
-    /// What the programs cannot do here, reported with every status.
-    limit: Option<Reason>,
+    /// Why the walk does not run, if it does not (its own source reads it).
+    walk_off: Option<Reason>,
+    /// Why reloading for tcp_bbr failed, once it did (it is not tried again).
+    reload_failed: Option<Reason>,
 }
 
 impl Collector {
-    pub fn new(loaded: Loaded) -> Collector {
-        // One limit is known (BBR state off); should there be more, the first names the cause.
-        let limits = loaded.status().limits;
-        let limit = limits.first().map(|first| {
-            let detail = limits.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("; ");
+    pub fn new(loaded: Loaded, walk_off: Option<Reason>) -> Collector {
+        Collector { loaded, undecodable_total: 0, walk_off, reload_failed: None }
+    }
+
+    /// tcp_bbr loaded after the programs: load them again against its BTF, once.
+    fn follow_bbr_module(&mut self) {
+        if self.reload_failed.is_some()
+            || !self.loaded.awaits_bbr_module()
+            || !crate::host::bbr_module_loaded()
+        {
+            return;
+        }
+        if let Err(e) = self.loaded.reload() {
+            self.reload_failed = Some(Reason::new(
+                Cause::BbrStateOff,
+                format!(
+                    "BBR state off: tcp_bbr loaded after bbrtop, and loading the programs again failed: {e}"
+                ),
+            ));
+        }
+    }
+
+    /// The status as of now: what the programs read of `struct bbr` moves as BBR sockets come.
+    fn status(&self) -> (BpfStatus, Option<Reason>) {
+        let mut status = self.loaded.status();
+        let bbr = self.reload_failed.clone().or_else(|| self.loaded.bbr_limit());
+        status.judge(bbr.as_ref(), self.walk_off.as_ref());
+        // One limit carries the first cause; the line names them all.
+        let limit = status.limits.first().map(|first| {
+            let detail = status.limits.iter().map(|r| r.detail.as_str()).collect::<Vec<_>>().join("; ");
             Reason::new(first.cause, detail)
         });
-        Collector { loaded, undecodable_total: 0, limit }
+        (status, limit)
     }
 }
 
@@ -92,6 +120,7 @@ fn closed_flow(c: Close, ktime_now: u64, wall: SystemTime) -> ClosedFlow {
 
 impl Source for Collector {
     fn poll(&mut self, feed: &mut dyn Feed) {
+        self.follow_bbr_module();
         let consumed = self.loaded.consume();
         let (now, wall, know) = (Instant::now(), SystemTime::now(), ktime_now_ns());
         let events = std::mem::take(&mut *self.loaded.inbox.lock().unwrap_or_else(|e| e.into_inner()));
@@ -103,6 +132,7 @@ impl Source for Collector {
             }
         }
         self.undecodable_total += undecodable;
+        let (status, limit) = self.status();
         feed.apply(Update::BpfStatus(BpfPoll {
             at: Some(wall),
             programs_attached: self.loaded.links.len() as u32,
@@ -111,7 +141,8 @@ impl Source for Collector {
             undecodable_events_total: self.undecodable_total,
             recursion_misses_total: self.loaded.recursion_misses(),
             failure: poll_failure(consumed, undecodable),
-            limit: self.limit.clone(),
+            limit,
+            features: status.features,
         }));
     }
 }

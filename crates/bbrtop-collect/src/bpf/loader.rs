@@ -1,18 +1,25 @@
-//! Opens, configures, loads and attaches the skeleton. Each program is attached on its own and
-//! a failure is recorded, not fatal. The skeleton itself is closed once everything is set up:
-//! the links keep the programs, the ring buffer's mapping keeps its map, and a duplicated fd
-//! keeps the loss counter, so what is returned is plain owned values (and `Send`).
+//! Opens, configures, loads and attaches the skeleton. What this kernel cannot carry is decided
+//! before the load (`plan`: tracepoints, functions and helpers from its BTF) and left out of it;
+//! a program the verifier still refuses is left out too, its log kept, and the rest loaded again.
+//! Each program is then attached on its own and a failure is recorded, not fatal. The skeleton
+//! itself is closed once everything is set up: the links keep the programs, the ring buffer's
+//! mapping keeps its map, and duplicated fds keep the other maps, so what is returned is plain
+//! owned values (and `Send`). When tcp_bbr is loaded after the programs, [`Loaded::reload`] loads
+//! them again over the same maps, relocated against its BTF.
 
+use super::BpfStatus;
 use super::event::{self, DecodeError, Event};
-use super::{BpfStatus, PROGRAMS};
+use super::libbpf_log::{Failed, failed_program, load_logged, program_log_path};
+pub use super::libbpf_log::{LoadError, last_load_log, logged_load, verifier_log_path};
+use super::plan::{self, Fate, Offers, PROGRAMS};
+use crate::host::RelocationBtf;
 use crate::inet_diag::WindowStorage;
+use bbrtop_core::model::bbr::STRUCT_BBR_FIELDS;
 use bbrtop_core::model::{BbrLayout, StructBbr};
 use bbrtop_core::rule::RuleConfig;
 use bbrtop_core::snapshot::status::{Cause, Reason};
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{
-    Link, MapCore, MapFlags, MapHandle, PrintLevel, ProgramHandle, RingBuffer, RingBufferBuilder,
-};
+use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, ProgramHandle, RingBuffer, RingBufferBuilder};
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -52,7 +59,7 @@ impl LoadConfig {
 
 /// What the programs say when they cannot read BBR's own state.
 pub const BBR_STATE_OFF: &str = "BBR state off: struct bbr is in no kernel BTF (BBR is not built in \
-    and tcp_bbr was not loaded when bbrtop started); BBR phases are inferred from netlink";
+    and tcp_bbr is not loaded: read from when it loads); BBR phases are inferred from netlink";
 
 /// What the programs cannot read of `struct bbr` as this kernel has it (`None` when they read
 /// all they need): each read sits behind a CO-RE check of its field (bpf/bbrtop.bpf.c).
@@ -70,14 +77,20 @@ pub fn bbr_limit(s: Option<&StructBbr>) -> Option<Reason> {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("BPF open failed: {0}")]
-    Open(String),
-    #[error("BPF load failed: {summary} (verifier log: {})", log.display())]
-    Load { summary: String, log: PathBuf },
-    #[error("BPF ring buffer setup failed: {0}")]
-    RingBuf(String),
+/// The members of `struct bbr` the programs report they read (bpf/bbrtop.h, `bbr_read`), as
+/// [`STRUCT_BBR_FIELDS`] names them.
+pub fn bbr_read_fields(mask: u32) -> Vec<&'static str> {
+    let bit = |f: &str| match f {
+        "mode" => mask & 1 != 0,
+        "cycle_idx" => mask & 2 != 0,
+        "min_rtt_us" => mask & 4 != 0,
+        "bw" => mask & 8 != 0 && mask & 64 == 0,
+        "full_bw_reached" => mask & 16 != 0,
+        "lt_use_bw" => mask & 32 != 0,
+        "bw_hi" => mask & 64 != 0,
+        _ => false,
+    };
+    STRUCT_BBR_FIELDS.into_iter().filter(|f| bit(f)).collect()
 }
 
 /// Decoded ring-buffer records, filled by the ring buffer's callback.
@@ -96,27 +109,84 @@ pub struct Loaded {
     /// `struct bbr` as the programs were relocated against it: its layout and which of the
     /// fields they read it has (`None`: no BTF has it, see [`BBR_STATE_OFF`]).
     pub struct_bbr: Option<StructBbr>,
+    /// Whether that `struct bbr` came from tcp_bbr's module BTF.
+    pub bbr_from_module: bool,
+    /// What became of each program on this kernel (the plan, and the verifier's refusals).
+    pub fates: Vec<(&'static str, Fate)>,
+    cfg: LoadConfig,
+    /// The object's .bss: `bbr_read`, which the programs write.
+    bss: MapHandle,
     lost: MapHandle,
     socks: MapHandle,
     read_epoch: MapHandle,
     /// The socket walk's records and its per-CPU count of records not written, when loaded
     /// with it on.
     moved: Option<(MapHandle, MapHandle)>,
+    /// Every map a reload takes over, by name.
+    maps: Vec<(String, MapHandle)>,
 }
 
 impl Loaded {
+    /// What attached and what did not, and each feature (the walk's as this object allows it:
+    /// whether its source runs is the caller's to say, [`BpfStatus::judge`]).
     pub fn status(&self) -> BpfStatus {
-        BpfStatus {
+        let mut s = BpfStatus {
             attached: self.links.iter().map(|(n, _)| *n).collect(),
             failed: self.failed.clone(),
             reason: None,
-            limits: bbr_limit(self.struct_bbr.as_ref()).into_iter().collect(),
+            limits: Vec::new(),
+            fates: self.fates.clone(),
+            features: Vec::new(),
+        };
+        let walk = (!self.cfg.walk).then(|| Reason::new(Cause::NotAsked, "not asked for at load"));
+        s.judge(self.bbr_limit().as_ref(), walk.as_ref());
+        s
+    }
+
+    /// What the programs cannot do with `struct bbr`: from what they report reading once a
+    /// BBR socket ran through them, and before that from the BTF they were relocated against
+    /// (the same types libbpf used: [`RelocationBtf`]).
+    pub fn bbr_limit(&self) -> Option<Reason> {
+        match (self.bbr_read(), &self.struct_bbr) {
+            (0, s) => bbr_limit(s.as_ref()),
+            (mask, Some(s)) => {
+                let read = StructBbr { fields: bbr_read_fields(mask), ..s.clone() };
+                bbr_limit(Some(&read))
+            }
+            (_, None) => bbr_limit(None),
         }
     }
 
     /// Whether the programs read BBR's phase from `struct bbr`.
     pub fn bbr_state(&self) -> bool {
-        self.struct_bbr.as_ref().is_some_and(StructBbr::has_phase)
+        self.bbr_limit().is_none_or(|r| r.cause == Cause::BbrStatePartial)
+    }
+
+    /// What the programs report they read of `struct bbr` (0 until a BBR socket ran through
+    /// tcp_probe).
+    pub fn bbr_read(&self) -> u32 {
+        let at = std::mem::offset_of!(types::bss, bbr_read);
+        match self.bss.lookup(&0u32.to_ne_bytes(), MapFlags::ANY) {
+            Ok(Some(v)) => v.get(at..at + 4).and_then(|b| b.try_into().ok()).map_or(0, u32::from_ne_bytes),
+            _ => 0,
+        }
+    }
+
+    /// Whether `struct bbr` may yet come: the programs were relocated without it, against the
+    /// kernel's own BTF, and tcp_bbr (a module here) can load later.
+    pub fn awaits_bbr_module(&self) -> bool {
+        self.struct_bbr.is_none() && self.cfg.btf.is_none()
+    }
+
+    /// Loads the programs again, over the same maps (socket state, ring buffer, the walk's),
+    /// relocated against the BTF there is now: tcp_bbr loaded after them. The new programs
+    /// attach, then the old ones go. Needs CAP_BPF and CAP_PERFMON still.
+    pub fn reload(&mut self) -> Result<(), LoadError> {
+        let btf = RelocationBtf::find(self.cfg.btf.as_deref());
+        let fates = self.fates.clone();
+        let again = load_once(&self.cfg, &btf, &fates, Some(&self.maps)).map_err(|f| f.error)?;
+        *self = again;
+        Ok(())
     }
 
     /// Ring-buffer reserve failures since load, summed over CPUs.
@@ -187,62 +257,89 @@ fn recursion_misses(prog: &ProgramHandle) -> u64 {
     if rc == 0 { info.recursion_misses } else { 0 }
 }
 
-/// libbpf's messages during load, kept for the verifier log file.
-static LIBBPF_LOG: Mutex<String> = Mutex::new(String::new());
-
-fn keep_log(_: PrintLevel, msg: String) {
-    LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()).push_str(&msg);
+/// What the running kernel offers the programs (its BTF: the attach targets libbpf resolves
+/// against it, whatever BTF the relocations use).
+pub fn kernel_offers() -> Result<Offers, LoadError> {
+    let path = crate::host::VMLINUX_BTF;
+    let bytes = std::fs::read(path).map_err(|e| LoadError::Open(format!("{path}: {e}")))?;
+    Offers::from_btf(&bytes).map_err(|e| LoadError::Open(format!("{path}: {e}")))
 }
 
-/// libbpf's messages during the last load, such as where each CO-RE relocation landed.
-pub fn last_load_log() -> String {
-    LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()).clone()
+/// How many programs the plan loads on the running kernel (one start of responses of two).
+pub fn planned_here() -> Result<usize, LoadError> {
+    Ok(plan::plan(&kernel_offers()?).iter().filter(|(_, f)| *f == Fate::Load).count())
 }
 
-pub fn verifier_log_path() -> PathBuf {
-    std::env::temp_dir().join(format!("bbrtop-verifier-{}.log", std::process::id()))
-}
-
-/// Runs `load` (an object's load into the kernel) with libbpf's messages kept: on failure they
-/// go to the verifier log file, and the error is one line that names it.
-pub fn logged_load<T>(load: impl FnOnce() -> libbpf_rs::Result<T>) -> Result<T, LoadError> {
-    LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()).clear();
-    let prev = libbpf_rs::set_print(Some((PrintLevel::Debug, keep_log)));
-    let loaded = load();
-    libbpf_rs::set_print(prev);
-    loaded.map_err(|e| {
-        let log = verifier_log_path();
-        let text = std::mem::take(&mut *LIBBPF_LOG.lock().unwrap_or_else(|e| e.into_inner()));
-        let _ = std::fs::write(&log, format!("{text}\n{e:#}\n"));
-        LoadError::Load { summary: e.to_string().lines().next().unwrap_or("").to_string(), log }
-    })
-}
-
+/// Loads and attaches what this kernel can run: the plan from its BTF, then, should the
+/// verifier refuse a program anyway, that program left out (its log kept in its own file) and
+/// the rest loaded again.
 pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
+    let btf = RelocationBtf::find(cfg.btf.as_deref());
+    let mut fates = plan::plan(&kernel_offers()?);
+    loop {
+        let failed = match load_once(cfg, &btf, &fates, None) {
+            Ok(l) => return Ok(l),
+            Err(f) => f,
+        };
+        let Some((name, why)) = failed_program(&failed.messages) else { return Err(failed.error) };
+        let Some(i) = fates.iter().position(|(n, f)| *n == name && *f == Fate::Load) else {
+            return Err(failed.error);
+        };
+        let log = program_log_path(&name);
+        if let LoadError::Load { log: whole, .. } = &failed.error {
+            let _ = std::fs::rename(whole, &log);
+        }
+        fates[i].1 = Fate::Rejected(format!("{why} (log: {})", log.display()));
+        // A program that stands in for it (the same work on another hook) may load instead.
+        let stand_in = PROGRAMS.iter().find(|p| p.instead_of == Some(fates[i].0)).map(|p| p.name);
+        if let Some(j) = fates.iter().position(|(n, f)| Some(*n) == stand_in && *f == Fate::NotNeeded) {
+            fates[j].1 = Fate::Load;
+        }
+    }
+}
+
+/// One open, load and attach with `fates`; with `reuse`, over those maps.
+fn load_once(
+    cfg: &LoadConfig,
+    btf: &RelocationBtf,
+    fates: &[(&'static str, Fate)],
+    reuse: Option<&[(String, MapHandle)]>,
+) -> Result<Loaded, Failed> {
+    let open_failed =
+        |e: libbpf_rs::Error| Failed { error: LoadError::Open(e.to_string()), messages: String::new() };
     let mut storage = MaybeUninit::uninit();
     let mut builder = skel::BbrtopSkelBuilder::default();
-    if let Some(btf) = &cfg.btf {
-        builder.object_builder_mut().btf_custom_path(btf).map_err(|e| LoadError::Open(e.to_string()))?;
+    if let Some(path) = &btf.path {
+        builder.object_builder_mut().btf_custom_path(path).map_err(open_failed)?;
     }
-    let mut open = builder.open(&mut storage).map_err(|e| LoadError::Open(e.to_string()))?;
+    let mut open = builder.open(&mut storage).map_err(open_failed)?;
     if let Some(ro) = open.maps.rodata_data.as_deref_mut() {
         ro.ratio_milli = cfg.ratio_milli;
         ro.floor_us = cfg.floor_us;
         ro.walk_on = u8::from(cfg.walk);
         ro.refresh_ns = cfg.walk_refresh.as_nanos().min(u64::MAX as u128) as u64;
     }
-    let skel = logged_load(|| open.load())?;
+    for mut prog in open.open_object_mut().progs_mut() {
+        let load = fates.iter().any(|(n, f)| prog.name() == *n && *f == Fate::Load);
+        prog.set_autoload(load);
+    }
+    if let Some(maps) = reuse {
+        use std::os::fd::AsFd;
+        for mut map in open.open_object_mut().maps_mut() {
+            if let Some((_, h)) = maps.iter().find(|(n, _)| map.name() == n.as_str()) {
+                map.reuse_fd(h.as_fd()).map_err(open_failed)?;
+            }
+        }
+    }
+    let skel = load_logged(verifier_log_path(), || open.load())?;
 
-    let progs = [
-        &skel.progs.tcp_probe,
-        &skel.progs.tcp_established,
-        &skel.progs.tcp_rcv_space_adjust,
-        &skel.progs.tcp_sendmsg_locked,
-        &skel.progs.tcp_destroy_sock,
-    ];
     let (mut links, mut failed, mut prog_ids, mut handles) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (name, prog) in PROGRAMS.into_iter().zip(progs) {
-        if let Ok(h) = ProgramHandle::try_from(prog) {
+    for prog in skel.object().progs_mut() {
+        let Some(name) = PROGRAMS.iter().map(|p| p.name).find(|n| prog.name() == *n) else { continue };
+        if !prog.autoload() {
+            continue;
+        }
+        if let Ok(h) = ProgramHandle::try_from(&prog) {
             prog_ids.push((name, h.id()));
             handles.push((name, h));
         }
@@ -252,6 +349,8 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
         }
     }
 
+    let ring =
+        |e: libbpf_rs::Error| Failed { error: LoadError::RingBuf(e.to_string()), messages: String::new() };
     let inbox: Inbox = Arc::default();
     let sink = Arc::clone(&inbox);
     let mut rb = RingBufferBuilder::new();
@@ -259,12 +358,22 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
         sink.lock().unwrap_or_else(|e| e.into_inner()).push(event::decode(data));
         0
     })
-    .map_err(|e| LoadError::RingBuf(e.to_string()))?;
-    let ringbuf = rb.build().map_err(|e| LoadError::RingBuf(e.to_string()))?;
-    let handle = |m| MapHandle::try_from(m).map_err(|e: libbpf_rs::Error| LoadError::RingBuf(e.to_string()));
-    let (lost, socks, read_epoch) =
-        (handle(&skel.maps.lost)?, handle(&skel.maps.socks)?, handle(&skel.maps.read_epoch)?);
-    let struct_bbr = crate::host::struct_bbr(cfg.btf.as_deref());
+    .map_err(ring)?;
+    let ringbuf = rb.build().map_err(ring)?;
+    let maps = skel
+        .object()
+        .maps()
+        .filter(|m| !m.name().to_string_lossy().contains('.'))
+        .map(|m| Ok((m.name().to_string_lossy().into_owned(), MapHandle::try_from(&m)?)))
+        .collect::<libbpf_rs::Result<Vec<_>>>()
+        .map_err(ring)?;
+    let handle = |m| MapHandle::try_from(m).map_err(ring);
+    let (lost, socks, read_epoch, bss) = (
+        handle(&skel.maps.lost)?,
+        handle(&skel.maps.socks)?,
+        handle(&skel.maps.read_epoch)?,
+        handle(&skel.maps.bss)?,
+    );
     let moved =
         if cfg.walk { Some((handle(&skel.maps.moved)?, handle(&skel.maps.moved_full)?)) } else { None };
     Ok(Loaded {
@@ -274,11 +383,16 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
         handles,
         ringbuf,
         inbox,
-        struct_bbr,
+        struct_bbr: btf.struct_bbr.clone(),
+        bbr_from_module: btf.from_module,
+        fates: fates.to_vec(),
+        cfg: cfg.clone(),
+        bss,
         lost,
         socks,
         read_epoch,
         moved,
+        maps,
     })
 }
 

@@ -30,8 +30,12 @@ mod clock;
 #[cfg(feature = "bpf")]
 mod collector;
 pub mod event;
+pub mod features;
+#[cfg(feature = "bpf")]
+mod libbpf_log;
 #[cfg(feature = "bpf")]
 pub mod loader;
+pub mod plan;
 #[cfg(feature = "bpf")]
 pub mod walk;
 
@@ -49,10 +53,6 @@ pub use crate::host::VMLINUX_BTF as BTF_PATH;
 /// Polls between netlink's reconciling dumps when the socket walk reads the sockets.
 pub const RECONCILE_EVERY: u64 = 60;
 
-/// The programs bbrtop attaches, by name (these are also their names in `bpftool prog show`).
-pub const PROGRAMS: [&str; 5] =
-    ["tcp_probe", "tcp_established", "tcp_rcv_space_adjust", "tcp_sendmsg_locked", "tcp_destroy_sock"];
-
 /// What happened when the BPF collector was set up.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BpfStatus {
@@ -63,11 +63,42 @@ pub struct BpfStatus {
     pub reason: Option<Reason>,
     /// What the attached programs cannot do on this kernel.
     pub limits: Vec<Reason>,
+    /// What became of each program here.
+    pub fates: Vec<(&'static str, plan::Fate)>,
+    /// Each feature, on or off and why.
+    pub features: Vec<bbrtop_core::seam::FeatureState>,
 }
 
 impl BpfStatus {
     fn off(reason: Reason) -> BpfStatus {
-        BpfStatus { reason: Some(reason), ..Default::default() }
+        let mut s = BpfStatus { reason: Some(reason), ..Default::default() };
+        s.features = features::collector_features(&s, None, None);
+        s
+    }
+
+    /// Sets the features from the programs' fates, what they read of `struct bbr` (`bbr`) and
+    /// the walk's verdict, and the limits from them: each feature that is off, and a partial
+    /// read of `struct bbr`.
+    pub fn judge(&mut self, bbr: Option<&Reason>, walk: Option<&Reason>) {
+        self.features = features::collector_features(self, bbr, walk);
+        // One line per distinct reason, naming the features it turns off.
+        let mut by_reason: Vec<(Vec<&str>, &Reason)> = Vec::new();
+        for f in &self.features {
+            let Some(r) = f.off.as_ref().filter(|r| r.cause != Cause::NotAsked) else { continue };
+            match by_reason.iter_mut().find(|(_, seen)| seen.detail == r.detail) {
+                Some((names, _)) => names.push(f.feature.label()),
+                None => by_reason.push((vec![f.feature.label()], r)),
+            }
+        }
+        let limits: Vec<Reason> = by_reason
+            .into_iter()
+            .map(|(names, r)| match r.cause {
+                Cause::BbrStateOff => r.clone(),
+                cause => Reason::new(cause, format!("{} off: {}", names.join(", "), r.detail)),
+            })
+            .chain(bbr.filter(|r| r.cause == Cause::BbrStatePartial).cloned())
+            .collect();
+        self.limits = limits;
     }
 }
 
@@ -99,6 +130,9 @@ pub struct Loading {
     pub windows: Option<WindowStorage>,
     /// The kernel walk when asked for, or why there is none.
     pub walker: Result<Box<dyn Source>, String>,
+    /// The programs were loaded without `struct bbr`, and tcp_bbr may load later: the collector
+    /// then loads them again, which takes CAP_BPF and CAP_PERFMON.
+    pub awaits_bbr: bool,
 }
 
 impl Loading {
@@ -108,15 +142,17 @@ impl Loading {
             walker: Err(reason.detail.clone()),
             status: BpfStatus::off(reason),
             windows: None,
+            awaits_bbr: false,
         }
     }
 
     /// The capabilities no longer needed once this is loaded: with programs attached,
     /// CAP_PERFMON (the fds are open), and CAP_BPF too unless the netlink collector reads the RTT
     /// windows (the kernel checks it each time inet_diag hands socket storage over). The walk
-    /// needs neither: its iterator was attached at load, and its maps are open fds.
+    /// needs neither: its iterator was attached at load, and its maps are open fds. None while
+    /// tcp_bbr may still load: the programs are then loaded again, with both.
     pub fn droppable(&self) -> &'static [Cap] {
-        match (self.status.attached.is_empty(), self.windows.is_some()) {
+        match (self.status.attached.is_empty() || self.awaits_bbr, self.windows.is_some()) {
             (true, _) => &[],
             (false, true) => &[Cap::Perfmon],
             (false, false) => &[Cap::Bpf, Cap::Perfmon],
@@ -149,14 +185,11 @@ fn load_source(rule: &RuleConfig, walk: Option<WalkAsk>) -> Loading {
     let cfg = loader::LoadConfig { walk: walk.is_some(), ..loader::LoadConfig::from_rule(rule) };
     match loader::load(&cfg) {
         Ok(l) => {
-            let status = l.status();
+            let mut status = l.status();
             if l.links.is_empty() {
-                let detail = format!("eBPF off: no program attached ({})", describe_failures(&status));
+                let detail = format!("eBPF off: no program attached ({})", describe_off(&status));
                 let reason = Reason::new(Cause::NotAttached, detail);
-                return Loading {
-                    status: BpfStatus { reason: Some(reason.clone()), ..status },
-                    ..Loading::off(reason)
-                };
+                return Loading::off(reason);
             }
             let windows = l.window_storage().ok();
             let walker = match walk {
@@ -169,10 +202,25 @@ fn load_source(rule: &RuleConfig, walk: Option<WalkAsk>) -> Loading {
                 }
                 None => Err("not asked for".into()),
             };
-            Loading { sources: vec![Box::new(collector::Collector::new(l))], status, windows, walker }
+            let walk_off = walker.as_ref().err().map(|why| {
+                let cause = if why == "not asked for" { Cause::NotAsked } else { Cause::WalkFailed };
+                Reason::new(cause, why.clone())
+            });
+            status.judge(l.bbr_limit().as_ref(), walk_off.as_ref());
+            let awaits_bbr = l.awaits_bbr_module();
+            let collector = collector::Collector::new(l, walk_off);
+            Loading { sources: vec![Box::new(collector)], status, windows, walker, awaits_bbr }
         }
         Err(e) => Loading::off(Reason::new(Cause::LoadFailed, format!("eBPF off: {e}"))),
     }
+}
+
+/// Why nothing attached: each program's reason.
+#[cfg(feature = "bpf")]
+fn describe_off(s: &BpfStatus) -> String {
+    let offs: Vec<String> =
+        features::program_names().filter_map(|p| features::program_off(s, p)).map(|r| r.detail).collect();
+    offs.join("; ")
 }
 
 #[cfg(not(feature = "bpf"))]

@@ -41,6 +41,13 @@ pub enum Cause {
     /// `--connect`: the remote exporter gave no frame (down, refused the credentials, sent
     /// something else).
     Remote,
+    /// This kernel lacks what a program needs (a tracepoint, a function, a helper for tracing
+    /// programs): that program is not loaded, the rest are.
+    KernelLacks,
+    /// The verifier refused one program (its log is kept); the rest loaded.
+    Rejected,
+    /// A feature that was not asked for (the walk without `--collector.walk`).
+    NotAsked,
 }
 
 impl Cause {
@@ -61,12 +68,22 @@ impl Cause {
             Cause::WalkNoHz => "walk_no_hz",
             Cause::WalkFailed => "walk_failed",
             Cause::Remote => "remote",
+            Cause::KernelLacks => "kernel_lacks",
+            Cause::Rejected => "rejected",
+            Cause::NotAsked => "not_asked",
         }
     }
 
     /// A limit of what the collector can do here, rather than a failure of its polls.
     pub fn is_limit(self) -> bool {
-        matches!(self, Cause::BbrStateOff | Cause::BbrStatePartial | Cause::WalkNoHz)
+        matches!(
+            self,
+            Cause::BbrStateOff
+                | Cause::BbrStatePartial
+                | Cause::WalkNoHz
+                | Cause::KernelLacks
+                | Cause::Rejected
+        )
     }
 }
 
@@ -105,4 +122,7 @@ pub struct BpfPoll {
     pub failure: Option<Reason>,
     /// What the attached programs cannot do on this kernel; the collector still works.
     pub limit: Option<Reason>,
+    /// Each feature of the eBPF collector, on or off and why (empty: eBPF off altogether, or a
+    /// build that does not report them).
+    pub features: Vec<super::features::FeatureState>,
 }

@@ -4,9 +4,11 @@
 //! closed socket's last record, its own health) comes as an [`Update`]. Collectors import this
 //! module and the model; they never see the engine or the snapshot.
 
+pub mod features;
 pub mod health;
 pub mod sink;
 
+pub use features::{Feature, FeatureState};
 pub use health::{BpfPoll, Cause, Reason};
 pub use sink::{Aborted, DumpSink, Dumping, Feed, Source, feed_dump};
 

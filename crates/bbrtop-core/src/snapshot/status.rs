@@ -123,6 +123,9 @@ pub struct CollectorStatus {
         deserialize_with = "crate::units::interned::keys"
     )]
     pub recursion_misses_total: BTreeMap<&'static str, u64>,
+    /// eBPF only: each feature on this kernel, on or off and why.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub features: Vec<crate::seam::FeatureState>,
 }
 
 impl CollectorStatus {
@@ -200,6 +203,7 @@ impl CollectorStatus {
         self.ringbuf_lost_total = Some(p.ringbuf_lost_total);
         self.undecodable_events_total = Some(p.undecodable_events_total);
         self.recursion_misses_total = p.recursion_misses_total;
+        self.features = p.features;
     }
 }
 
