@@ -26,8 +26,12 @@ BUILD_PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config libbpf-dev make gcc)
 RUN_PKGS=(iproute2 bpftool procps)
 # Test: the real servers and tools the tests compare with; dpkg-dev (dpkg-shlibdeps) builds the
 # Debian package, debootstrap a Debian root filesystem and buildah the image from it
-# (tests/packaging.rs).
-TEST_PKGS=(prometheus prometheus-alertmanager bpftrace iperf3 tmux openssl systemd curl dpkg-dev debootstrap buildah)
+# (tests/packaging.rs); autoconf, automake, autopoint, flex, bison and gawk build libbpf-sys's
+# vendored libelf for the portable binary (scripts/build-portable.sh), rpm (rpmbuild) packs the
+# RPM (tests/portable.rs); QEMU, busybox-static, kmod and file boot the kernel matrix's kernels
+# (scripts/kernels.sh, tests/kernel_matrix.rs).
+TEST_PKGS=(prometheus prometheus-alertmanager bpftrace iperf3 tmux openssl systemd curl dpkg-dev debootstrap buildah
+    autoconf automake autopoint flex bison gawk rpm qemu-system-x86 busybox-static kmod file)
 
 setup_build() {
     need_pkgs "${BUILD_PKGS[@]}" "${RUN_PKGS[@]}"

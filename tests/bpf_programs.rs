@@ -11,9 +11,9 @@ use bbrtop_collect::caps::{Cap, CapSet};
 use bbrtop_core::model::{Count, StateSet};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::unix::fs::MetadataExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use support::events::{closes, collect_until, netns_inode};
 use support::guard;
 
 // The object the verifier rejects (bpf/tests/reject.bpf.c).
@@ -31,29 +31,6 @@ fn load() -> Loaded {
     let l = load_with(None);
     assert!(l.bbr_state(), "BBR is built into this kernel: {:?}", l.status());
     l
-}
-
-/// Drains the ring buffer until `done` holds for the events so far (bounded in time).
-fn collect_until(l: &Loaded, limit: Duration, mut done: impl FnMut(&[Event]) -> bool) -> Vec<Event> {
-    let start = Instant::now();
-    let mut all = Vec::new();
-    loop {
-        l.consume().expect("consume");
-        let batch = std::mem::take(&mut *l.inbox.lock().unwrap());
-        all.extend(batch.into_iter().map(|e| e.expect("every kernel event decodes")));
-        if done(&all) || start.elapsed() > limit {
-            return all;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn closes(events: &[Event]) -> impl Iterator<Item = &Close> {
-    events.iter().filter_map(|e| if let Event::Close(c) = e { Some(&**c) } else { None })
-}
-
-fn netns_inode(path: &std::path::Path) -> u32 {
-    std::fs::metadata(path).expect("netns path").ino() as u32
 }
 
 #[test]
@@ -427,4 +404,52 @@ fn root_a_rejected_object_leaves_the_verifier_log_in_a_file_and_one_line_for_the
     let text = std::fs::read_to_string(log).expect("the verifier log file");
     assert!(text.contains("invalid mem access"), "the verifier's message is in the log: {text}");
     let _ = std::fs::remove_file(log);
+}
+
+/// The per-program fallbacks, driven on this kernel: with its tcp_sendmsg_locked tracepoint
+/// planned as absent (as on 6.1 and 6.12), responses start at the function's entry instead. This
+/// machine's kernel refuses fentry programs (EPERM, no trampolines for us), so that program is
+/// left out with the kernel's word and its log file, and every other program loads and attaches:
+/// one refusal costs one feature, not the eBPF half.
+#[test]
+fn root_a_program_the_kernel_refuses_is_left_out_and_the_rest_run() {
+    use bbrtop_collect::bpf::plan::Fate;
+    use bbrtop_core::seam::{Cause, Feature};
+    if !guard::bpf("loading BPF programs") {
+        return;
+    }
+    let cfg = LoadConfig {
+        walk: true,
+        hide_tracepoints: vec!["tcp_sendmsg_locked"],
+        ..LoadConfig::from_rule(&Default::default())
+    };
+    let l = loader::load(&cfg).expect("the rest loads");
+    let fate = |name: &str| l.fates.iter().find(|(n, _)| *n == name).map(|(_, f)| f.clone()).unwrap();
+    assert!(matches!(fate("tcp_sendmsg_locked"), Fate::Lacks(_)), "{:?}", l.fates);
+    let attached: Vec<&str> = l.links.iter().map(|(n, _)| *n).collect();
+    assert!(l.failed.is_empty(), "{:?}", l.failed);
+    for p in ["tcp_probe", "tcp_established", "tcp_rcv_space_adjust", "tcp_destroy_sock"] {
+        assert!(attached.contains(&p), "{p} attached: {attached:?}");
+    }
+    let features = l.status().features;
+    let responses = features.iter().find(|f| f.feature == Feature::Responses).unwrap();
+    match fate("tcp_sendmsg_fentry") {
+        // This kernel refused it: the reason names the program and keeps the log.
+        Fate::Rejected(why) => {
+            let log = why.rsplit("(log: ").next().unwrap().trim_end_matches(')');
+            assert!(std::path::Path::new(log).is_file(), "the refusal's log at {log}: {why}");
+            let off = responses.off.as_ref().expect("responses off");
+            assert_eq!(off.cause, Cause::Rejected, "{off:?}");
+            assert!(off.detail.contains("tcp_sendmsg_fentry refused"), "{off:?}");
+            let _ = std::fs::remove_file(log);
+        }
+        // A kernel with trampolines runs it: responses on, through fentry.
+        Fate::Load => {
+            assert!(attached.contains(&"tcp_sendmsg_fentry"), "{attached:?}");
+            assert_eq!(responses.off, None);
+        }
+        other => panic!("tcp_sendmsg_fentry: {other:?}"),
+    }
+    let others_on = features.iter().filter(|f| f.feature != Feature::Responses).all(|f| f.off.is_none());
+    assert!(others_on, "{features:?}");
 }

@@ -26,7 +26,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use support::cgroup::{Cg2, V2};
+use support::cgroup::{Cg2, v2};
 use support::{Proc, guard, wait_exit};
 
 const BBRTOP: &str = env!("CARGO_BIN_EXE_bbrtop");
@@ -36,8 +36,8 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn can_run(what: &str) -> bool {
     guard::caps(what, &[Cap::Bpf, Cap::Perfmon, Cap::NetAdmin, Cap::SysAdmin])
-        && (std::path::Path::new(V2).join("cgroup.procs").exists()
-            || guard::unavailable(&format!("{what} needs the cgroup v2 hierarchy at {V2}")))
+        && (v2().join("cgroup.procs").exists()
+            || guard::unavailable(&format!("{what} needs the cgroup v2 hierarchy at {}", v2().display())))
         && (Command::new("python3").arg("-V").output().is_ok() || guard::unavailable("python3"))
 }
 

@@ -24,11 +24,6 @@ use serde_json::Value;
 use std::time::Duration;
 use support::guard;
 
-fn quantile(sorted: &[Duration], q: f64) -> f64 {
-    let at = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[at].as_secs_f64()
-}
-
 /// AS and country databases that place the lab's client in AS64501 and BR, written by a real
 /// MMDB writer into `dir`: (AS file, country file), or None once its absence is said.
 fn client_databases(lab: &Lab, dir: &std::path::Path) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
@@ -98,7 +93,7 @@ fn root_response_times_agree_with_the_clients() {
             "{size}: {kernel_n} responses timed, the client {client_n}"
         );
         for (q, key) in [(0.5, "p50_seconds"), (0.95, "p95_seconds")] {
-            let (got, want) = (row[key].as_f64().unwrap(), quantile(&times, q));
+            let (got, want) = (row[key].as_f64().unwrap(), support::quantile(&times, q));
             eprintln!("{size} p{}: kernel {:.2} ms, client {:.2} ms", q * 100.0, got * 1e3, want * 1e3);
             let tolerance = (0.1 * want).max(0.005);
             assert!(

@@ -4,6 +4,7 @@
 use super::{BbrModule, Bdp, Check, Live, Readings, Status, kernel_version};
 use bbrtop_collect::caps::{Cap, CapSet};
 use bbrtop_core::model::HostBbr;
+use bbrtop_core::seam::Feature;
 
 /// Every check, in the order the guides walk them.
 pub fn checks(r: &Readings, bdp: Bdp) -> Vec<Check> {
@@ -16,6 +17,7 @@ pub fn checks(r: &Readings, bdp: Bdp) -> Vec<Check> {
         tcp_bbr(r.bbr_module),
         btf(r.btf),
     ];
+    out.extend(features(ver, r.bbr_module));
     out.extend(super::qdisc::checks(
         r.interfaces.as_deref(),
         ver,
@@ -56,26 +58,66 @@ fn unreadable(name: &str, status: Status) -> Check {
 }
 
 fn kernel(release: &str, ver: Option<(u32, u32)>) -> Check {
+    let lacks: Vec<&str> = ver.map_or_else(Vec::new, |v| {
+        Feature::ALL.iter().filter(|f| v < f.since()).map(|f| f.label()).collect()
+    });
     match ver {
         Some(v) if v < (4, 9) => check(
             "kernel",
             Status::Fail,
             release,
             "BBR needs Linux 4.9 or later.",
-            &["upgrade the kernel to 4.9+ (6.2+ for eBPF)".into()],
+            &["upgrade the kernel to 4.9+ (5.12+ for the eBPF features)".into()],
         ),
-        Some(v) if v < (6, 2) => check(
+        Some(_) if !lacks.is_empty() => check(
             "kernel",
             Status::Warn,
             release,
-            "BBR works; the eBPF collectors need 6.2+ (CAP_BPF, ring buffer, bpf_rdonly_cast), so bbrtop runs on netlink only.",
+            &format!(
+                "BBR works; this kernel cannot carry the eBPF features {} (the ebpf:* checks say what bbrtop does instead).",
+                lacks.join(", ")
+            ),
             &[],
         ),
-        Some(_) => {
-            check("kernel", Status::Ok, release, "4.9+ has BBR; 6.2+ has what the eBPF path needs.", &[])
-        }
+        Some(_) => check(
+            "kernel",
+            Status::Ok,
+            release,
+            "4.9+ has BBR; 5.12+ carries every eBPF feature (the ebpf:* checks; bbrtop check loads them).",
+            &[],
+        ),
         None => check("kernel", Status::Warn, release, "The kernel version could not be read.", &[]),
     }
+}
+
+/// Each eBPF feature against this kernel's release and BBR (the catalog `bbrtop check`, the
+/// README's kernel table and the kernel matrix share): on from its floor, else what bbrtop does
+/// without it. `bbrtop check` loads the programs and says what actually ran.
+fn features(ver: Option<(u32, u32)>, module: Option<BbrModule>) -> Vec<Check> {
+    let Some(v) = ver else { return Vec::new() };
+    Feature::ALL
+        .iter()
+        .map(|&f| {
+            let name = format!("ebpf:{}", f.label());
+            if v < f.since() {
+                let why = format!("Needs Linux {}; without it, {}.", f.floor(), f.below());
+                return check(&name, Status::Info, "off", &why, &[]);
+            }
+            match (f, module) {
+                (Feature::BbrState, Some(BbrModule::Loadable)) => check(
+                    &name,
+                    Status::Info,
+                    "waits for tcp_bbr",
+                    "Read once tcp_bbr loads (bbrtop loads its programs again then); until then BBR's phase is inferred from netlink.",
+                    &load_tcp_bbr(),
+                ),
+                (Feature::BbrState, Some(BbrModule::Missing)) => {
+                    check(&name, Status::Info, "off", "No BBR on this kernel to read.", &[])
+                }
+                _ => check(&name, Status::Ok, "on", f.gives(), &[]),
+            }
+        })
+        .collect()
 }
 
 fn available_cc(available: Option<&[String]>) -> Check {

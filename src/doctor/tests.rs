@@ -46,7 +46,7 @@ fn each_problem_is_flagged_with_a_fix() {
     let cases: &[(&str, Edit, &str, Status)] = &[
         ("old kernel", |r| r.kernel = "4.4.0".into(), "kernel", Status::Fail),
         ("no ebpf kernel", |r| r.kernel = "5.4.0".into(), "kernel", Status::Warn),
-        ("no bpf_rdonly_cast", |r| r.kernel = "6.1.55".into(), "kernel", Status::Warn),
+        ("no socket storage for tracing", |r| r.kernel = "5.10.0".into(), "kernel", Status::Warn),
         ("cubic default", |r| r.cc = Some("cubic".into()), "tcp_congestion_control", Status::Warn),
         (
             "no bbr",
@@ -270,4 +270,29 @@ fn namespace_qdiscs_are_their_own() {
     let d = netns_checks(&host, &ns);
     assert!(d.iter().any(|c| c.name == "netns:qdisc:v0"), "{d:#?}");
     assert!(!d.iter().any(|c| c.name.starts_with("netns:netns")));
+}
+
+/// The ebpf:* checks follow the feature catalog, as `bbrtop check` and the kernel matrix do:
+/// Debian 11's 5.10 carries only the experiment, 12's 6.1 everything, BBR's state once tcp_bbr
+/// loads.
+#[test]
+fn each_ebpf_feature_against_the_kernel() {
+    let of = |kernel: &str, module| {
+        let r = Readings { kernel: kernel.into(), bbr_module: Some(module), ..good() };
+        checks(&r, Bdp::default())
+    };
+    let value = |c: &[Check], name: &str| c.iter().find(|c| c.name == name).map(|c| c.value.clone()).unwrap();
+    let old = of("5.10.0-46-amd64", BbrModule::Loaded);
+    for f in ["alert", "bbr_state", "walk", "closed_flows", "responses"] {
+        assert_eq!(value(&old, &format!("ebpf:{f}")), "off", "{old:#?}");
+    }
+    assert_eq!(value(&old, "ebpf:experiment"), "on");
+    let kernel = old.iter().find(|c| c.name == "kernel").unwrap();
+    assert!(kernel.why.contains("alert, bbr_state, walk, closed_flows, responses"), "{kernel:?}");
+    let bookworm = of("6.1.0-56-amd64", BbrModule::Loadable);
+    assert_eq!(value(&bookworm, "ebpf:bbr_state"), "waits for tcp_bbr");
+    assert_eq!(value(&bookworm, "ebpf:responses"), "on");
+    assert_eq!(status_of(&bookworm, "kernel"), Status::Ok);
+    let c = of("6.18.44", BbrModule::Builtin);
+    assert!(c.iter().filter(|c| c.name.starts_with("ebpf:")).all(|c| c.value == "on"), "{c:#?}");
 }

@@ -56,15 +56,20 @@ impl Drop for Cgroup {
     }
 }
 
-/// The cgroup v2 hierarchy here (cgroups are v1 with a v2 hierarchy beside them).
-pub const V2: &str = "/sys/fs/cgroup/unified";
+/// The cgroup v2 hierarchy: the first cgroup2 mount (this machine's cgroups are v1 with a v2
+/// hierarchy at /sys/fs/cgroup/unified; the kernel matrix's guests mount v2 at /sys/fs/cgroup).
+pub fn v2() -> PathBuf {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let mounts = bbrtop::experiment::attach::cgroup2_mounts(&mountinfo);
+    mounts.into_iter().next().unwrap_or_else(|| PathBuf::from("/sys/fs/cgroup/unified"))
+}
 
 /// A cgroup v2 of the test's own, removed on drop (after the processes in it are killed).
 pub struct Cg2(pub PathBuf);
 
 impl Cg2 {
     pub fn new(name: &str) -> Cg2 {
-        let dir = PathBuf::from(format!("{V2}/bbrtop-exp-{name}-{}", std::process::id()));
+        let dir = v2().join(format!("bbrtop-exp-{name}-{}", std::process::id()));
         std::fs::create_dir(&dir).expect("a cgroup v2 directory");
         Cg2(dir)
     }

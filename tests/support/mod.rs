@@ -7,6 +7,9 @@ pub mod btf;
 pub mod cgroup;
 pub mod daemonset;
 pub mod duckdb;
+#[cfg(feature = "bpf")]
+pub mod events;
+pub mod experiment;
 pub mod exporter;
 pub mod grafana;
 pub mod guard;
@@ -14,6 +17,7 @@ pub mod holder;
 pub mod http;
 pub mod lab;
 pub mod otelcol;
+pub mod reference;
 pub mod servers;
 pub mod tmux;
 pub mod tools;
@@ -30,6 +34,12 @@ pub fn serving(mut cmd: std::process::Command) -> (Proc, u16) {
     std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let port = line.trim().parse().unwrap_or_else(|_| panic!("server's port: {line:?}"));
     (Proc(child), port)
+}
+
+/// The `q` quantile of `sorted` (nearest rank), in seconds.
+pub fn quantile(sorted: &[Duration], q: f64) -> f64 {
+    let at = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[at].as_secs_f64()
 }
 
 /// Polls `f` every 100 ms until it returns Some, at most `limit`.

@@ -40,6 +40,9 @@ pub struct LoadConfig {
     /// How often a moving socket's walk record is filled again within one poll: its values are
     /// at most this much older than its latest move.
     pub walk_refresh: std::time::Duration,
+    /// Tracepoints to plan as if this kernel lacked them: a test drives the fallbacks (fentry,
+    /// a refused program left out) on a kernel that has them.
+    pub hide_tracepoints: Vec<&'static str>,
 }
 
 /// The default [`LoadConfig::walk_refresh`]: a busy socket costs a few fills a second.
@@ -53,6 +56,7 @@ impl LoadConfig {
             btf: None,
             walk: false,
             walk_refresh: WALK_REFRESH,
+            hide_tracepoints: Vec::new(),
         }
     }
 }
@@ -275,7 +279,7 @@ pub fn planned_here() -> Result<usize, LoadError> {
 /// the rest loaded again.
 pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     let btf = RelocationBtf::find(cfg.btf.as_deref());
-    let mut fates = plan::plan(&kernel_offers()?);
+    let mut fates = plan::plan(&kernel_offers()?.without_tracepoints(&cfg.hide_tracepoints));
     loop {
         let failed = match load_once(cfg, &btf, &fates, None) {
             Ok(l) => return Ok(l),
@@ -573,7 +577,8 @@ mod tests {
                 floor_us: 1000,
                 btf: None,
                 walk: false,
-                walk_refresh: WALK_REFRESH
+                walk_refresh: WALK_REFRESH,
+                hide_tracepoints: Vec::new(),
             }
         );
     }

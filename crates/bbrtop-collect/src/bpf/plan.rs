@@ -37,6 +37,12 @@ impl Offers {
         Offers { tracepoints: set(tracepoints), functions: set(functions) }
     }
 
+    /// The same, less these tracepoints.
+    pub fn without_tracepoints(mut self, hidden: &[&str]) -> Offers {
+        self.tracepoints.retain(|t| !hidden.contains(&t.as_str()));
+        self
+    }
+
     fn has(&self, need: Need) -> bool {
         match need {
             Need::Tracepoint(t) => self.tracepoints.contains(t),

@@ -70,9 +70,18 @@ impl Feature {
             }
             Feature::BbrState => "5.12, with BBR built in or tcp_bbr loaded (read from then on)",
             Feature::Responses => {
-                "6.16 (tracepoint tcp:tcp_sendmsg_locked); 5.12 with BPF trampolines (fentry)"
+                "5.12 with BPF trampolines (fentry on tcp_sendmsg_locked); the tracepoint from 6.16"
             }
-            Feature::Experiment => "5.10 (sock_ops setting TCP_CONGESTION)",
+            Feature::Experiment => "5.10, the matrix's oldest (sock_ops setting TCP_CONGESTION is older)",
+        }
+    }
+
+    /// The oldest release (major, minor) it runs on: what the kernel matrix expects of each
+    /// kernel, and the number [`Feature::floor`] begins with.
+    pub fn since(self) -> (u32, u32) {
+        match self {
+            Feature::Experiment => (5, 10),
+            _ => (5, 12),
         }
     }
 
@@ -87,6 +96,34 @@ impl Feature {
             Feature::Experiment => "`bbrtop experiment` refuses to start",
         }
     }
+}
+
+/// The kernels tests/kernel_matrix.rs proves each feature on: Debian's 5.10, 6.1 and 6.12, booted
+/// under QEMU, and the CI machine's own 6.18.
+pub const MATRIX: [(u32, u32); 4] = [(5, 10), (6, 1), (6, 12), (6, 18)];
+
+/// The README's kernel table (between its `kernel-table` markers; a test holds it to this).
+pub fn kernel_table() -> String {
+    let mut t = String::from(
+        "| feature | what it gives | needs Linux | below that, bbrtop | on the matrix |\n| --- | --- | --- | --- | --- |\n",
+    );
+    for f in Feature::ALL {
+        let matrix: Vec<String> = MATRIX
+            .iter()
+            .map(|&(major, minor)| {
+                format!("{major}.{minor} {}", if (major, minor) >= f.since() { "on" } else { "off" })
+            })
+            .collect();
+        t += &format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            f.label(),
+            f.gives(),
+            f.floor(),
+            f.below(),
+            matrix.join(", ")
+        );
+    }
+    t
 }
 
 /// A feature, and why it is off here (None: on).
@@ -153,10 +190,22 @@ mod tests {
         let labels: std::collections::BTreeSet<_> = Feature::ALL.iter().map(|f| f.label()).collect();
         assert_eq!(labels.len(), Feature::ALL.len());
         for f in Feature::ALL {
-            assert!(f.floor().starts_with(char::is_numeric), "{f:?}");
+            let (major, minor) = f.since();
+            assert!(f.floor().starts_with(&format!("{major}.{minor}")), "{f:?}");
             assert!(!f.gives().is_empty() && !f.below().is_empty(), "{f:?}");
         }
         assert!(Feature::COLLECTOR.iter().all(|f| Feature::ALL.contains(f)));
+    }
+
+    /// The README's table is this catalog's, as generated.
+    #[test]
+    fn the_readme_table_is_the_catalog() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+        let (start, end) = ("<!-- kernel-table:start -->\n", "<!-- kernel-table:end -->");
+        let at = readme.find(start).expect("the README's kernel-table:start marker") + start.len();
+        let len = readme[at..].find(end).expect("its end marker");
+        assert_eq!(&readme[at..at + len], kernel_table(), "README.md's kernel table: paste kernel_table()");
     }
 
     #[test]

@@ -1,11 +1,9 @@
 //! A collector's health as it reports it: why it is off or degraded (a cause from a fixed set,
-//! and a line for people), and what one eBPF poll saw. The snapshot's
+//! and a line for people). The snapshot's
 //! [`crate::snapshot::CollectorStatus`] keeps these per collector.
 
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::fmt;
-use std::time::SystemTime;
 
 /// Why a collector is off or degraded. A fixed set, so the metric that carries it keeps a bounded
 /// number of series; the human detail rides beside it in [`Reason`].
@@ -104,25 +102,4 @@ impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.detail)
     }
-}
-
-/// One poll of the eBPF collector, as it reports it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BpfPoll {
-    /// When the poll was made.
-    pub at: Option<SystemTime>,
-    pub programs_attached: u32,
-    /// tcp_probe is attached: the kernel judges every socket's prompt RTT samples, so a socket
-    /// it says nothing of is calm (not left to the netlink path's judgement).
-    pub judges_inflation: bool,
-    pub ringbuf_lost_total: u64,
-    pub undecodable_events_total: u64,
-    pub recursion_misses_total: BTreeMap<&'static str, u64>,
-    /// This poll failed (or, with nothing attached, why eBPF is off).
-    pub failure: Option<Reason>,
-    /// What the attached programs cannot do on this kernel; the collector still works.
-    pub limit: Option<Reason>,
-    /// Each feature of the eBPF collector, on or off and why (empty: eBPF off altogether, or a
-    /// build that does not report them).
-    pub features: Vec<super::features::FeatureState>,
 }

@@ -4,12 +4,14 @@
 //! closed socket's last record, its own health) comes as an [`Update`]. Collectors import this
 //! module and the model; they never see the engine or the snapshot.
 
+pub mod bpf_poll;
 pub mod features;
 pub mod health;
 pub mod sink;
 
+pub use bpf_poll::BpfPoll;
 pub use features::{Feature, FeatureState};
-pub use health::{BpfPoll, Cause, Reason};
+pub use health::{Cause, Reason};
 pub use sink::{Aborted, DumpSink, Dumping, Feed, Source, feed_dump};
 
 use crate::model::{BbrState, ClosedFlow, Cookie, SocketRecord};

@@ -1,7 +1,7 @@
 //! Collector health, for every place the tool reports status: the TUI header, `/metrics` and
 //! the snapshot's `collectors`.
 
-use crate::seam::health::BpfPoll;
+use crate::seam::bpf_poll::BpfPoll;
 pub use crate::seam::health::{Cause, Reason};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -1,0 +1,192 @@
+//! `bbrtop experiment` against the real kernel, as tests/experiment.rs and the kernel matrix
+//! (tests/kernel_matrix.rs) drive it: a server in a cgroup v2 of the test's own, on loopback,
+//! connections to it, and their ccs read back with `ss -tin`.
+
+use super::cgroup::{Cg2, v2};
+use super::{Proc, guard, poll_until, wait_exit};
+use bbrtop::experiment::{Unit, arm_of, bucket};
+use bbrtop::lab::ss::parse_ss_tin;
+use bbrtop_collect::caps::Cap;
+use std::net::{IpAddr, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+pub const BBRTOP: &str = env!("CARGO_BIN_EXE_bbrtop");
+
+/// A server that joins the cgroup before it starts, listens on 127.0.0.1 and keeps every
+/// connection it accepts. Returns it and its port.
+pub fn server(cg: &Cg2) -> (Proc, u16) {
+    let script = "import socket\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen(1024)\n\
+                  print(s.getsockname()[1],flush=True)\nc=[]\nwhile True:\n c.append(s.accept()[0])\n";
+    let mut cmd = cg.shell("exec python3 -c \"$1\"");
+    cmd.arg(script);
+    super::serving(cmd)
+}
+
+/// The names of the sock_ops programs that run for `dir` (bpftool's JSON). The effective ones:
+/// before 5.12 or so the kernel lists a program linked to a cgroup (not attached the old way)
+/// only among those.
+pub fn sock_ops(dir: &Path) -> Vec<String> {
+    let o = Command::new("bpftool")
+        .args(["cgroup", "show"])
+        .arg(dir)
+        .args(["effective", "-j"])
+        .output()
+        .expect("bpftool");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or(serde_json::Value::Null);
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["attach_type"] == "cgroup_sock_ops" || p["attach_type"] == "sock_ops")
+        .map(|p| p["name"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+pub fn wait_attached(dir: &Path) {
+    let on =
+        poll_until(Duration::from_secs(15), || sock_ops(dir).iter().any(|n| n == "experiment").then_some(()));
+    assert!(on.is_some(), "the experiment's program never appeared on {}", dir.display());
+}
+
+/// The server side's sockets: (the client's port, the cc ss shows).
+pub fn server_ccs(port: u16) -> Vec<(u16, String)> {
+    server_peers(port).into_iter().map(|(a, cc)| (a.port(), cc)).collect()
+}
+
+/// The server side's sockets: (the client's address, the cc ss shows).
+pub fn server_peers(port: u16) -> Vec<(std::net::SocketAddr, String)> {
+    let o = Command::new("ss")
+        .args(["-tinH", "state", "established", &format!("( sport = :{port} )")])
+        .output()
+        .expect("ss");
+    parse_ss_tin(&String::from_utf8_lossy(&o.stdout))
+        .into_iter()
+        .filter_map(|s| Some((s.peer?, s.cc?)))
+        .collect()
+}
+
+pub fn default_cc() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap().trim().to_string()
+}
+
+pub fn can_run(what: &str) -> bool {
+    guard::caps(what, &[Cap::Bpf, Cap::NetAdmin])
+        && (v2().join("cgroup.procs").exists()
+            || guard::unavailable(&format!("{what} needs the cgroup v2 hierarchy at {}", v2().display())))
+        && (Command::new("bpftool").arg("version").output().is_ok() || guard::unavailable("bpftool"))
+        && (Command::new("python3").arg("-V").output().is_ok() || guard::unavailable("python3"))
+}
+
+pub fn experiment(cg: &Cg2, extra: &[&str]) -> Proc {
+    Proc(
+        Command::new(BBRTOP)
+            .args(["experiment", "--cgroup"])
+            .arg(&cg.0)
+            .args(["--arm", "bbr=30%", "--arm", "cubic=70%", "--seed", "12345", "--json"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("bbrtop"),
+    )
+}
+
+/// The arm the Rust hash predicts for a server-side socket on `port` whose peer has `peer_port`.
+pub fn predicted(port: u16, peer_port: u16) -> usize {
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    predicted_for(Unit::Connection, (lo, port), (lo, peer_port))
+}
+
+pub fn predicted_for(unit: Unit, local: (IpAddr, u16), peer: (IpAddr, u16)) -> usize {
+    arm_of(bucket(12345, unit, local, peer), &[3000, 10000], &[true, true])
+}
+
+/// Waits for the experiment's end and returns its JSON summary.
+pub fn summary(mut p: Proc, limit: Duration) -> serde_json::Value {
+    let status = wait_exit(&mut p.0, limit).expect("the experiment ends");
+    let mut out = String::new();
+    std::io::Read::read_to_string(p.0.stdout.as_mut().unwrap(), &mut out).unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(p.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{status}: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+/// `n` connections to a server in a cgroup of the test's own under `bbrtop experiment` (30% bbr,
+/// 70% cubic by the connection): each has the cc the Rust hash predicts (or, `dry_run`, the
+/// default), the program counted what was predicted, and the program leaves with the command.
+pub fn run_arms(dry_run: bool, n: usize) {
+    let what = if dry_run { "experiment --dry-run" } else { "experiment" };
+    if !can_run(what) {
+        return;
+    }
+    let cg = Cg2::new(if dry_run { "dry" } else { "arms" });
+    let (_server, port) = server(&cg);
+    let default = default_cc();
+    // Connections from before the experiment keep their cc, whatever their arm would be.
+    let before: Vec<TcpStream> = (0..10).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    let before_ports: Vec<u16> = before.iter().map(|s| s.local_addr().unwrap().port()).collect();
+
+    let mut dur = vec!["--duration", "20s"];
+    if dry_run {
+        dur.push("--dry-run");
+    }
+    let exp = experiment(&cg, &dur);
+    wait_attached(&cg.0);
+    let conns: Vec<TcpStream> = (0..n).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    let ports: Vec<u16> = conns.iter().map(|s| s.local_addr().unwrap().port()).collect();
+    // Every connection established on the server's side (bounded wait).
+    // Only the test's own connections (by the client's port): tests run in parallel on loopback,
+    // and another's client may hold the same port number on another address.
+    let seen = poll_until(Duration::from_secs(10), || {
+        let s: Vec<_> = server_ccs(port)
+            .into_iter()
+            .filter(|(p, _)| ports.contains(p) || before_ports.contains(p))
+            .collect();
+        (s.len() >= n + before.len()).then_some(s)
+    })
+    .expect("ss lists every connection");
+
+    let mut k = [0u64; 2];
+    let mut wrong = Vec::new();
+    for (peer, cc) in &seen {
+        let arm = predicted(port, *peer);
+        if before_ports.contains(peer) {
+            assert_eq!(cc, &default, "a connection from before the experiment changed cc");
+            continue;
+        }
+        k[arm] += 1;
+        let want = if dry_run { default.as_str() } else { ["bbr", "cubic"][arm] };
+        if cc != want {
+            wrong.push((*peer, cc.clone(), want));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {n} connections with a cc other than predicted: {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+    drop(conns);
+    drop(before);
+
+    let s = summary(exp, Duration::from_secs(40));
+    let counted: Vec<u64> = (0..2).map(|i| s["arms"][i]["assigned"].as_u64().unwrap()).collect();
+    let failed: Vec<u64> = (0..2).map(|i| s["arms"][i]["setsockopt_failures"].as_u64().unwrap()).collect();
+    assert_eq!(counted, k.to_vec(), "the program's counts against the predicted arms: {s}");
+    assert_eq!(failed, vec![0, 0], "{s}");
+    assert_eq!(s["dry_run"], dry_run);
+    let p = 0.3;
+    let (np, sd) = (n as f64 * p, (n as f64 * p * (1.0 - p)).sqrt());
+    let z = (k[0] as f64 - np) / sd;
+    eprintln!(
+        "{what}: bbr {} cubic {} of {n}: bbr's share {:.3}, z {z:.2} (n p {np}, sd {sd:.2})",
+        k[0],
+        k[1],
+        k[0] as f64 / n as f64
+    );
+    assert!(z.abs() <= 4.0, "bbr {} of {n}: z {z:.2}", k[0]);
+    // Ended by --duration: the program is gone.
+    assert!(sock_ops(&cg.0).is_empty(), "still attached after the experiment ended: {:?}", sock_ops(&cg.0));
+}
