@@ -2,6 +2,7 @@
 # The release binary for every fleet distribution: it needs no glibc symbol newer than 2.28 (RHEL 8,
 # and so RHEL 9, Amazon Linux 2023, Debian 10+, Ubuntu 20.04+) and no shared library but glibc's.
 #   ./scripts/build-portable.sh          # prints the binary's path, target/portable/bbrtop
+#   ./scripts/build-portable.sh --profile portable-check   # the test suite's: target/portable/bbrtop-portable-check
 # `cargo build --release` links against this machine's glibc and takes its newest symbol versions
 # (2.35 for hypotf, from plotters' dashed lines; 2.34 for __libc_start_main and pthread_*), so
 # its binary does not start where glibc is older. Here the same release profile is linked by zig
@@ -24,6 +25,12 @@ cd "$(dirname "$0")/.."
 . scripts/setup.sh
 setup_build
 need_pkgs autoconf automake autopoint flex bison gawk binutils
+
+# The release profile, or another (the test suite's portable-check: the same target and link,
+# without the optimisation that takes most of a release build's minutes; Cargo.toml says why that
+# checks the same glibc requirement).
+profile=release
+if [ "${1:-}" = --profile ]; then profile=${2:?--profile NAME}; shift 2; fi
 
 GLIBC=2.28
 ZIGLANG_VERSION=0.15.2
@@ -62,10 +69,10 @@ if [ ! -s "$shim" ]; then
 fi
 
 start=$(date +%s)
-"$tools/bin/cargo-zigbuild" rustc --release --locked --bin bbrtop \
+"$tools/bin/cargo-zigbuild" rustc --profile "$profile" --locked --bin bbrtop \
     --target "$arch-unknown-linux-gnu.$GLIBC" --features libbpf-rs/vendored \
     --target-dir "$out/cargo" -- -C "link-arg=$shim" >&2
-built="$out/cargo/$arch-unknown-linux-gnu/release/bbrtop"
+built="$out/cargo/$arch-unknown-linux-gnu/$profile/bbrtop"
 echo "build-portable.sh: built in $(($(date +%s) - start)) s" >&2
 
 # The check the tests make too: the newest glibc symbol version the binary asks for.
@@ -75,6 +82,8 @@ if [ "$(printf '%s\n%s\n' "$newest" "$GLIBC" | sort -V | tail -1)" != "$GLIBC" ]
     objdump -T "$built" | grep -E "GLIBC_$newest([^.0-9]|$)" >&2
     exit 1
 fi
-cp -f "$built" "$out/bbrtop.tmp"
-mv -f "$out/bbrtop.tmp" "$out/bbrtop"
-echo "$out/bbrtop"
+name=bbrtop
+[ "$profile" = release ] || name="bbrtop-$profile"
+cp -f "$built" "$out/$name.tmp"
+mv -f "$out/$name.tmp" "$out/$name"
+echo "$out/$name"

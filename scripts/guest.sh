@@ -6,11 +6,14 @@
 # in OUT/exit, which the host reads: virtme-ng's own exit status says nothing here (255).
 #
 #   scripts/guest.sh TREE OUT TEST_BINARY TEST...
+#   scripts/guest.sh --run TREE OUT COMMAND...      # one command instead (bench/response_hooks.sh)
 #
 # TREE is the kernel's unpacked package (scripts/kernels.sh): its config goes to /boot, where
 # libbpf (CONFIG_HZ) and the socket walk read it, as on a host with the package installed.
-tree=$1 out=$2 binary=$3
-shift 3
+command=0
+if [ "$1" = --run ]; then command=1; shift; fi
+tree=$1 out=$2
+shift 2
 # BBRTOP_GUEST: the tests know they run under emulation (tests/support/reference.rs).
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin CI=true BBRTOP_GUEST=1
 exec >"$out/output" 2>&1
@@ -21,6 +24,13 @@ mount -t tmpfs none /boot && cp "$tree/boot/config-$release" /boot/
 # (the lab's delay line) is made at boot on Debian by kmod's static nodes, which no udev runs here.
 modprobe inet_diag && modprobe tcp_diag && modprobe tun
 ip link set lo up
+if [ "$command" = 1 ]; then
+    "$@"
+    echo $? >"$out/exit"
+    exit 0
+fi
+binary=$1
+shift
 status=0
 for t in "$@"; do
     echo "guest: running $t"

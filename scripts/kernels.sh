@@ -5,7 +5,9 @@
 # lib/modules/RELEASE/). The host's apt is left as it was: the suites are read through a private
 # apt configuration under target/kernels/apt, never through /etc/apt.
 #
-#   scripts/kernels.sh fetch [NAME...]   # NAME: 5.10, 6.1, 6.12 (default: all); prints each tree
+#   scripts/kernels.sh fetch [NAME...]   # NAME: 5.10, 6.1, 6.12 (default: these three), or
+#                                        # backports (trixie-backports' newest, for
+#                                        # bench/response_hooks.sh); prints each tree
 #
 # Each kernel is picked by pattern, the newest package of its suite (the ABI number moves with
 # security updates), and the tree says which ran (its directory is the kernel's release). Also
@@ -25,6 +27,7 @@ declare -A PATTERN=(
     [5.10]='^linux-image-5\.10\.0-[0-9]+-amd64$'
     [6.1]='^linux-image-6\.1\.0-[0-9]+-amd64$'
     [6.12]='^linux-image-6\.12\.[0-9]+\+deb12-amd64$'
+    [backports]='^linux-image-[0-9]+\.[0-9]+\.[0-9]+\+deb13-amd64$'
 )
 ALL=(5.10 6.1 6.12)
 
@@ -48,12 +51,15 @@ deb [signed-by=$key] $MIRROR bullseye main
 deb [signed-by=$key] $SECURITY_MIRROR bullseye-security main
 deb [signed-by=$key] $MIRROR bookworm main
 deb [signed-by=$key] $SECURITY_MIRROR bookworm-security main
+deb [signed-by=$key] $MIRROR trixie-backports main
 EOF
     APT_OPTS=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
         -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o APT::Get::List-Cleanup=0)
-    # The lists are read again once a day at most.
-    if [ -z "$(find "$apt/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -1)" ]; then
+    # The lists are read again once a day at most, or when the suites above change.
+    if [ -z "$(find "$apt/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -1)" ] ||
+        ! cmp -s "$apt/sources.list" "$apt/sources.list.read"; then
         apt-get "${APT_OPTS[@]}" update -qq >&2
+        cp "$apt/sources.list" "$apt/sources.list.read"
     fi
 }
 
@@ -66,15 +72,34 @@ newest() {
 # Unpacks PACKAGE into DIR: the image, its config and System.map, and MODULES with what they
 # depend on, then depmod. Everything else of the package (~90% of it) is left out.
 unpack() {
-    local pkg=$1 dir=$2 work release
+    local pkg=$1 dir=$2 release
     work=$(mktemp -d "$KERNELS_DIR/unpack.XXXXXX")
     trap 'rm -rf "$work"' EXIT
-    (cd "$work" && apt-get "${APT_OPTS[@]}" download -qq "$pkg" >&2)
-    dpkg-deb -x "$work"/*.deb "$work/root"
+    # Newer packages split the image into parts (linux-base-*, linux-binary-*, linux-modules-*).
+    local parts=("$pkg") part
+    for part in base binary modules; do
+        part="linux-$part-${pkg#linux-image-}"
+        apt-cache "${APT_OPTS[@]}" show "$part" >/dev/null 2>&1 && parts+=("$part")
+    done
+    (cd "$work" && apt-get "${APT_OPTS[@]}" download -qq "${parts[@]}" >&2)
+    for part in "$work"/*.deb; do dpkg-deb -x "$part" "$work/root"; done
+    # Trixie's packages put the modules under /usr/lib (merged /usr); depmod and virtme-ng look
+    # in /lib/modules of the tree.
+    if [ ! -d "$work/root/lib/modules" ] && [ -d "$work/root/usr/lib/modules" ]; then
+        mkdir -p "$work/root/lib"
+        mv "$work/root/usr/lib/modules" "$work/root/lib/modules"
+    fi
     release=$(basename "$(ls -d "$work"/root/lib/modules/*)")
-    local tree="$work/tree"
+    local tree="$work/tree" f
     mkdir -p "$tree/boot" "$tree/lib/modules/$release"
-    cp "$work/root/boot/vmlinuz-$release" "$work/root/boot/config-$release" "$tree/boot/"
+    # /boot/vmlinuz-RELEASE, or (split packages) vmlinuz and config beside the modules.
+    for f in vmlinuz config; do
+        if [ -f "$work/root/boot/$f-$release" ]; then
+            cp "$work/root/boot/$f-$release" "$tree/boot/"
+        else
+            cp "$work/root/lib/modules/$release/$f" "$tree/boot/$f-$release"
+        fi
+    done
     cp "$work/root/boot/System.map-$release" "$tree/boot/" 2>/dev/null || true
     local src="$work/root/lib/modules/$release"
     cp "$src"/modules.order "$src"/modules.builtin* "$tree/lib/modules/$release/" 2>/dev/null || true

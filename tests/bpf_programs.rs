@@ -177,26 +177,6 @@ fn root_without_struct_bbr_the_rest_loads_and_bbr_state_is_reported_off() {
 }
 
 #[test]
-fn root_cubic_through_a_deep_buffer_is_flagged_inflated_by_the_kernel() {
-    if !guard::lab("a CUBIC lab flow") || !guard::bpf("kernel inflation") {
-        return;
-    }
-    let mut lab = Lab::new(LabConfig::default()).expect("lab");
-    let ns = netns_inode(lab.sender_netns());
-    let l = load();
-    let flow = lab.start_flow("cubic").expect("cubic flow");
-    let started = |e: &Event| matches!(e, Event::InflationStarted(i) if i.h.netns == ns);
-    let ev = collect_until(&l, Duration::from_secs(30), |ev| ev.iter().any(started));
-    lab.stop_flow(&flow);
-    let Some(Event::InflationStarted(i)) = ev.iter().find(|e| started(e)) else {
-        panic!("no kernel inflation onset for the CUBIC flow");
-    };
-    assert!(i.srtt_us as f64 >= 1.5 * i.baseline_us as f64, "{i:?}");
-    assert!(i.srtt_us - i.baseline_us >= 1000, "{i:?}");
-    assert!(i.onset_ns > 0 && i.onset_ns <= i.h.ts_ns, "{i:?}");
-}
-
-#[test]
 fn root_two_thousand_short_connections_give_two_thousand_closes_or_counted_losses() {
     if !guard::lab("short lab flows") || !guard::bpf("close records") {
         return;

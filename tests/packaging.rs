@@ -15,46 +15,24 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 use support::guard;
+use support::packages::{install_deb, root_from, run, script, text};
 use support::tools::tool;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const BIN: &str = env!("CARGO_BIN_EXE_bbrtop");
-
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}\n{}{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-/// A script's last line of stdout: the path or name it made.
-fn script(name: &str, args: &[&str]) -> String {
-    let out = run(Command::new(Path::new(ROOT).join("scripts").join(name)).args(args));
-    String::from_utf8_lossy(&out.stdout).lines().last().expect("a path on stdout").trim().to_string()
-}
 
 /// The debootstrap base, built once and kept under target/tmp.
 fn base_tar() -> PathBuf {
     static TAR: OnceLock<PathBuf> = OnceLock::new();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("debian-base");
-    TAR.get_or_init(|| script("debian-base.sh", &[dir.to_str().unwrap()]).into()).clone()
+    TAR.get_or_init(|| script("debian-base.sh", &[dir.to_str().unwrap()], &[])).clone()
 }
 
 /// The package of the binary these tests were built with, made once per run.
 fn deb() -> PathBuf {
     static DEB: OnceLock<PathBuf> = OnceLock::new();
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("deb");
-    DEB.get_or_init(|| script("package-deb.sh", &["--binary", BIN, "--out", out.to_str().unwrap()]).into())
+    DEB.get_or_init(|| script("package-deb.sh", &["--binary", BIN, "--out", out.to_str().unwrap()], &[]))
         .clone()
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
 #[test]
@@ -63,19 +41,9 @@ fn root_debian_package_installs_and_runs_in_a_fresh_chroot() {
         return;
     }
     let Some(analyze) = tool("systemd-analyze") else { return };
-    let (tar, deb) = (base_tar(), deb());
-    let tree = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+    let (tree, deb) = (root_from(&base_tar()), deb());
     let root = tree.path();
-    run(Command::new("tar").arg("-C").arg(root).arg("-xf").arg(&tar));
-    assert!(!root.join("usr/bin/bbrtop").exists(), "the base is fresh");
-    std::fs::copy(&deb, root.join("tmp/bbrtop.deb")).expect("copy the package in");
-
-    run(Command::new("chroot").arg(root).args(["dpkg", "-i", "/tmp/bbrtop.deb"]));
-    let version = run(Command::new("chroot").arg(root).args(["bbrtop", "--version"]));
-    assert_eq!(
-        String::from_utf8_lossy(&version.stdout).trim(),
-        concat!("bbrtop ", env!("CARGO_PKG_VERSION"))
-    );
+    install_deb(root, &deb);
     let status = run(Command::new("chroot").arg(root).args(["dpkg-query", "-W", "-f=${Status}", "bbrtop"]));
     assert_eq!(String::from_utf8_lossy(&status.stdout), "install ok installed");
 
@@ -166,6 +134,7 @@ impl Image {
         script(
             "build-image.sh",
             &["--deb", deb.to_str().unwrap(), "--base-tar", tar.to_str().unwrap(), "--tag", &tag],
+            &[],
         );
         let ctr =
             String::from_utf8_lossy(&run(Command::new(&buildah).args(["from", "--quiet", &tag])).stdout)

@@ -12,8 +12,10 @@
 //! binary: the same files byte for byte (zsh's directory and Debian's copyright file apart), the
 //! same unit, no file capabilities, no glibc above 2.28 in its Requires.
 //!
-//! The first build takes minutes (a release build, about 8 on two cores); cargo, in the build's own
-//! target directory (target/portable/cargo), rebuilds what the sources changed and nothing else.
+//! The binary these tests build is `--profile portable-check`'s: the release build's target and
+//! link without its optimisation (Cargo.toml says why that bounds the same glibc), a few minutes
+//! cold on two cores where the release build takes 8 to 11; cargo, in the build's own target
+//! directory (target/portable/cargo), rebuilds what the sources changed and nothing else.
 
 mod support;
 
@@ -21,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
+use support::packages::{install_deb, root_from, run, script, text};
 use support::{guard, tools};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -29,25 +32,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_bbrtop");
 /// RHEL 8's glibc, the oldest of the fleet.
 const GLIBC_MAX: [u32; 2] = [2, 28];
 
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(out.status.success(), "{cmd:?}: {}\n{}", out.status, text(&out));
-    out
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
 fn stdout(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&run(cmd).stdout).into_owned()
-}
-
-/// A script's last line of stdout: the path it made.
-fn script(name: &str, args: &[&str], env: &[(&str, &str)]) -> PathBuf {
-    let out =
-        stdout(Command::new(Path::new(ROOT).join("scripts").join(name)).args(args).envs(env.iter().copied()));
-    out.lines().last().expect("a path on stdout").trim().into()
 }
 
 fn uid0() -> bool {
@@ -69,7 +55,7 @@ fn portable() -> Option<PathBuf> {
                 || ["autoreconf", "autopoint", "flex", "bison", "gawk", "objdump", "clang", "python3"]
                     .iter()
                     .all(|t| tools::have(t));
-            tools_ready.then(|| script("build-portable.sh", &[], &[]))
+            tools_ready.then(|| script("build-portable.sh", &["--profile", "portable-check"], &[]))
         })
         .clone()
 }
@@ -200,9 +186,7 @@ fn bullseye() -> tempfile::TempDir {
             &[("BBRTOP_DEBIAN_SUITE", "bullseye"), ("BBRTOP_DEBIAN_INCLUDE", "libelf1")],
         )
     });
-    let tree = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
-    run(Command::new("tar").arg("-C").arg(tree.path()).arg("-xf").arg(tar));
-    tree
+    root_from(tar)
 }
 
 /// Runs ARGS chrooted in `root` with its own /proc and /sys (a private mount namespace).
@@ -247,13 +231,7 @@ fn root_portable_package_installs_and_runs_on_debian_11() {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("portable-deb-11");
     let deb =
         script("package-deb.sh", &["--binary", bin.to_str().unwrap(), "--out", out.to_str().unwrap()], &[]);
-    std::fs::copy(&deb, root.join("tmp/bbrtop.deb")).expect("copy the package in");
-    run(Command::new("chroot").arg(root).args(["dpkg", "-i", "/tmp/bbrtop.deb"]));
-    let version = run(Command::new("chroot").arg(root).args(["bbrtop", "--version"]));
-    assert_eq!(
-        String::from_utf8_lossy(&version.stdout).trim(),
-        concat!("bbrtop ", env!("CARGO_PKG_VERSION"))
-    );
+    install_deb(root, &deb);
     let check = in_root(root, &["/usr/bin/bbrtop", "check"]);
     assert_eq!(check.status.code(), Some(0), "bbrtop check on Debian 11:\n{}", text(&check));
     assert!(text(&check).contains("bpf: attached tcp_probe"), "{}", text(&check));

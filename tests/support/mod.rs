@@ -17,6 +17,7 @@ pub mod holder;
 pub mod http;
 pub mod lab;
 pub mod otelcol;
+pub mod packages;
 pub mod reference;
 pub mod servers;
 pub mod tmux;

@@ -57,9 +57,10 @@ fn ss_reads() -> usize {
 
 /// The relative slack of a value that moves with the traffic: under emulation the receiver,
 /// starved of CPU, lets its window (and so the sender's snd_wnd, cwnd use, rates) dip and recover
-/// between reads as well: 5% more. Values that only step (min RTT, gains) keep exact bounds.
+/// between reads as well: 10% more (dips of 9% below six reads were seen with the host busy).
+/// Values that only step (min RTT, gains) keep exact bounds.
 fn moving(rel: f64) -> f64 {
-    if emulated() { rel + 0.05 } else { rel }
+    if emulated() { rel + 0.10 } else { rel }
 }
 
 fn emulated() -> bool {

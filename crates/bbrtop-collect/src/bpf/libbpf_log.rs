@@ -93,10 +93,15 @@ pub fn failed_program(messages: &str) -> Option<(String, String)> {
             why = Some(line.trim().to_string());
         }
     }
+    // libbpf's first failure about the program (not its relocations, not its closing line).
     let libbpf_says = || {
         messages
             .lines()
-            .find(|l| name_of(l).as_deref() == Some(name.as_str()) && !l.contains("failed to load"))
+            .find(|l| {
+                name_of(l).as_deref() == Some(name.as_str())
+                    && l.contains("fail")
+                    && !l.contains("failed to load")
+            })
             .map(|l| l.split_once(&format!("prog '{name}': ")).map_or(l, |(_, why)| why).trim().to_string())
     };
     Some((name.clone(), why.or_else(libbpf_says).unwrap_or_else(|| failed.trim().to_string())))
@@ -117,6 +122,20 @@ mod tests {
         let (name, why) = failed_program(log).unwrap();
         assert_eq!(name, "tcp_sendmsg_locked");
         assert_eq!(why, "failed to find kernel BTF type ID of 'tcp_sendmsg_locked': -ESRCH");
+    }
+
+    /// A kernel that refuses the program outright (fentry without trampolines: EPERM, no log).
+    #[test]
+    fn a_refused_load_names_libbpfs_failure_not_a_relocation() {
+        let log = "libbpf: prog 'tcp_sendmsg_fentry': relo #0: <target_type_id> [61] struct tcp_sock\n\
+            libbpf: prog 'tcp_sendmsg_locked': skipped loading\n\
+            libbpf: prog 'tcp_sendmsg_fentry': BPF program load failed: -EPERM\n\
+            libbpf: permission error while running as root; try raising 'ulimit -l'? current value: 8.0 MiB\n\
+            libbpf: prog 'tcp_sendmsg_fentry': failed to load: -EPERM\n";
+        assert_eq!(
+            failed_program(log),
+            Some(("tcp_sendmsg_fentry".into(), "BPF program load failed: -EPERM".into()))
+        );
     }
 
     #[test]

@@ -208,7 +208,13 @@ impl Loaded {
     /// (a socket destroyed in a softirq that interrupted another close, say): for
     /// tcp_destroy_sock, each is a close record that never was.
     pub fn recursion_misses(&self) -> std::collections::BTreeMap<&'static str, u64> {
-        self.handles.iter().map(|(name, h)| (*name, recursion_misses(h))).collect()
+        self.stats().into_iter().map(|(name, s)| (name, s.recursion_misses)).collect()
+    }
+
+    /// What the kernel counts of each program (run time only while bpf_stats is on).
+    pub fn stats(&self) -> std::collections::BTreeMap<&'static str, ProgStats> {
+        use std::os::fd::AsFd;
+        self.handles.iter().map(|(name, h)| (*name, prog_stats(h.as_fd()))).collect()
     }
 
     /// What the netlink collector needs to read the RTT windows with each dump.
@@ -244,21 +250,38 @@ impl Loaded {
     }
 }
 
+/// What the kernel counts of one program: its runs and their time (while bpf_stats is on:
+/// `kernel.bpf_stats_enabled`), and the runs it skipped because a program already ran on that CPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProgStats {
+    pub run_time_ns: u64,
+    pub run_cnt: u64,
+    pub recursion_misses: u64,
+}
+
+/// [`ProgStats`] of the program behind `prog` (zeros where the kernel will not say).
 #[allow(unsafe_code)]
-fn recursion_misses(prog: &ProgramHandle) -> u64 {
-    use std::os::fd::{AsFd, AsRawFd};
+pub fn prog_stats(prog: std::os::fd::BorrowedFd<'_>) -> ProgStats {
+    use std::os::fd::AsRawFd;
     let mut info = libbpf_rs::libbpf_sys::bpf_prog_info::default();
     let mut len = size_of_val(&info) as u32;
     // SAFETY: the kernel writes at most `len` bytes of a bpf_prog_info into `info`, which lives
     // across the call; its pointer fields are null, so the kernel fills none of the arrays.
     let rc = unsafe {
         libbpf_rs::libbpf_sys::bpf_obj_get_info_by_fd(
-            prog.as_fd().as_raw_fd(),
+            prog.as_raw_fd(),
             (&mut info as *mut libbpf_rs::libbpf_sys::bpf_prog_info).cast(),
             &mut len,
         )
     };
-    if rc == 0 { info.recursion_misses } else { 0 }
+    match rc {
+        0 => ProgStats {
+            run_time_ns: info.run_time_ns,
+            run_cnt: info.run_cnt,
+            recursion_misses: info.recursion_misses,
+        },
+        _ => ProgStats::default(),
+    }
 }
 
 /// What the running kernel offers the programs (its BTF: the attach targets libbpf resolves
