@@ -27,17 +27,41 @@ fn view(snap: &Snapshot, f: &Flow) -> SocketView {
         .expect("flow in bbrtop")
 }
 
-/// `ours` must lie within the range of the ss readings, widened by `abs` (ss's printed precision)
-/// and `rel` of the largest reading.
-pub fn between(what: &str, ours: f64, readings: &[Option<f64>], abs: f64, rel: f64) {
+/// Why `ours` lies outside the range of the ss readings widened by `abs` (ss's printed precision)
+/// and `rel` of the largest reading, if it does.
+pub fn outside(what: &str, ours: f64, readings: &[Option<f64>], abs: f64, rel: f64) -> Option<String> {
     let vals: Vec<f64> = readings.iter().map(|v| v.unwrap_or_else(|| panic!("ss has no {what}"))).collect();
     let (lo, hi) = vals.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(*v), h.max(*v)));
     let slack = abs + rel * hi.abs();
-    assert!(
-        ours >= lo - slack && ours <= hi + slack,
-        "{what}: bbrtop {ours} outside ss [{lo}, {hi}] ± {slack} ({} readings)",
-        vals.len()
-    );
+    (ours < lo - slack || ours > hi + slack)
+        .then(|| format!("{what}: bbrtop {ours} outside ss [{lo}, {hi}] ± {slack} ({} readings)", vals.len()))
+}
+
+/// The readings a value fell outside ss's, by value. On this host none may: the reads lie
+/// milliseconds apart. Under emulation two of the ten may, for a value that steps between
+/// reads a second apart: BBR's cwnd of 4 packets through PROBE_RTT, CUBIC's halving at a loss,
+/// the receiver's window as it drains (seen in CI: a cwnd of 4 against ss's 102 to 226).
+#[derive(Default)]
+struct Misses(std::collections::BTreeMap<String, Vec<String>>);
+
+impl Misses {
+    fn between(&mut self, what: &str, ours: f64, readings: &[Option<f64>], abs: f64, rel: f64) {
+        if let Some(why) = outside(what, ours, readings, abs, rel) {
+            self.0.entry(what.to_string()).or_default().push(why);
+        }
+    }
+
+    fn assert_within(&self, reads: usize) {
+        let allowed = if emulated() { 2 } else { 0 };
+        for (what, misses) in &self.0 {
+            eprintln!("{what}: outside ss in {} of {reads} readings: {misses:?}", misses.len());
+            assert!(
+                misses.len() <= allowed,
+                "{what} outside ss in {} of {reads} readings: {misses:#?}",
+                misses.len()
+            );
+        }
+    }
 }
 
 /// bbrtop's snapshot, and `ss` read just before and just after it.
@@ -99,7 +123,7 @@ pub fn bbr_and_cubic_agree_with_ss(settle: Duration) {
         std::thread::sleep(Duration::from_millis(250));
     }
 
-    let mut probe_bw = 0;
+    let (mut probe_bw, mut misses) = (0, Misses::default());
     const READS: usize = 10;
     for i in 0..READS {
         let r = read(&lab, &mut diag, &mut engine);
@@ -112,12 +136,18 @@ pub fn bbr_and_cubic_agree_with_ss(settle: Duration) {
             assert_eq!(v.record.cc.as_deref(), Some(cc));
             assert_eq!(of(&r.around[0], f).cc.as_deref(), Some(cc));
             let ms = |us: Option<u32>| us.unwrap() as f64 / 1000.0;
-            between("rtt", ms(info.srtt_us()), &ss(|s| s.rtt_ms), 0.001, moving(0.02));
-            between("minrtt", ms(info.min_rtt_us()), &ss(|s| s.minrtt_ms), 0.001, 0.0);
+            misses.between(&format!("{cc} rtt"), ms(info.srtt_us()), &ss(|s| s.rtt_ms), 0.001, moving(0.02));
+            misses.between(&format!("{cc} minrtt"), ms(info.min_rtt_us()), &ss(|s| s.minrtt_ms), 0.001, 0.0);
             let cwnd = info.snd_cwnd_segs().unwrap() as f64;
-            between("cwnd", cwnd, &ss(|s| s.cwnd.map(f64::from)), 0.0, moving(0.1));
+            misses.between(&format!("{cc} cwnd"), cwnd, &ss(|s| s.cwnd.map(f64::from)), 0.0, moving(0.1));
             let ours = bbrtop_core::columns::SND_WND.base_value(&v).expect("snd_wnd");
-            between("snd_wnd", ours, &ss(|s| s.snd_wnd.map(f64::from)), 0.0, moving(0.0));
+            misses.between(
+                &format!("{cc} snd_wnd"),
+                ours,
+                &ss(|s| s.snd_wnd.map(f64::from)),
+                0.0,
+                moving(0.0),
+            );
             let bps = |v: Option<u64>| v.unwrap() as f64 * 8.0;
             // BBR paces at its gain times its estimate, and the gain steps every round trip
             // (1.25, 0.75, then 1): where reads lie further apart than that (emulation), the
@@ -130,18 +160,30 @@ pub fn bbr_and_cubic_agree_with_ss(settle: Duration) {
             } else {
                 |s| s.pacing_rate_bps
             };
-            between("pacing_rate", ours, &ss(theirs), 8.0, moving(0.05));
+            misses.between(&format!("{cc} pacing_rate"), ours, &ss(theirs), 8.0, moving(0.05));
             let delivery = bps(info.delivery_rate_bytes_per_sec());
-            between("delivery_rate", delivery, &ss(|s| s.delivery_rate_bps), 8.0, moving(0.1));
+            misses.between(
+                &format!("{cc} delivery_rate"),
+                delivery,
+                &ss(|s| s.delivery_rate_bps),
+                8.0,
+                moving(0.1),
+            );
         }
         let v = view(&r.snap, &bbr);
         let ss = |get: fn(&SsSocket) -> Option<f64>| -> Vec<Option<f64>> {
             r.around.iter().map(|reading| get(of(reading, &bbr))).collect()
         };
         let info = v.record.bbr.expect("bbr info over netlink");
-        between("bbr bw", info.bw_bytes_per_sec as f64 * 8.0, &ss(|s| s.bbr_bw_bps), 8.0, moving(0.05));
-        between("bbr mrtt", info.min_rtt_us as f64 / 1000.0, &ss(|s| s.bbr_mrtt_ms), 0.001, 0.0);
-        between("bbr cwnd_gain", info.cwnd_gain, &ss(|s| s.bbr_cwnd_gain), 0.001, 0.0);
+        misses.between(
+            "bbr bw",
+            info.bw_bytes_per_sec as f64 * 8.0,
+            &ss(|s| s.bbr_bw_bps),
+            8.0,
+            moving(0.05),
+        );
+        misses.between("bbr mrtt", info.min_rtt_us as f64 / 1000.0, &ss(|s| s.bbr_mrtt_ms), 0.001, 0.0);
+        misses.between("bbr cwnd_gain", info.cwnd_gain, &ss(|s| s.bbr_cwnd_gain), 0.001, 0.0);
         match v.derived.phase {
             Some(Phase::ProbeBw(_)) => probe_bw += 1,
             Some(Phase::ProbeRtt) => {}
@@ -152,6 +194,7 @@ pub fn bbr_and_cubic_agree_with_ss(settle: Duration) {
         assert!(ratio > 1.5, "read {i}: CUBIC through a deep buffer is inflated, got {ratio:.2}x");
         std::thread::sleep(Duration::from_millis(300));
     }
+    misses.assert_within(READS);
     // PROBE_RTT interrupts PROBE_BW every 10 s for 200 ms plus a round trip, and a round trip
     // through CUBIC's standing queue is long: PROBE_BW must still hold most reads.
     assert!(probe_bw > READS / 2, "BBR in PROBE_BW at {probe_bw} of {READS} reads");
