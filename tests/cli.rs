@@ -70,8 +70,16 @@ fn doctor_json_agrees_with_its_exit_code() {
         "btf",
         "net.core.rmem_max",
         "net.ipv4.tcp_window_scaling",
+        "net.ipv4.tcp_slow_start_after_idle",
+        "net.ipv4.tcp_notsent_lowat",
+        "initcwnd",
     ] {
         assert!(checks.as_array().unwrap().iter().any(|c| c["name"] == name), "no {name} check");
+    }
+    // Without --bdp the buffers are judged against no path: information, whatever their size.
+    for name in ["net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"] {
+        let c = checks.as_array().unwrap().iter().find(|c| c["name"] == name).unwrap();
+        assert_eq!(c["status"], "info", "{c}");
     }
     // The host's own congestion control, as the kernel reports it.
     let cc = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap();

@@ -11,7 +11,8 @@ use std::io::Write;
 
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
-    /// The path to size buffers for: RATE RTT, e.g. `--bdp 1gbit 100ms` (the default).
+    /// Judge the socket buffers against this path: RATE RTT, e.g. `--bdp 1gbit 100ms` (below 2x
+    /// its BDP is a warning). Without it the buffer checks only say what path each carries.
     #[arg(long, num_args = 2, value_names = ["RATE", "RTT"])]
     pub bdp: Option<Vec<String>>,
     /// Also check another network namespace and report where it differs from the host.
@@ -20,13 +21,14 @@ pub struct DoctorArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
-    /// Print only the commands that would fix what is wrong (nothing is changed).
+    /// Print only the commands that would fix what is wrong (nothing is changed). A sysctl is kept
+    /// in /etc/sysctl.d/90-bbrtop.conf by a line that replaces its own, so it can be run again.
     #[arg(long)]
     pub fix: bool,
 }
 
-fn bdp(a: &DoctorArgs) -> Result<Bdp, Failure> {
-    let Some(v) = &a.bdp else { return Ok(Bdp::default()) };
+fn bdp(a: &DoctorArgs) -> Result<Option<Bdp>, Failure> {
+    let Some(v) = &a.bdp else { return Ok(None) };
     let rate = doctor::parse_rate(&v[0]).map_err(Failure::Usage)?;
     let rtt = parse_duration(&v[1]).map_err(Failure::Usage)?;
     if rtt.is_zero() || rtt > std::time::Duration::from_secs(10) {
@@ -35,7 +37,7 @@ fn bdp(a: &DoctorArgs) -> Result<Bdp, Failure> {
             v[1]
         )));
     }
-    Ok(Bdp { rate_bits_per_sec: rate, rtt_seconds: rtt.as_secs_f64() })
+    Ok(Some(Bdp { rate_bits_per_sec: rate, rtt_seconds: rtt.as_secs_f64() }))
 }
 
 /// Readings and the live check in the calling thread's namespace.

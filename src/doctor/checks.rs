@@ -1,13 +1,14 @@
 //! The checks, one function each, in the order the BBR guides walk them. Each is a pure function of
 //! the readings it judges; [`checks`] lists them.
 
-use super::{BbrModule, Bdp, Check, Live, Readings, Status, kernel_version};
+use super::{BbrModule, Bdp, Check, Live, Readings, Status, check, fix, kernel_version, unreadable};
 use bbrtop_collect::caps::{Cap, CapSet};
 use bbrtop_core::model::HostBbr;
 use bbrtop_core::seam::Feature;
 
 /// Every check, in the order the guides walk them.
-pub fn checks(r: &Readings, bdp: Bdp) -> Vec<Check> {
+/// `bdp`: the path the user named to judge the buffers against (`--bdp`), if any.
+pub fn checks(r: &Readings, bdp: Option<Bdp>) -> Vec<Check> {
     let ver = kernel_version(&r.kernel);
     let mut out = vec![
         kernel(&r.kernel, ver),
@@ -27,21 +28,17 @@ pub fn checks(r: &Readings, bdp: Bdp) -> Vec<Check> {
     out.extend(r.bbr.as_ref().and_then(bbr_version));
     // Capabilities and live sockets are checked only where they were read.
     out.extend(r.caps.map(capabilities));
-    out.extend(buffers(r, bdp));
-    out.extend([window_scaling(r.window_scaling), fastopen(r.fastopen), min_rtt_wlen(r.min_rtt_wlen)]);
+    out.extend(super::buffers::checks(r, bdp));
+    out.extend([
+        window_scaling(r.window_scaling),
+        fastopen(r.fastopen),
+        min_rtt_wlen(r.min_rtt_wlen),
+        slow_start_after_idle(r.slow_start_after_idle),
+        notsent_lowat(r.notsent_lowat),
+        super::route::check_routes(r.routes.as_deref()),
+    ]);
     out.extend(r.live.map(live));
     out
-}
-
-fn check(name: &str, status: Status, value: impl Into<String>, why: &str, fix: &[String]) -> Check {
-    Check { name: name.into(), status, value: value.into(), why: why.into(), fix: fix.to_vec() }
-}
-
-fn sysctl_fix(key: &str, value: &str) -> Vec<String> {
-    vec![
-        format!("sysctl -w {key}=\"{value}\""),
-        format!("echo '{key} = {value}' >> /etc/sysctl.d/90-bbr.conf"),
-    ]
 }
 
 /// Loads tcp_bbr at every boot.
@@ -50,11 +47,6 @@ const LOAD_AT_BOOT: &str = "echo tcp_bbr > /etc/modules-load.d/bbr.conf";
 /// Loads tcp_bbr now, and at every boot.
 fn load_tcp_bbr() -> [String; 2] {
     ["modprobe tcp_bbr".into(), LOAD_AT_BOOT.into()]
-}
-
-/// For a sysctl that could not be read.
-fn unreadable(name: &str, status: Status) -> Check {
-    check(name, status, "unknown", "Could not be read.", &[])
 }
 
 fn kernel(release: &str, ver: Option<(u32, u32)>) -> Check {
@@ -147,7 +139,7 @@ fn default_cc(cc: Option<&str>) -> Check {
             Status::Warn,
             cc,
             "New sockets do not use BBR unless the application sets TCP_CONGESTION.",
-            &sysctl_fix("net.ipv4.tcp_congestion_control", "bbr"),
+            &fix::sysctl("net.ipv4.tcp_congestion_control", "bbr"),
         )
     }
 }
@@ -156,7 +148,7 @@ fn default_cc(cc: Option<&str>) -> Check {
 fn default_qdisc(qdisc: Option<&str>, ver: Option<(u32, u32)>, pacer: Option<&str>) -> Check {
     const NAME: &str = "default_qdisc";
     let q = qdisc.unwrap_or("unknown");
-    let fix = || pacer.map_or_else(Vec::new, |p| sysctl_fix("net.core.default_qdisc", p));
+    let set_pacer = || pacer.map_or_else(Vec::new, |p| fix::sysctl("net.core.default_qdisc", p));
     match q {
         "fq" => check(NAME, Status::Ok, q, "fq paces BBR's packets at the pacing rate, cheaply.", &[]),
         "fq_codel" => check(
@@ -181,7 +173,7 @@ fn default_qdisc(qdisc: Option<&str>, ver: Option<(u32, u32)>, pacer: Option<&st
                     "BBR paces itself with TCP's internal pacing (4.13+): this kernel has neither fq nor fq_codel, so there is nothing to attach."
                 }
             },
-            &fix(),
+            &set_pacer(),
         ),
         _ => check(
             NAME,
@@ -189,7 +181,7 @@ fn default_qdisc(qdisc: Option<&str>, ver: Option<(u32, u32)>, pacer: Option<&st
             q,
             "Before 4.13, BBR needs fq to pace; without it BBR misbehaves.",
             // Only fq paces before 4.13: no other qdisc is a fix.
-            &if pacer == Some("fq") { fix() } else { Vec::new() },
+            &if pacer == Some("fq") { set_pacer() } else { Vec::new() },
         ),
     }
 }
@@ -298,61 +290,6 @@ fn capabilities(caps: CapSet) -> Check {
     }
 }
 
-/// The socket buffer limits, each against 2x the bandwidth-delay product.
-/// The most these sysctls hold: the kernel keeps them as an int.
-const SYSCTL_MAX: u64 = i32::MAX as u64;
-
-fn buffers(r: &Readings, bdp: Bdp) -> [Check; 4] {
-    let need = bdp.bytes().saturating_mul(2).min(SYSCTL_MAX);
-    let capped = if need == SYSCTL_MAX {
-        format!(" (capped at {SYSCTL_MAX}, the most the kernel takes)")
-    } else {
-        String::new()
-    };
-    let note = format!(
-        "BDP {} bytes ({:.0} Mbit/s x {:.0} ms); a window needs about 2x BDP of buffer{capped}.",
-        bdp.bytes(),
-        bdp.rate_bits_per_sec / 1e6,
-        bdp.rtt_seconds * 1e3
-    );
-    [
-        max_buffer("net.core.rmem_max", r.rmem_max, need, &note),
-        max_buffer("net.core.wmem_max", r.wmem_max, need, &note),
-        tcp_buffer("net.ipv4.tcp_rmem", r.tcp_rmem, need, &note),
-        tcp_buffer("net.ipv4.tcp_wmem", r.tcp_wmem, need, &note),
-    ]
-}
-
-/// net.core.[rw]mem_max: the most SO_RCVBUF/SO_SNDBUF may ask for.
-fn max_buffer(name: &str, v: Option<u64>, need: u64, note: &str) -> Check {
-    match v {
-        Some(v) if v >= need => check(name, Status::Ok, v.to_string(), note, &[]),
-        Some(v) => check(
-            name,
-            Status::Warn,
-            v.to_string(),
-            &format!("Below 2x BDP: applications that set SO_RCVBUF/SO_SNDBUF are capped. {note}"),
-            &sysctl_fix(name, &need.to_string()),
-        ),
-        None => unreadable(name, Status::Warn),
-    }
-}
-
-/// net.ipv4.tcp_[rw]mem: min, default and max; autotuning grows a window up to the max.
-fn tcp_buffer(name: &str, v: Option<[u64; 3]>, need: u64, note: &str) -> Check {
-    match v {
-        Some([a, b, c]) if c >= need => check(name, Status::Ok, format!("{a} {b} {c}"), note, &[]),
-        Some([a, b, c]) => check(
-            name,
-            Status::Warn,
-            format!("{a} {b} {c}"),
-            &format!("The max ({c}) caps the window below what this path needs. {note}"),
-            &sysctl_fix(name, &format!("{a} {b} {need}")),
-        ),
-        None => unreadable(name, Status::Warn),
-    }
-}
-
 fn window_scaling(v: Option<u64>) -> Check {
     const NAME: &str = "net.ipv4.tcp_window_scaling";
     match v {
@@ -362,7 +299,7 @@ fn window_scaling(v: Option<u64>) -> Check {
             Status::Fail,
             v.to_string(),
             "Without window scaling a window cannot pass 64 KB: throughput is capped at 64 KB per RTT.",
-            &sysctl_fix(NAME, "1"),
+            &fix::sysctl(NAME, "1"),
         ),
         None => unreadable(NAME, Status::Warn),
     }
@@ -387,7 +324,61 @@ fn min_rtt_wlen(v: Option<u64>) -> Check {
     const WHY: &str = "tcp_info's min RTT window (s); bbrtop's default alert baseline uses it because BBR's own 10 s window hides standing queues.";
     match v {
         Some(v) if v >= 10 => check(NAME, Status::Ok, v.to_string(), WHY, &[]),
-        Some(v) => check(NAME, Status::Warn, v.to_string(), WHY, &sysctl_fix(NAME, "300")),
+        Some(v) => check(NAME, Status::Warn, v.to_string(), WHY, &fix::sysctl(NAME, "300")),
+        None => unreadable(NAME, Status::Info),
+    }
+}
+
+/// On (the kernel's default), a connection idle for an RTO restarts from the initial window, but
+/// only under a cc without its own cong_control: CUBIC restarts, BBR does not
+/// (tcp_slow_start_after_idle_check). Per network namespace.
+fn slow_start_after_idle(v: Option<u64>) -> Check {
+    const NAME: &str = "net.ipv4.tcp_slow_start_after_idle";
+    match v {
+        Some(0) => check(
+            NAME,
+            Status::Ok,
+            "0",
+            "Idle keep-alive connections keep their window under CUBIC as under BBR: a BBR vs CUBIC comparison on keep-alive traffic is not skewed by it.",
+            &[],
+        ),
+        Some(v) => check(
+            NAME,
+            Status::Info,
+            v.to_string(),
+            "On (the kernel's default): a CUBIC keep-alive connection idle for an RTO falls back to the initial window, while BBR (its own cong_control) is exempt, so part of a BBR win on keep-alive traffic is this sysctl. BBR vs CUBIC comparisons are confounded unless it is 0.",
+            &fix::sysctl(NAME, "0"),
+        ),
+        None => unreadable(NAME, Status::Info),
+    }
+}
+
+/// The kernel's "unset": no limit on a socket's unsent bytes but its send buffer.
+const NOTSENT_LOWAT_UNSET: u64 = u32::MAX as u64;
+
+/// How many unsent bytes a socket queues before its writer waits. Per network namespace.
+fn notsent_lowat(v: Option<u64>) -> Check {
+    const NAME: &str = "net.ipv4.tcp_notsent_lowat";
+    const SHARED: &str = "Hosts compared on response times should share it.";
+    match v {
+        Some(NOTSENT_LOWAT_UNSET) => check(
+            NAME,
+            Status::Info,
+            NOTSENT_LOWAT_UNSET.to_string(),
+            &format!(
+                "Unset: a socket may queue its whole send buffer unsent, so what is written next (a response, an HTTP/2 stream of higher priority) waits behind all of it. A low value (16384 to 131072 is commonly recommended for BBR and latency-sensitive serving) keeps that queue short; applications may set TCP_NOTSENT_LOWAT per socket. {SHARED}"
+            ),
+            &[],
+        ),
+        Some(v) => check(
+            NAME,
+            Status::Info,
+            v.to_string(),
+            &format!(
+                "At most {v} unsent bytes are queued per socket before its writer waits (TCP_NOTSENT_LOWAT overrides it per socket), so what is written next goes out after a short queue. {SHARED}"
+            ),
+            &[],
+        ),
         None => unreadable(NAME, Status::Info),
     }
 }

@@ -61,6 +61,9 @@ pub fn read_readings() -> Readings {
         window_scaling: read_u64("/proc/sys/net/ipv4/tcp_window_scaling"),
         fastopen: read_u64("/proc/sys/net/ipv4/tcp_fastopen"),
         min_rtt_wlen: read_u64("/proc/sys/net/ipv4/tcp_min_rtt_wlen"),
+        slow_start_after_idle: read_u64("/proc/sys/net/ipv4/tcp_slow_start_after_idle"),
+        notsent_lowat: read_u64("/proc/sys/net/ipv4/tcp_notsent_lowat"),
+        routes: read_routes(),
         kernel,
         live: None,
         interfaces,
@@ -97,6 +100,17 @@ pub fn read_interfaces() -> Option<Vec<super::qdisc::Interface>> {
     let links = output("ip", &["-j", "link", "show"])?;
     let qdiscs = output("tc", &["-s", "-j", "qdisc", "show"])?;
     super::qdisc::parse(&links, &qdiscs).ok()
+}
+
+/// The default routes of every table of the calling thread's namespace, from iproute2. `None`
+/// where `ip` cannot be run; a kernel without IPv6 has no IPv6 routes to read.
+pub fn read_routes() -> Option<Vec<super::route::DefaultRoute>> {
+    let show = |family| output("ip", &["-j", family, "route", "show", "table", "all", "default"]);
+    let mut routes = super::route::parse(&show("-4")?, false).ok()?;
+    if let Some(v6) = show("-6") {
+        routes.extend(super::route::parse(&v6, true).ok()?);
+    }
+    Some(routes)
 }
 
 /// The live check from one dump: BBR sockets that sent data within the last second, and how many

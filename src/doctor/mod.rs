@@ -1,9 +1,12 @@
 //! `bbrtop doctor`: the host's BBR setup checked the way the BBR guides check it. Readings are
 //! gathered at the edge ([`host`]); the verdicts ([`checks()`]) are pure functions of them.
 
+mod buffers;
 mod checks;
+mod fix;
 pub mod host;
 pub mod qdisc;
+pub mod route;
 pub mod sched;
 
 pub use checks::checks;
@@ -40,6 +43,16 @@ pub struct Check {
     pub why: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fix: Vec<String>,
+}
+
+/// A check; every judging file builds its checks through it.
+fn check(name: &str, status: Status, value: impl Into<String>, why: &str, fix: &[String]) -> Check {
+    Check { name: name.into(), status, value: value.into(), why: why.into(), fix: fix.to_vec() }
+}
+
+/// For a sysctl that could not be read.
+fn unreadable(name: &str, status: Status) -> Check {
+    check(name, status, "unknown", "Could not be read.", &[])
 }
 
 /// How tcp_bbr is present.
@@ -83,6 +96,10 @@ pub struct Readings {
     pub window_scaling: Option<u64>,
     pub fastopen: Option<u64>,
     pub min_rtt_wlen: Option<u64>,
+    pub slow_start_after_idle: Option<u64>,
+    pub notsent_lowat: Option<u64>,
+    /// The default routes of every table (`None` where iproute2 could not be run).
+    pub routes: Option<Vec<route::DefaultRoute>>,
     pub live: Option<Live>,
     /// The interfaces that are up and their qdiscs (`None` where iproute2 could not be run).
     pub interfaces: Option<Vec<qdisc::Interface>>,
@@ -90,18 +107,11 @@ pub struct Readings {
     pub qdisc_kinds: sched::Kinds,
 }
 
-/// A bandwidth-delay product to size buffers for.
+/// A bandwidth-delay product to size buffers for: the path the user names with `--bdp`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Bdp {
     pub rate_bits_per_sec: f64,
     pub rtt_seconds: f64,
-}
-
-impl Default for Bdp {
-    /// 1 Gbit/s x 100 ms, the guides' long fat path.
-    fn default() -> Self {
-        Bdp { rate_bits_per_sec: 1e9, rtt_seconds: 0.1 }
-    }
 }
 
 impl Bdp {
@@ -164,13 +174,15 @@ pub fn netns_differences(host: &[Check], ns: &[Check]) -> Vec<Check> {
         .collect()
 }
 
-/// What doctor adds for another namespace: where its settings differ from the host's, and the
-/// qdiscs of its own interfaces (which the host does not share), as `netns:qdisc:<dev>`.
+/// What doctor adds for another namespace: where its settings differ from the host's, and what
+/// the host does not share (its interfaces' qdiscs and its routes' initial windows), as
+/// `netns:qdisc:<dev>` and `netns:initcwnd`.
 pub fn netns_checks(host: &[Check], ns: &[Check]) -> Vec<Check> {
-    let (qdiscs, rest): (Vec<&Check>, Vec<&Check>) = ns.iter().partition(|c| c.name.starts_with("qdisc"));
+    let (own, rest): (Vec<&Check>, Vec<&Check>) =
+        ns.iter().partition(|c| c.name.starts_with("qdisc") || c.name == route::NAME);
     let rest: Vec<Check> = rest.into_iter().cloned().collect();
     let mut out = netns_differences(host, &rest);
-    out.extend(qdiscs.into_iter().map(|c| Check { name: format!("netns:{}", c.name), ..c.clone() }));
+    out.extend(own.into_iter().map(|c| Check { name: format!("netns:{}", c.name), ..c.clone() }));
     out
 }
 

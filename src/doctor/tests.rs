@@ -18,10 +18,21 @@ fn good() -> Readings {
         window_scaling: Some(1),
         fastopen: Some(1),
         min_rtt_wlen: Some(300),
+        slow_start_after_idle: Some(0),
+        notsent_lowat: Some(16384),
+        routes: Some(super::route::parse(HOST_ROUTES, false).expect("parses")),
         live: Some(Live { bbr_active: 2, bbr_pacing: 2, bbr_total: 3 }),
         interfaces: Some(vec![]),
         qdisc_kinds: super::sched::Kinds { fq: Some(true), fq_codel: Some(true) },
     }
+}
+
+/// This project's machine's `ip -j -4 route show table all default`: no route metrics.
+const HOST_ROUTES: &str = r#"[{"dst":"default","gateway":"192.0.2.1","dev":"eth0","flags":[]}]"#;
+
+/// The guides' long fat path, 1 Gbit/s x 100 ms: 12.5 MB.
+fn long_fat() -> Option<Bdp> {
+    Some(Bdp { rate_bits_per_sec: 1e9, rtt_seconds: 0.1 })
 }
 
 fn v1_struct() -> bbrtop_core::model::StructBbr {
@@ -34,7 +45,7 @@ fn status_of(checks: &[Check], name: &str) -> Status {
 
 #[test]
 fn a_good_host_passes() {
-    let c = checks(&good(), Bdp::default());
+    let c = checks(&good(), long_fat());
     assert_eq!(exit_code(&c), 0, "{c:#?}");
     let v = c.iter().find(|c| c.name == "bbr_version").expect("which BBR");
     assert_eq!(v.value, "bbr v1 (BTF: struct bbr v1 layout)");
@@ -86,7 +97,7 @@ fn each_problem_is_flagged_with_a_fix() {
     for (what, edit, name, want) in cases {
         let mut r = good();
         edit(&mut r);
-        let c = checks(&r, Bdp::default());
+        let c = checks(&r, long_fat());
         assert_eq!(status_of(&c, name), *want, "{what}");
         let ck = c.iter().find(|c| c.name == *name).unwrap();
         if *want >= Status::Warn && *name != "kernel" && *name != "live" {
@@ -98,18 +109,18 @@ fn each_problem_is_flagged_with_a_fix() {
 #[test]
 fn bdp_sizes_buffers() {
     // 1 Gbit x 100 ms = 12.5 MB; 2x that is 25 MB: 32 MB passes, 16 MB does not.
-    assert_eq!(Bdp::default().bytes(), 12_500_000);
+    assert_eq!(long_fat().unwrap().bytes(), 12_500_000);
     let mut r = good();
     r.rmem_max = Some(16 << 20);
-    let c = checks(&r, Bdp::default());
+    let c = checks(&r, long_fat());
     let ck = c.iter().find(|c| c.name == "net.core.rmem_max").unwrap();
     assert_eq!(ck.status, Status::Warn);
     assert_eq!(ck.fix[0], "sysctl -w net.core.rmem_max=\"25000000\"");
     let small = Bdp { rate_bits_per_sec: 100e6, rtt_seconds: 0.02 };
-    assert_eq!(status_of(&checks(&r, small), "net.core.rmem_max"), Status::Ok);
+    assert_eq!(status_of(&checks(&r, Some(small)), "net.core.rmem_max"), Status::Ok);
     // The largest path the flags take needs more than the sysctl holds: capped, and said.
     let huge = Bdp { rate_bits_per_sec: MAX_RATE, rtt_seconds: 10.0 };
-    let c = checks(&r, huge);
+    let c = checks(&r, Some(huge));
     let ck = c.iter().find(|c| c.name == "net.core.rmem_max").unwrap();
     assert_eq!(ck.fix[0], "sysctl -w net.core.rmem_max=\"2147483647\"");
     assert!(ck.why.contains("capped at 2147483647"), "{}", ck.why);
@@ -143,10 +154,10 @@ fn module_detection() {
 
 #[test]
 fn namespace_differences() {
-    let host = checks(&good(), Bdp::default());
+    let host = checks(&good(), None);
     let mut r = good();
     r.cc = Some("cubic".into());
-    let ns = checks(&r, Bdp::default());
+    let ns = checks(&r, None);
     let d = netns_differences(&host, &ns);
     assert_eq!(d.len(), 1);
     assert_eq!(d[0].name, "netns:tcp_congestion_control");
@@ -243,12 +254,12 @@ fn only_a_qdisc_the_kernel_has_is_recommended() {
         super::sched::Sources { config: Some(config), ..Default::default() },
         &in_use,
     );
-    let all = checks(&r, Bdp::default());
+    let all = checks(&r, None);
     let fq_lines: Vec<&String> = all.iter().flat_map(|c| &c.fix).filter(|f| f.contains("fq")).collect();
     assert!(fq_lines.is_empty(), "{fq_lines:?}");
     assert!(find(&all, "default_qdisc").why.contains("neither fq nor fq_codel"));
     r.qdisc_kinds.fq_codel = Some(true);
-    let all = checks(&r, Bdp::default());
+    let all = checks(&r, None);
     let fix = &find(&all, "default_qdisc").fix;
     assert!(fix[0].contains("net.core.default_qdisc=\"fq_codel\""), "{fix:?}");
 }
@@ -265,8 +276,8 @@ fn qdiscs_unreadable_or_malformed() {
 fn namespace_qdiscs_are_their_own() {
     let mut r = good();
     r.interfaces = Some(super::qdisc::parse(LINKS, QDISCS).unwrap());
-    let ns = checks(&r, Bdp::default());
-    let host = checks(&good(), Bdp::default());
+    let ns = checks(&r, None);
+    let host = checks(&good(), None);
     let d = netns_checks(&host, &ns);
     assert!(d.iter().any(|c| c.name == "netns:qdisc:v0"), "{d:#?}");
     assert!(!d.iter().any(|c| c.name.starts_with("netns:netns")));
@@ -279,7 +290,7 @@ fn namespace_qdiscs_are_their_own() {
 fn each_ebpf_feature_against_the_kernel() {
     let of = |kernel: &str, module| {
         let r = Readings { kernel: kernel.into(), bbr_module: Some(module), ..good() };
-        checks(&r, Bdp::default())
+        checks(&r, None)
     };
     let value = |c: &[Check], name: &str| c.iter().find(|c| c.name == name).map(|c| c.value.clone()).unwrap();
     let old = of("5.10.0-46-amd64", BbrModule::Loaded);
@@ -295,4 +306,203 @@ fn each_ebpf_feature_against_the_kernel() {
     assert_eq!(status_of(&bookworm, "kernel"), Status::Ok);
     let c = of("6.18.44", BbrModule::Builtin);
     assert!(c.iter().filter(|c| c.name.starts_with("ebpf:")).all(|c| c.value == "on"), "{c:#?}");
+}
+
+/// An ordinary host: the kernel's default buffers (4 MiB autotuning max for sends, 6 MiB for
+/// receives), slow start after idle on, notsent_lowat unset.
+fn ordinary() -> Readings {
+    Readings {
+        rmem_max: Some(212_992),
+        wmem_max: Some(212_992),
+        tcp_rmem: Some([4096, 131_072, 6_291_456]),
+        tcp_wmem: Some([4096, 16_384, 4_194_304]),
+        slow_start_after_idle: Some(1),
+        notsent_lowat: Some(u64::from(u32::MAX)),
+        ..good()
+    }
+}
+
+const BUFFERS: [&str; 4] =
+    ["net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"];
+
+/// Issue 38: with no path named, the buffers of an API host are not a warning; each says what
+/// it carries. Named, below 2x its BDP warns as before.
+#[test]
+fn buffers_are_judged_only_against_a_named_path() {
+    let c = checks(&ordinary(), None);
+    assert_eq!(exit_code(&c), 0, "{c:#?}");
+    for name in BUFFERS {
+        let ck = find(&c, name);
+        assert_eq!(ck.status, Status::Info, "{ck:?}");
+        assert!(ck.fix.is_empty(), "no path, nothing to size to: {ck:?}");
+        assert!(ck.why.contains("--bdp RATE RTT"), "{ck:?}");
+    }
+    // 4 MiB holds 2 MiB in flight: 16.8 Mbit, 17 ms at 1 Gbit/s, 168 ms at 100 Mbit/s.
+    let wmem = find(&c, "net.ipv4.tcp_wmem");
+    assert_eq!(wmem.value, "4096 16384 4194304");
+    assert!(
+        wmem.why.starts_with("4 MiB carries 1 Gbit/s up to 17 ms, 100 Mbit/s up to 168 ms"),
+        "{}",
+        wmem.why
+    );
+    let rmem_max = find(&c, "net.core.rmem_max");
+    assert!(
+        rmem_max.why.starts_with("208 KiB carries 1 Gbit/s up to 0.9 ms, 100 Mbit/s up to 8.5 ms"),
+        "{}",
+        rmem_max.why
+    );
+    assert!(find(&c, "net.ipv4.tcp_rmem").why.starts_with("6 MiB carries 1 Gbit/s up to 25 ms"));
+
+    let c = checks(&ordinary(), long_fat());
+    assert_eq!(exit_code(&c), 1);
+    for name in BUFFERS {
+        assert_eq!(status_of(&c, name), Status::Warn, "{name}");
+    }
+    assert_eq!(find(&c, "net.ipv4.tcp_wmem").fix[0], "sysctl -w net.ipv4.tcp_wmem=\"4096 16384 25000000\"");
+    // A path the defaults carry: 100 Mbit/s x 20 ms needs 500 KB, under tcp_[rw]mem's max.
+    let small = Some(Bdp { rate_bits_per_sec: 100e6, rtt_seconds: 0.02 });
+    let c = checks(&ordinary(), small);
+    assert_eq!(status_of(&c, "net.ipv4.tcp_wmem"), Status::Ok);
+    assert_eq!(status_of(&c, "net.core.wmem_max"), Status::Warn, "212992 < 500000");
+    // Unreadable: a warning only where a path was named.
+    let r = Readings { rmem_max: None, ..ordinary() };
+    assert_eq!(status_of(&checks(&r, None), "net.core.rmem_max"), Status::Info);
+    assert_eq!(status_of(&checks(&r, long_fat()), "net.core.rmem_max"), Status::Warn);
+}
+
+#[test]
+fn slow_start_after_idle_confounds_a_keep_alive_comparison() {
+    const NAME: &str = "net.ipv4.tcp_slow_start_after_idle";
+    let c = checks(&ordinary(), None);
+    let on = find(&c, NAME);
+    assert_eq!((on.status, on.value.as_str()), (Status::Info, "1"));
+    assert!(on.why.contains("BBR (its own cong_control) is exempt") && on.why.contains("unless it is 0"));
+    assert_eq!(on.fix[0], "sysctl -w net.ipv4.tcp_slow_start_after_idle=\"0\"");
+    assert!(on.fix[1].contains("90-bbrtop.conf"), "{:?}", on.fix);
+    let off = checks(&good(), None);
+    assert_eq!((find(&off, NAME).status, find(&off, NAME).fix.len()), (Status::Ok, 0));
+    let unread = checks(&Readings { slow_start_after_idle: None, ..good() }, None);
+    assert_eq!((find(&unread, NAME).status, find(&unread, NAME).value.as_str()), (Status::Info, "unknown"));
+    // Per namespace: a namespace left on while the host is off is a difference, fixed there.
+    let d = netns_differences(&off, &c);
+    let ns = find(&d, &format!("netns:{NAME}"));
+    assert_eq!((ns.status, ns.value.as_str()), (Status::Warn, "host 0 / netns 1"));
+    assert_eq!(ns.fix, ["ip netns exec <ns> sysctl -w net.ipv4.tcp_slow_start_after_idle=\"0\""]);
+}
+
+#[test]
+fn notsent_lowat_is_information() {
+    const NAME: &str = "net.ipv4.tcp_notsent_lowat";
+    let unset = checks(&ordinary(), None);
+    let ck = find(&unset, NAME);
+    assert_eq!((ck.status, ck.value.as_str()), (Status::Info, "4294967295"));
+    assert!(ck.why.starts_with("Unset") && ck.why.contains("16384 to 131072"), "{}", ck.why);
+    let set = checks(&good(), None);
+    let ck = find(&set, NAME);
+    assert_eq!((ck.status, ck.value.as_str()), (Status::Info, "16384"));
+    assert!(ck.why.starts_with("At most 16384 unsent bytes"), "{}", ck.why);
+    assert!(unset.iter().chain(&set).filter(|c| c.name == NAME).all(|c| c.fix.is_empty()));
+    let d = netns_differences(&set, &unset);
+    assert_eq!(find(&d, &format!("netns:{NAME}")).value, "host 16384 / netns 4294967295");
+}
+
+/// `ip -j -4|-6 route show table all default` recorded in a namespace on this project's machine
+/// (iproute2 6.1): multipath in table 300 (initcwnd 40), table 100 (initcwnd lock 16), an
+/// unreachable default in table 200, the main table's (initcwnd 32 initrwnd 64), IPv6's (20).
+const ROUTES4: &str = include_str!("testdata/ip_route4_default_recorded.json");
+const ROUTES6: &str = include_str!("testdata/ip_route6_default_recorded.json");
+
+#[test]
+fn initial_windows_of_the_default_routes() {
+    let mut routes = super::route::parse(ROUTES4, false).unwrap();
+    routes.extend(super::route::parse(ROUTES6, true).unwrap());
+    let route = |devs: &[&str], table: Option<&str>, initcwnd, initrwnd, ipv6| super::route::DefaultRoute {
+        ipv6,
+        devs: devs.iter().map(|d| d.to_string()).collect(),
+        table: table.map(str::to_string),
+        initcwnd,
+        initrwnd,
+    };
+    assert_eq!(
+        routes,
+        [
+            route(&["d0", "d2"], Some("300"), Some(40), None, false),
+            route(&["d0"], Some("100"), Some(16), None, false),
+            route(&["d0"], None, Some(32), Some(64), false),
+            route(&["d0"], None, Some(20), None, true),
+        ],
+        "the unreachable route carries nothing"
+    );
+    let c = super::route::check_routes(Some(&routes));
+    assert_eq!(c.status, Status::Info);
+    assert_eq!(c.value, "d0+d2 table 300: 40; d0 table 100: 16; d0: 32, initrwnd 64; d0 (IPv6): 20");
+    assert!(c.why.contains("The default routes differ"), "{}", c.why);
+
+    // This machine's routes set nothing: the kernel's 10, one value for all.
+    let host = super::route::parse(HOST_ROUTES, false).unwrap();
+    let c = super::route::check_routes(Some(&host));
+    assert_eq!((c.status, c.value.as_str()), (Status::Info, "10"));
+    assert!(
+        c.why.contains("response times of BBR and CUBIC compare fairly only between hosts with the same")
+    );
+    assert!(!c.why.contains("differ:"));
+    let c = super::route::check_routes(Some(&[]));
+    assert_eq!(c.value, "no default route");
+    assert_eq!(super::route::check_routes(None).value, "unknown");
+    assert_eq!(super::route::parse("", true), Ok(Vec::new()));
+    assert!(super::route::parse("{", false).is_err());
+
+    // A namespace's routes are its own, like its qdiscs: shown, not called a difference.
+    let ns = checks(&Readings { routes: Some(routes), ..good() }, None);
+    let d = netns_checks(&checks(&good(), None), &ns);
+    assert_eq!(find(&d, "netns:initcwnd").status, Status::Info);
+    assert!(d.iter().all(|c| c.status < Status::Warn), "{d:#?}");
+}
+
+/// The fix lines that keep a sysctl across reboots, run twice: one line per setting, the newest
+/// value, and the file's other lines left alone (on main each run appended again).
+#[test]
+fn persist_lines_run_twice_leave_one_line_each() {
+    let r = Readings { cc: Some("cubic".into()), min_rtt_wlen: Some(5), ..ordinary() };
+    let c = checks(&r, long_fat());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("90-bbrtop.conf");
+    let file = file.to_str().unwrap();
+    std::fs::write(file, "net.ipv4.tcp_congestion_control = cubic\nvm.swappiness = 10\n").unwrap();
+    let persist: Vec<String> = c
+        .iter()
+        .flat_map(|c| &c.fix)
+        .filter(|f| f.contains(super::fix::SYSCTL_DROPIN))
+        .map(|f| f.replace(super::fix::SYSCTL_DROPIN, file))
+        .collect();
+    let keys = [
+        "net.ipv4.tcp_congestion_control",
+        "net.core.rmem_max",
+        "net.core.wmem_max",
+        "net.ipv4.tcp_rmem",
+        "net.ipv4.tcp_wmem",
+        "net.ipv4.tcp_min_rtt_wlen",
+        "net.ipv4.tcp_slow_start_after_idle",
+    ];
+    assert_eq!(persist.len(), keys.len(), "{persist:#?}");
+    for _ in 0..2 {
+        for line in &persist {
+            let o = std::process::Command::new("sh").args(["-c", line]).output().unwrap();
+            assert!(o.status.success(), "{line}: {}", String::from_utf8_lossy(&o.stderr));
+        }
+    }
+    let text = std::fs::read_to_string(file).unwrap();
+    for key in keys {
+        let n = text.lines().filter(|l| l.starts_with(&format!("{key} "))).count();
+        assert_eq!(n, 1, "{key} in:\n{text}");
+    }
+    assert_eq!(text.lines().count(), keys.len() + 1, "{text}");
+    assert!(text.contains("vm.swappiness = 10\n"));
+    assert!(text.contains("net.ipv4.tcp_congestion_control = bbr\n"), "{text}");
+    assert!(text.contains("net.ipv4.tcp_rmem = 4096 131072 25000000\n"), "{text}");
+    // The key's dots are literal: a key that matches it as a pattern stays.
+    let other = super::fix::persist("net.ipv4.tcp_rmem", "1 2 3", file);
+    std::fs::write(file, "netXipv4Xtcp_rmem = 9\n").unwrap();
+    assert!(std::process::Command::new("sh").args(["-c", &other]).status().unwrap().success());
+    assert_eq!(std::fs::read_to_string(file).unwrap(), "netXipv4Xtcp_rmem = 9\nnet.ipv4.tcp_rmem = 1 2 3\n");
 }
