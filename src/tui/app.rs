@@ -77,6 +77,7 @@ pub enum Action {
     Show(View),
     NextView,
     ToggleHelp,
+    CloseHelp,
     /// Show the table's columns from one further right / left (LOCAL stays).
     ScrollRight,
     ScrollLeft,
@@ -86,11 +87,12 @@ pub enum Action {
     StartGoto,
 }
 
-/// Whether keys go to the prompt line (a filter, a time) or to the commands.
+/// Whether keys go to the prompt line (a filter, a time), to the help overlay or to the commands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Normal,
     Filtering,
+    Help,
 }
 
 /// What the prompt line is typed for.
@@ -161,7 +163,13 @@ impl Default for App {
 
 impl App {
     pub fn mode(&self) -> Mode {
-        if self.editing.is_some() { Mode::Filtering } else { Mode::Normal }
+        if self.editing.is_some() {
+            Mode::Filtering
+        } else if self.help {
+            Mode::Help
+        } else {
+            Mode::Normal
+        }
     }
 
     /// The snapshot to show: the frozen one, or the latest.
@@ -214,6 +222,7 @@ impl App {
             Action::Show(v) => self.view = v,
             Action::NextView => self.view = self.view.next(),
             Action::ToggleHelp => self.help = !self.help,
+            Action::CloseHelp => self.help = false,
             Action::ScrollRight => self.col_offset = (self.col_offset + 1).min(COLUMNS.len() - 2),
             Action::ScrollLeft => self.col_offset = self.col_offset.saturating_sub(1),
             Action::Time(c) => {

@@ -1,5 +1,5 @@
-//! Keys to actions: one table for the commands, one for a replay's time controls and one for the
-//! prompt line, which the help overlay is generated from.
+//! Keys to actions: one table for the commands, one for a replay's time controls, one for the
+//! prompt line and one for the help overlay, which the overlay is generated from.
 
 use super::app::{Action, Mode, View};
 use crate::replay::Control;
@@ -49,6 +49,7 @@ pub const BINDINGS: &[Binding] = &[
     (KeyCode::Tab, NONE, Action::NextView, VIEWS),
     (KeyCode::Char('?'), NONE, Action::ToggleHelp, "this help"),
     (KeyCode::Char('h'), NONE, Action::ToggleHelp, "this help"),
+    (KeyCode::F(1), NONE, Action::ToggleHelp, "this help"),
 ];
 
 /// The views' keys share one line of help.
@@ -70,6 +71,17 @@ pub const PROMPT_BINDINGS: &[Binding] = &[
     (KeyCode::Char('w'), CTRL, Action::Edit(Edit::DeletePrevWord), "delete the word before"),
     (KeyCode::Char('u'), CTRL, Action::Edit(Edit::DeleteFromStart), "delete to the start / end"),
     (KeyCode::Char('k'), CTRL, Action::Edit(Edit::DeleteTillEnd), "delete to the start / end"),
+    (KeyCode::Char('c'), CTRL, Action::Quit, "quit"),
+];
+
+/// The keys while help is shown. Help is modal, as htop's is: any other key does nothing, so
+/// nothing changes behind it unseen, and `q` and Esc close it rather than quit or clear the filter.
+pub const HELP_BINDINGS: &[Binding] = &[
+    (KeyCode::Esc, NONE, Action::CloseHelp, "close this help"),
+    (KeyCode::Char('q'), NONE, Action::CloseHelp, "close this help"),
+    (KeyCode::Char('?'), NONE, Action::CloseHelp, "close this help"),
+    (KeyCode::Char('h'), NONE, Action::CloseHelp, "close this help"),
+    (KeyCode::F(1), NONE, Action::CloseHelp, "close this help"),
     (KeyCode::Char('c'), CTRL, Action::Quit, "quit"),
 ];
 
@@ -107,6 +119,9 @@ pub fn action(mode: Mode, key: KeyEvent, replay: bool) -> Option<Action> {
     // Shift is implied by an upper-case letter on some terminals and not on others.
     let mods = key.modifiers - SHIFT;
     let bound = |b: &&Binding| b.0 == key.code && (b.1 - SHIFT) == mods;
+    if mode == Mode::Help {
+        return HELP_BINDINGS.iter().find(bound).map(|b| b.2.clone());
+    }
     if mode == Mode::Filtering {
         return match (PROMPT_BINDINGS.iter().find(bound), key.code) {
             (Some(b), _) => Some(b.2.clone()),
@@ -164,6 +179,17 @@ mod tests {
             (Mode::Filtering, KeyCode::Char('x'), CTRL, None),
             (Mode::Filtering, KeyCode::Char('b'), KeyModifiers::ALT, None),
             (Mode::Filtering, KeyCode::Tab, NONE, None),
+            // Help shown: it closes, Ctrl-C quits, and the commands' keys do nothing.
+            (Mode::Help, KeyCode::Esc, NONE, Some(Action::CloseHelp)),
+            (Mode::Help, KeyCode::Char('q'), NONE, Some(Action::CloseHelp)),
+            (Mode::Help, KeyCode::Char('?'), SHIFT, Some(Action::CloseHelp)),
+            (Mode::Help, KeyCode::Char('c'), CTRL, Some(Action::Quit)),
+            (Mode::Help, KeyCode::Char('c'), NONE, None),
+            (Mode::Help, KeyCode::Char('s'), NONE, None),
+            (Mode::Help, KeyCode::Char('3'), NONE, None),
+            (Mode::Help, KeyCode::Char('/'), NONE, None),
+            (Mode::Help, KeyCode::Enter, NONE, None),
+            (Mode::Help, KeyCode::Char('Q'), SHIFT, None),
         ];
         for (mode, code, m, want) in cases {
             assert_eq!(action(*mode, key(*code, *m), false), *want, "{mode:?} {code:?} {m:?}");
@@ -203,12 +229,27 @@ mod tests {
     }
 
     #[test]
+    fn every_key_that_opens_help_closes_it_live_and_in_a_replay() {
+        for replay in [false, true] {
+            let opens: Vec<_> = bindings(replay).filter(|b| b.2 == Action::ToggleHelp).collect();
+            assert!(opens.len() >= 2, "{opens:?}");
+            for (code, m, _, _) in opens {
+                let k = key(*code, *m);
+                assert_eq!(action(Mode::Help, k, replay), Some(Action::CloseHelp), "{code:?}");
+            }
+            // In help, the time controls do nothing either.
+            assert_eq!(action(Mode::Help, key(KeyCode::Char(' '), NONE), replay), None);
+        }
+    }
+
+    #[test]
     fn every_view_has_a_key_and_no_key_is_bound_twice() {
         for v in View::ALL {
             assert!(BINDINGS.iter().any(|(_, _, a, _)| *a == Action::Show(v)), "{v:?}");
         }
         let prompt: Vec<_> = PROMPT_BINDINGS.iter().collect();
-        for b in [bindings(false).collect(), bindings(true).collect(), prompt] {
+        let help: Vec<_> = HELP_BINDINGS.iter().collect();
+        for b in [bindings(false).collect(), bindings(true).collect(), prompt, help] {
             for (i, (c, m, _, _)) in b.iter().enumerate() {
                 assert!(!b[i + 1..].iter().any(|(c2, m2, _, _)| c2 == c && m2 == m), "{c:?} bound twice");
             }

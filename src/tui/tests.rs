@@ -19,6 +19,7 @@ use bbrtop_core::snapshot::{
     AlertStatus, AlertView, CollectorStatus, Derived, RecordRef, Snapshot, SocketView,
 };
 use bbrtop_core::testing::record;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
 use ratatui::style::{Color, Modifier};
 use std::sync::Arc;
@@ -869,13 +870,10 @@ fn typed_filters_say_what_they_did() {
 /// The prompt edits as a shell's line does, through the keymap's keys, and shows its cursor.
 #[test]
 fn the_prompt_edits_a_line() {
-    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     let latest = Arc::new(fixture());
     let mut app = App::default();
     let press = |app: &mut App, code: KeyCode, m: KeyModifiers| {
-        let act =
-            super::keymap::action(app.mode(), KeyEvent::new(code, m), false).expect("a key of the prompt");
-        app.update(act, 3, &latest);
+        assert!(press(app, code, m, false, &latest), "{code:?} is a key of the prompt");
     };
     let ctrl = KeyModifiers::CONTROL;
     let none = KeyModifiers::NONE;
@@ -927,4 +925,134 @@ fn the_prompt_edits_a_line() {
     assert_eq!(line(&app), Some((String::new(), 0)));
     press(&mut app, KeyCode::Esc, none);
     assert!(app.editing.is_none() && app.filter_text.is_empty());
+}
+
+/// A key as the loop hands it over: through the keymap, in the mode the app is in, to `update`;
+/// whether the key meant an action.
+fn press(app: &mut App, code: KeyCode, m: KeyModifiers, replay: bool, latest: &Arc<Snapshot>) -> bool {
+    let Some(act) = super::keymap::action(app.mode(), KeyEvent::new(code, m), replay) else {
+        return false;
+    };
+    let rows = app.rows(latest).len();
+    app.update(act, rows, latest);
+    true
+}
+
+const NONE: KeyModifiers = KeyModifiers::NONE;
+
+/// Help opened by `?` over the Compare view and a filter: what Esc, `q` and the commands' keys
+/// would end or change if help let them through.
+fn in_help(replay: bool, latest: &Arc<Snapshot>) -> App {
+    let mut app = app_with(|a| {
+        a.view = View::Compare;
+        a.filter = Expr::parse("cc cubic").unwrap();
+        a.filter_text = "cc cubic".into();
+    });
+    assert!(press(&mut app, KeyCode::Char('?'), NONE, replay, latest));
+    assert!(app.help, "? opens help");
+    app
+}
+
+#[test]
+fn esc_closes_help_and_only_that() {
+    let latest = Arc::new(fixture());
+    for replay in [false, true] {
+        let mut app = in_help(replay, &latest);
+        press(&mut app, KeyCode::Esc, NONE, replay, &latest);
+        assert!(!app.help && !app.quit, "replay {replay}: {app:?}");
+        assert_eq!(app.filter_text, "cc cubic", "Esc closed help and did not clear the filter too");
+        // With help closed, Esc clears the filter as ever.
+        press(&mut app, KeyCode::Esc, NONE, replay, &latest);
+        assert!(app.filter_text.is_empty() && !app.filtered(), "{app:?}");
+    }
+}
+
+#[test]
+fn q_in_help_closes_it_and_does_not_quit() {
+    let latest = Arc::new(fixture());
+    for replay in [false, true] {
+        let mut app = in_help(replay, &latest);
+        press(&mut app, KeyCode::Char('q'), NONE, replay, &latest);
+        assert!(!app.help && !app.quit, "replay {replay}: {app:?}");
+        // The next q, help closed, quits.
+        press(&mut app, KeyCode::Char('q'), NONE, replay, &latest);
+        assert!(app.quit);
+    }
+    // The keys that open help close it too.
+    for (code, m) in
+        [(KeyCode::Char('?'), KeyModifiers::SHIFT), (KeyCode::Char('h'), NONE), (KeyCode::F(1), NONE)]
+    {
+        let mut app = in_help(false, &latest);
+        press(&mut app, code, m, false, &latest);
+        assert!(!app.help && !app.quit, "{code:?}: {app:?}");
+    }
+}
+
+#[test]
+fn keys_in_help_leave_the_view_behind_it_unchanged() {
+    let latest = Arc::new(fixture());
+    let shift = KeyModifiers::SHIFT;
+    // Views, sorts, moves, columns, the filter, freeze, detail, and a replay's time controls.
+    let keys = [
+        (KeyCode::Char('1'), NONE),
+        (KeyCode::Char('3'), NONE),
+        (KeyCode::Tab, NONE),
+        (KeyCode::Char('s'), NONE),
+        (KeyCode::Char('S'), shift),
+        (KeyCode::Char('r'), NONE),
+        (KeyCode::Char('j'), NONE),
+        (KeyCode::Down, NONE),
+        (KeyCode::End, NONE),
+        (KeyCode::PageDown, NONE),
+        (KeyCode::Right, NONE),
+        (KeyCode::Char('/'), NONE),
+        (KeyCode::Char('c'), NONE),
+        (KeyCode::Char('f'), NONE),
+        (KeyCode::Enter, NONE),
+        (KeyCode::Char(' '), NONE),
+        (KeyCode::Char('.'), NONE),
+        (KeyCode::Char(']'), NONE),
+        (KeyCode::Char('g'), NONE),
+        (KeyCode::Char('n'), NONE),
+        (KeyCode::Char('+'), NONE),
+        (KeyCode::Char('Q'), shift),
+    ];
+    for replay in [false, true] {
+        let mut app = in_help(replay, &latest);
+        let (before, screen) = (format!("{app:?}"), text(&render(&app, &latest, 120, 40)));
+        for (code, m) in keys {
+            press(&mut app, code, m, replay, &latest);
+            assert_eq!(format!("{app:?}"), before, "replay {replay}: {code:?} changed the app");
+        }
+        assert_eq!(text(&render(&app, &latest, 120, 40)), screen, "replay {replay}");
+        assert!(app.help && app.view == View::Compare && app.sort == &columns::INFLATION && app.descending);
+        assert!(app.editing.is_none() && app.control.is_none() && app.frozen.is_none() && !app.detail);
+    }
+}
+
+#[test]
+fn ctrl_c_in_help_still_quits() {
+    let latest = Arc::new(fixture());
+    for replay in [false, true] {
+        let mut app = in_help(replay, &latest);
+        press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL, replay, &latest);
+        assert!(app.quit, "replay {replay}: {app:?}");
+    }
+}
+
+/// The keys that close help are on its bottom border, which stays on screen when the help is
+/// longer than the terminal (a replay's, at 80x24).
+#[test]
+fn the_help_says_what_closes_it() {
+    let snap = fixture();
+    let rec = Source::Recording("/var/lib/bbrtop/rec".into());
+    let status = playback(120, true, 1.0, None);
+    for playback in [None, Some(&status)] {
+        for (w, h) in [(120, 40), (80, 24)] {
+            let t = text(&render_from(&rec, playback, &app_with(|a| a.help = true), &snap, w, h));
+            let border =
+                t.lines().find(|l| l.contains('└')).unwrap_or_else(|| panic!("no bottom border:\n{t}"));
+            assert!(border.contains(" Esc q ? h F1 close this help, Ctrl-c quit ┘"), "{w}x{h}:\n{t}");
+        }
+    }
 }

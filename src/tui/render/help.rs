@@ -1,10 +1,11 @@
 //! The help overlay, generated from the keymap so it never goes stale: the commands, then the
-//! prompt line's keys.
+//! prompt line's keys, and on its bottom border the keys that close it.
 
-use crate::tui::keymap::{Binding, PROMPT_BINDINGS, bindings};
+use crate::tui::keymap::{Binding, HELP_BINDINGS, PROMPT_BINDINGS, bindings};
 use crossterm::event::{KeyCode, KeyModifiers};
 use ratatui::Frame;
 use ratatui::layout::Rect;
+use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
 fn key_name(code: KeyCode, m: KeyModifiers) -> String {
@@ -19,6 +20,7 @@ fn key_name(code: KeyCode, m: KeyModifiers) -> String {
         KeyCode::PageDown => "PgDn".into(),
         KeyCode::Home => "Home".into(),
         KeyCode::End => "End".into(),
+        KeyCode::F(n) => format!("F{n}"),
         other => format!("{other:?}"),
     };
     if m.contains(KeyModifiers::CONTROL) { format!("Ctrl-{k}") } else { k }
@@ -36,24 +38,29 @@ fn rows<'a>(b: impl Iterator<Item = &'a Binding>) -> Vec<(Vec<String>, &'a str)>
     rows
 }
 
+/// Keys with their help run together: `Enter apply, Esc cancel`.
+fn run_together<'a>(b: impl Iterator<Item = &'a Binding>) -> String {
+    let rows: Vec<String> = rows(b).iter().map(|(keys, help)| format!("{} {help}", keys.join(" "))).collect();
+    rows.join(", ")
+}
+
 /// The keys in force (a replay's time controls first), one line per help text, and the prompt
-/// line's keys run together in a paragraph.
+/// line's keys run together in a paragraph; the keys help takes, on its bottom border (a line
+/// that stays on screen when the text does not fit).
 pub fn draw(f: &mut Frame, area: Rect, replay: bool) {
     let commands: Vec<(String, &str)> =
         rows(bindings(replay)).into_iter().map(|(keys, help)| (keys.join(" "), help)).collect();
     let width = commands.iter().map(|(keys, _)| keys.len()).max().unwrap_or(0);
     let mut lines: Vec<String> =
         commands.iter().map(|(keys, help)| format!("{keys:<width$} {help}")).collect();
-    let typing: Vec<String> = rows(PROMPT_BINDINGS.iter())
-        .iter()
-        .map(|(keys, help)| format!("{} {help}", keys.join(" ")))
-        .collect();
     let prompts = if replay { "/ or g" } else { "/" };
-    lines.push(format!("typing after {prompts}: {}", typing.join(", ")));
+    lines.push(format!("typing after {prompts}: {}", run_together(PROMPT_BINDINGS.iter())));
     let w = 78.min(area.width);
     let text = Paragraph::new(lines.join("\n")).wrap(Wrap { trim: false });
     let h = (text.line_count(w.saturating_sub(2)) as u16 + 2).min(area.height);
     let r = Rect { x: area.x + (area.width - w) / 2, y: area.y + (area.height - h) / 2, width: w, height: h };
     f.render_widget(Clear, r);
-    f.render_widget(text.block(Block::default().borders(Borders::ALL).title(" keys ")), r);
+    let closing = Line::from(format!(" {} ", run_together(HELP_BINDINGS.iter()))).right_aligned();
+    let block = Block::default().borders(Borders::ALL).title(" keys ").title_bottom(closing);
+    f.render_widget(text.block(block), r);
 }
