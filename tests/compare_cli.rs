@@ -5,6 +5,7 @@
 
 mod support;
 
+use bbrtop::compare::contrast;
 use bbrtop::record::{Layout, RecordOptions, Recorder};
 use bbrtop_core::seam::Now;
 use bbrtop_core::seam::feed_dump;
@@ -121,6 +122,17 @@ fn compares_recordings_and_ranges_of_one() {
     let svg = plots.join("compare-srtt-cdf.svg");
     assert_eq!((v["a"]["sockets"].as_u64(), v["a"]["polls"].as_u64()), (Some(6), Some(20)));
     assert_eq!(v["a"]["from"], "2026-11-23T03:00:00.000Z");
+    // CUBIC on A, BBR on B: a change of cc, a cc verdict, but an observed one.
+    assert_eq!(
+        v["a"]["ccs"],
+        serde_json::json!({"cubic": {"sockets": 6, "socket_share": 1.0, "byte_share": 1.0}})
+    );
+    assert_eq!(v["b"]["ccs"]["bbr"]["sockets"], 6);
+    let c = &v["contrast"];
+    assert_eq!(
+        (c["kind"].as_str(), c["cc_verdict"].as_bool(), c["observational"].as_bool()),
+        (Some("cc_change"), Some(true), Some(true))
+    );
     let all = serde_json::json!({"by": "all"});
     let p50 = metric(&v, &all, "srtt_p50_ms");
     // Nearest-rank medians of 500..505 and 40..45 ms.
@@ -149,12 +161,82 @@ fn compares_recordings_and_ranges_of_one() {
     let line = text.lines().find(|l| l.trim_start().starts_with("srtt p50")).unwrap();
     assert!(line.contains("-460.0ms") && line.ends_with("B better (lower)"), "{text}");
     assert!(text.contains("all sockets (A 6 sockets, B 6)") && text.contains("2000 resamples"), "{text}");
+    assert!(text.contains("\nA ran cubic, B ran bbr: a cc verdict, but an observed one"), "{text}");
+    assert!(text.contains("\nObservational: two recordings"), "{text}");
 
     // Three sockets a side: no interval, and the reason.
     let f = json(&[&p("a"), &p("few")]);
     let few = metric(&f, &all, "srtt_p50_ms");
     assert!(few["diff_ci"].is_null() && few["diff"].as_f64().is_some());
     assert_eq!(few["note"], "too few sockets (A 6, B 3; 5 a side needed)");
+}
+
+/// Issue 38's A/A test: two recordings of BBR (the "CUBIC" side's sysctl had failed), B's RTTs
+/// 15 ms lower from time and neighbours. The difference is reported, with its interval, and the
+/// comparison says both sides ran bbr: no cc verdict.
+#[test]
+fn an_a_a_test_of_one_cc_gives_no_cc_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    for (name, srtt) in [("rec_bbr", 61), ("rec_cubic", 46)] {
+        let mut r = recorder(&d.join(name));
+        write(&mut r, t0(), 20, "bbr", 1, 8, srtt);
+        r.finish().unwrap();
+    }
+    let p = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let v = json(&[&p("rec_bbr"), &p("rec_cubic")]);
+    for side in ["a", "b"] {
+        assert_eq!(
+            v[side]["ccs"],
+            serde_json::json!({"bbr": {"sockets": 8, "socket_share": 1.0, "byte_share": 1.0}})
+        );
+    }
+    let c = &v["contrast"];
+    assert_eq!(
+        (c["kind"].as_str(), c["cc_verdict"].as_bool(), c["observational"].as_bool()),
+        (Some("same_cc"), Some(false), Some(true))
+    );
+    assert_eq!(c["controls"], serde_json::json!([]));
+    let p50 = metric(&v, &serde_json::json!({"by": "all"}), "srtt_p50_ms");
+    assert_eq!((p50["diff"].as_f64(), p50["verdict"].as_str()), (Some(-15.0), Some("better")));
+    let text = String::from_utf8(compare(&[&p("rec_bbr"), &p("rec_cubic")]).stdout).unwrap();
+    let head: Vec<&str> = text.lines().take(6).collect();
+    assert_eq!(
+        &head[4..],
+        [
+            "Both sides ran bbr: differences are time and neighbours, not the cc (no cc verdict).",
+            contrast::OBSERVATIONAL
+        ],
+        "{text}"
+    );
+    assert!(text.contains("\nWorse on B (not a cc verdict): none."), "{text}");
+}
+
+/// Reno replaced by BBR while a quarter of the sockets stayed CUBIC, 10 ms faster on B (time):
+/// CUBIC is the control, its own B-A beside all sockets'.
+#[test]
+fn a_cc_that_kept_its_share_is_the_control() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    for (name, changed, cubic_ms) in [("before", ("reno", 1, 18, 80), 60), ("after", ("bbr", 1, 18, 40), 50)]
+    {
+        let mut r = recorder(&d.join(name));
+        write_groups(&mut r, (t0(), 20), &[changed, ("cubic", 101, 6, cubic_ms)], |_| "10.0.0.2:5201".into());
+        r.finish().unwrap();
+    }
+    let p = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let v = json(&[&p("before"), &p("after")]);
+    assert_eq!(v["a"]["ccs"]["cubic"]["socket_share"], 0.25);
+    assert_eq!(v["contrast"]["kind"], "cc_change");
+    let controls = v["contrast"]["controls"].as_array().unwrap();
+    assert_eq!(controls.len(), 1, "{controls:?}");
+    assert_eq!((controls[0]["cc"].as_str(), controls[0]["share_b"].as_f64()), (Some("cubic"), Some(0.25)));
+    let p50 =
+        controls[0]["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == "srtt_p50_ms").unwrap();
+    assert_eq!(p50, metric(&v, &serde_json::json!({"by": "cc", "name": "cubic"}), "srtt_p50_ms"));
+    assert_eq!((p50["diff"].as_f64(), p50["verdict"].as_str()), (Some(-10.0), Some("better")));
+    let text = String::from_utf8(compare(&[&p("before"), &p("after")]).stdout).unwrap();
+    assert!(text.contains("\nControl: cc cubic ran on both sides (A 25%, B 25% of sockets)"), "{text}");
 }
 
 #[test]
@@ -261,8 +343,17 @@ fn a_canary_against_several_hosts() {
     assert_eq!(all["verdict"], "worse", "{all}");
     assert_eq!(v["regressed"][0]["group"], serde_json::json!({"by": "all"}));
     assert!(v["regressed"][0]["metrics"].as_array().unwrap().contains(&serde_json::json!("srtt_p95_ms")));
+    // BBR on every host: the canary is worse, and that is no verdict on BBR.
+    assert_eq!(
+        (v["contrast"]["kind"].as_str(), v["contrast"]["cc_verdict"].as_bool()),
+        (Some("same_cc"), Some(false))
+    );
     let text = String::from_utf8(compare(&[&rest, &p("canary")]).stdout).unwrap();
-    assert!(text.contains("Worse on B: all sockets (srtt p50, srtt p95, srtt p99, inflation)"), "{text}");
+    assert!(
+        text.contains("Worse on B (not a cc verdict): all sockets (srtt p50, srtt p95, srtt p99, inflation)"),
+        "{text}"
+    );
+    assert!(text.contains("\nBoth sides ran bbr: differences are time and neighbours, not the cc"), "{text}");
     assert!(text.contains("host canary (A 0 sockets, B 6)"), "{text}");
     let o = compare(&[&format!("{rest},"), &p("canary")]);
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));

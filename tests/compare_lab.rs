@@ -1,6 +1,7 @@
 //! The issue's test: `bbrtop compare` on a BBR run against a CUBIC run of the lab's bufferbloat
 //! scenario (several flows per cc, recorded with `lab --record`) reports BBR's lower median RTT
-//! with an interval over sockets that excludes zero. Privileged.
+//! with an interval over sockets that excludes zero, as a change of cc; and the BBR run's two
+//! halves, one cc on both sides (issue 38's A/A test), as no cc verdict. Privileged.
 
 mod support;
 
@@ -56,6 +57,15 @@ fn root_compare_bbr_against_cubic_on_the_bufferbloat_lab() {
         plots.to_str().unwrap(),
     ]);
     let v: Value = serde_json::from_str(&out).unwrap();
+    // Each side's flows ran its cc: a change of cc, a cc verdict, observed.
+    for (side, cc) in [("a", "cubic"), ("b", "bbr")] {
+        assert_eq!(v[side]["ccs"][cc]["socket_share"], 1.0, "{side}: {}", v[side]);
+    }
+    assert_eq!(
+        (v["contrast"]["kind"].as_str(), v["contrast"]["cc_verdict"].as_bool()),
+        (Some("cc_change"), Some(true))
+    );
+    assert_eq!(v["contrast"]["observational"], true);
     for side in ["a", "b"] {
         assert_eq!(v[side]["sockets"].as_u64(), Some(FLOWS), "{side}: {}", v[side]);
         // 100 ms samples for 12 s.
@@ -89,4 +99,22 @@ fn root_compare_bbr_against_cubic_on_the_bufferbloat_lab() {
     let (table, _) = bbrtop(&["compare", cubic.to_str().unwrap(), bbr.to_str().unwrap()]);
     let line = table.lines().find(|l| l.trim_start().starts_with("srtt p50")).unwrap();
     assert!(line.ends_with("B better (lower)"), "{table}");
+
+    // Issue 38's A/A test on the same real flows: the BBR run's first half against its second,
+    // one cc on both sides, whatever the halves' differences (slow start, time): no cc verdict.
+    let half = |range: &str| format!("{}@{range}", bbr.display());
+    let (first, second) = (half("..+6s"), half("+6s.."));
+    let (out, _) = bbrtop(&["compare", &first, &second, "--json"]);
+    let aa: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(aa["b"]["sockets"].as_u64(), Some(FLOWS), "{}", aa["b"]);
+    assert_eq!(
+        (aa["contrast"]["kind"].as_str(), aa["contrast"]["cc_verdict"].as_bool()),
+        (Some("same_cc"), Some(false))
+    );
+    let (table, _) = bbrtop(&["compare", &first, &second]);
+    assert!(
+        table.contains("\nBoth sides ran bbr: differences are time and neighbours, not the cc"),
+        "{table}"
+    );
+    assert!(table.contains("\nWorse on B (not a cc verdict): "), "{table}");
 }

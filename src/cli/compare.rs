@@ -39,12 +39,20 @@ sockets, each cc, each peer group with --peer-groups.file, and each peer AS and 
 the databases --peer-groups.asn.file and --peer-groups.country.file name: the {} with the most
 bytes sent over both sides, the rest as \"other\"). B-A comes with a {:.0}% percentile
 bootstrap interval over sockets ({} resamples, seed {}: the same input gives the same output);
-with fewer than {} sockets on a side there is no interval, and the table says so.",
+with fewer than {} sockets on a side there is no interval, and the table says so.
+
+Each side's ccs (shares of sockets and bytes) say what the comparison can claim: both sides of
+one cc (no cc's share moving by {:.0} points or more) give no cc verdict, whatever differs (time
+and neighbours); most sockets moving from one cc to another give one, observed; a mix that moved
+otherwise gives none. Two recordings are never a randomized experiment (`bbrtop experiment` is);
+a cc that ran on both sides and kept its share is shown as the control: what time and neighbours
+did without a change of cc.",
         crate::compare::report::TOP_LABELS,
         stats::CONFIDENCE * 100.0,
         stats::RESAMPLES,
         stats::SEED,
-        stats::MIN_SOCKETS
+        stats::MIN_SOCKETS,
+        crate::compare::contrast::SAME_SHARE * 100.0
     )
 }
 

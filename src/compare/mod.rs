@@ -2,9 +2,12 @@
 //! a side (a canary against the rest), side by side. Each socket is summarised over its polls
 //! first ([`summary`]), then each group of sockets (all, per cc, per peer group, AS, country and
 //! host) is compared by medians over sockets with a bootstrap interval over sockets
-//! (`bbrtop_core::stats`, [`report`]); the result is a table ([`table`]), JSON, or an SVG of the RTT
-//! distributions ([`plot`]). Pure: the command reads the recordings and feeds the snapshots in.
+//! (`bbrtop_core::stats`, [`report`]); which ccs each side ran says what the comparison can
+//! claim ([`contrast`]: no cc verdict where both sides ran one cc, and always observational); the
+//! result is a table ([`table`]), JSON, or an SVG of the RTT distributions ([`plot`]). Pure: the
+//! command reads the recordings and feeds the snapshots in.
 
+pub mod contrast;
 pub mod plot;
 pub mod range;
 pub mod report;
@@ -13,6 +16,7 @@ pub mod summary;
 pub mod table;
 
 use bbrtop_core::units::serde_time;
+use contrast::{CcMix, Contrast};
 use report::{GroupRows, METHOD, Method};
 use serde::Serialize;
 use std::time::SystemTime;
@@ -43,13 +47,24 @@ pub struct Side {
     pub responses: Vec<responses::ResponseBucket>,
 }
 
+/// One side as the report shows it: its head, and the ccs its sockets ran.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SideReport {
+    #[serde(flatten)]
+    pub head: SideHead,
+    pub ccs: CcMix,
+}
+
 /// The whole comparison, as the table and the JSON show it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Comparison {
-    pub a: SideHead,
-    pub b: SideHead,
+    pub a: SideReport,
+    pub b: SideReport,
+    /// What the sides' ccs let it claim: a cc verdict or not, and the controls.
+    pub contrast: Contrast,
     pub method: Method,
-    /// The groups in which B is worse on some metric, first.
+    /// The groups in which B is worse on some metric, first (a cc's doing only where
+    /// `contrast.cc_verdict`).
     pub regressed: Vec<report::Regressed>,
     pub groups: Vec<GroupRows>,
     /// Response delivery times per group and size class (eBPF; empty where the recordings hold
@@ -63,7 +78,10 @@ impl Comparison {
         let responses = responses::compare(&a.responses, &b.responses, by_peer_group);
         let mut regressed = report::regressed(&groups);
         regressed.extend(responses::regressed(&responses));
-        Comparison { regressed, groups, responses, a: a.head.clone(), b: b.head.clone(), method: METHOD }
+        let report = |s: &Side| SideReport { head: s.head.clone(), ccs: CcMix::of(&s.sockets) };
+        let (a, b) = (report(a), report(b));
+        let contrast = Contrast::new(&a.ccs, &b.ccs, &groups);
+        Comparison { a, b, contrast, regressed, groups, responses, method: METHOD }
     }
 }
 
@@ -117,6 +135,13 @@ pub(crate) mod tests {
         let b = side(&[("bbr", 45.0); 5]);
         let v = serde_json::to_value(Comparison::new(&a, &b, false)).unwrap();
         assert_eq!(v["a"]["spec"], "rec");
+        assert_eq!(v["a"]["ccs"]["cubic"]["socket_share"], 1.0);
+        assert_eq!(v["b"]["ccs"]["bbr"]["byte_share"], 1.0);
+        assert_eq!(
+            (v["contrast"]["kind"].as_str(), v["contrast"]["cc_verdict"].as_bool()),
+            (Some("cc_change"), Some(true))
+        );
+        assert_eq!(v["contrast"]["observational"], true);
         assert_eq!(v["a"]["from"], "2026-11-23T03:00:00.000Z");
         assert_eq!((v["a"]["sockets"].as_u64(), v["a"]["polls"].as_u64()), (Some(5), Some(61)));
         assert_eq!(v["method"]["resamples"], bbrtop_core::stats::RESAMPLES);

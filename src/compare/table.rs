@@ -2,6 +2,7 @@
 //! sides' medians over sockets, B − A, B / A, and the interval of B − A. Pure.
 
 use super::Comparison;
+use super::contrast::{self, CcMix, Control};
 use super::report::{Group, Metric, Verdict};
 use bbrtop_core::snapshot::responses::SizeClass;
 use bbrtop_core::stats::Interval;
@@ -91,7 +92,8 @@ fn row(s: &mut String, cells: [&str; 6]) {
 /// The table `bbrtop compare` prints.
 pub fn render(c: &Comparison) -> String {
     let mut s = String::new();
-    for (name, h) in [("A", &c.a), ("B", &c.b)] {
+    for (name, side) in [("A", &c.a), ("B", &c.b)] {
+        let h = &side.head;
         let _ = writeln!(
             s,
             "{name}: {} ({} to {}, {} polls, {} sockets)",
@@ -101,7 +103,9 @@ pub fn render(c: &Comparison) -> String {
             h.polls,
             h.sockets
         );
+        let _ = writeln!(s, "   ccs: {}", mix(&side.ccs));
     }
+    let _ = writeln!(s, "{}\n{}", c.contrast.headline, contrast::OBSERVATIONAL);
     let m = &c.method;
     let _ = writeln!(
         s,
@@ -123,7 +127,11 @@ pub fn render(c: &Comparison) -> String {
         })
         .collect();
     let worse = if worse.is_empty() { "none".to_string() } else { worse.join("; ") };
-    let _ = writeln!(s, "Worse on B: {worse}.");
+    let not_cc = if c.contrast.cc_verdict { "" } else { " (not a cc verdict)" };
+    let _ = writeln!(s, "Worse on B{not_cc}: {worse}.");
+    for ctl in &c.contrast.controls {
+        control(&mut s, c, ctl);
+    }
     for g in &c.groups {
         let _ = writeln!(s, "\n{} (A {} sockets, B {})", group_title(&g.group), g.sockets_a, g.sockets_b);
         row(&mut s, ["", "A", "B", "B-A", "B/A", &format!("{:.0}% CI of B-A", m.confidence * 100.0)]);
@@ -144,6 +152,46 @@ pub fn render(c: &Comparison) -> String {
     }
     responses(&mut s, c);
     s
+}
+
+/// A side's ccs: "bbr 98% of sockets, 97% of bytes; cubic 2.0% of sockets, 3.0% of bytes".
+fn mix(m: &CcMix) -> String {
+    if m.0.is_empty() {
+        return "none (no sockets)".into();
+    }
+    let ccs: Vec<String> = m
+        .ranked()
+        .iter()
+        .map(|(cc, sh)| {
+            let bytes = sh.byte_share.map_or("-".into(), percent);
+            format!("{cc} {} of sockets, {bytes} of bytes", percent(sh.socket_share))
+        })
+        .collect();
+    ccs.join("; ")
+}
+
+/// A control's B-A beside all sockets': how much of the shift time and neighbours explain.
+fn control(s: &mut String, c: &Comparison, ctl: &Control) {
+    let _ = writeln!(
+        s,
+        "\nControl: cc {} ran on both sides (A {}, B {} of sockets): its own B-A is what time and neighbours \
+         did without a change of cc.",
+        ctl.cc,
+        percent(ctl.share_a),
+        percent(ctl.share_b)
+    );
+    let ci = format!("{:.0}% CI of the control's B-A", c.method.confidence * 100.0);
+    let line = |s: &mut String, cells: [&str; 4]| {
+        let _ = writeln!(s, "  {:<12} {:>12} {:>12}  {}", cells[0], cells[1], cells[2], cells[3]);
+    };
+    line(s, ["", "all B-A", "control B-A", &ci]);
+    let all = c.groups.iter().find(|g| g.group == Group::All);
+    for r in &ctl.metrics {
+        let all = all.and_then(|g| g.metrics.iter().find(|m| m.metric == r.metric)).and_then(|m| m.diff);
+        let diff = |d: Option<f64>| d.map_or("-".into(), |d| r.metric.show_diff(d));
+        let words = verdict(r.metric, r.diff_ci.as_ref(), r.note.as_ref(), r.verdict);
+        line(s, [r.metric.label(), &diff(all), &diff(r.diff), &words]);
+    }
 }
 
 /// The response delivery times: a block per group and size class that saw responses.
@@ -225,6 +273,53 @@ mod tests {
         let p50 = text.lines().find(|l| l.trim_start().starts_with("response p50")).unwrap();
         assert!(p50.contains("B worse (higher)"), "{p50}");
         assert!(text.contains("AS 64501 (response p50, response p95, response p99, <=15kB)"), "{text}");
+    }
+
+    /// The A/A test in words: BBR on both sides, B's RTTs 15 ms higher: each side's ccs, the
+    /// headline saying why there is no cc verdict, and the groups worse on B not the cc's.
+    #[test]
+    fn one_cc_on_both_sides_is_said_and_is_no_cc_verdict() {
+        let (a, b) = (side(&[("bbr", 46.0); 6]), side(&[("bbr", 61.0); 6]));
+        let text = render(&Comparison::new(&a, &b, false));
+        let head: Vec<&str> = text.lines().take(7).collect();
+        assert_eq!(head[1], "   ccs: bbr 100% of sockets, 100% of bytes", "{text}");
+        assert_eq!(
+            head[4],
+            "Both sides ran bbr: differences are time and neighbours, not the cc (no cc verdict)."
+        );
+        assert!(head[5].starts_with("Observational: two recordings (before and after, a canary"), "{text}");
+        assert!(head[5].contains("`bbrtop experiment`"), "{text}");
+        assert!(
+            text.contains(
+                "Worse on B (not a cc verdict): all sockets (srtt p50, srtt p95, srtt p99, inflation);"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("Control:"), "{text}");
+    }
+
+    /// Reno became BBR while a quarter of the sockets stayed CUBIC: CUBIC's own B-A beside all
+    /// sockets', as the control; the groups worse on B are named without a caveat.
+    #[test]
+    fn a_control_is_shown_beside_all_sockets() {
+        let mut a = vec![("reno", 80.0); 18];
+        a.extend([("cubic", 60.0); 6]);
+        let mut b = vec![("bbr", 90.0); 18];
+        b.extend([("cubic", 50.0); 6]);
+        let text = render(&Comparison::new(&side(&a), &side(&b), false));
+        assert!(
+            text.contains("   ccs: bbr 75% of sockets, 75% of bytes; cubic 25% of sockets, 25% of bytes"),
+            "{text}"
+        );
+        assert!(text.contains("\nA ran reno, B ran bbr: a cc verdict, but an observed one"), "{text}");
+        assert!(text.contains("\nWorse on B: all sockets (srtt p50"), "{text}");
+        let block = text.split("Control: ").nth(1).expect(&text);
+        assert!(block.starts_with("cc cubic ran on both sides (A 25%, B 25% of sockets)"), "{text}");
+        let p50 = block.lines().find(|l| l.trim_start().starts_with("srtt p50")).unwrap();
+        assert_eq!(
+            p50.split_whitespace().collect::<Vec<_>>(),
+            ["srtt", "p50", "+10.0ms", "-10.0ms", "[-10.0ms,", "-10.0ms]", "B", "better", "(lower)"]
+        );
     }
 
     #[test]
