@@ -298,7 +298,7 @@ pub static BBR_MIN_RTT: Column = Column {
     parquet: Some("bbr_min_rtt_us"),
     ss: Some("bbr:(mrtt"),
     table: true,
-    value: |s| num(s.record.bbr.map(|b| b.min_rtt_us)),
+    value: |s| num(s.record.bbr.and_then(|b| crate::model::derive::rtt_sample(b.min_rtt_us))),
     ..BASE
 };
 
@@ -376,7 +376,7 @@ pub static SRTT: Column = Column {
 pub static MIN_RTT: Column = Column {
     key: "min_rtt",
     header: "MIN RTT",
-    doc: "tcp_info's min RTT (a window of net.ipv4.tcp_min_rtt_wlen, 300 s); 0, no sample yet, is unknown, as ss has it.",
+    doc: "tcp_info's min RTT (a window of net.ipv4.tcp_min_rtt_wlen, 300 s); without a sample yet (0, or a listener's ~0) it is unknown.",
     unit: Unit::Micros,
     width: 8,
     json: Some("tcp_info.min_rtt_us"),
@@ -387,7 +387,7 @@ pub static MIN_RTT: Column = Column {
         help: "tcp_info min RTT of one of the top-K sockets.",
     }),
     table: true,
-    value: |s| num(s.record.tcp_info.min_rtt_us().filter(|&v| v > 0)),
+    value: |s| num(s.record.tcp_info.min_rtt_us().and_then(crate::model::derive::rtt_sample)),
     ..BASE
 };
 
@@ -646,6 +646,16 @@ mod tests {
         assert_eq!(SRTT.base_value(&a), Some(0.0453));
         assert_eq!(BBR_BW.base_value(&b), None);
         assert_eq!(ALERT.text(&a), "-");
+    }
+
+    /// A listener keeps its minimums at ~0 (no sample): unknown, not 4294.97 s.
+    #[test]
+    fn a_minimum_without_a_sample_reads_unknown() {
+        let mut r = record(1, "bbr").bbr(0, u32::MAX, 2.89, 2.89).build();
+        r.tcp_info.set_min_rtt_us(u32::MAX);
+        let v = view(r, Derived::default());
+        assert_eq!((MIN_RTT.text(&v), BBR_MIN_RTT.text(&v)), ("-".into(), "-".into()));
+        assert_eq!(MIN_RTT.base_value(&v), None);
     }
 }
 

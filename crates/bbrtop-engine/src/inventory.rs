@@ -75,9 +75,9 @@ impl Counts {
     }
 }
 
-/// One cc's senders at a tick: srtts, inflation ratios, and the sums of delivery rate, goodput
-/// and retransmissions per second.
-type Senders = (Vec<u32>, Vec<f64>, [f64; 3]);
+/// One cc's senders at a tick: srtts, inflation ratios, delivery rates, and the sums of delivery
+/// rate, goodput and retransmissions per second.
+type Senders = (Vec<u32>, Vec<f64>, Vec<f64>, [f64; 3]);
 
 #[derive(Default)]
 pub(crate) struct Inventory {
@@ -133,11 +133,13 @@ impl Inventory {
         for e in self.senders.iter().filter_map(|c| published.get(c)) {
             let (r, rates) = (e.record(), e.facts.rates());
             let Some((cc, _)) = self.per_cc.get_key_value(r.cc_name()) else { continue };
-            let (rtts, ratios, sums) = senders.entry(cc.as_str()).or_default();
+            let (rtts, ratios, delivery, sums) = senders.entry(cc.as_str()).or_default();
             let srtt = r.tcp_info.srtt_us();
             rtts.extend(srtt);
             ratios.extend(derive::inflation_ratio(srtt, rule.baseline.of(&r)));
-            sums[0] += r.tcp_info.delivery_rate_bytes_per_sec().unwrap_or(0) as f64;
+            let rate = r.tcp_info.delivery_rate_bytes_per_sec().unwrap_or(0) as f64;
+            delivery.push(rate);
+            sums[0] += rate;
             sums[1] += rates.goodput_bytes_per_sec.unwrap_or(0.0);
             sums[2] += rates.retrans_segs_per_sec.unwrap_or(0.0);
         }
@@ -158,11 +160,12 @@ impl Inventory {
                     phases: c.phases.clone(),
                     ..CcAggregate::default()
                 };
-                if let Some((rtts, ratios, sums)) = senders.get_mut(cc.as_str()) {
+                if let Some((rtts, ratios, delivery, sums)) = senders.get_mut(cc.as_str()) {
                     let r = percentiles(rtts, &[50.0, 95.0, 99.0], u32::cmp);
                     (a.srtt_p50_us, a.srtt_p95_us, a.srtt_p99_us) = (r[0], r[1], r[2]);
                     let r = percentiles(ratios, &[50.0, 95.0], f64::total_cmp);
                     (a.inflation_p50, a.inflation_p95) = (r[0], r[1]);
+                    a.delivery_rate_p50_bytes_per_sec = percentiles(delivery, &[50.0], f64::total_cmp)[0];
                     [a.delivery_rate_bytes_per_sec, a.goodput_bytes_per_sec, a.retrans_segs_per_sec] = *sums;
                 }
                 a

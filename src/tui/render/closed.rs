@@ -2,6 +2,7 @@
 //! see `bbrtop_core::filter::eval` for what a closed flow is known by), and per-cc totals.
 
 use bbrtop_core::model::Count;
+use bbrtop_core::model::derive::rtt_sample;
 use bbrtop_core::units::{bitrate, micros, opt, percent};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -74,8 +75,9 @@ pub fn draw(f: &mut Frame, area: Rect, v: &super::Screen) {
             c.counts[Count::BytesAcked].to_string(),
             c.counts[Count::RetransSegs].to_string(),
             opt(c.counts.retrans_ratio(), percent),
-            micros(c.srtt_us),
-            micros(c.min_rtt_us),
+            // 0: closed before its first RTT sample (a listener).
+            opt(rtt_sample(c.srtt_us), micros),
+            opt(rtt_sample(c.min_rtt_us), micros),
             opt(c.delivery_rate_bytes_per_sec, |d| bitrate(d as f64)),
             bbrtop_core::units::ratio(c.peak_inflation_ratio),
         ];

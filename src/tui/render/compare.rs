@@ -40,8 +40,21 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
         return;
     }
     let headers = [
-        "CC", "SENDERS", "SRTT p50", "p95", "p99", "INFL p50", "p95", "INFLATED", "FIRING", "DELIVERY",
-        "GOODPUT", "SHARE", "RETX%", "SPUR%", "RTO/s",
+        "CC",
+        "SENDERS",
+        "SRTT p50",
+        "p95",
+        "p99",
+        "INFL p50",
+        "p95",
+        "INFLATED",
+        "FIRING",
+        "DELIV p50",
+        "GOODPUT",
+        "SHARE",
+        "RETX%",
+        "SPUR%",
+        "RTO/s",
     ];
     let widths = [6, 7, 8, 8, 8, 8, 7, 8, 6, 11, 11, 5, 6, 5, 5];
     // The guides' table first (count, srtt percentiles), then the rollout's risks, then the rest.
@@ -59,7 +72,9 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
             opt(a.inflation_p95, bbrtop_core::units::ratio),
             a.inflated.to_string(),
             a.firing.to_string(),
-            bitrate(a.delivery_rate_bytes_per_sec),
+            // A sender's median, not a sum: each is one socket's sample, taken while it had the
+            // path to itself as often as not, so senders sharing a link sum past its rate.
+            opt(a.delivery_rate_p50_bytes_per_sec, bitrate),
             opt(a.recent.map(|r| r.goodput_bytes_per_sec), bitrate),
             opt(r.goodput_share, percent),
             opt(r.retrans_ratio, percent),

@@ -33,7 +33,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     for s in &views {
         places.entry(place(s)).or_default().push(s);
     }
-    let headers = ["WHERE", "CC", "SOCKETS", "SRTT p50", "p95", "INFLATED", "FIRING", "DELIVERY", "RETR/s"];
+    let headers = ["WHERE", "CC", "SOCKETS", "SRTT p50", "p95", "INFLATED", "FIRING", "DELIV p50", "RETR/s"];
     let widths = [28, 6, 7, 8, 8, 8, 6, 11, 7];
     let priority = [0, 1, 2, 3, 4, 5, 7, 8, 6];
     let rows = places.iter().flat_map(|(name, socks)| {
@@ -46,7 +46,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
                 opt(a.srtt_p95_us, micros),
                 a.inflated.to_string(),
                 a.firing.to_string(),
-                bitrate(a.delivery_rate_bytes_per_sec),
+                opt(a.delivery_rate_p50_bytes_per_sec, bitrate),
                 format!("{:.1}", a.retrans_segs_per_sec),
             ];
             (cells, Style::new())

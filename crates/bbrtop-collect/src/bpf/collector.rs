@@ -5,7 +5,9 @@ use super::BpfStatus;
 use super::clock::{instant_of, ktime_now_ns};
 use super::event::{Close, Event};
 use super::loader::Loaded;
+use crate::every::Reconcile;
 use bbrtop_core::model::Phase;
+use bbrtop_core::model::derive::rtt_sample;
 use bbrtop_core::seam::{BpfPoll, Cause, Reason};
 use bbrtop_core::seam::{Feed, Source};
 use bbrtop_core::seam::{Response, Update};
@@ -23,11 +25,14 @@ pub struct Collector {
     walk_off: Option<Reason>,
     /// Why reloading for tcp_bbr failed, once it did (it is not tried again).
     reload_failed: Option<Reason>,
+    /// Events the ring had no room for may be closes: netlink then reconciles at once.
+    reconcile: Reconcile,
+    lost_seen: u64,
 }
 
 impl Collector {
-    pub fn new(loaded: Loaded, walk_off: Option<Reason>) -> Collector {
-        Collector { loaded, undecodable_total: 0, walk_off, reload_failed: None }
+    pub fn new(loaded: Loaded, walk_off: Option<Reason>, reconcile: Reconcile) -> Collector {
+        Collector { loaded, undecodable_total: 0, walk_off, reload_failed: None, reconcile, lost_seen: 0 }
     }
 
     /// tcp_bbr loaded after the programs: load them again against its BTF, once.
@@ -104,7 +109,7 @@ fn closed_flow(c: Close, ktime_now: u64, wall: SystemTime) -> ClosedFlow {
         lifetime_seconds: (c.lifetime_ns > 0).then(|| c.lifetime_ns as f64 / 1e9),
         bbr: c.bbr.map(|(mode, min_rtt_us, bw)| ClosedBbr {
             mode: Phase::from_kernel(mode, 0, false).map_or("unknown", |p| p.mode_name()),
-            min_rtt_us,
+            min_rtt_us: rtt_sample(min_rtt_us).unwrap_or(0),
             bw_bytes_per_sec: bw,
         }),
         cc: c.cc,
@@ -112,7 +117,8 @@ fn closed_flow(c: Close, ktime_now: u64, wall: SystemTime) -> ClosedFlow {
         peer: c.peer,
         counts: c.counts,
         srtt_us: c.srtt_us,
-        min_rtt_us: c.min_rtt_us,
+        // A socket closed before its first RTT sample (a listener) keeps the minimum's ~0.
+        min_rtt_us: rtt_sample(c.min_rtt_us).unwrap_or(0),
         delivery_rate_bytes_per_sec: c.delivery_rate,
         peak_inflation_ratio: c.peak_ratio,
     }
@@ -132,12 +138,14 @@ impl Source for Collector {
             }
         }
         self.undecodable_total += undecodable;
+        let lost = self.loaded.lost_total();
+        self.reconcile.on_growth(&mut self.lost_seen, lost);
         let (status, limit) = self.status();
         feed.apply(Update::BpfStatus(BpfPoll {
             at: Some(wall),
             programs_attached: self.loaded.links.len() as u32,
             judges_inflation: self.loaded.links.iter().any(|(name, _)| *name == "tcp_probe"),
-            ringbuf_lost_total: self.loaded.lost_total(),
+            ringbuf_lost_total: lost,
             undecodable_events_total: self.undecodable_total,
             recursion_misses_total: self.loaded.recursion_misses(),
             failure: poll_failure(consumed, undecodable),
@@ -170,5 +178,31 @@ mod tests {
         assert_eq!(bad.cause, Cause::UndecodableEvents);
         assert_eq!(poll_failure(Ok(()), 0), None, "the next clean poll recovers");
         assert_eq!(poll_failure(Err("EIO".into()), 0).map(|r| r.cause), Some(Cause::RingBuffer));
+    }
+
+    /// A listener closes with its minimums at ~0, never sampled: the record says 0 (none), not
+    /// 4294.97 s, and a sampled minimum passes as it is.
+    #[test]
+    fn a_closed_listener_has_no_min_rtt() {
+        let close = |min_rtt_us| Close {
+            h: super::super::event::Header { netns: 1, cookie: 7, ts_ns: 10 },
+            local: "10.0.0.1:80".parse().unwrap(),
+            peer: "0.0.0.0:0".parse().unwrap(),
+            cc: "bbr".into(),
+            lifetime_ns: 0,
+            counts: Default::default(),
+            srtt_us: 0,
+            min_rtt_us,
+            delivery_rate: None,
+            mss: 536,
+            bbr: Some((0, min_rtt_us, 0)),
+            peak_ratio: 0.0,
+            rtt_samples: 0,
+            inflations: 0,
+        };
+        let f = closed_flow(close(u32::MAX), 10, SystemTime::UNIX_EPOCH);
+        assert_eq!((f.min_rtt_us, f.bbr.map(|b| b.min_rtt_us)), (0, Some(0)));
+        let f = closed_flow(close(40_000), 10, SystemTime::UNIX_EPOCH);
+        assert_eq!((f.min_rtt_us, f.bbr.map(|b| b.min_rtt_us)), (40_000, Some(40_000)));
     }
 }

@@ -27,6 +27,7 @@ pub struct ClosedFlow {
     #[serde(flatten)]
     pub counts: Tally,
     pub srtt_us: u32,
+    /// 0 when the socket closed without an RTT sample (a listener).
     pub min_rtt_us: u32,
     pub delivery_rate_bytes_per_sec: Option<u64>,
     pub bbr: Option<ClosedBbr>,

@@ -6,6 +6,12 @@ use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 use std::time::Duration;
 
+/// An RTT the kernel keeps as a running minimum, if it has a sample: 0 and `u32::MAX` (the `~0U` a
+/// minimum starts from, which a listener or a socket closed before its first ACK keeps) are none.
+pub fn rtt_sample(us: u32) -> Option<u32> {
+    (us != 0 && us != u32::MAX).then_some(us)
+}
+
 /// Which min RTT the inflation ratio is measured against.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -36,8 +42,8 @@ impl FromStr for Baseline {
 impl Baseline {
     /// The baseline RTT of a socket in µs, or `None` if the kernel gave none (or gave zero).
     pub fn of(self, rec: &SocketRecord) -> Option<u32> {
-        let tcp = rec.tcp_info.min_rtt_us().filter(|&v| v > 0);
-        let bbr = rec.bbr.map(|b| b.min_rtt_us).filter(|&v| v > 0 && v != u32::MAX);
+        let tcp = rec.tcp_info.min_rtt_us().and_then(rtt_sample);
+        let bbr = rec.bbr.and_then(|b| rtt_sample(b.min_rtt_us));
         match self {
             Baseline::Tcp => tcp,
             Baseline::Bbr => bbr.or(tcp),
@@ -227,6 +233,18 @@ mod tests {
         }
         r.bbr = bbr_min.map(|m| BbrInfo::v1(0, m, 1.0, 2.0));
         r
+    }
+
+    /// A listener's tcp_info and a BBR socket before its first ACK carry the minimum's ~0: no
+    /// baseline, never 4294.97 s.
+    #[test]
+    fn a_minimum_without_a_sample_is_none() {
+        assert_eq!((rtt_sample(0), rtt_sample(u32::MAX), rtt_sample(1)), (None, None, Some(1)));
+        let listener = rec(Some(u32::MAX), Some(u32::MAX));
+        for b in [Baseline::Min, Baseline::Tcp, Baseline::Bbr] {
+            assert_eq!(b.of(&listener), None, "{b:?}");
+        }
+        assert_eq!(Baseline::Min.of(&rec(Some(u32::MAX), Some(30_000))), Some(30_000));
     }
 
     #[test]

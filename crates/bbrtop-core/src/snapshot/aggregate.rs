@@ -44,7 +44,12 @@ pub struct CcAggregate {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inflation_p95: Option<f64>,
     /// Sum of the senders' tcp_info delivery rates (each fresh: they delivered in the interval).
+    /// No throughput: each is one socket's latest sample, often taken while it had the path to
+    /// itself, so senders sharing a link sum past its rate. Goodput is the throughput.
     pub delivery_rate_bytes_per_sec: f64,
+    /// The senders' median delivery rate: what one sender's samples say the path carries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_rate_p50_bytes_per_sec: Option<f64>,
     /// Sum of goodput (bytes acked per second between the last two polls).
     pub goodput_bytes_per_sec: f64,
     /// Sum of retransmitted segments per second between the last two polls.
@@ -90,9 +95,9 @@ pub struct Recent {
     pub goodput_share: Option<f64>,
 }
 
-/// One cc's aggregate while sockets are added: srtts, inflation ratios, and delivered CE-marked
-/// and all segments.
-type Group = (CcAggregate, Vec<u32>, Vec<f64>, [u64; 2]);
+/// One cc's aggregate while sockets are added: srtts, inflation ratios, delivery rates, and
+/// delivered CE-marked and all segments.
+type Group = (CcAggregate, Vec<u32>, Vec<f64>, Vec<f64>, [u64; 2]);
 
 /// Aggregates sockets by cc, sorted by cc name: the figures over each cc's senders, loopback
 /// counted as any other socket when `loopback`.
@@ -100,8 +105,14 @@ pub fn by_cc<'a>(sockets: impl IntoIterator<Item = &'a SocketView>, loopback: bo
     let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
     for s in sockets {
         let cc = s.record.cc_name();
-        let (agg, rtts, ratios, delivered) = groups.entry(cc).or_insert_with(|| {
-            (CcAggregate { cc: cc.to_string(), ..CcAggregate::default() }, Vec::new(), Vec::new(), [0; 2])
+        let (agg, rtts, ratios, rates, delivered) = groups.entry(cc).or_insert_with(|| {
+            (
+                CcAggregate { cc: cc.to_string(), ..CcAggregate::default() },
+                Vec::new(),
+                Vec::new(),
+                Vec::new(),
+                [0; 2],
+            )
         });
         agg.sockets += 1;
         agg.inflated += usize::from(s.derived.inflated);
@@ -130,18 +141,21 @@ pub fn by_cc<'a>(sockets: impl IntoIterator<Item = &'a SocketView>, loopback: bo
         if let Some(r) = s.derived.inflation_ratio {
             ratios.push(r);
         }
-        agg.delivery_rate_bytes_per_sec += info.delivery_rate_bytes_per_sec().unwrap_or(0) as f64;
+        let rate = info.delivery_rate_bytes_per_sec().unwrap_or(0) as f64;
+        agg.delivery_rate_bytes_per_sec += rate;
+        rates.push(rate);
         agg.goodput_bytes_per_sec += s.derived.rates.goodput_bytes_per_sec.unwrap_or(0.0);
         agg.retrans_segs_per_sec += s.derived.rates.retrans_segs_per_sec.unwrap_or(0.0);
     }
     groups
         .into_values()
-        .map(|(mut agg, mut rtts, mut ratios, [ce, all])| {
+        .map(|(mut agg, mut rtts, mut ratios, mut rates, [ce, all])| {
             agg.ce_marked_fraction = crate::model::ecn::ce_fraction(ce, all);
             let r = percentiles(&mut rtts, &[50.0, 95.0, 99.0], u32::cmp);
             (agg.srtt_p50_us, agg.srtt_p95_us, agg.srtt_p99_us) = (r[0], r[1], r[2]);
             let r = percentiles(&mut ratios, &[50.0, 95.0], f64::total_cmp);
             (agg.inflation_p50, agg.inflation_p95) = (r[0], r[1]);
+            agg.delivery_rate_p50_bytes_per_sec = percentiles(&mut rates, &[50.0], f64::total_cmp)[0];
             agg
         })
         .collect()
@@ -171,5 +185,37 @@ mod tests {
         assert_eq!((cubic.ecn_sockets, cubic.ce_marked_fraction), (1, None), "nothing delivered yet");
         let json = serde_json::to_value(cubic).unwrap();
         assert!(json.get("ce_marked_fraction").is_none() && json["ecn_sockets"] == 1);
+    }
+
+    /// Request/response on keep-alive connections, both ends on this host: the servers send
+    /// responses and read requests, the clients the reverse. Only the servers are senders, and
+    /// the clients' delivery rates (a request's sample, huge on a short path) stay out of the
+    /// figures.
+    #[test]
+    fn clients_asking_for_responses_are_receivers() {
+        use crate::model::derive::Rates;
+        use crate::snapshot::{Derived, HistoryView, RecordRef};
+        use crate::testing::record;
+        let view = |cookie, out: f64, inn: f64, delivery: u64| {
+            let r = record(cookie, "bbr").delivery_rate_bytes_per_sec(delivery).build();
+            let rates = Rates {
+                goodput_bytes_per_sec: Some(out),
+                recv_bytes_per_sec: Some(inn),
+                retrans_segs_per_sec: Some(0.0),
+            };
+            let derived = Derived { rates, ..Derived::default() };
+            SocketView { record: RecordRef::single(r), derived, history: HistoryView::none() }
+        };
+        let servers = (1..=3).map(|c| view(c, 25_000.0, 1_000.0, 2_500_000 + c * 1000));
+        let clients = (10..15).map(|c| view(c, 1_000.0, 25_000.0, 2_000_000_000));
+        let socks: Vec<SocketView> = servers.chain(clients).collect();
+        let bbr = &by_cc(&socks, true)[0];
+        assert_eq!((bbr.senders, bbr.receivers), (3, 5));
+        assert_eq!(bbr.delivery_rate_bytes_per_sec, 7_506_000.0, "the servers' only");
+        assert_eq!(bbr.delivery_rate_p50_bytes_per_sec, Some(2_502_000.0));
+        // An upload's receiver that also sent a little is still a receiver; equal both ways sends.
+        assert_eq!(view(20, 0.0, 5.0, 0).role(true), Role::Receiver);
+        assert_eq!(view(21, 5.0, 5.0, 0).role(true), Role::Sender);
+        assert_eq!(view(22, 0.0, 0.0, 0).role(true), Role::Idle);
     }
 }

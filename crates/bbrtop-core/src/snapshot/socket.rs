@@ -110,9 +110,10 @@ impl Serialize for RecordRef {
 /// What a socket did in the last interval, for the per-cc figures, which are its senders'.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
-    /// Sent data (some of it acked, or retransmitted).
+    /// Sent data (some of it acked, or retransmitted), at least as much as it received.
     Sender,
-    /// Received data and sent none.
+    /// Received data, and sent none or less: a client asking for responses is one, though its
+    /// requests are data too (their RTTs and delivery rates are a request's, not a transfer's).
     Receiver,
     /// Moved nothing.
     Idle,
@@ -132,17 +133,18 @@ impl SocketView {
 /// What a socket did in the interval its `rates` cover; a loopback socket is `Loopback` unless
 /// `loopback` says to count it as any other. Seen once (a one-shot read, a first poll), with no
 /// interval yet, it is judged by the moment: data in flight is a sender, data received in the
-/// last second a receiver. Seen before and without rates, it did not move.
+/// last second a receiver. Seen before and without rates, it did not move. A socket that both
+/// sent and received takes the direction that carried more bytes.
 pub fn role(r: &SocketRecord, rates: &Rates, seen_once: bool, loopback: bool) -> Role {
     let i = &r.tcp_info;
     let moved = |v: Option<f64>| v.is_some_and(|v| v > 0.0);
     let (sent, received) = if seen_once {
         (i.unacked_segs().is_some_and(|n| n > 0), i.last_data_recv_ms().is_some_and(|ms| ms < 1000))
     } else {
-        (
-            moved(rates.goodput_bytes_per_sec) || moved(rates.retrans_segs_per_sec),
-            moved(rates.recv_bytes_per_sec),
-        )
+        let (out, inn) =
+            (rates.goodput_bytes_per_sec.unwrap_or(0.0), rates.recv_bytes_per_sec.unwrap_or(0.0));
+        let sent = moved(rates.goodput_bytes_per_sec) || moved(rates.retrans_segs_per_sec);
+        (sent && out >= inn, moved(rates.recv_bytes_per_sec))
     };
     if !loopback && r.is_loopback() {
         Role::Loopback
