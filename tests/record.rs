@@ -151,6 +151,24 @@ fn record_with_the_hive_layout_writes_the_host_and_date_tree() {
     }
 }
 
+/// `--log.file` is every command's: `record`, a daemon, logs there and not on stderr.
+#[test]
+fn record_logs_to_the_log_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (rec, log) = (dir.path().join("rec"), dir.path().join("record.log"));
+    let o = Command::new(BIN)
+        .args(["record", &rec.display().to_string(), "--log.file", &log.display().to_string()])
+        .args(["--interval", "100ms", "--count", "2", "--no-collector.bpf"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("bbrtop record");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let log = std::fs::read_to_string(&log).expect("the log file");
+    assert!(log.contains("message=recording") && log.contains(&rec.display().to_string()), "{log}");
+    assert!(!err.contains("message="), "logs on stderr too: {err}");
+}
+
 #[test]
 fn record_into_a_file_is_a_one_line_error() {
     let f = tempfile::NamedTempFile::new().expect("file");

@@ -104,6 +104,29 @@ pub struct SourceArgs {
     /// 64 MiB.
     #[arg(long = "kubernetes.pods", value_name = "URL|PATH", value_parser = parse_pod_source)]
     pub kubernetes_pods: Option<bbrtop_collect::attrib::PodSource>,
+    /// The eBPF ring buffer, which holds every event between two polls (a close takes 200
+    /// bytes, a response 88): a power of two from 4KiB to 1GiB. Events it has no room for are
+    /// counted as lost, and the netlink collector then reconciles at once.
+    #[arg(long = "bpf.ring-buffer-size", value_name = "SIZE", default_value = "16MiB",
+          value_parser = parse_ring_size)]
+    pub ring_bytes: u32,
+}
+
+/// `--bpf.ring-buffer-size`: what the kernel takes, a power of two of whole pages.
+fn parse_ring_size(s: &str) -> Result<u32, String> {
+    let b = parse_size(s)?;
+    if !(4 << 10..=1 << 30).contains(&b) {
+        return Err(format!("{s} is outside 4KiB..1GiB"));
+    }
+    if !b.is_power_of_two() {
+        let below = 1u64 << (63 - b.leading_zeros());
+        return Err(format!(
+            "{s} is not a power of two (try {}KiB or {}KiB)",
+            below >> 10,
+            (below << 1) >> 10
+        ));
+    }
+    Ok(b as u32)
 }
 
 fn parse_pod_source(s: &str) -> Result<bbrtop_collect::attrib::PodSource, String> {
@@ -334,6 +357,13 @@ mod tests {
         assert_eq!(parse_hold("0s"), Ok(Duration::ZERO));
         assert!(parse_hold("1000000000h").unwrap_err().contains("out of range (0s to 1day)"));
         assert!(parse_floor("11s").is_err());
+        assert_eq!((parse_ring_size("16MiB"), parse_ring_size("4KiB")), (Ok(16 << 20), Ok(4096)));
+        assert_eq!(
+            parse_ring_size("3MiB"),
+            Err("3MiB is not a power of two (try 2048KiB or 4096KiB)".into())
+        );
+        assert!(parse_ring_size("2KiB").unwrap_err().contains("outside 4KiB..1GiB"));
+        assert!(parse_ring_size("2GiB").unwrap_err().contains("outside 4KiB..1GiB"));
     }
 
     /// The flags and `--filter` AND; `--filter` refuses what cannot decide tracking.

@@ -52,9 +52,6 @@ pub struct ExperimentArgs {
     /// printed when the UI is left, which ends the experiment.
     #[arg(long)]
     pub tui: bool,
-    /// With --tui, write the log here (nothing is printed while the UI is up).
-    #[arg(long = "log.file", value_name = "PATH", requires = "tui")]
-    pub log_file: Option<PathBuf>,
     #[command(flatten)]
     pub guard: GuardArgs,
     #[command(flatten)]

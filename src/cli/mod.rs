@@ -54,6 +54,10 @@ pub struct Cli {
     #[arg(long = "log.format", value_name = "FORMAT", default_value = "logfmt", global = true,
           value_parser = |s: &str| s.parse::<crate::log::Format>())]
     pub log_format: crate::log::Format,
+    /// Write the log here instead of stderr, for any command (a terminal UI, which owns the
+    /// screen, logs nowhere without it).
+    #[arg(long = "log.file", value_name = "PATH", alias = "log-file", global = true)]
+    pub log_file: Option<std::path::PathBuf>,
     /// The terminal UI's flags, when no command is given.
     #[command(flatten)]
     pub tui: tui::TuiArgs,
@@ -114,29 +118,26 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// The one log sink: stderr, or, while a terminal UI owns the screen, --log.file or nowhere.
+/// The one log sink: --log.file for any command; else stderr, or nowhere while a terminal UI
+/// owns the screen.
 fn init_logging(cli: &Cli) -> Result<(), Failure> {
     use crate::log::{Sink, init};
-    let sink = match &cli.command {
-        None => ui_sink(cli.tui.log_file.as_deref())?,
-        Some(Command::Replay(r)) => ui_sink(r.log_file.as_deref())?,
-        Some(Command::Lab(l)) if l.tui => Sink::Nowhere,
-        Some(Command::Experiment(e)) if e.tui => ui_sink(e.log_file.as_deref())?,
-        Some(_) => Sink::Stderr,
+    let ui = match &cli.command {
+        None | Some(Command::Replay(_)) => true,
+        Some(Command::Lab(l)) => l.tui,
+        Some(Command::Experiment(e)) => e.tui,
+        Some(_) => false,
     };
-    init(cli.log_format, cli.log_level, sink);
-    Ok(())
-}
-
-/// Where a terminal UI logs: --log.file, or nowhere (the screen is the UI's).
-fn ui_sink(file: Option<&std::path::Path>) -> Result<crate::log::Sink, Failure> {
-    Ok(match file {
-        Some(p) => crate::log::Sink::File(
+    let sink = match &cli.log_file {
+        Some(p) => Sink::File(
             std::fs::File::create(p)
                 .map_err(|e| Failure::Runtime(anyhow::anyhow!("opening log file {}: {e}", p.display())))?,
         ),
-        None => crate::log::Sink::Nowhere,
-    })
+        None if ui => Sink::Nowhere,
+        None => Sink::Stderr,
+    };
+    init(cli.log_format, cli.log_level, sink);
+    Ok(())
 }
 
 /// A usage error as one line, like every other failure: clap's message without its usage block.

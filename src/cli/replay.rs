@@ -23,9 +23,6 @@ pub struct ReplayArgs {
     /// Start at this time: HH:MM:SS (UTC, on the recording's first day) or RFC 3339.
     #[arg(long, value_name = "TIME")]
     pub at: Option<String>,
-    /// Write the log here (nothing is printed while the TUI is up; see --log.level, --log.format).
-    #[arg(long = "log.file", value_name = "PATH")]
-    pub log_file: Option<PathBuf>,
 }
 
 fn parse_speed(s: &str) -> Result<f64, String> {

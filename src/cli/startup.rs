@@ -57,7 +57,7 @@ pub fn start(
         want_walk.then(|| bbrtop_collect::bpf::WalkAsk { states, pods: poll.source.kubernetes_pods.clone() });
     let mut bpf = match bpf_want {
         Want::Off => bbrtop_collect::bpf::disabled("--no-collector.bpf"),
-        _ => bbrtop_collect::bpf::load(&cfg.rule, ask),
+        _ => bbrtop_collect::bpf::load_sized(&cfg.rule, ask, poll.source.ring_bytes),
     };
     if let (Want::On, Some(reason)) = (bpf_want, &bpf.status.reason) {
         return Err(Failure::Privilege(format!("--collector.bpf: {reason}")));
@@ -67,13 +67,13 @@ pub fn start(
     if let Some(line) = bpf_note(&bpf.status) {
         note(&line);
     }
-    let Loading { sources: bpf_sources, status, windows, walker: walk_off, .. } = bpf;
+    let Loading { sources: bpf_sources, status, windows, walker: walk_off, lost, .. } = bpf;
     let walk_off = walk_off.err().filter(|w| !w.is_empty());
     let mut engine = Engine::new(cfg);
     let mut sources: Vec<Box<dyn Source>> = Vec::new();
     match walker {
         Some(walker) => {
-            sources.push(Box::new(Every::new(diag, RECONCILE_EVERY)));
+            sources.push(Box::new(Every::new(diag, RECONCILE_EVERY).or_when(lost)));
             sources.extend(bpf_sources);
             sources.push(walker);
             engine.set_roles(NETLINK_SEEDS.into(), Some(WALK_READS.into()));
@@ -96,7 +96,8 @@ pub fn start(
 /// session that goes away) and SIGQUIT set the returned flag instead of killing the process, so
 /// it can restore the terminal and tear the lab down. Registered before anything is set up.
 use bbrtop_collect::bpf::RECONCILE_EVERY;
-const NETLINK_SEEDS: &str = "seeds the host namespace's sockets at start and reconciles them every 60 polls";
+const NETLINK_SEEDS: &str = "seeds the host namespace's sockets at start and reconciles them every 60 polls, \
+    and at the poll after eBPF lost events";
 const WALK_READS: &str = "reads the sockets that moved since the last poll, in every network namespace";
 
 /// Whether to ask for the kernel walk: always for `--collector.walk` (an error with a narrowed

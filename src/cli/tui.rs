@@ -21,9 +21,6 @@ pub struct TuiArgs {
     /// CAP_SYS_ADMIN.
     #[arg(long, conflicts_with = "netns")]
     pub lab: bool,
-    /// Write the log here (nothing is printed while the TUI is up; see --log.level, --log.format).
-    #[arg(long = "log.file", value_name = "PATH", alias = "log-file")]
-    pub log_file: Option<PathBuf>,
     #[command(flatten)]
     pub connect: ConnectArgs,
 }

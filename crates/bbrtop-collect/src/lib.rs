@@ -24,7 +24,7 @@ pub mod netns;
 pub mod socket;
 
 pub use error::CollectError;
-pub use every::Every;
+pub use every::{Every, Reconcile};
 pub use inet_diag::InetDiag;
 
 #[cfg(test)]

@@ -7,11 +7,11 @@
 //! owned values (and `Send`). When tcp_bbr is loaded after the programs, [`Loaded::reload`] loads
 //! them again over the same maps, relocated against its BTF.
 
-use super::BpfStatus;
 use super::event::{self, DecodeError, Event};
 use super::libbpf_log::{Failed, failed_program, load_logged, program_log_path};
 pub use super::libbpf_log::{LoadError, last_load_log, logged_load, verifier_log_path};
 use super::plan::{self, Fate, Offers, PROGRAMS};
+use super::{BpfStatus, RING_BYTES};
 use crate::host::RelocationBtf;
 use crate::inet_diag::WindowStorage;
 use bbrtop_core::model::bbr::STRUCT_BBR_FIELDS;
@@ -43,6 +43,9 @@ pub struct LoadConfig {
     /// Tracepoints to plan as if this kernel lacked them: a test drives the fallbacks (fentry,
     /// a refused program left out) on a kernel that has them.
     pub hide_tracepoints: Vec<&'static str>,
+    /// The ring buffer's size in bytes (a power of two, at least a page): it holds every event
+    /// between two polls (`--bpf.ring-buffer-size`).
+    pub ring_bytes: u32,
 }
 
 /// The default [`LoadConfig::walk_refresh`]: a busy socket costs a few fills a second.
@@ -57,6 +60,7 @@ impl LoadConfig {
             walk: false,
             walk_refresh: WALK_REFRESH,
             hide_tracepoints: Vec::new(),
+            ring_bytes: RING_BYTES,
         }
     }
 }
@@ -350,6 +354,8 @@ fn load_once(
         let load = fates.iter().any(|(n, f)| prog.name() == *n && *f == Fate::Load);
         prog.set_autoload(load);
     }
+    // A reload reuses the ring it has, whatever its size.
+    open.maps.events.set_max_entries(cfg.ring_bytes).map_err(open_failed)?;
     if let Some(maps) = reuse {
         use std::os::fd::AsFd;
         for mut map in open.open_object_mut().maps_mut() {
@@ -602,6 +608,7 @@ mod tests {
                 walk: false,
                 walk_refresh: WALK_REFRESH,
                 hide_tracepoints: Vec::new(),
+                ring_bytes: RING_BYTES,
             }
         );
     }

@@ -40,6 +40,7 @@ pub mod plan;
 pub mod walk;
 
 use crate::caps::{self, Cap, CapSet};
+use crate::every::Reconcile;
 use crate::inet_diag::WindowStorage;
 use bbrtop_core::model::StateSet;
 use bbrtop_core::rule::RuleConfig;
@@ -122,6 +123,11 @@ pub fn unavailable(caps: CapSet, btf: &Path) -> Option<Reason> {
     None
 }
 
+/// The ring buffer's default size, 16 MiB: a close takes 200 bytes of it and a response 88, so
+/// it holds a poll's worth of about 80,000 closes (a proxy's connections ended at once) or
+/// 190,000 responses. It is kernel memory, charged to bbrtop's cgroup.
+pub const RING_BYTES: u32 = 16 << 20;
+
 /// What loading eBPF gives the poller: its sources (or a status-only one with the reason it is
 /// off), the status, and the RTT windows for the netlink collector to read.
 pub struct Loading {
@@ -133,6 +139,9 @@ pub struct Loading {
     /// The programs were loaded without `struct bbr`, and tcp_bbr may load later: the collector
     /// then loads them again, which takes CAP_BPF and CAP_PERFMON.
     pub awaits_bbr: bool,
+    /// Asked when the ring buffer or the walk's map lost events (closes among them, maybe): the
+    /// netlink collector beside the walk reconciles at the next poll ([`crate::Every::or_when`]).
+    pub lost: Reconcile,
 }
 
 impl Loading {
@@ -143,6 +152,7 @@ impl Loading {
             status: BpfStatus::off(reason),
             windows: None,
             awaits_bbr: false,
+            lost: Reconcile::default(),
         }
     }
 
@@ -174,15 +184,21 @@ pub fn disabled(flag: &str) -> Loading {
 /// Loads and attaches the programs, if this host and process can; with the socket walk when
 /// asked for.
 pub fn load(rule: &RuleConfig, walk: Option<WalkAsk>) -> Loading {
+    load_sized(rule, walk, RING_BYTES)
+}
+
+/// [`load`] with a ring buffer of `ring_bytes` (`--bpf.ring-buffer-size`).
+pub fn load_sized(rule: &RuleConfig, walk: Option<WalkAsk>, ring_bytes: u32) -> Loading {
     if let Some(reason) = unavailable(CapSet::effective(), Path::new(BTF_PATH)) {
         return Loading::off(reason);
     }
-    load_source(rule, walk)
+    load_source(rule, walk, ring_bytes)
 }
 
 #[cfg(feature = "bpf")]
-fn load_source(rule: &RuleConfig, walk: Option<WalkAsk>) -> Loading {
-    let cfg = loader::LoadConfig { walk: walk.is_some(), ..loader::LoadConfig::from_rule(rule) };
+fn load_source(rule: &RuleConfig, walk: Option<WalkAsk>, ring_bytes: u32) -> Loading {
+    let cfg = loader::LoadConfig { walk: walk.is_some(), ring_bytes, ..loader::LoadConfig::from_rule(rule) };
+    let lost = Reconcile::default();
     match loader::load(&cfg) {
         Ok(l) => {
             let mut status = l.status();
@@ -198,7 +214,8 @@ fn load_source(rule: &RuleConfig, walk: Option<WalkAsk>) -> Loading {
                     .to_string()),
                 Some(ask) => {
                     let resolver = crate::attrib::Resolver::new(ask.pods);
-                    l.walker(ask.states, resolver).map(|w| Box::new(w) as Box<dyn Source>)
+                    l.walker(ask.states, resolver)
+                        .map(|w| Box::new(w.reconciling(lost.clone())) as Box<dyn Source>)
                 }
                 None => Err("not asked for".into()),
             };
@@ -208,8 +225,8 @@ fn load_source(rule: &RuleConfig, walk: Option<WalkAsk>) -> Loading {
             });
             status.judge(l.bbr_limit().as_ref(), walk_off.as_ref());
             let awaits_bbr = l.awaits_bbr_module();
-            let collector = collector::Collector::new(l, walk_off);
-            Loading { sources: vec![Box::new(collector)], status, windows, walker, awaits_bbr }
+            let collector = collector::Collector::new(l, walk_off, lost.clone());
+            Loading { sources: vec![Box::new(collector)], status, windows, walker, awaits_bbr, lost }
         }
         Err(e) => Loading::off(Reason::new(Cause::LoadFailed, format!("eBPF off: {e}"))),
     }
@@ -224,7 +241,7 @@ fn describe_off(s: &BpfStatus) -> String {
 }
 
 #[cfg(not(feature = "bpf"))]
-fn load_source(_: &RuleConfig, _: Option<WalkAsk>) -> Loading {
+fn load_source(_: &RuleConfig, _: Option<WalkAsk>, _: u32) -> Loading {
     unreachable!("unavailable() is Some without the bpf feature")
 }
 

@@ -5,6 +5,7 @@
 
 use super::clock::ktime_now_ns;
 use crate::attrib::Resolver;
+use crate::every::Reconcile;
 use bbrtop_core::model::{Cookie, SocketRecord, StateSet, TcpState};
 use bbrtop_core::seam::{Feed, Source};
 use bbrtop_core::seam::{Now, Walk, WalkFailed};
@@ -29,6 +30,10 @@ pub struct Walker {
     buf: Vec<u8>,
     keys: Vec<u64>,
     decode: Decode,
+    /// Records the hooks could not write leave sockets unseen, closes among them: netlink then
+    /// reconciles at once.
+    reconcile: Reconcile,
+    dropped_seen: u64,
 }
 
 /// What turns records into sockets: the names they carry, the states asked for.
@@ -51,7 +56,14 @@ impl Walker {
             buf: Vec::new(),
             keys: vec![0; BATCH as usize],
             decode: Decode { resolver, names: CcNames::default(), states },
+            reconcile: Reconcile::default(),
+            dropped_seen: 0,
         }
+    }
+
+    /// Asks `reconcile` for a netlink reconcile whenever records were dropped since the last read.
+    pub fn reconciling(self, reconcile: Reconcile) -> Walker {
+        Walker { reconcile, ..self }
     }
 
     /// One read, whole: the sockets that moved since the last, in the states asked for, and
@@ -95,6 +107,7 @@ impl Walker {
         };
         take(&self.buf, &mut stats);
         if !more {
+            stats.dropped_total = percpu_sum(&self.moved_full);
             return Ok(stats);
         }
         std::thread::scope(|scope| {
@@ -245,6 +258,7 @@ impl Source for Walker {
         let (started, now) = (Instant::now(), Now::system());
         let walk = match self.stream(feed, now) {
             Ok(stats) => {
+                self.reconcile.on_growth(&mut self.dropped_seen, stats.dropped_total);
                 let (sockets, gone) = (Vec::new(), Vec::new());
                 Ok(Walk { sockets, gone, stats, duration: started.elapsed(), now })
             }
