@@ -60,7 +60,7 @@ impl<F: FnMut(Vec<SocketView>)> FirstSight<F> {
 /// The view the engine would publish of a socket it sees for the first time, without tracking it.
 fn view(rule: &RuleConfig, record: RecordRef, now: Now) -> SocketView {
     let mut alert = AlertTracker::default();
-    crate::tracked::evaluate(rule, &mut alert, &record, KernelOnset::Untimed, now.mono);
+    crate::tracked::evaluate(rule, &mut alert, &record, None, KernelOnset::Untimed, now.mono);
     let at_ms = unix_ms(now.wall);
     let facts = Facts {
         first_seen_ms: at_ms,

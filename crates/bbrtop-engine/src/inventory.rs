@@ -136,7 +136,7 @@ impl Inventory {
             let (rtts, ratios, delivery, sums) = senders.entry(cc.as_str()).or_default();
             let srtt = r.tcp_info.srtt_us();
             rtts.extend(srtt);
-            ratios.extend(derive::inflation_ratio(srtt, rule.baseline.of(&r)));
+            ratios.extend(derive::inflation_ratio(srtt, e.facts.baseline(rule, &r)));
             let rate = r.tcp_info.delivery_rate_bytes_per_sec().unwrap_or(0) as f64;
             delivery.push(rate);
             sums[0] += rate;

@@ -7,6 +7,7 @@ pub mod first_sight;
 mod inventory;
 mod kernel;
 pub mod labels;
+mod paths;
 mod timers;
 mod totals;
 mod tracked;
@@ -78,6 +79,8 @@ pub struct Engine {
     published: Map,
     /// The per-cc figures, kept as entries change.
     inventory: inventory::Inventory,
+    /// Each peer's lowest baseline of late, for connections born into a queue.
+    paths: paths::PathMins,
     /// Sockets whose entry changed in this poll, and in the one before: at the next poll those
     /// that did not move again lose their rates (nothing moved since) and count as seen before.
     moved: Vec<Cookie>,
@@ -126,6 +129,7 @@ impl Engine {
             tracked: FxHashMap::default(),
             published: Map::new(),
             inventory: inventory::Inventory::new(cfg.rule.loopback),
+            paths: paths::PathMins::default(),
             moved: Vec::new(),
             moved_before: Vec::new(),
             versions: 0,
@@ -309,7 +313,9 @@ impl Engine {
         }
         entry.facts.read_at_ms = unix_ms(now.wall);
         let (rule, onset) = (&self.cfg.rule, self.kernel.onset(cookie));
-        let (sample, tr) = t.alert.update(|a| evaluate(rule, a, rec, onset, now.mono));
+        let floor = self.paths.floor(rec.peer.ip(), rule.baseline.of(rec), now.mono);
+        entry.facts.baseline_floor_us = floor;
+        let (sample, tr) = t.alert.update(|a| evaluate(rule, a, rec, floor, onset, now.mono));
         self.alerts.record(rec, t.alert.get(), sample, tr, now);
         alert_facts(&mut entry.facts, t, now);
         self.arm(cookie, rec, whole, now.mono);

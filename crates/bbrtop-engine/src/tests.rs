@@ -791,3 +791,29 @@ fn quiet_sockets_share_their_entries() {
     let fourth = e.tick(at(3));
     assert_eq!(changed(&fourth, &third), [7], "7 loses its rate; the rest did not move");
 }
+
+/// A connection born into a queue (netlink mode): its own min RTT is the queue's 12 ms, and
+/// against it the queue is none. Another connection to the same peer saw the path at 1 ms, so
+/// the new one is measured against 1 ms: inflated, shown with that baseline, and firing after the
+/// hold. A connection to another peer keeps its own baseline.
+#[test]
+fn a_connection_born_into_a_queue_takes_its_peers_baseline() {
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let at = |s: u64| t0.after(Duration::from_secs(s));
+    let to = |r: SocketRecord, peer: &str| SocketRecord { peer: peer.parse().unwrap(), ..r };
+    let old = to(sock(1, "cubic", 1_000, 1_000, 0), "10.0.0.9:443");
+    dump(&mut e, vec![old.clone()], at(0));
+    for sec in 1..=6 {
+        let born = to(sock(2, "cubic", 12_000, 12_000, sec * 1000), "10.0.0.9:443");
+        let elsewhere = to(sock(3, "cubic", 12_000, 12_000, sec * 1000), "10.0.0.8:443");
+        dump(&mut e, vec![old.clone(), born, elsewhere], at(sec));
+    }
+    let s = e.tick(at(6));
+    let (born, elsewhere) = (&s.socket(2).unwrap().derived, &s.socket(3).unwrap().derived);
+    assert_eq!((born.baseline_rtt_us, born.inflation_ratio), (Some(1_000), Some(12.0)));
+    assert!(born.inflated && born.alert_firing, "{born:?}");
+    assert_eq!((elsewhere.baseline_rtt_us, elsewhere.inflated), (Some(12_000), false));
+    let cubic = &s.by_cc[0];
+    assert_eq!((cubic.inflated, cubic.firing), (1, 1));
+}

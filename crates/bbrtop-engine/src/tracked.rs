@@ -118,16 +118,20 @@ pub(crate) fn lifetime_limit(r: &SocketRecord) -> Option<LimitedBy> {
     Counters::of(&r.tcp_info).limits.and_then(|l| derive::limited_by(l, r.tcp_info.app_limited()))
 }
 
-/// Steps a socket's alert tracker on its new record. `kernel_onset` is the kernel's timing of the
-/// inflation (eBPF), when it has one.
+/// Steps a socket's alert tracker on its new record, its baseline no higher than `floor` (its
+/// peer's lowest of late, `paths.rs`). `kernel_onset` is the kernel's timing of the inflation
+/// (eBPF), when it has one.
 pub(crate) fn evaluate(
     rule: &RuleConfig,
     alert: &mut AlertTracker,
     r: &SocketRecord,
+    floor: Option<u32>,
     kernel_onset: KernelOnset,
     now: Instant,
 ) -> (Option<RuleSample>, Option<Transition>) {
-    let sample = rule.sample(r);
+    let sample = rule
+        .sample(r)
+        .map(|s| RuleSample { baseline_us: floor.map_or(s.baseline_us, |f| f.min(s.baseline_us)), ..s });
     let tr = match (kernel_onset, sample) {
         // The kernel timed the onset per prompt RTT sample; netlink still says whether ACKs arrive.
         (k @ (KernelOnset::Calm | KernelOnset::Since(_)), Some(s)) if s.active => {

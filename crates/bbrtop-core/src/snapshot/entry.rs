@@ -80,6 +80,9 @@ pub struct Facts {
     pub rates: Option<Box<Rates>>,
     /// The kernel's own state of this socket (eBPF), when known.
     pub kernel: Option<Arc<KernelSocket>>,
+    /// Its peer's lowest baseline of late, when below its own: a connection born into a queue
+    /// takes its baseline from the path, not from the queue (the engine's `paths.rs`).
+    pub baseline_floor_us: Option<u32>,
 }
 
 /// What a view is worked out for: the snapshot's time, its poll and history length, and the rule.
@@ -137,6 +140,8 @@ impl Entry {
             limited_by: d.limited_by,
             rates: (d.rates != Rates::default()).then(|| Box::new(d.rates)),
             kernel: d.kernel.clone(),
+            // The baseline it was shown with, the peer's where that was lower.
+            baseline_floor_us: d.baseline_rtt_us,
         };
         let record = Kept::Whole(v.record.to_arc());
         Entry { cookie: v.record.cookie, record, facts, history: None, first_poll: 0, version: 0 }
@@ -154,9 +159,15 @@ impl Facts {
         self.rates = (r != Rates::default()).then(|| Box::new(r));
     }
 
+    /// The baseline `rule` measures inflation against: the record's, or the peer's lower one.
+    pub fn baseline(&self, rule: &RuleConfig, r: &SocketRecord) -> Option<u32> {
+        let own = rule.baseline.of(r)?;
+        Some(self.baseline_floor_us.map_or(own, |f| f.min(own)))
+    }
+
     /// The values derived from record `r` and these facts, as of `at`.
     pub fn derived(&self, r: &SocketRecord, at: &ViewAt) -> Derived {
-        let baseline = at.rule.baseline.of(r);
+        let baseline = self.baseline(&at.rule, r);
         let srtt = r.tcp_info.srtt_us();
         let (phase, phase_source) = phase(r, self.kernel.as_deref()).unzip();
         let secs = |ms: i64| (at.at_ms - ms).max(0) as f64 / 1e3;
