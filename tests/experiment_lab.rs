@@ -9,8 +9,11 @@
 //! - A shallow buffer that bulk responses overflow: the guard stops the BBR arm once its
 //!   retransmit ratio is surely above 1% for the hold time, and the connections opened after
 //!   that are CUBIC's (`ss`).
+//! - Two clients with a download each behind deep buffers: by the peer (the default) a client's
+//!   connections share its arm, and BBR's answers are faster; by the connection, both arms'
+//!   answers in a client wait in the queue its download keeps, whichever arm that drew.
 //!
-//! Short variants (under a minute each) run in CI; `BBRTOP_EXPERIMENT_LAB_SECS` (default 40)
+//! Short variants (under a minute each; the third 30 s) run in CI; `BBRTOP_EXPERIMENT_LAB_SECS` (default 40)
 //! lengthens the verdict's, `BBRTOP_EXPERIMENT_LAB_HOLD` (default 5) sets the guard's hold.
 //! Privileged: BPF, cgroups, namespaces.
 
@@ -19,7 +22,7 @@ mod support;
 use bbrtop::cli::experiment::{Summary, text};
 use bbrtop::experiment::{Unit, arm_of, bucket};
 use bbrtop::lab::rollout::POPULATIONS;
-use bbrtop::lab::ss::parse_ss_tin;
+use bbrtop::lab::ss::{SsSocket, parse_ss_tin};
 use bbrtop::lab::{Lab, LabConfig, PACKET_BYTES, burst_for};
 use bbrtop_collect::caps::Cap;
 use std::io::{BufRead, BufReader};
@@ -31,7 +34,7 @@ use support::{Proc, guard, wait_exit};
 
 const BBRTOP: &str = env!("CARGO_BIN_EXE_bbrtop");
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/reqresp.py");
-/// The two tests share two cores: one at a time.
+/// The tests share two cores: one at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn can_run(what: &str) -> bool {
@@ -132,6 +135,29 @@ fn lab(net: u8, rate: u64, queue: u32, rtt: Duration, loss: f64) -> Lab {
     .expect("a lab")
 }
 
+/// The server's established connections on `port` in the lab's sender namespace (`ss -tin`).
+fn established(l: &Lab, port: u16) -> Vec<SsSocket> {
+    let o = Command::new("ip")
+        .args(["netns", "exec", l.sender_name(), "ss", "-tinH", "state", "established"])
+        .arg(format!("( sport = :{port} )"))
+        .output()
+        .unwrap();
+    parse_ss_tin(&String::from_utf8_lossy(&o.stdout))
+}
+
+/// The arm (0 cubic, 1 bbr) the peer unit draws for the lab's client.
+fn peer_arm(seed: u64, l: &Lab) -> usize {
+    let peer = (l.receiver_addr(), 0);
+    arm_of(bucket(seed, Unit::Peer, (l.sender_addr(), 0), peer), &[5000, 10000], &[true, true])
+}
+
+/// A seed that draws the labs' clients by the peer into cubic, bbr, cubic, bbr, ... in turn.
+fn split_seed<'a>(labs: impl Iterator<Item = &'a Lab> + Clone) -> u64 {
+    (1..10_000u64)
+        .find(|s| labs.clone().enumerate().all(|(i, l)| peer_arm(*s, l) == i % 2))
+        .expect("a seed that splits the clients")
+}
+
 /// The verdict of `bbr` against `cubic` in `group`.
 fn verdict<'a>(s: &'a serde_json::Value, group: &str) -> &'a serde_json::Value {
     s["verdicts"]
@@ -156,13 +182,7 @@ fn root_experiment_verdict_follows_the_guides_on_lossy_and_deep_paths() {
         .map(|(p, net)| (p.name, lab(net, p.rate_bit_per_sec, p.queue_bytes, p.rtt, p.loss)))
         .collect();
     // A seed that puts the first client of each population in cubic's arm, the second in bbr's.
-    let arm = |seed: u64, l: &Lab| {
-        let peer = (l.receiver_addr(), 0);
-        arm_of(bucket(seed, Unit::Peer, (l.sender_addr(), 0), peer), &[5000, 10000], &[true, true])
-    };
-    let seed = (1..10_000u64)
-        .find(|s| labs.iter().enumerate().all(|(i, (_, l))| arm(*s, l) == i % 2))
-        .expect("a seed that splits each population");
+    let seed = split_seed(labs.iter().map(|(_, l)| l));
     let dir = tempfile::tempdir().unwrap();
     let groups = dir.path().join("groups.yaml");
     std::fs::write(
@@ -283,9 +303,12 @@ fn root_experiment_guard_stops_bbr_on_a_shallow_buffer() {
         std::env::var("BBRTOP_EXPERIMENT_LAB_HOLD").ok().and_then(|s| s.parse().ok()).unwrap_or(5);
     let run = hold + 40;
     let web = support::http::free_port();
+    // One client: drawn per connection, so both arms have connections.
     let mut exp = experiment(
         &cg,
         &[
+            "--unit",
+            "connection",
             "--seed",
             "7",
             "--duration",
@@ -314,14 +337,7 @@ fn root_experiment_guard_stops_bbr_on_a_shallow_buffer() {
         }
         None
     })();
-    let ss = |l: &Lab| {
-        let o = Command::new("ip")
-            .args(["netns", "exec", l.sender_name(), "ss", "-tinH", "state", "established"])
-            .arg(format!("( sport = :{port} )"))
-            .output()
-            .unwrap();
-        parse_ss_tin(&String::from_utf8_lossy(&o.stdout))
-    };
+    let ss = |l: &Lab| established(l, port);
     let before: Vec<_> = ss(&l).into_iter().filter_map(|s| s.peer).collect();
     // The connections opened after the trip (bounded wait for a few): (local, peer, cc).
     let opened = || -> Vec<(std::net::SocketAddr, std::net::SocketAddr, String)> {
@@ -393,4 +409,129 @@ fn root_experiment_guard_stops_bbr_on_a_shallow_buffer() {
             .sum()
     };
     assert!(retrans("bbr") > 0.0, "no retransmitted bytes with arm=\"bbr\" in /metrics");
+}
+
+/// One phase of the interference test: the experiment by `unit` (the default when None) over
+/// both labs' clients for `secs`; its summary, its log until attached, and each lab's
+/// server-side connections as `ss` showed them, read every second (each at its last reading).
+fn interference_phase(
+    cg: &Cg2,
+    labs: &[Lab],
+    servers: &[(Proc, u16)],
+    unit: Option<&str>,
+    seed: u64,
+    groups: &std::path::Path,
+    secs: u64,
+) -> (serde_json::Value, Vec<String>, Vec<Vec<SsSocket>>) {
+    let (seed, duration) = (seed.to_string(), format!("{}s", secs + 2));
+    let mut args = vec!["--seed", &seed, "--duration", &duration, "--guard.hold", "1h"];
+    args.extend(["--peer-groups.file", groups.to_str().unwrap()]);
+    if let Some(u) = unit {
+        args.extend(["--unit", u]);
+    }
+    let mut exp = experiment(cg, &args);
+    let log = log_lines(&mut exp);
+    // Until it is attached; what it logged before, kept.
+    let mut said = Vec::new();
+    while !said.last().is_some_and(|l: &String| l.contains("experiment attached")) {
+        said.push(log.recv_timeout(Duration::from_secs(15)).expect("the experiment attaches"));
+    }
+    // Per client: eight keep-alive connections asking 8 kB every 100 ms, a new connection every
+    // ten answers, beside one download, all through the client's one bottleneck.
+    let ask = Ask { conns: 8, interval: "0.1", per_conn: 10, sizes: "8000", downloads: 1 };
+    let dir = tempfile::tempdir().unwrap();
+    let traffic: Vec<Proc> = labs
+        .iter()
+        .zip(servers)
+        .enumerate()
+        .map(|(i, (l, (_, port)))| clients(l, *port, secs, &ask, &dir.path().join(i.to_string())))
+        .collect();
+    let mut seen = vec![std::collections::HashMap::new(); labs.len()];
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(secs - 1) {
+        std::thread::sleep(Duration::from_secs(1));
+        for ((l, (_, port)), seen) in labs.iter().zip(servers).zip(&mut seen) {
+            seen.extend(established(l, *port).into_iter().filter_map(|c| Some((c.peer?, c))));
+        }
+    }
+    let ss = seen.into_iter().map(|m| m.into_values().collect()).collect();
+    let s = summary(&mut exp, Duration::from_secs(secs + 30), &log);
+    for mut t in traffic {
+        wait_exit(&mut t.0, Duration::from_secs(30));
+    }
+    (s, said, ss)
+}
+
+/// The p50 interval of `arm`'s (`control` or `test`) responses in `group`, seconds; NaN where
+/// unbounded.
+fn p50(s: &serde_json::Value, group: &str, arm: &str) -> (f64, f64) {
+    let iv = &verdict(s, group)["delivery_p50"][arm];
+    (iv["lo"].as_f64().unwrap_or(f64::NAN), iv["hi"].as_f64().unwrap_or(f64::NAN))
+}
+
+/// Arms that share a bottleneck interfere. Two clients, each behind a deep buffer of its own
+/// (20 Mbit/s, 1.5 MB: 600 ms), each with eight keep-alive connections asking 8 kB answers and
+/// one download, from servers in the experiment's cgroup; cubic=50% bbr=50%.
+///
+/// - By default (the peer), with a seed that draws one client into each arm: every connection
+///   of a client has its client's cc (`ss`), and BBR's answers are surely faster at the median,
+///   since only CUBIC's download keeps the buffer full.
+/// - `--unit connection` (it warns at start): each client's connections fall in both arms, and
+///   within a client both arms' answers wait in the queue of its one download, whichever arm
+///   that drew: each arm's median sits on the side of the first phase's two that the download's
+///   cc says, so the arms' difference is the downloads' draw, not the arms' cc.
+#[test]
+fn root_experiment_unit_connection_lets_arms_interfere_and_the_default_does_not() {
+    if !can_run("the experiment's unit") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let labs: Vec<Lab> = [91, 92].map(|net| lab(net, 20_000_000, 1_500_000, Duration::ZERO, 0.0)).into();
+    let seed = split_seed(labs.iter());
+    let dir = tempfile::tempdir().unwrap();
+    let groups = dir.path().join("groups.yaml");
+    std::fs::write(&groups, "groups:\n  c91: [10.91.0.0/16]\n  c92: [10.92.0.0/16]\n").unwrap();
+    let cg = Cg2::new("unit");
+    let servers: Vec<(Proc, u16)> = labs.iter().map(|l| server(&cg, l)).collect();
+    let secs = 12;
+
+    // The default: a client in one arm.
+    let (s, said, ss) = interference_phase(&cg, &labs, &servers, None, seed, &groups, secs);
+    assert_eq!(s["unit"], "peer", "{s}");
+    assert!(!said.iter().any(|l| l.contains("--unit connection")), "{said:?}");
+    for (i, conns) in ss.iter().enumerate() {
+        let ccs: Vec<&str> = conns.iter().filter_map(|c| c.cc.as_deref()).collect();
+        eprintln!("peer: client {i}'s connections: {ccs:?}");
+        assert!(ccs.len() >= 8, "client {i}: {ccs:?}");
+        assert!(ccs.iter().all(|cc| *cc == ["cubic", "bbr"][i]), "client {i} not in one arm: {ccs:?}");
+    }
+    let (cubic, bbr) = (p50(&s, "all", "control"), p50(&s, "all", "test"));
+    eprintln!("peer: p50 cubic {cubic:?}, bbr {bbr:?}");
+    assert_eq!(verdict(&s, "all")["delivery_p50"]["call"], "better", "{}", verdict(&s, "all"));
+
+    // Per connection: the arms share each client's queue.
+    let (s, said, ss) = interference_phase(&cg, &labs, &servers, Some("connection"), seed, &groups, secs);
+    drop(servers);
+    assert!(said.iter().any(|l| l.contains("level=warn") && l.contains("bottleneck")), "{said:?}");
+    // Between the medians of a queue CUBIC keeps full and one BBR keeps short.
+    let split = (cubic.0 * bbr.1).sqrt();
+    for (i, conns) in ss.iter().enumerate() {
+        let download = conns.iter().max_by_key(|c| c.bytes_acked).and_then(|c| c.cc.clone());
+        let download = download.unwrap_or_else(|| panic!("client {i}: no connections"));
+        let ccs: Vec<&str> = conns.iter().filter_map(|c| c.cc.as_deref()).collect();
+        let group = format!("peer_group=c{}", 91 + i);
+        let arms = [p50(&s, &group, "control"), p50(&s, &group, "test")];
+        eprintln!(
+            "connection: client {i}: download {download}, ccs {ccs:?}, p50 cubic {:?} bbr {:?}",
+            arms[0], arms[1]
+        );
+        assert!(ccs.contains(&"cubic") && ccs.contains(&"bbr"), "client {i}: {ccs:?}");
+        for (arm, (lo, hi)) in ["cubic", "bbr"].iter().zip(arms) {
+            let ok = if download == "cubic" { lo > split } else { hi < split };
+            assert!(
+                ok,
+                "client {i}'s {arm} answers {lo}..{hi} s not on its {download} download's side of {split} s"
+            );
+        }
+    }
 }

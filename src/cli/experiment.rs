@@ -27,8 +27,10 @@ pub struct ExperimentArgs {
     /// Stop after this long (default: until SIGINT or SIGTERM).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
-    /// What one draw is for: each connection, each peer address, or each peer's /24 or /64.
-    #[arg(long, value_name = "UNIT", default_value_t = Unit::Connection)]
+    /// What one draw is for: each peer address (the default), each peer's /24 or /64, or each
+    /// connection. A client's connections share its bottleneck: drawn per connection, one arm's
+    /// traffic queues the other's, and the difference is charged to the wrong arm.
+    #[arg(long, value_name = "UNIT", default_value_t = Unit::default())]
     pub unit: Unit,
     /// Only connections on this local port (repeatable, up to 8; default: all).
     #[arg(long = "port", value_name = "N")]
@@ -143,6 +145,9 @@ pub fn run(a: ExperimentArgs) -> Result<(), Failure> {
         return Err(Failure::Usage("--tui needs a terminal (stdin and stdout)".into()));
     }
     let dir = preflight(&a.arms, &a.cgroup, a.whole_host).map_err(failure)?;
+    if let Some(w) = a.unit.warning() {
+        tracing::warn!("{w}");
+    }
     let stop = super::startup::signals()?;
     let plan = Plan {
         arms: a.arms.clone(),
@@ -258,12 +263,12 @@ fn attached(
     Ok(last)
 }
 
-/// The experiment as its loop watches it: the arms' names, the guard per test arm, and what it
-/// stopped.
+/// The experiment as its loop watches it: the arms' names, the guard per test arm (the whole arm
+/// and each of its peer groups and ASs), and what it stopped.
 #[cfg(feature = "bpf")]
 struct Watch {
     names: Vec<String>,
-    guards: Vec<bbrtop_core::sequential::Guard>,
+    guards: Vec<crate::experiment::guard::ArmGuard>,
     stopped: Vec<Stopped>,
     began: std::time::Instant,
 }
@@ -272,7 +277,7 @@ struct Watch {
 impl Watch {
     fn new(plan: &Plan, bounds: Bounds) -> Watch {
         let names: Vec<String> = plan.arms.iter().map(|a| a.cc.clone()).collect();
-        let guards = vec![bbrtop_core::sequential::Guard::new(bounds); names.len()];
+        let guards = vec![crate::experiment::guard::ArmGuard::new(bounds); names.len()];
         Watch { names, guards, stopped: Vec::new(), began: std::time::Instant::now() }
     }
 
@@ -312,17 +317,11 @@ impl Watch {
             if self.stopped.iter().any(|s| s.arm == test.arm) {
                 continue;
             }
-            if let Some(t) = self.guards[i].step(now, &figs[0].guard_stats(), &test.guard_stats()) {
+            if let Some(t) = self.guards[i].step(now, totals, &figs[0], test) {
                 running.set_open(i, false);
-                let why = t.to_string();
-                tracing::warn!(arm = %test.arm, why = %why, "harm guard: the arm's new connections go to the control from now on");
-                self.stopped.push(Stopped {
-                    arm: test.arm.clone(),
-                    at: self.began.elapsed().as_secs_f64(),
-                    held: t.held.as_secs_f64(),
-                    reason: t.why.label().into(),
-                    why,
-                });
+                let stop = t.stopped(&test.arm, self.began.elapsed().as_secs_f64());
+                tracing::warn!(arm = %test.arm, why = %stop.why, "harm guard: the arm's new connections go to the control from now on");
+                self.stopped.push(stop);
             }
         }
         status.stopped = self.stopped.clone();

@@ -4,6 +4,7 @@
 //! `attach.rs` holds the I/O: the checks made before anything is attached, and the link.
 
 pub mod attach;
+pub mod guard;
 pub mod status;
 pub mod verdict;
 
@@ -79,19 +80,30 @@ pub fn cumulative(arms: &[Arm]) -> Vec<u32> {
 }
 
 /// What one draw is made for: every connection alone, or a peer, or a peer's /24 (IPv4) or /64
-/// (IPv6), so that a client stays in one arm.
+/// (IPv6), so that a client stays in one arm. The peer is the default: a client's connections
+/// share its bottleneck, and drawn apart one arm's traffic queues the other's (README,
+/// "Experiments"). The order is the BPF program's code.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Unit {
-    #[default]
     Connection,
+    #[default]
     Peer,
     Prefix,
 }
 
 impl Unit {
+    /// The warning an experiment drawn by this unit starts with, if any.
+    pub fn warning(self) -> Option<&'static str> {
+        (self == Unit::Connection).then_some(
+            "--unit connection: a client's connections are drawn into different arms and share its \
+             bottleneck, so one arm's traffic queues the other's and the difference is charged to \
+             the wrong arm; --unit peer (the default) keeps a client in one arm",
+        )
+    }
+
     /// The BPF program's code for it.
     pub fn code(self) -> u32 {
         self as u32
@@ -231,6 +243,16 @@ mod tests {
     }
 
     const PINNED: [u32; 3] = [8708, 4658, 7445];
+
+    /// The peer is the default, per connection warns, and the codes stay bpf/experiment.bpf.c's.
+    #[test]
+    fn the_default_unit_keeps_a_client_in_one_arm() {
+        assert_eq!(Unit::default(), Unit::Peer);
+        assert_eq!([Unit::Connection, Unit::Peer, Unit::Prefix].map(Unit::code), [0, 1, 2]);
+        let w = Unit::Connection.warning().unwrap();
+        assert!(w.contains("bottleneck") && w.contains("--unit peer") && !w.contains('\n'), "{w}");
+        assert_eq!((Unit::Peer.warning(), Unit::Prefix.warning()), (None, None));
+    }
 
     #[test]
     fn closed_arms_give_the_control() {

@@ -32,5 +32,7 @@ pub struct Stopped {
     pub held: f64,
     /// The bound: `retrans_ratio`, `p95` or `control_share`.
     pub reason: String,
+    /// The bound's figures, after the part of the arm that crossed it when that is a peer group
+    /// or AS (`in asn=AS64500: ...`).
     pub why: String,
 }

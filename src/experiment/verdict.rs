@@ -53,7 +53,7 @@ impl ArmFigures {
 }
 
 /// One arm's counters and responses in `group`, summed over its buckets.
-fn sums(totals: &[CcTotals], arm: &str, group: &Group) -> (Tally, Responses) {
+pub(super) fn sums(totals: &[CcTotals], arm: &str, group: &Group) -> (Tally, Responses) {
     let mut counts = Tally::default();
     let mut resp = Responses::default();
     for t in totals.iter().filter(|t| t.arm.as_deref() == Some(arm) && group.holds(t)) {
@@ -336,6 +336,33 @@ mod tests {
         // Per connection, the test arm's 10 connections each carried nine times the control's.
         let (c, t) = (a[0].guard_stats(), a[1].guard_stats());
         assert!((t.goodput_bytes_per_sec / c.goodput_bytes_per_sec - 9.0).abs() < 1e-9);
+    }
+
+    /// The call as the README words it: `worse` if any of p50, p95 and p99 is surely worse,
+    /// `better` if one is surely better and none worse, `no clear difference` when all three are
+    /// within their margins, `not yet known` otherwise.
+    #[test]
+    fn the_call_reads_the_three_delivery_quantiles() {
+        use Call::*;
+        assert_eq!(overall(&[Better, Better, Worse]), Worse);
+        assert_eq!(overall(&[Worse, NotYetKnown, WithinMargin]), Worse);
+        assert_eq!(overall(&[Better, NotYetKnown, NotYetKnown]), Better);
+        assert_eq!(overall(&[WithinMargin, Better, WithinMargin]), Better);
+        assert_eq!(overall(&[WithinMargin; 3]), WithinMargin);
+        assert_eq!(overall(&[WithinMargin, WithinMargin, NotYetKnown]), NotYetKnown);
+        // On data: a test arm whose median is half the control's and whose slowest 6% take a
+        // second is worse.
+        let mut tail = vec![0.05; 18_800];
+        tail.extend([1.0; 1_200]);
+        let totals = vec![
+            bucket("cubic", "cubic", "edge", &[0.1; 20_000], (100, 100_000), 1),
+            bucket("bbr", "bbr", "edge", &tail, (100, 100_000), 1),
+        ];
+        let all = verdicts(&totals, &names()).into_iter().find(|v| v.group == "all").unwrap();
+        assert_eq!(
+            [&all.delivery_p50.call, &all.delivery_p95.call, &all.delivery_p99.call, &all.call],
+            ["better", "worse", "worse", "worse"]
+        );
     }
 
     /// Retransmits have their own call: faster answers at a higher retransmit ratio are better

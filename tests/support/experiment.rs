@@ -128,7 +128,7 @@ pub fn run_arms(dry_run: bool, n: usize) {
     let before: Vec<TcpStream> = (0..10).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
     let before_ports: Vec<u16> = before.iter().map(|s| s.local_addr().unwrap().port()).collect();
 
-    let mut dur = vec!["--duration", "20s"];
+    let mut dur = vec!["--duration", "20s", "--unit", "connection"];
     if dry_run {
         dur.push("--dry-run");
     }
