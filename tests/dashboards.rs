@@ -489,6 +489,7 @@ fn alertmanager_example_is_valid_and_routes() {
         (&["alertname=BbrtopCollectorDown", "severity=warning"][..], "team-network"),
         (&["alertname=BbrtopManySocketsInflated", "severity=warning"][..], "team-network"),
         (&["alertname=BbrtopInflatedTrafficHigh", "severity=critical"][..], "team-network-pager"),
+        (&["alertname=BbrtopPeerGroupInflated", "severity=warning"][..], "team-network"),
     ] {
         let out = run(Command::new(&amtool)
             .args(["config", "routes", "test", "--config.file"])

@@ -14,21 +14,33 @@ use support::poll_until;
 use support::servers::Alertmanager;
 use support::tools::have;
 
-fn alert(status: AlertStatus, fired_at: SystemTime, resolved_at: Option<SystemTime>) -> AlertView {
+/// Socket `cookie`'s alert towards `peer` (10.1.x.x is peer group "lab", anything else "other").
+fn alert(
+    cookie: u64,
+    peer: &str,
+    status: AlertStatus,
+    fired_at: SystemTime,
+    resolved_at: Option<SystemTime>,
+) -> AlertView {
     AlertView {
-        cookie: 42,
+        cookie,
         cc: "cubic".into(),
         local: "10.1.0.1:5201".parse().unwrap(),
-        peer: "10.1.0.2:40000".parse().unwrap(),
+        peer: format!("{peer}:{}", 40000 + cookie).parse().unwrap(),
         status,
-        srtt_us: 60_000,
+        srtt_us: 60_000 + 1_000 * cookie as u32,
         baseline_rtt_us: 10_000,
-        ratio: 6.0,
+        ratio: 6.0 + cookie as f64 / 10.0,
         peak_ratio: 6.0,
         since: fired_at - Duration::from_secs(5),
         fired_at,
         resolved_at,
     }
+}
+
+/// One firing socket of peer group "lab".
+fn firing(fired_at: SystemTime) -> AlertView {
+    alert(42, "10.1.0.2", AlertStatus::Firing, fired_at, None)
 }
 
 fn snap(seq: u64, alerts: Vec<AlertView>) -> Arc<Snapshot> {
@@ -46,29 +58,47 @@ fn config(urls: Vec<String>) -> PushConfig {
     }
 }
 
+/// Five inflated sockets towards one peer group and one towards another: two alerts in
+/// Alertmanager's API, one per (cc, peer group), each counting its sockets; both resolve when none
+/// fires.
 #[test]
-fn root_firing_then_resolved_reaches_alertmanager() {
+fn root_sockets_reach_alertmanager_as_one_alert_per_peer_group_then_resolve() {
     if !have("prometheus-alertmanager") {
         return;
     }
     let am = Alertmanager::start();
     let fired_at = SystemTime::now();
-    let published = Published::new(snap(1, vec![alert(AlertStatus::Firing, fired_at, None)]));
+    let sockets = |status: AlertStatus, resolved_at: Option<SystemTime>| -> Vec<AlertView> {
+        let mut v: Vec<AlertView> =
+            (1..=5).map(|c| alert(c, &format!("10.1.0.{c}"), status, fired_at, resolved_at)).collect();
+        v.push(alert(9, "192.0.2.9", status, fired_at, resolved_at));
+        v
+    };
+    let published = Published::new(snap(1, sockets(AlertStatus::Firing, None)));
     let pusher = Pusher::start(config(vec![am.url()]), Arc::clone(&published)).unwrap();
 
-    let got = poll_until(Duration::from_secs(10), || am.active_rtt_alerts().into_iter().next());
-    let a = got.expect("the firing alert never reached Alertmanager");
-    let l = &a["labels"];
-    assert_eq!((l["cc"].as_str(), l["peer_group"].as_str()), (Some("cubic"), Some("lab")));
-    assert_eq!((l["local"].as_str(), l["peer"].as_str()), (Some("10.1.0.1:5201"), Some("10.1.0.2:40000")));
-    assert_eq!(l["instance"], "testhost:10027");
-    assert_eq!(a["annotations"]["ratio"], "6.00");
-    assert_eq!(a["annotations"]["srtt"], "60.0ms");
-    assert_eq!(a["generatorURL"], "http://testhost:10027/api/alerts");
+    let got = poll_until(Duration::from_secs(10), || {
+        let a = am.active_rtt_alerts();
+        (a.len() == 2).then_some(a)
+    });
+    let alerts = got.unwrap_or_else(|| panic!("two alerts never reached Alertmanager: {:?}", am.alerts()));
+    let group = |g: &str| alerts.iter().find(|a| a["labels"]["peer_group"] == g).expect(g).clone();
+    let lab = group("lab");
+    let l = &lab["labels"];
+    assert_eq!((l["cc"].as_str(), l["instance"].as_str()), (Some("cubic"), Some("testhost:10027")));
+    assert!(l.get("peer").is_none() && l.get("local").is_none(), "no per-socket label: {l}");
+    assert_eq!(lab["annotations"]["sockets"], "5");
+    assert_eq!(lab["annotations"]["ratio"], "6.50", "the worst socket's");
+    assert_eq!(lab["annotations"]["srtt"], "65.0ms");
+    let worst = lab["annotations"]["worst"].as_str().unwrap_or("");
+    assert_eq!(worst.matches(" -> ").count(), 3, "the worst three: {worst}");
+    assert!(worst.starts_with("10.1.0.1:5201 -> 10.1.0.5:40005 6.50x"), "{worst}");
+    assert_eq!(lab["generatorURL"], "http://testhost:10027/api/alerts");
+    assert_eq!(group("other")["annotations"]["sockets"], "1");
 
-    published.publish(snap(2, vec![alert(AlertStatus::Resolved, fired_at, Some(SystemTime::now()))]));
+    published.publish(snap(2, sockets(AlertStatus::Resolved, Some(SystemTime::now()))));
     let gone = poll_until(Duration::from_secs(10), || am.active_rtt_alerts().is_empty().then_some(()));
-    assert!(gone.is_some(), "the alert did not resolve: {:?}", am.active_rtt_alerts());
+    assert!(gone.is_some(), "the alerts did not resolve: {:?}", am.active_rtt_alerts());
     let stats = pusher.stats().snapshot();
     let ok = stats.iter().find(|((u, r), _)| *u == am.url() && *r == "success").map(|(_, n)| *n);
     assert!(ok.is_some_and(|n| n >= 2), "{stats:?}");
@@ -78,7 +108,7 @@ fn root_firing_then_resolved_reaches_alertmanager() {
 fn an_unreachable_alertmanager_is_counted_and_retried() {
     // Nothing listens on this port.
     let url = format!("http://127.0.0.1:{}", free_port());
-    let published = Published::new(snap(1, vec![alert(AlertStatus::Firing, SystemTime::now(), None)]));
+    let published = Published::new(snap(1, vec![firing(SystemTime::now())]));
     let pusher = Pusher::start(config(vec![url.clone()]), published).unwrap();
     let errors = poll_until(Duration::from_secs(10), || {
         let n =
@@ -96,7 +126,7 @@ fn root_a_rejected_post_is_counted_as_a_client_error() {
     let am = Alertmanager::start();
     // A wrong path prefix: Alertmanager answers 404, which must not count as success nor retry.
     let url = format!("{}/no-such-prefix", am.url());
-    let published = Published::new(snap(1, vec![alert(AlertStatus::Firing, SystemTime::now(), None)]));
+    let published = Published::new(snap(1, vec![firing(SystemTime::now())]));
     let pusher = Pusher::start(config(vec![url.clone()]), published).unwrap();
     let count = |r: &str| {
         pusher
@@ -121,12 +151,13 @@ fn shipped_alertmanager() -> Alertmanager {
     Alertmanager::start_config(&shipped)
 }
 
-/// The shipped Alertmanager configuration, a pushed alert's labels and a per-host alert as
-/// Prometheus sends it: the inhibit rule (equal on instance and cc) suppresses the pushed alert of
-/// the same host and cc, not another cc's; and a blackholed Alertmanager beside it (it accepts
-/// connections and never answers) delays nothing.
+/// The shipped Alertmanager configuration, pushed alerts and per-host alerts as Prometheus sends
+/// them: the inhibit rules suppress the pushed alert of the same host and cc under
+/// `BbrtopManySocketsInflated`, and of the same host, cc and peer group under
+/// `BbrtopPeerGroupInflated`, not another group's; and a blackholed Alertmanager beside it (it
+/// accepts connections and never answers) delays nothing.
 #[test]
-fn root_the_shipped_inhibit_rule_matches_pushed_alerts_beside_a_blackholed_alertmanager() {
+fn root_the_shipped_inhibit_rules_match_pushed_alerts_beside_a_blackholed_alertmanager() {
     if !have("prometheus-alertmanager") {
         return;
     }
@@ -135,39 +166,43 @@ fn root_the_shipped_inhibit_rule_matches_pushed_alerts_beside_a_blackholed_alert
     let blackhole_url = format!("http://{}", blackhole.local_addr().unwrap());
     let _held = std::thread::spawn(move || blackhole.incoming().flatten().collect::<Vec<_>>());
 
-    let host = serde_json::json!([{
-        "labels": {"alertname": "BbrtopManySocketsInflated", "severity": "warning", "job": "bbrtop",
-                   "instance": "edge-01", "cc": "cubic"},
-        "annotations": {"summary": "many cubic sockets inflated on edge-01"},
-    }]);
+    let host = serde_json::json!([
+        {"labels": {"alertname": "BbrtopManySocketsInflated", "severity": "warning", "job": "bbrtop",
+                    "instance": "edge-01", "cc": "cubic"},
+         "annotations": {"summary": "many cubic senders inflated on edge-01"}},
+        {"labels": {"alertname": "BbrtopPeerGroupInflated", "severity": "warning",
+                    "instance": "edge-01", "cc": "bbr", "peer_group": "lab"},
+         "annotations": {"summary": "bbr goodput to lab crosses inflated queues on its path"}},
+    ]);
     assert_eq!(am.post(&host), 200);
     let fired_at = SystemTime::now();
-    let bbr = AlertView { cookie: 43, cc: "bbr".into(), ..alert(AlertStatus::Firing, fired_at, None) };
-    let published = Published::new(snap(1, vec![alert(AlertStatus::Firing, fired_at, None), bbr]));
+    let bbr = |cookie, peer| AlertView {
+        cc: "bbr".into(),
+        ..alert(cookie, peer, AlertStatus::Firing, fired_at, None)
+    };
+    let published =
+        Published::new(snap(1, vec![firing(fired_at), bbr(43, "10.1.0.3"), bbr(44, "192.0.2.4")]));
     let cfg = PushConfig { instance: "edge-01".into(), ..config(vec![blackhole_url, am.url()]) };
     let _pusher = Pusher::start(cfg, Arc::clone(&published)).unwrap();
 
-    let both = poll_until(Duration::from_secs(10), || {
+    let all = poll_until(Duration::from_secs(10), || {
         let rtt = am.active_rtt_alerts();
-        (rtt.len() == 2).then_some(rtt)
+        (rtt.len() == 3 && rtt.iter().all(|a| a["status"]["state"] != "unprocessed")).then_some(rtt)
     });
-    let rtt = both.expect("both pushed alerts reached the live Alertmanager");
-    let state = |cc: &str| {
-        let a = rtt.iter().find(|a| a["labels"]["cc"] == cc).unwrap();
+    let rtt = all.expect("the three pushed alerts reached the live Alertmanager");
+    let state = |cc: &str, group: &str| {
+        let a = rtt.iter().find(|a| a["labels"]["cc"] == cc && a["labels"]["peer_group"] == group).unwrap();
         (
             a["status"]["state"].as_str().unwrap_or("").to_string(),
             a["status"]["inhibitedBy"].as_array().map_or(0, Vec::len),
         )
     };
-    assert_eq!(
-        state("cubic"),
-        ("suppressed".to_string(), 1),
-        "the per-host cubic alert inhibits its sockets' alerts"
-    );
-    assert_eq!(state("bbr").0, "active", "another cc on the same host is not inhibited");
+    assert_eq!(state("cubic", "lab"), ("suppressed".to_string(), 1), "the per-host cubic alert inhibits it");
+    assert_eq!(state("bbr", "lab"), ("suppressed".to_string(), 1), "the peer group's warning inhibits it");
+    assert_eq!(state("bbr", "other").0, "active", "another peer group of that cc is not inhibited");
     let a = rtt.iter().find(|a| a["labels"]["cc"] == "cubic").unwrap();
     assert_eq!(a["labels"]["severity"], "warning");
-    for key in ["summary", "description", "runbook_url"] {
+    for key in ["summary", "description", "runbook_url", "sockets", "worst"] {
         assert!(a["annotations"][key].as_str().is_some_and(|s| !s.is_empty()), "{key}: {a}");
     }
 }

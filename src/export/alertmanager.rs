@@ -1,9 +1,13 @@
 //! Alertmanager push: the engine's alerts, as `POST /api/v2/alerts`, to every `--alertmanager.url`.
 //!
-//! - A firing alert is sent at once, then every resend interval, with
+//! - One alert per (cc, peer group), not per socket (`group.rs`): the count of its sockets firing
+//!   and the worst few in annotations, so labels stay bounded however many sockets a queue
+//!   inflates.
+//! - A group that starts firing is sent at once, then every resend interval, with
 //!   endsAt = now + 4 x resend, so Alertmanager resolves it by itself if bbrtop dies.
-//! - A resolved alert (or one whose socket closed) is sent with endsAt = the resolve time, and
-//!   resent every resend interval for [`RESOLVED_RESEND_FOR`], in case a post was lost.
+//! - A group none of whose sockets fire any more (resolved, or closed) is sent with endsAt = the
+//!   resolve time, and resent every resend interval for [`RESOLVED_RESEND_FOR`], in case a post
+//!   was lost.
 //! - Each Alertmanager has its own worker and a bounded queue; a full queue drops the batch
 //!   (counted). Network errors and 5xx are retried with backoff; 400/422 are logged, not retried.
 //!
@@ -11,10 +15,8 @@
 
 use crate::runtime::Published;
 use bbrtop_core::peer_groups::PeerGroups;
-use bbrtop_core::snapshot::{AlertView, Snapshot};
-use bbrtop_core::units::micros;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -58,100 +60,9 @@ pub struct AmAlert {
     pub generator_url: String,
 }
 
-struct Entry {
-    view: AlertView,
-    last_sent: Option<Instant>,
-    /// (monotonic, wall) time of resolution.
-    resolved: Option<(Instant, SystemTime)>,
-}
-
-/// Which alerts are due for sending. Keyed by (socket cookie, fired_at): a socket that fires
-/// again is a new alert.
-pub struct Tracker {
-    cfg: PushConfig,
-    entries: HashMap<(u64, SystemTime), Entry>,
-}
-
-impl Tracker {
-    pub fn new(cfg: PushConfig) -> Tracker {
-        Tracker { cfg, entries: HashMap::new() }
-    }
-
-    /// Takes in a snapshot and returns the alerts due now.
-    pub fn due(&mut self, snap: &Snapshot, now: Instant, wall: SystemTime) -> Vec<AmAlert> {
-        let mut seen = HashSet::new();
-        for a in snap.firing() {
-            let key = (a.cookie, a.fired_at);
-            seen.insert(key);
-            let e = self.entries.entry(key).or_insert_with(|| Entry {
-                view: a.clone(),
-                last_sent: None,
-                resolved: None,
-            });
-            e.view = a.clone();
-        }
-        for (key, e) in self.entries.iter_mut() {
-            if e.resolved.is_none() && !seen.contains(key) {
-                // The engine's own resolve time if it still lists the alert, else now (closed).
-                let at = snap
-                    .alerts
-                    .iter()
-                    .find(|a| (a.cookie, a.fired_at) == *key)
-                    .and_then(|a| a.resolved_at)
-                    .unwrap_or(wall);
-                e.resolved = Some((now, at));
-                e.last_sent = None;
-            }
-        }
-        self.entries
-            .retain(|_, e| e.resolved.is_none_or(|(t, _)| now.duration_since(t) < RESOLVED_RESEND_FOR));
-        let cfg = &self.cfg;
-        let mut out = Vec::new();
-        for e in self.entries.values_mut() {
-            if e.last_sent.is_some_and(|t| now.duration_since(t) < cfg.resend) {
-                continue;
-            }
-            e.last_sent = Some(now);
-            let ends_at = e.resolved.map_or(wall + 4 * cfg.resend, |(_, at)| at);
-            out.push(am_alert(cfg, &e.view, ends_at));
-        }
-        out.sort_by(|a, b| a.labels.cmp(&b.labels));
-        out
-    }
-}
-
-/// The alert's severity: a queue on one socket's path is worth a look, not a page.
+/// The alert's severity: a queue on some sockets' paths is worth a look, not a page (the
+/// Prometheus rules page for a queue at the host's edge).
 pub const SEVERITY: &str = "warning";
-
-fn am_alert(cfg: &PushConfig, a: &AlertView, ends_at: SystemTime) -> AmAlert {
-    let labels = BTreeMap::from([
-        ("alertname", ALERT_NAME.to_string()),
-        ("severity", SEVERITY.to_string()),
-        ("instance", cfg.instance.clone()),
-        ("cc", a.cc.clone()),
-        ("local", a.local.to_string()),
-        ("peer", a.peer.to_string()),
-        ("peer_group", cfg.groups.group(a.peer.ip()).to_string()),
-    ]);
-    let (srtt, baseline) = (micros(a.srtt_us), micros(a.baseline_rtt_us));
-    let since = humantime::format_rfc3339_millis(a.since).to_string();
-    let summary = format!("TCP RTT inflation on {}: {} socket {} -> {}", cfg.instance, a.cc, a.local, a.peer);
-    let description = format!(
-        "srtt {srtt} is {:.2}x its baseline {baseline} (min RTT) since {since}: a queue is building on \
-         the path to {}.",
-        a.ratio, a.peer
-    );
-    let annotations = BTreeMap::from([
-        ("summary", summary),
-        ("description", description),
-        ("runbook_url", cfg.runbook_url.clone()),
-        ("srtt", srtt),
-        ("baseline", baseline),
-        ("ratio", format!("{:.2}", a.ratio)),
-        ("since", since),
-    ]);
-    AmAlert { labels, annotations, starts_at: a.fired_at, ends_at, generator_url: cfg.generator_url.clone() }
-}
 
 /// Posts by (alertmanager, result), for `bbrtop_alertmanager_posts_total`.
 #[derive(Debug, Default)]
@@ -284,6 +195,11 @@ fn worker(url: &str, rx: &Receiver<Arc<String>>, stats: &PushStats, stop: &Atomi
         }
     }
 }
+
+mod group;
+mod tracker;
+
+pub use tracker::Tracker;
 
 #[cfg(test)]
 mod tests;
