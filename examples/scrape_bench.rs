@@ -95,6 +95,7 @@ fn main() {
                 hindsight_spool_bytes: None,
                 otlp: None,
                 experiment: None,
+                response_classic: false,
             };
             let (t, b) = time(runs, || to_text_004(&render_openmetrics(scrape())).len());
             // What a Prometheus with native histograms is served.

@@ -160,6 +160,47 @@ fn slow_headers_time_out_and_excess_connections_are_closed() {
     assert!(ok.is_some());
 }
 
+/// The test server's snapshot with response times towards two ASs of one (cc, peer group).
+fn responses_per_as() -> std::sync::Arc<bbrtop_core::snapshot::Snapshot> {
+    use bbrtop_core::snapshot::CcTotals;
+    let mut snap = (*support::exporter::snapshot()).clone();
+    snap.totals = ["AS64500", "AS64501"]
+        .into_iter()
+        .map(|asn| {
+            let mut t = CcTotals {
+                cc: "bbr".into(),
+                peer_group: "lab".into(),
+                asn: Some(asn.into()),
+                country: Some("DE".into()),
+                arm: None,
+                counts: Default::default(),
+                responses: Default::default(),
+            };
+            t.responses.observe(10_000, 0.05);
+            t
+        })
+        .collect();
+    std::sync::Arc::new(snap)
+}
+
+/// The series budget over HTTP: a text scrape carries the response times summed over AS (one
+/// classic histogram, 132 series), and per AS (132 series each) only with
+/// `--metrics.response-histograms.classic`.
+#[test]
+fn response_times_per_as_cost_classic_series_only_when_asked() {
+    use bbrtop::export::server::Options;
+    for (classic, series, per_as) in [(false, 132, 0), (true, 2 * 132, 2 * 132)] {
+        let options = Options { response_classic: classic, ..Options::default() };
+        let srv = Server::start_with(Security::default(), Limits::default(), options, responses_per_as);
+        let (status, text) = get(srv.port, "/metrics", None).unwrap();
+        assert_eq!(status, 200);
+        let lines: Vec<&str> =
+            text.lines().filter(|l| l.starts_with("bbrtop_response_delivery_seconds")).collect();
+        assert_eq!(lines.len(), series, "classic {classic}: {lines:?}");
+        assert_eq!(lines.iter().filter(|l| l.contains("asn=")).count(), per_as, "classic {classic}");
+    }
+}
+
 /// Prometheus negotiates OpenMetrics, so this checks that format with a real parser.
 #[test]
 fn root_a_real_prometheus_scrapes_it() {

@@ -71,6 +71,11 @@ pub struct ExportArgs {
     /// (namespace, cc) with sockets. Needs the socket walk, and --kubernetes.pods for names.
     #[arg(long = "metrics.by-pod-namespace")]
     pub by_pod_namespace: bool,
+    /// Serve the response times per AS and country in classic buckets too (132 series each):
+    /// without it they are native histograms only, and text scrapes get them summed over AS and
+    /// country.
+    #[arg(long = "metrics.response-histograms.classic")]
+    pub response_classic: bool,
     /// Keep the last DURATION of polls (0 turns hindsight off), to be written as a recording on
     /// SIGUSR1 or `POST /api/hindsight` (with --web.enable-api), so the minutes before an alert
     /// can be kept after it fired. They are spooled to DIR/.spool (--hindsight.dir), which
@@ -202,6 +207,7 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
         hindsight: None,
         otlp: shipper.as_ref().map(Shipper::handle),
         experiment: None,
+        response_classic: a.response_classic,
     };
     let hindsight = start_hindsight(&a, &started)?;
     let options = Options { hindsight: hindsight.as_ref().map(|(k, _)| Arc::clone(k)), ..options };

@@ -17,7 +17,6 @@ use bbrtop_core::snapshot::CcAggregate;
 use bbrtop_core::snapshot::CcTotals;
 use bbrtop_core::snapshot::ClosedAggregate;
 use bbrtop_core::snapshot::hist::Hist;
-use bbrtop_core::snapshot::responses::SizeClass;
 use bbrtop_core::snapshot::{CollectorStatus, Role, Snapshot, SocketView};
 use live_hist::LiveHist;
 use prometheus_client::collector::Collector;
@@ -54,6 +53,16 @@ pub struct Scrape {
     pub otlp: Option<OtlpCounts>,
     /// A running experiment's arms and verdicts (`bbrtop experiment`); None elsewhere.
     pub experiment: Option<crate::experiment::status::Status>,
+    /// `--metrics.response-histograms.classic`: the response times per AS and country in classic
+    /// buckets too (`responses.rs`).
+    pub response_classic: bool,
+}
+
+/// One scrape as encoded in a format: `native` when it carries native histograms (protobuf).
+#[derive(Debug)]
+struct Rendered {
+    scrape: Scrape,
+    native: bool,
 }
 
 /// What the OTLP shipper sent, dropped (by reason) and holds, as one scrape reads it.
@@ -93,7 +102,7 @@ const LIVE_HISTOGRAMS: [&str; 5] = [
 /// Encodes one scrape as OpenMetrics text (ending in `# EOF`).
 pub fn render_openmetrics(s: Scrape) -> String {
     let mut reg = Registry::default();
-    reg.register_collector(Box::new(s));
+    reg.register_collector(Box::new(Rendered { scrape: s, native: false }));
     let mut out = String::with_capacity(64 * 1024);
     // Writing to a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, &reg);
@@ -112,7 +121,7 @@ pub fn render_protobuf(s: Scrape) -> Vec<u8> {
     use prometheus_client::encoding::prometheus_protobuf::{encode, prometheus_data_model::MetricType};
     use prost::Message;
     let mut reg = Registry::default();
-    reg.register_collector(Box::new(s));
+    reg.register_collector(Box::new(Rendered { scrape: s, native: true }));
     // The collector writes to memory: only a bug of ours could make it fail, and then the
     // families encoded so far are still served.
     let families = encode(&reg).unwrap_or_default();
@@ -414,16 +423,17 @@ fn histograms<'h, L: EncodeLabelSet + 'h>(
     Ok(())
 }
 
-/// Histograms with native buckets beside the classic ones (the live distributions). Text
-/// formats carry the classic ones only.
+/// Histograms with native buckets, and the classic ones beside them where a row's flag says so
+/// (the live distributions always). Text formats carry the classic ones only, so every row of a
+/// text scrape must have them.
 fn live_histograms<'h, L: EncodeLabelSet + 'h>(
     enc: &mut Enc,
     name: &str,
     help: &str,
-    rows: impl IntoIterator<Item = (L, &'h LiveHist)>,
+    rows: impl IntoIterator<Item = (L, &'h LiveHist, bool)>,
 ) -> std::fmt::Result {
     let mut m = enc.encode_descriptor(name, help, None, MetricType::Histogram)?;
-    for (l, h) in rows {
+    for (l, h, classic) in rows {
         let n = h.native();
         let native = NativeHistogram {
             schema: live_hist::SCHEMA,
@@ -433,10 +443,11 @@ fn live_histograms<'h, L: EncodeLabelSet + 'h>(
             positive: NativeHistogramBuckets { spans: &n.spans, deltas: &n.deltas },
             created: None,
         };
+        let buckets = if classic { h.classic() } else { Vec::new() };
         m.encode_family(&l)?.encode_histogram_with_native::<NoLabelSet>(
             h.sum(),
             h.count(),
-            &h.classic(),
+            &buckets,
             None,
             native,
         )?;
@@ -460,9 +471,10 @@ fn by_group<'s>(ccs: &'s [PerCc], groups: &'s PeerGroups) -> ByGroup<'s> {
     out
 }
 
-impl Collector for Scrape {
+impl Collector for Rendered {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
-        let (snap, groups) = (&self.snap, &self.groups);
+        let s = &self.scrape;
+        let (snap, groups) = (&s.snap, &s.groups);
         // A scrape reads every socket: each view is derived as it is counted, so a scrape of
         // 100k sockets never holds 100k views (the opt-in per-socket and per-pod series below
         // keep them for their own passes).
@@ -475,23 +487,24 @@ impl Collector for Scrape {
         encode_inflated_goodput(&mut enc, &by_group)?;
         encode_closed(&mut enc, &snap.closed_by_cc)?;
         encode_totals(&mut enc, &snap.totals)?;
-        encode_responses(&mut enc, &snap.totals)?;
+        let form = responses::Form { native: self.native, classic_per_peer: s.response_classic };
+        responses::encode(&mut enc, &snap.totals, form)?;
         encode_ecn(&mut enc, &snap.by_cc)?;
-        let views = if self.top_k > 0 || self.by_pod_namespace { snap.sockets.to_vec() } else { Vec::new() };
-        if self.top_k > 0 {
-            encode_top_k(&mut enc, &views, groups, self.top_k.min(TOP_K_CAP))?;
+        let views = if s.top_k > 0 || s.by_pod_namespace { snap.sockets.to_vec() } else { Vec::new() };
+        if s.top_k > 0 {
+            encode_top_k(&mut enc, &views, groups, s.top_k.min(TOP_K_CAP))?;
         }
-        if self.by_pod_namespace {
+        if s.by_pod_namespace {
             pods::encode(&mut enc, &views)?;
         }
         // Self-metrics: collector health, netlink and eBPF counters, pushes, build info.
         encode_collectors(&mut enc, &snap.collectors)?;
         encode_collector_totals(&mut enc, &snap.collectors)?;
-        encode_posts(&mut enc, &self.posts)?;
-        if let Some(p) = &self.process {
+        encode_posts(&mut enc, &s.posts)?;
+        if let Some(p) = &s.process {
             encode_process(&mut enc, p)?;
         }
-        if let Some(bytes) = self.hindsight_memory_bytes {
+        if let Some(bytes) = s.hindsight_memory_bytes {
             gauges(
                 &mut enc,
                 "bbrtop_hindsight_memory_bytes",
@@ -499,13 +512,13 @@ impl Collector for Scrape {
                 [(NO_LABELS, bytes as f64)],
             )?;
         }
-        if let Some(o) = &self.otlp {
+        if let Some(o) = &s.otlp {
             encode_otlp(&mut enc, o)?;
         }
-        if let Some(e) = &self.experiment {
+        if let Some(e) = &s.experiment {
             experiment::encode(&mut enc, e)?;
         }
-        if let Some(bytes) = self.hindsight_spool_bytes {
+        if let Some(bytes) = s.hindsight_spool_bytes {
             gauges(
                 &mut enc,
                 "bbrtop_hindsight_spool_bytes",
@@ -558,27 +571,6 @@ fn encode_totals(enc: &mut Enc, totals: &[CcTotals]) -> std::fmt::Result {
         counters(enc, name, &help, rows)?;
     }
     Ok(())
-}
-
-/// Response delivery times per (cc, peer group, size class), since start: a counter histogram
-/// (`rate()` and `histogram_quantile` work), with native buckets for a scraper that asks.
-fn encode_responses(enc: &mut Enc, totals: &[CcTotals]) -> std::fmt::Result {
-    let rows: Vec<_> = totals
-        .iter()
-        .flat_map(|t| SizeClass::ALL.map(|c| (t, c)))
-        .filter(|(t, c)| t.responses.get(*c).count() > 0)
-        .map(|(t, c)| {
-            let mut labels = totals_labels(t);
-            labels.push(("size", c.label()));
-            (labels, LiveHist::of(live_hist::RESPONSE, t.responses.get(c)))
-        })
-        .collect();
-    live_histograms(
-        enc,
-        "bbrtop_response_delivery_seconds",
-        "Responses servers sent, from the first byte written to an idle socket to the ACK of the last (eBPF), by cc, peer group and size class (le15kB, le200kB, le2MB, gt2MB), since start.",
-        rows.iter().map(|(l, h)| (l.clone(), h)),
-    )
 }
 
 /// The labels of one (cc, peer group) bucket of the counters: `asn` and `country` too where
@@ -664,7 +656,7 @@ fn encode_histograms(enc: &mut Enc, by_group: &ByGroup) -> std::fmt::Result {
     for (name, help, pick) in fams {
         let rows = by_group.iter().filter_map(|(k, g)| {
             let h = pick(g);
-            (h.count() > 0).then_some(([("cc", k.0), ("peer_group", k.1)], h))
+            (h.count() > 0).then_some(([("cc", k.0), ("peer_group", k.1)], h, true))
         });
         live_histograms(enc, name, help, rows)?;
     }
@@ -1005,5 +997,8 @@ fn encode_build_info(enc: &mut Enc) -> std::fmt::Result {
 mod experiment;
 mod live_hist;
 mod pods;
+mod responses;
+#[cfg(test)]
+mod series_tests;
 #[cfg(test)]
 mod tests;

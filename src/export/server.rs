@@ -70,6 +70,9 @@ pub struct Options {
     pub otlp: Option<Arc<super::otlp::Handle>>,
     /// A running experiment's status, which /metrics shows (`bbrtop experiment`).
     pub experiment: Option<Arc<std::sync::Mutex<crate::experiment::status::Status>>>,
+    /// `--metrics.response-histograms.classic`: the response times per AS and country in classic
+    /// buckets too.
+    pub response_classic: bool,
 }
 
 impl Default for Options {
@@ -85,6 +88,7 @@ impl Default for Options {
             hindsight: None,
             otlp: None,
             experiment: None,
+            response_classic: false,
         }
     }
 }
@@ -108,6 +112,7 @@ pub struct App {
     hindsight: Option<Arc<super::hindsight::Keeper>>,
     otlp: Option<Arc<super::otlp::Handle>>,
     experiment: Option<Arc<std::sync::Mutex<crate::experiment::status::Status>>>,
+    response_classic: bool,
 }
 
 impl App {
@@ -129,6 +134,7 @@ impl App {
             hindsight: o.hindsight,
             otlp: o.otlp,
             experiment: o.experiment,
+            response_classic: o.response_classic,
             telemetry_path: o.telemetry_path,
         }
     }
@@ -505,6 +511,7 @@ async fn metrics_response(
         hindsight_spool_bytes: app.hindsight.as_ref().and_then(|k| k.spool_bytes()),
         otlp: app.otlp.as_deref().map(metrics::OtlpCounts::of),
         experiment: app.experiment.as_ref().map(|e| e.lock().unwrap_or_else(|p| p.into_inner()).clone()),
+        response_classic: app.response_classic,
     };
     // Rendering 100k sockets takes milliseconds: off the event loop, so other connections keep
     // being served meanwhile.

@@ -7,7 +7,7 @@ use bbrtop_core::testing::record;
 use bbrtop_core::wire::Dump;
 use bbrtop_engine::{Engine, EngineConfig};
 
-fn rec(cookie: u64, cc: &str, peer: &str, srtt_us: u32, min_rtt_us: u32) -> SocketRecord {
+pub(super) fn rec(cookie: u64, cc: &str, peer: &str, srtt_us: u32, min_rtt_us: u32) -> SocketRecord {
     record(cookie, cc)
         .peer(peer)
         .srtt_us(srtt_us)
@@ -19,7 +19,7 @@ fn rec(cookie: u64, cc: &str, peer: &str, srtt_us: u32, min_rtt_us: u32) -> Sock
         .build()
 }
 
-fn snapshot(recs: Vec<SocketRecord>) -> Arc<Snapshot> {
+pub(super) fn snapshot(recs: Vec<SocketRecord>) -> Arc<Snapshot> {
     let mut e = Engine::new(EngineConfig::default());
     let now = Now::system();
     feed_dump(&mut e, Dump { sockets: recs, ..Dump::default() }, now);
@@ -27,7 +27,7 @@ fn snapshot(recs: Vec<SocketRecord>) -> Arc<Snapshot> {
 }
 
 /// A scrape of `snap` with nothing optional.
-fn bare(snap: Arc<Snapshot>) -> Scrape {
+pub(super) fn bare(snap: Arc<Snapshot>) -> Scrape {
     Scrape {
         snap,
         groups: Arc::default(),
@@ -39,6 +39,7 @@ fn bare(snap: Arc<Snapshot>) -> Scrape {
         hindsight_spool_bytes: None,
         otlp: None,
         experiment: None,
+        response_classic: false,
     }
 }
 
@@ -73,6 +74,7 @@ fn scrape(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> String {
         hindsight_spool_bytes: Some(90_000_000),
         otlp: Some(otlp_counts()),
         experiment: None,
+        response_classic: false,
     })
 }
 
@@ -91,7 +93,7 @@ fn buckets(text: &str, family: &str, labels: &str) -> Vec<(f64, f64)> {
 }
 
 /// The value of the one sample whose line starts with `prefix` (name and labels).
-fn value(text: &str, prefix: &str) -> Option<f64> {
+pub(super) fn value(text: &str, prefix: &str) -> Option<f64> {
     let mut it = text.lines().filter(|l| l.starts_with(prefix));
     let line = it.next()?;
     assert!(it.next().is_none(), "{prefix} matches more than one line");
@@ -496,6 +498,7 @@ fn protobuf_carries_every_family_and_native_buckets() {
         hindsight_spool_bytes: Some(90_000_000),
         otlp: Some(otlp_counts()),
         experiment: None,
+        response_classic: false,
     });
     let mut rest = &body[..];
     let mut families = Vec::new();
