@@ -50,6 +50,15 @@ fn root_bufferbloat_bbr_keeps_the_queue_short() {
         assert!((5e6..=10.5e6).contains(&bps), "{} used the 10 Mbit/s link: {bps}", f["cc"]);
     }
     assert!(r["cubic_over_bbr_rtt_p50"].as_f64().unwrap() > 3.0);
+    // The path was measured while the flows ran (whether it kept up is this machine's to say).
+    let c = &r["path_check"];
+    eprintln!("path check: {c}");
+    assert!(c["probes_received"].as_u64().unwrap() > 100, "{c}");
+    assert!(c["delay_error_ms"]["p95"].is_f64() && c["fell_behind"].is_boolean(), "{c}");
+    assert_eq!(
+        (c["target_one_way_ms"].as_f64(), c["target_rate_bits_per_sec"].as_u64()),
+        (Some(20.0), Some(10_000_000))
+    );
     // The plots: RTT over time and the CDF, a line per flow.
     for name in ["bufferbloat-rtt.svg", "bufferbloat-cdf.svg"] {
         let svg = std::fs::read_to_string(dir.join(name)).expect(name);
@@ -113,4 +122,45 @@ fn root_an_interrupted_lab_leaves_nothing_behind() {
     assert!(err.lines().last().is_some_and(|l| l.starts_with("bbrtop: error: interrupted after")), "{err}");
     assert_eq!(listed(), 0, "no namespace left behind");
     assert!(namespaces(&format!("bbrtop-{}-", std::process::id())).is_empty());
+}
+
+/// A bad populations file or mix, and the rollout's flags given to a scenario, are one line and
+/// exit 2, said before any lab is built (no privilege needed).
+#[test]
+fn the_rollouts_shape_is_checked_before_anything_is_built() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let bad_rate = file("rate.yaml", "populations:\n  - name: api\n    rate: fast\n    rtt: 20ms\n");
+    let unknown = file(
+        "unknown.yaml",
+        "populations:\n  - name: api\n    rate: 10Mbit\n    rtt: 20ms\n    colour: red\n",
+    );
+    let missing = dir.path().join("none.yaml");
+    let missing = missing.to_str().unwrap();
+    let dir_arg = dir.path().to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["rollout", "--lab.populations.file", &bad_rate],
+            "population 1 (\"api\"): rate \"fast\": expected a bit rate",
+        ),
+        (vec!["rollout", "--lab.populations.file", &unknown], "unknown field `colour`"),
+        (vec!["rollout", "--lab.populations.file", missing], "--lab.populations.file"),
+        (vec!["rollout", "--lab.populations.file", dir_arg], "not a regular file"),
+        (vec!["rollout", "--sizes", "15kB=70%,200kB=25%"], "the shares sum to 95%, not 100%"),
+        (vec!["rollout", "--sizes", "15kB"], "is not SIZE=SHARE%"),
+        (vec!["bufferbloat", "--sizes", "8kB=100%"], "--sizes applies to lab rollout only"),
+        (vec!["ab", "--without-cross-traffic"], "--without-cross-traffic applies to lab rollout only"),
+        (vec!["lossy", "--lab.populations.file", &bad_rate], "--lab.populations.file applies to lab rollout only"),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_bbrtop")).arg("lab").args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with("bbrtop: error:") && err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
 }

@@ -2,6 +2,7 @@
 
 use super::Failure;
 use super::args::parse_duration_in;
+use crate::lab::rollout::shape::{Mix, Shape};
 use crate::lab::run;
 use crate::lab::scenario::Report;
 use crate::lab::scenario::Scenario;
@@ -75,6 +76,23 @@ pub struct LabArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Exit 1 when the emulated path fell behind its target while the run used it (the report
+    /// says so with a WARNING line either way, and `fell_behind` in JSON).
+    #[arg(long)]
+    pub strict: bool,
+    /// lab rollout: the client populations, from a YAML file (name, rate, rtt, loss, buffer,
+    /// cross_traffic, asn each; the README's schema). By default the guide's mobile, distant and
+    /// local.
+    #[arg(long = "lab.populations.file", value_name = "FILE")]
+    pub populations: Option<PathBuf>,
+    /// lab rollout: the response sizes and their shares, e.g. 15kB=70%,200kB=25%,2MB=5%. By
+    /// default the guide's 8kB=88%,50kB=10%,200kB=2%.
+    #[arg(long, value_name = "MIX", value_parser = Mix::parse)]
+    pub sizes: Option<Mix>,
+    /// lab rollout: no population gets cross traffic (the guide's distant clients download a
+    /// file from each box beside the responses).
+    #[arg(long = "without-cross-traffic")]
+    pub no_cross_traffic: bool,
     /// Show the run live in the terminal UI (q ends the run early); the report follows.
     #[arg(long)]
     pub tui: bool,
@@ -217,7 +235,53 @@ fn parse_positive_duration(s: &str) -> Result<Duration, String> {
     parse_duration_in(s, "duration", Duration::from_secs(1), Duration::from_secs(3600))
 }
 
+/// The flags that shape a rollout, refused elsewhere.
+fn rollout_only(a: &LabArgs) -> Option<&'static str> {
+    let given = [
+        (a.populations.is_some(), "--lab.populations.file"),
+        (a.sizes.is_some(), "--sizes"),
+        (a.no_cross_traffic, "--without-cross-traffic"),
+    ];
+    given.iter().find(|(g, _)| *g).map(|(_, flag)| *flag)
+}
+
+/// The rollout's shape: the guide's, or a file's populations (and mix), then the flags.
+fn shape(a: &LabArgs) -> Result<Shape, Failure> {
+    let mut shape = Shape::default();
+    if let Some(path) = &a.populations {
+        let flag = "--lab.populations.file";
+        let text = bbrtop_collect::files::read_to_string(flag, path, bbrtop_collect::files::Kind::Config)
+            .map_err(Failure::Usage)?;
+        let file = crate::lab::rollout::shape::parse_file(&text)
+            .map_err(|e| Failure::Usage(format!("{flag} {}: {e}", path.display())))?;
+        shape.populations = file.populations;
+        shape.mix = file.sizes.unwrap_or(shape.mix);
+    }
+    if let Some(mix) = &a.sizes {
+        shape.mix = mix.clone();
+    }
+    Ok(if a.no_cross_traffic { shape.without_cross_traffic() } else { shape })
+}
+
+/// `--strict`: a report whose path fell behind is printed, then the run fails.
+fn strict(a: &LabArgs, fell_behind: bool) -> Result<(), Failure> {
+    if a.strict && fell_behind {
+        return Err(Failure::Runtime(anyhow::anyhow!(
+            "the emulated path fell behind its target (--strict): see the report's WARNING"
+        )));
+    }
+    Ok(())
+}
+
 pub fn run(a: LabArgs) -> Result<(), Failure> {
+    // Usage first: a bad flag or file is said before anything is built.
+    let rollout_shape = match a.scenario {
+        Some(Which::Rollout) => shape(&a)?,
+        _ => match rollout_only(&a) {
+            Some(flag) => return Err(Failure::Usage(format!("{flag} applies to lab rollout only"))),
+            None => Shape::default(),
+        },
+    };
     let missing = CapSet::effective().missing(&[Cap::NetAdmin, Cap::SysAdmin]);
     if !missing.is_empty() {
         return Err(Failure::Privilege(format!(
@@ -232,7 +296,7 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
             }
             return Ok(());
         }
-        Some(Which::Rollout) => return rollout(&a),
+        Some(Which::Rollout) => return rollout(&a, &rollout_shape),
         Some(Which::Guide(s)) => s,
     };
     let duration = match (a.quick, a.duration) {
@@ -300,11 +364,11 @@ pub fn run(a: LabArgs) -> Result<(), Failure> {
             duration.as_secs()
         )));
     }
-    Ok(())
+    strict(&a, report.path_check.as_ref().is_some_and(|c| c.fell_behind))
 }
 
 /// `bbrtop lab rollout`.
-fn rollout(a: &LabArgs) -> Result<(), Failure> {
+fn rollout(a: &LabArgs, shape: &Shape) -> Result<(), Failure> {
     use crate::lab::rollout::{self, RolloutConfig};
     let refused = [(a.tui, "--tui"), (a.record.is_some(), "--record"), (a.flows != 1, "--flows")];
     if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
@@ -321,11 +385,12 @@ fn rollout(a: &LabArgs) -> Result<(), Failure> {
     let progress = !a.json && err.is_terminal();
     if !a.json {
         eprintln!(
-            "bbrtop lab rollout: {} s, 4 boxes x 3 populations (Ctrl-C stops early and cleans up)",
-            cfg.duration.as_secs()
+            "bbrtop lab rollout: {} s, 4 boxes x {} populations (Ctrl-C stops early and cleans up)",
+            cfg.duration.as_secs(),
+            shape.populations.len()
         );
     }
-    let report = rollout::run(cfg, &stop, |ran| {
+    let report = rollout::run(cfg, shape, &stop, |ran| {
         if progress {
             let _ = write!(
                 err,
@@ -349,7 +414,7 @@ fn rollout(a: &LabArgs) -> Result<(), Failure> {
             cfg.duration.as_secs()
         )));
     }
-    Ok(())
+    strict(a, report.path_fell_behind)
 }
 
 #[cfg(test)]

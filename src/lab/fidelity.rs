@@ -26,6 +26,7 @@ pub struct Arrival {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Spread {
     pub p50: f64,
+    pub p95: f64,
     pub p99: f64,
     pub max: f64,
 }
@@ -33,7 +34,12 @@ pub struct Spread {
 impl Spread {
     pub fn of(mut v: Vec<f64>) -> Option<Spread> {
         v.sort_by(f64::total_cmp);
-        Some(Spread { p50: percentile(&v, 50.0)?, p99: percentile(&v, 99.0)?, max: *v.last()? })
+        Some(Spread {
+            p50: percentile(&v, 50.0)?,
+            p95: percentile(&v, 95.0)?,
+            p99: percentile(&v, 99.0)?,
+            max: *v.last()?,
+        })
     }
 }
 
@@ -172,12 +178,12 @@ fn send_probes(
     Ok(got)
 }
 
-fn realtime_ns() -> u64 {
+pub(super) fn realtime_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Asks the kernel to stamp each datagram with its arrival time (SO_TIMESTAMPNS).
-fn stamp_arrivals(s: &UdpSocket) -> std::io::Result<()> {
+pub(super) fn stamp_arrivals(s: &UdpSocket) -> std::io::Result<()> {
     let on: libc::c_int = 1;
     #[allow(unsafe_code)]
     // SAFETY: an int option, its size given; the fd is owned by `s` for the call.
@@ -194,7 +200,7 @@ fn stamp_arrivals(s: &UdpSocket) -> std::io::Result<()> {
 }
 
 /// One datagram and the kernel's arrival stamp (ns of CLOCK_REALTIME).
-fn recv_stamped(s: &UdpSocket, buf: &mut [u8]) -> std::io::Result<(usize, u64)> {
+pub(super) fn recv_stamped(s: &UdpSocket, buf: &mut [u8]) -> std::io::Result<(usize, u64)> {
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
     // Room for one SCM_TIMESTAMPNS (a timespec) with its header, aligned.
     let mut control = [0u64; 8];
@@ -293,7 +299,7 @@ mod tests {
         let a = [at(0, 20_100), at(1000, 21_000), at(2000, 23_000)];
         let e = delay_errors(&a, Duration::from_millis(20));
         assert_eq!(e, [0.1, 0.0, 1.0]);
-        assert_eq!(Spread::of(e), Some(Spread { p50: 0.1, p99: 1.0, max: 1.0 }));
+        assert_eq!(Spread::of(e), Some(Spread { p50: 0.1, p95: 1.0, p99: 1.0, max: 1.0 }));
         assert_eq!(Spread::of(vec![]), None);
     }
 

@@ -17,7 +17,9 @@ pub mod exchange;
 pub mod fidelity;
 pub mod flows;
 pub mod loss;
+pub mod meter;
 pub mod owner;
+pub mod path_check;
 pub mod plot;
 pub mod rollout;
 pub mod run;
@@ -143,6 +145,9 @@ pub struct Lab {
     line: Option<DelayLine>,
     created: Vec<String>,
     path: String,
+    /// The delay on the return path (receiver to sender), which the meter's probes cross.
+    return_delay: Duration,
+    rate_bits_per_sec: u64,
 }
 
 fn run(cmd: &str, args: &[&str]) -> Result<(), LabError> {
@@ -177,6 +182,8 @@ impl Lab {
             line: None,
             created: Vec::new(),
             path: String::new(),
+            return_delay: Duration::ZERO,
+            rate_bits_per_sec: cfg.rate_bit_per_sec,
         };
         // A failure part way leaves `lab` to drop, which removes what was made.
         for ns in [&s, &r, &m] {
@@ -239,6 +246,7 @@ impl Lab {
         ) {
             Ok(()) => {
                 self.path = format!("veth, netem {} ms on the return path, router with tbf", rtt.as_millis());
+                self.return_delay = rtt;
                 Ok(true)
             }
             Err(LabError::Command { stderr, .. })
@@ -256,6 +264,7 @@ impl Lab {
     fn delay_line(&mut self, s: &str, m: &str, one_way: Duration) -> Result<(), LabError> {
         let router = Path::new("/run/netns").join(m);
         self.line = Some(DelayLine::start(&self.sender, "wan0", &router, "wan0", one_way)?);
+        self.return_delay = one_way;
         let (sender, up) = (self.addrs.sender, self.addrs.router_up);
         for (ns, a, b) in [(s, sender, up), (m, up, sender)] {
             run("ip", &["-n", ns, "addr", "add", &a.to_string(), "peer", &b.to_string(), "dev", "wan0"])?;
@@ -295,6 +304,22 @@ impl Lab {
             ));
         }
         Ok(())
+    }
+
+    /// The delay on the return path (receiver to sender): the delay line's one way, or netem's
+    /// whole round trip.
+    pub fn return_delay(&self) -> Duration {
+        self.return_delay
+    }
+
+    /// Packets the delay line dropped because it held too many (0 without one).
+    pub fn line_dropped(&self) -> u64 {
+        self.line.as_ref().map_or(0, DelayLine::dropped)
+    }
+
+    /// What the path was set to do, as the meter's figures are judged against it.
+    pub fn target(&self) -> path_check::Target {
+        path_check::Target { one_way: self.return_delay, rate_bits_per_sec: self.rate_bits_per_sec }
     }
 
     /// A description of the path, for reports.

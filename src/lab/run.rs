@@ -1,6 +1,8 @@
 //! Running a scenario: build the path, run its flows, sample them with bbrtop's own pipeline, and
 //! report. Everything is torn down when the lab drops, on error and on interrupt too.
 
+use super::meter::Meter;
+use super::path_check::PathCheck;
 use super::scenario::{self, FlowResult, Plan, Report, Scenario};
 use super::{Lab, LabConfig, LabError, PACKET_BYTES};
 use bbrtop_collect::InetDiag;
@@ -81,6 +83,7 @@ pub fn run(
     let mut results = Vec::new();
     let n = groups.len();
     let mut last = std::time::Instant::now();
+    let (mut measured, mut target) = (Vec::new(), None);
     for (i, group) in groups.into_iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
             break;
@@ -89,10 +92,14 @@ pub fn run(
         // queue, and no route metrics cached from the flow before (tcp_metrics).
         let mut lab = Lab::new(lab_config(&plan))?;
         path = lab.path_description();
+        target = Some(lab.target());
         last = std::time::Instant::now();
+        let meter = Meter::start(&lab)?;
         results.extend(run_group(&mut lab, &group, (i + 1, n), duration, stop, &mut on_tick)?);
+        measured.push(meter.finish(&lab));
     }
     let mut report = Report::new(scenario, plan, path, duration, results);
+    report.path_check = target.map(|t| PathCheck::of(t, &measured));
     // Stopped before the end: the report is partial, and says how far the last flows got.
     if stop.load(Ordering::Relaxed) {
         report.interrupted_after_seconds = Some(last.elapsed().min(duration).as_secs_f64());

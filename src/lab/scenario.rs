@@ -1,6 +1,7 @@
 //! The BBR guides' scenarios, as lab settings, and the report that compares what bbrtop measured
 //! with the figures the guides published. Pure: the runner lives in [`super::run`].
 
+use super::path_check::PathCheck;
 use bbrtop_core::stats::percentile;
 use bbrtop_core::units::{opt, percent};
 use serde::Serialize;
@@ -269,6 +270,9 @@ pub struct Report {
     pub differs_from_published: Option<String>,
     /// Set when the run was stopped early (Ctrl-C, a signal): how long its last flows had run.
     pub interrupted_after_seconds: Option<f64>,
+    /// The path measured while the flows ran (every group's path pooled), and whether it fell
+    /// behind its target.
+    pub path_check: Option<PathCheck>,
 }
 
 impl Report {
@@ -299,6 +303,7 @@ impl Report {
             bbr_over_cubic_throughput: throughput_ratio,
             differs_from_published: differs(&scenario.published(), rtt_ratio, throughput_ratio),
             interrupted_after_seconds: None,
+            path_check: None,
             published: scenario.published(),
             scenario,
             plan,
@@ -330,7 +335,13 @@ impl Report {
             p.loss * 100.0,
             if p.sequential { "flows one at a time" } else { "flows together" },
         );
+        if let Some(w) = self.path_check.as_ref().and_then(|c| c.warning(&self.scenario.to_string())) {
+            let _ = writeln!(s, "{w}");
+        }
         let _ = writeln!(s, "path: {}", self.path);
+        if let Some(c) = &self.path_check {
+            let _ = writeln!(s, "path as it ran: {}", c.summary());
+        }
         let _ = writeln!(
             s,
             "{:<6} {:>14} {:>6} {:>10} {:>10} {:>10} {:>8} {:>6} {:>8}",
@@ -431,6 +442,42 @@ mod tests {
             FlowResult::from_samples("cubic", vec![60_000; 50], 550_000, d, 1),
         ];
         assert_eq!(Report::new(s, s.plan(), "test".into(), d, agree).differs_from_published, None);
+    }
+
+    /// A path that fell behind its target says so on the line after the title, and in JSON; one
+    /// that kept to it shows its figures only.
+    #[test]
+    fn a_path_that_fell_behind_is_a_warning_line() {
+        let d = Duration::from_secs(10);
+        let flows = vec![FlowResult::from_samples("bbr", vec![88_000; 50], 11_000_000, d, 0)];
+        let s = Scenario::Bufferbloat;
+        let mut r = Report::new(s, s.plan(), "test".into(), d, flows);
+        let check = |late_us| {
+            crate::lab::path_check::example(
+                Duration::from_millis(20),
+                Duration::from_micros(late_us),
+                10_000_000,
+            )
+        };
+        r.path_check = Some(check(200));
+        let text = r.render();
+        assert!(!text.contains("WARNING"), "{text}");
+        assert!(
+            text.contains("path as it ran: delay error p50/p95/p99 0.20/0.20/0.20 ms of 20 ms"),
+            "{text}"
+        );
+        r.path_check = Some(check(36_000));
+        let text = r.render();
+        assert_eq!(
+            text.lines().nth(1),
+            Some(
+                "WARNING: bufferbloat's emulated path fell behind its target (the delay line added 36.0 ms \
+                 beyond its 20 ms at p95, more than 1.0 ms): its figures hold this machine's lag, not only \
+                 the congestion control's"
+            ),
+            "{text}"
+        );
+        assert_eq!(serde_json::to_value(&r).unwrap()["path_check"]["fell_behind"], true);
     }
 
     /// With several flows per cc, the ratios take each cc's flows together: the median of their

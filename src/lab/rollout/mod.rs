@@ -20,12 +20,19 @@
 //! responses wait behind it. The
 //! responses are timed in the kernel by bbrtop's eBPF programs (`bpf/bbrtop.bpf.c`), as the
 //! exporter times them; the clients time them too, as a check. [`report`] turns them into the
-//! guide's table (p50/p95/p99 per box) and who got the win per AS.
+//! guide's table (p50/p95/p99 per box) and who got the win per AS. Each path is measured while
+//! it runs ([`super::meter`]), and the report says where it fell behind its target.
+//!
+//! These are the defaults: a user shapes the run ([`shape`]) with populations of their own (an
+//! API fleet's, with or without cross traffic) and their own response mix.
 
 pub mod plot;
 pub mod report;
+pub mod shape;
 
 use super::exchange::{Arrivals, Exchange, ExchangeConfig};
+use super::meter::Meter;
+use super::path_check::{Measured, PathCheck};
 use super::{Lab, LabConfig, LabError, PACKET_BYTES};
 use bbrtop_core::geo::{Db, Geo, Kind};
 use bbrtop_core::model::{Cookie, SocketRecord};
@@ -33,7 +40,8 @@ use bbrtop_core::rule::RuleConfig;
 use bbrtop_core::seam::{Aborted, DumpSink, Feed, Now, Update, Walk, WalkFailed};
 use bbrtop_core::snapshot::loghist::LogHist;
 use bbrtop_core::wire::Dump;
-use report::{Collected, Report};
+use report::{Collected, PopulationRun, Report};
+use shape::Shape;
 use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -53,10 +61,14 @@ pub struct Population {
     pub loss: f64,
     pub rate_bit_per_sec: u64,
     pub queue_bytes: u32,
-    /// Bulk downloads each box sends it beside the responses.
-    pub downloads: usize,
+    /// Whether each box also sends it one bulk download beside the responses, as an edge box
+    /// serves files beside its API.
+    pub cross_traffic: bool,
+    /// Its AS, as the report labels it; None: what the populations' database says of its block.
+    pub asn: Option<u32>,
 }
 
+/// The guide's populations, the default.
 pub const POPULATIONS: [Population; 3] = [
     Population {
         name: "mobile",
@@ -65,7 +77,8 @@ pub const POPULATIONS: [Population; 3] = [
         loss: 0.005,
         rate_bit_per_sec: 20_000_000,
         queue_bytes: 250_000,
-        downloads: 0,
+        cross_traffic: false,
+        asn: None,
     },
     Population {
         name: "distant",
@@ -74,7 +87,8 @@ pub const POPULATIONS: [Population; 3] = [
         loss: 0.0,
         rate_bit_per_sec: 20_000_000,
         queue_bytes: 3_000_000,
-        downloads: 1,
+        cross_traffic: true,
+        asn: None,
     },
     Population {
         name: "local",
@@ -83,26 +97,14 @@ pub const POPULATIONS: [Population; 3] = [
         loss: 0.0,
         rate_bit_per_sec: 100_000_000,
         queue_bytes: 1_000 * PACKET_BYTES,
-        downloads: 0,
+        cross_traffic: false,
+        asn: None,
     },
 ];
 
 /// A server box: its name and congestion control.
 pub const BOXES: [(&str, &str); 4] =
     [("edge-1", "bbr"), ("edge-2", "cubic"), ("edge-3", "cubic"), ("edge-4", "cubic")];
-
-/// The guide's response sizes, asked in turn: 44 of 8 kB, 5 of 50 kB and one of 200 kB in
-/// every 50, so 16 kB on average and 200 kB at p99.
-pub const MIX: [u64; 50] = {
-    let mut m = [8_000; 50];
-    let mut i = 44;
-    while i < 49 {
-        m[i] = 50_000;
-        i += 1;
-    }
-    m[49] = 200_000;
-    m
-};
 
 /// How a run goes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -159,10 +161,11 @@ fn lab_for(p: &Population) -> Result<Lab, LabError> {
 struct Responses<'a> {
     /// Each sender namespace's inode, with its (box, population).
     paths: &'a [(u32, usize, usize)],
-    hists: &'a mut [[LogHist; 3]; 4],
+    /// Per box, per population.
+    hists: &'a mut [Vec<LogHist>],
     geo: &'a Geo,
     /// AS label by population, as the database says of the responses' peers.
-    labels: &'a mut [Option<String>; 3],
+    labels: &'a mut [Option<String>],
     counting: bool,
 }
 
@@ -189,11 +192,21 @@ impl Feed for Responses<'_> {
     }
 }
 
-/// Runs the rollout: builds the twelve paths, starts the traffic, times the responses with the
-/// eBPF programs for `cfg.duration`, and reports. `stop` ends it early (the report covers what
-/// ran); `progress` sees the seconds run at each poll.
+/// One (box, population) lab as it runs (the meter first: fields drop in order).
+struct Path {
+    meter: Option<Meter>,
+    b: usize,
+    p: usize,
+    lab: Lab,
+}
+
+/// Runs the rollout: builds a path per box and population, starts the traffic, times the
+/// responses with the eBPF programs for `cfg.duration` while each path is measured, and
+/// reports. `stop` ends it early (the report covers what ran); `progress` sees the seconds run
+/// at each poll.
 pub fn run(
     cfg: RolloutConfig,
+    shape: &Shape,
     stop: &AtomicBool,
     mut progress: impl FnMut(Duration),
 ) -> Result<Report, LabError> {
@@ -202,43 +215,47 @@ pub fn run(
         let why = loading.status.reason.map_or_else(|| "no program attached".into(), |r| r.detail);
         return Err(LabError::Unsupported(format!("lab rollout times responses with eBPF: {why}")));
     }
+    let pops = &shape.populations;
     let mut sources = loading.sources;
     let mut labs = Vec::new();
-    let mut paths = Vec::new();
-    for (b, _) in BOXES.iter().enumerate() {
-        for (p, pop) in POPULATIONS.iter().enumerate() {
+    let mut inodes = Vec::new();
+    for (b, (_, cc)) in BOXES.iter().enumerate() {
+        for (p, pop) in pops.iter().enumerate() {
             let mut lab = lab_for(pop)?;
-            let ino = std::fs::metadata(lab.sender_netns())?.ino() as u32;
-            for _ in 0..pop.downloads {
-                lab.start_flow(BOXES[b].1)?;
+            inodes.push((std::fs::metadata(lab.sender_netns())?.ino() as u32, b, p));
+            if pop.cross_traffic {
+                lab.start_flow(cc)?;
             }
-            paths.push((ino, b, p));
-            labs.push((b, lab));
+            labs.push(Path { b, p, lab, meter: None });
         }
     }
+    // The exchange's config is Copy and shared with the tests, so its mix is a static slice:
+    // this run's, leaked once (a few hundred bytes at most).
+    let mix: &'static [u64] = Box::leak(shape.mix.cycle().into_boxed_slice());
     let exchange = ExchangeConfig {
-        mix: &MIX,
+        mix,
         interval: cfg.interval,
         arrivals: Arrivals::Random,
         think: Duration::ZERO,
         ..ExchangeConfig::default()
     };
     let mut exchanges: Vec<(usize, usize, Exchange)> = Vec::new();
-    for (i, (b, lab)) in labs.iter().enumerate() {
+    for path in &mut labs {
         for _ in 0..cfg.clients {
-            exchanges.push((*b, i % POPULATIONS.len(), lab.start_exchange(BOXES[*b].1, exchange)?));
+            exchanges.push((path.b, path.p, path.lab.start_exchange(BOXES[path.b].1, exchange)?));
         }
+        path.meter = Some(Meter::start(&path.lab)?);
     }
     let geo = geo();
-    let mut hists: [[LogHist; 3]; 4] = Default::default();
-    let mut labels: [Option<String>; 3] = Default::default();
+    let mut hists: Vec<Vec<LogHist>> = vec![vec![LogHist::default(); pops.len()]; BOXES.len()];
+    let mut labels: Vec<Option<String>> = vec![None; pops.len()];
     let started = Instant::now();
     let mut ran = Duration::ZERO;
     while ran < cfg.duration && !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(250));
         ran = started.elapsed();
         let mut feed = Responses {
-            paths: &paths,
+            paths: &inodes,
             hists: &mut hists,
             geo: &geo,
             labels: &mut labels,
@@ -249,7 +266,8 @@ pub fn run(
         }
         progress(ran);
     }
-    let mut client: [[Vec<Duration>; 3]; 4] = Default::default();
+    labs.iter().filter_map(|l| l.meter.as_ref()).for_each(Meter::stop);
+    let mut client: Vec<Vec<Vec<Duration>>> = vec![vec![Vec::new(); pops.len()]; BOXES.len()];
     for (b, p, ex) in &exchanges {
         // The client's own timings after the warm-up (as many as it holds on average), for the
         // check beside the kernel's.
@@ -258,8 +276,27 @@ pub fn run(
         client[*b][*p].extend(times.into_iter().skip(skip));
     }
     drop(exchanges);
-    let path = labs.iter().map(|(_, l)| l.path_description()).take(POPULATIONS.len()).collect();
+    let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); pops.len()];
+    for path in &mut labs {
+        if let Some(m) = path.meter.take() {
+            measured[path.p].push(m.finish(&path.lab));
+        }
+    }
+    let populations = pops
+        .iter()
+        .enumerate()
+        .map(|(p, pop)| {
+            let lab = &labs[p].lab;
+            let label = pop.asn.map(|n| format!("AS{n}")).or_else(|| labels[p].take());
+            PopulationRun {
+                population: *pop,
+                label,
+                path: lab.path_description(),
+                check: PathCheck::of(lab.target(), &measured[p]),
+            }
+        })
+        .collect();
     drop(labs);
     let interrupted = (ran < cfg.duration).then_some(ran.as_secs_f64());
-    Ok(report::build(Collected { cfg, hists, client, labels, paths: path, interrupted }))
+    Ok(report::build(Collected { cfg, mix: shape.mix.clone(), populations, hists, client, interrupted }))
 }

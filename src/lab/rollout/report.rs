@@ -1,8 +1,11 @@
-//! The rollout's report: the guide's table (p50/p95/p99 response time per box) and, per AS,
-//! the BBR box against the CUBIC boxes with an interval of each difference and a verdict in the
-//! words `bbrtop compare` uses. Pure.
+//! The rollout's report: the guide's table (p50/p95/p99 response time per box, on the kernel's
+//! clock and the clients'), per AS the BBR box against the CUBIC boxes with an interval of each
+//! difference and a verdict in the words `bbrtop compare` uses, and per population its path,
+//! its cross traffic and how the path kept to its target while it ran. Pure.
 
-use super::{BOXES, POPULATIONS, RolloutConfig};
+use super::shape::{Mix, bytes};
+use super::{BOXES, Population, RolloutConfig};
+use crate::lab::path_check::PathCheck;
 use bbrtop_core::snapshot::loghist::LogHist;
 use bbrtop_core::snapshot::responses::{QuantileDiff, quantile_diff};
 use bbrtop_core::stats::Verdict;
@@ -10,17 +13,24 @@ use serde::Serialize;
 use std::fmt::Write;
 use std::time::Duration;
 
+/// One population as it ran: its AS label, its path described and measured.
+pub struct PopulationRun {
+    pub population: Population,
+    /// Its `asn`, else what the database said of its peers.
+    pub label: Option<String>,
+    pub path: String,
+    pub check: PathCheck,
+}
+
 /// What a run gathered.
 pub struct Collected {
     pub cfg: RolloutConfig,
+    pub mix: Mix,
+    pub populations: Vec<PopulationRun>,
     /// The kernel's response times per box and population.
-    pub hists: [[LogHist; 3]; 4],
+    pub hists: Vec<Vec<LogHist>>,
     /// The clients' own timings, the same way.
-    pub client: [[Vec<Duration>; 3]; 4],
-    /// Each population's AS label, as the database says of its peers.
-    pub labels: [Option<String>; 3],
-    /// Each population's path, described.
-    pub paths: Vec<String>,
+    pub client: Vec<Vec<Vec<Duration>>>,
     pub interrupted: Option<f64>,
 }
 
@@ -77,11 +87,23 @@ pub struct AsRow {
     pub verdict: Verdict,
 }
 
+/// One population's path: as configured, its cross traffic, and as it ran.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PathRow {
     pub population: String,
     pub asn: String,
     pub path: String,
+    /// Bulk downloads each box sent this population beside the responses (0: none).
+    pub cross_traffic_downloads: u32,
+    /// The path measured while the run used it (the population's four labs pooled).
+    pub path_check: PathCheck,
+}
+
+/// A response size and its share of the requests.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SizeShare {
+    pub bytes: u64,
+    pub percent: f64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -90,7 +112,12 @@ pub struct Report {
     pub connections_per_path: usize,
     pub interval_ms: f64,
     pub warmup_seconds: f64,
+    /// The response mix asked for, and its average.
+    pub sizes: Vec<SizeShare>,
+    pub mean_response_bytes: f64,
     pub paths: Vec<PathRow>,
+    /// True when any population's path fell behind its target (each says how in `paths`).
+    pub path_fell_behind: bool,
     pub boxes: Vec<BoxRow>,
     pub by_as: Vec<AsRow>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -125,6 +152,7 @@ fn verdict(p50: &QuantileDiff, p95: &QuantileDiff) -> Verdict {
 }
 
 pub fn build(c: Collected) -> Report {
+    let pops = &c.populations;
     let boxes = BOXES
         .iter()
         .enumerate()
@@ -133,32 +161,33 @@ pub fn build(c: Collected) -> Report {
             cc: cc.to_string(),
             kernel: Quantiles::of(&merged(&c.hists[b])),
             client: Quantiles::of(&of_times(c.client[b].iter().flatten())),
-            populations: POPULATIONS
+            populations: pops
                 .iter()
                 .enumerate()
-                .map(|(p, pop)| Clocks {
-                    population: pop.name.to_string(),
+                .map(|(p, run)| Clocks {
+                    population: run.population.name.to_string(),
                     kernel: Quantiles::of(&c.hists[b][p]),
                     client: Quantiles::of(&of_times(&c.client[b][p])),
                 })
                 .collect(),
         })
         .collect();
-    let label = |p: usize| c.labels[p].clone().unwrap_or_else(|| "unknown".into());
+    let label = |p: usize| pops[p].label.clone().unwrap_or_else(|| "unknown".into());
     let mut hists = Vec::new();
-    let by_as = POPULATIONS
+    let by_as = pops
         .iter()
         .enumerate()
-        .map(|(p, pop)| {
+        .map(|(p, run)| {
+            let name = run.population.name.to_string();
             let (bbr, cubic): (Vec<usize>, Vec<usize>) = (0..BOXES.len()).partition(|b| BOXES[*b].1 == "bbr");
             let (hb, hc) =
                 (merged(bbr.iter().map(|b| &c.hists[*b][p])), merged(cubic.iter().map(|b| &c.hists[*b][p])));
-            hists.push((pop.name.to_string(), hb.clone(), hc.clone()));
+            hists.push((name.clone(), hb.clone(), hc.clone()));
             // A = the CUBIC boxes, B = the BBR box: B - A < 0 is BBR faster.
             let (p50, p95, p99) =
                 (quantile_diff(&hc, &hb, 0.5), quantile_diff(&hc, &hb, 0.95), quantile_diff(&hc, &hb, 0.99));
             AsRow {
-                population: pop.name.to_string(),
+                population: name,
                 asn: label(p),
                 bbr: Quantiles::of(&hb),
                 cubic: Quantiles::of(&hc),
@@ -169,13 +198,15 @@ pub fn build(c: Collected) -> Report {
             }
         })
         .collect();
-    let paths = POPULATIONS
+    let paths: Vec<PathRow> = pops
         .iter()
         .enumerate()
-        .map(|(p, pop)| PathRow {
-            population: pop.name.to_string(),
+        .map(|(p, run)| PathRow {
+            population: run.population.name.to_string(),
             asn: label(p),
-            path: c.paths.get(p).cloned().unwrap_or_default(),
+            path: run.path.clone(),
+            cross_traffic_downloads: u32::from(run.population.cross_traffic),
+            path_check: run.check.clone(),
         })
         .collect();
     Report {
@@ -183,6 +214,14 @@ pub fn build(c: Collected) -> Report {
         connections_per_path: c.cfg.clients,
         interval_ms: c.cfg.interval.as_secs_f64() * 1000.0,
         warmup_seconds: c.cfg.warmup.as_secs_f64(),
+        sizes: c
+            .mix
+            .shares
+            .iter()
+            .map(|(b, p)| SizeShare { bytes: *b, percent: f64::from(*p) / 10.0 })
+            .collect(),
+        mean_response_bytes: c.mix.mean_bytes(),
+        path_fell_behind: paths.iter().any(|p| p.path_check.fell_behind),
         paths,
         boxes,
         by_as,
@@ -215,6 +254,18 @@ fn words(v: Verdict) -> &'static str {
     }
 }
 
+/// p50, p95 and p99 in three columns of `w`.
+fn three(q: &Quantiles, w: usize) -> String {
+    format!("{:>w$} {:>w$} {:>w$}", ms(q.p50_ms), ms(q.p95_ms), ms(q.p99_ms))
+}
+
+fn cross_traffic(downloads: u32) -> String {
+    match downloads {
+        0 => "cross traffic: none".into(),
+        n => format!("cross traffic: {n} bulk download per box, in the box's congestion control"),
+    }
+}
+
 impl Report {
     pub fn render(&self) -> String {
         let mut s = String::new();
@@ -230,42 +281,66 @@ impl Report {
             self.interval_ms,
             self.warmup_seconds,
         );
+        let sizes: Vec<String> =
+            self.sizes.iter().map(|z| format!("{}% {}", z.percent, bytes(z.bytes as f64))).collect();
+        let _ =
+            writeln!(s, "Responses: {} ({} on average)", sizes.join(", "), bytes(self.mean_response_bytes));
         for p in &self.paths {
-            let _ = writeln!(s, "  {} ({}): {}", p.population, p.asn, p.path);
+            if let Some(w) = p.path_check.warning(&p.population) {
+                let _ = writeln!(s, "{w}");
+            }
         }
-        let _ = writeln!(
-            s,
-            "\nResponse time per box, every population (timed in the kernel; the clients' own p50/p95 after)"
-        );
-        let _ = writeln!(
-            s,
-            "  {:<16} {:>10} {:>10} {:>10} {:>10}   {:>10} {:>10}",
-            "", "p50", "p95", "p99", "responses", "client p50", "p95"
-        );
-        for b in &self.boxes {
-            let k = &b.kernel;
+        for p in &self.paths {
             let _ = writeln!(
                 s,
-                "  {:<16} {:>10} {:>10} {:>10} {:>10}   {:>10} {:>10}",
+                "  {} ({}): {}; {}",
+                p.population,
+                p.asn,
+                p.path,
+                cross_traffic(p.cross_traffic_downloads)
+            );
+            let _ = writeln!(s, "    as it ran: {}", p.path_check.summary());
+        }
+        let _ = writeln!(
+            s,
+            "\nResponse time per box, every population: p50, p95, p99 (the kernel's, then the clients' own)"
+        );
+        let _ = writeln!(
+            s,
+            "  {:<16} {:>10} {:>10} {:>10} {:>10}   {:>10} {:>10} {:>10}",
+            "", "p50", "p95", "p99", "responses", "client p50", "p95", "p99"
+        );
+        for b in &self.boxes {
+            let _ = writeln!(
+                s,
+                "  {:<16} {} {:>10}   {}",
                 format!("{} ({})", b.name, b.cc),
-                ms(k.p50_ms),
-                ms(k.p95_ms),
-                ms(k.p99_ms),
-                k.responses,
-                ms(b.client.p50_ms),
-                ms(b.client.p95_ms)
+                three(&b.kernel, 10),
+                b.kernel.responses,
+                three(&b.client, 10)
             );
         }
-        let _ = writeln!(s, "\nThe two clocks per population, p50: the kernel's / the clients' own");
-        let head: String = POPULATIONS.iter().map(|p| format!(" {:>21}", p.name)).collect();
-        let _ = writeln!(s, "  {:<16}{head}", "");
+        let _ = writeln!(
+            s,
+            "\nThe two clocks per box and population: p50, p95, p99, the kernel's and the clients' own"
+        );
+        let w = self.paths.iter().map(|p| p.population.len()).max().unwrap_or(0).max(10);
+        let _ = writeln!(
+            s,
+            "  {:<16} {:<w$} {:>10} {:>10} {:>10}   {:>10} {:>10} {:>10}",
+            "", "", "kernel p50", "p95", "p99", "client p50", "p95", "p99"
+        );
         for b in &self.boxes {
-            let cells: String = b
-                .populations
-                .iter()
-                .map(|c| format!(" {:>21}", format!("{} / {}", ms(c.kernel.p50_ms), ms(c.client.p50_ms))))
-                .collect();
-            let _ = writeln!(s, "  {:<16}{cells}", format!("{} ({})", b.name, b.cc));
+            for c in &b.populations {
+                let _ = writeln!(
+                    s,
+                    "  {:<16} {:<w$} {}   {}",
+                    format!("{} ({})", b.name, b.cc),
+                    c.population,
+                    three(&c.kernel, 10),
+                    three(&c.client, 10)
+                );
+            }
         }
         let _ = writeln!(
             s,
@@ -301,22 +376,43 @@ mod tests {
         h
     }
 
-    /// BBR faster for mobile, no different for local: the verdicts and the guide's table.
+    fn check(fell_behind: bool) -> PathCheck {
+        let late = Duration::from_micros(if fell_behind { 9_000 } else { 100 });
+        crate::lab::path_check::example(Duration::from_millis(35), late, 20_000_000)
+    }
+
+    fn run(population: Population, label: Option<&str>, fell_behind: bool) -> PopulationRun {
+        PopulationRun {
+            population,
+            label: label.map(str::to_string),
+            path: format!("{} path", population.name),
+            check: check(fell_behind),
+        }
+    }
+
+    /// BBR faster for mobile, no different for local: the verdicts and the guide's table, every
+    /// clock's p50, p95 and p99, each population's cross traffic, and the path that fell behind.
     #[test]
     fn the_report_says_who_got_the_win() {
-        let mut hists: [[LogHist; 3]; 4] = Default::default();
+        use super::super::POPULATIONS;
+        let mut hists = vec![Vec::new(); 4];
         for (b, h) in hists.iter_mut().enumerate() {
             let bbr = b == 0;
-            *h = [hist(if bbr { 60.0 } else { 90.0 }, 800), hist(160.0, 800), hist(2.0, 800)];
+            *h = vec![hist(if bbr { 60.0 } else { 90.0 }, 800), hist(160.0, 800), hist(2.0, 800)];
         }
-        let client: [[Vec<Duration>; 3]; 4] = Default::default();
-        let labels = [Some("AS64501".to_string()), Some("AS64502".to_string()), None];
+        let mut client = vec![vec![Vec::new(); 3]; 4];
+        client[0][0] = (1..=100).map(Duration::from_millis).collect();
+        let [mobile, distant, local] = POPULATIONS;
         let r = build(Collected {
             cfg: super::super::RolloutConfig::quick(),
+            mix: Mix::guide(),
+            populations: vec![
+                run(mobile, Some("AS64501"), false),
+                run(distant, Some("AS64502"), true),
+                run(local, None, false),
+            ],
             hists,
             client,
-            labels,
-            paths: vec!["a".into(), "b".into(), "c".into()],
             interrupted: None,
         });
         let v: Vec<(&str, Verdict)> = r.by_as.iter().map(|a| (a.asn.as_str(), a.verdict)).collect();
@@ -336,8 +432,29 @@ mod tests {
             text.contains("AS64501 mobile: better on BBR (800 responses on BBR, 2400 on CUBIC)"),
             "{text}"
         );
-        assert!(text.contains("edge-1 (bbr)"), "{text}");
+        assert!(text.contains("Responses: 88% 8 kB, 10% 50 kB, 2% 200 kB (16 kB on average)"), "{text}");
+        assert!(text.contains("  mobile (AS64501): mobile path; cross traffic: none"), "{text}");
+        assert!(
+            text.contains("  distant (AS64502): distant path; cross traffic: 1 bulk download per box"),
+            "{text}"
+        );
+        // The kernel's p50, p95 and p99, then the clients' of 1..=100 ms (within the buckets'
+        // 4.4%), per population.
+        let row = text.lines().find(|l| l.contains("edge-1 (bbr)") && l.contains("mobile")).unwrap();
+        let cells: Vec<f64> = row.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+        assert_eq!(cells.len(), 6, "{row}");
+        for (got, want) in cells[3..].iter().zip([50.0, 95.0, 99.0]) {
+            assert!((got - want).abs() <= 0.05 * want, "{row}");
+        }
+        let warnings: Vec<&str> = text.lines().filter(|l| l.starts_with("WARNING")).collect();
+        assert_eq!(warnings.len(), 1, "{text}");
+        assert!(warnings[0].starts_with("WARNING: distant's emulated path fell behind its target"), "{text}");
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["by_as"][0]["verdict"], "better");
+        assert_eq!(json["path_fell_behind"], true);
+        assert_eq!(json["paths"][1]["cross_traffic_downloads"], 1);
+        assert_eq!(json["paths"][1]["path_check"]["fell_behind"], true);
+        assert_eq!(json["paths"][0]["path_check"]["fell_behind"], false);
+        assert_eq!(json["sizes"][2], serde_json::json!({"bytes": 200000, "percent": 2.0}));
     }
 }
