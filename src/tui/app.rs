@@ -279,7 +279,7 @@ impl App {
 
     /// What the table's rows are sorted and filtered by.
     pub fn order(&self) -> Order<'_> {
-        Order { sort: self.sort, descending: self.descending, filter: &self.filter }
+        Order { sort: self.sort, descending: self.descending, filter: &self.filter, owners: None }
     }
 
     /// Whether a filter is in force: the views then show what it matches.

@@ -217,7 +217,10 @@ fn draw(
 ) -> anyhow::Result<usize> {
     let snap = app.shown(latest);
     let owners = v.procs.owners();
-    table.update(app.order(), &snap);
+    let by_process = rows::says(&app.filter, |w| matches!(w, bbrtop_core::filter::Word::Process(_)));
+    v.procs.want_all(by_process);
+    let scanned = v.procs.scans_here().then_some(&owners);
+    table.update(rows::Order { owners: scanned, ..app.order() }, &snap);
     app.follow(table);
     // The process scan looks for the owners of what is on screen: the rows within a screen's
     // height of the selection (the table shows a part of these).

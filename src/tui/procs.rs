@@ -1,14 +1,21 @@
 //! Which process owns a socket: a /proc/*/fd scan by socket inode, on a thread of its own, so the
-//! render path only reads a cached map. "-" where we may not look.
+//! render path only reads a cached map. "-" where we may not look. The filter's `process` word
+//! reads the same map ([`Held`]).
 //!
 //! A scan reads every socket descriptor of every process, which at 100k sockets costs more than
 //! everything else the TUI does (a second of CPU), and only the rows on screen show an owner; so
 //! it runs when a socket on screen has an owner no scan has looked for (at most every few
 //! seconds: a socket that came, a row scrolled into view), and otherwise once a minute, for the
 //! owners that change under a socket that stays (a descriptor passed on, a parent that exits
-//! after a fork). Sockets coming and going off screen cost nothing here.
+//! after a fork). Sockets coming and going off screen cost nothing here, unless the filter says
+//! `process`: it is then true or false of every socket, and the scan runs every few seconds.
 
+use bbrtop_core::columns::Column;
+use bbrtop_core::filter::{Place, Process, Subject};
+use bbrtop_core::model::TcpState;
+use bbrtop_core::snapshot::SocketView;
 use std::collections::{HashMap, HashSet};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -53,6 +60,42 @@ fn due(since: Duration, missing: bool, every: Duration) -> bool {
     since >= REFRESH || (missing && since >= every)
 }
 
+/// A socket as the filter sees it in the TUI: with who holds it, from the latest scan, so that
+/// `process` is true or false of it. A socket no process we may read holds (or with no inode,
+/// in TIME-WAIT) is held by none asked for; before any scan, by whom is unknown.
+pub struct Held<'a> {
+    view: &'a SocketView,
+    owners: Option<&'a Arc<Owners>>,
+}
+
+impl<'a> Held<'a> {
+    pub fn new(view: &'a SocketView, owners: Option<&'a Arc<Owners>>) -> Held<'a> {
+        Held { view, owners }
+    }
+}
+
+impl Subject for Held<'_> {
+    fn ends(&self) -> (&str, SocketAddr, SocketAddr) {
+        self.view.ends()
+    }
+    fn state(&self) -> Option<TcpState> {
+        self.view.state()
+    }
+    fn place(&self, p: &Place) -> Option<bool> {
+        self.view.place(p)
+    }
+    fn sending(&self) -> Option<bool> {
+        self.view.sending()
+    }
+    fn value(&self, c: &Column) -> Option<f64> {
+        self.view.value(c)
+    }
+    fn process(&self, p: &Process) -> Option<bool> {
+        let owners = self.owners?;
+        Some(owners.get(&self.view.record.inode).is_some_and(|(pid, comm)| p.is(*pid, comm)))
+    }
+}
+
 /// The sockets on screen, as the scanner sees them.
 #[derive(Default)]
 struct Wanted {
@@ -63,6 +106,8 @@ struct Wanted {
     searched: HashSet<u32>,
     /// A socket on screen that no scan has looked for.
     missing: bool,
+    /// The filter asks who holds every socket (`process`): scan every `every`.
+    all: bool,
 }
 
 /// Whether one of the inodes `shown` was neither found nor looked for (0: no inode, as in
@@ -96,7 +141,11 @@ impl ProcTable {
             .spawn(move || {
                 let mut last: Option<Instant> = None;
                 while !s.load(Ordering::Relaxed) {
-                    if last.is_none_or(|t| due(t.elapsed(), locked(&w).missing, every)) {
+                    let want = {
+                        let w = locked(&w);
+                        w.missing || w.all
+                    };
+                    if last.is_none_or(|t| due(t.elapsed(), want, every)) {
                         // What is on screen now is what this scan looks for; a socket that comes
                         // on screen during it asks for the next.
                         {
@@ -127,11 +176,22 @@ impl ProcTable {
         w.shown = inodes;
     }
 
+    /// Whether the filter asks who holds every socket (it says `process`): scans then come every
+    /// few seconds, not only for the sockets on screen.
+    pub fn want_all(&self, all: bool) {
+        locked(&self.wanted).all = all;
+    }
+
     /// No scan: the sockets shown are not this host's now (another host's, a recording's).
     pub fn none() -> ProcTable {
         let latest = Arc::new(Mutex::new(Arc::new(Owners::new())));
         let (stop, wanted) = (Arc::new(AtomicBool::new(true)), Arc::new(Mutex::new(Wanted::default())));
         ProcTable { latest, stop, wanted, thread: None }
+    }
+
+    /// Whether it scans at all (it reads this host's /proc for this host's sockets).
+    pub fn scans_here(&self) -> bool {
+        self.thread.is_some()
     }
 
     pub fn owners(&self) -> Arc<Owners> {

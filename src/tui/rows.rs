@@ -21,6 +21,7 @@
 //! with the socket.
 
 use super::key::Key;
+use super::procs::{Held, Owners};
 use super::ranked::Ranked;
 use bbrtop_core::columns::Column;
 use bbrtop_core::filter::{Expr, Word};
@@ -29,6 +30,7 @@ use bbrtop_core::rule::RuleConfig;
 use bbrtop_core::snapshot::sockets::{Change, Sockets};
 use bbrtop_core::snapshot::{Entry, Snapshot, SocketView, ViewAt};
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 /// The rows of the socket table, and what they were worked out from.
 #[derive(Clone, Default)]
@@ -45,12 +47,14 @@ pub struct Rows {
     recheck: Vec<Cookie>,
 }
 
-/// What the rows are sorted and filtered by: the app's choice.
+/// What the rows are sorted and filtered by: the app's choice, and who holds each socket (the
+/// latest /proc scan's, for `process`).
 #[derive(Clone, Copy, Debug)]
 pub struct Order<'a> {
     pub sort: &'static Column,
     pub descending: bool,
     pub filter: &'a Expr,
+    pub owners: Option<&'a Arc<Owners>>,
 }
 
 /// What the order and the filter's verdicts are made of: when any of it changes, every row is
@@ -61,6 +65,9 @@ struct Basis {
     filter: Expr,
     rule: RuleConfig,
     history: usize,
+    /// The scan the owners come from, while the filter says `process` (a new scan can turn any
+    /// socket's verdict); else 0.
+    owners: usize,
 }
 
 impl Rows {
@@ -74,10 +81,19 @@ impl Rows {
     /// Brings the rows to `snap`, in `order`.
     pub fn update(&mut self, order: Order, snap: &Snapshot) {
         let at = *snap.sockets.at();
-        let basis =
-            Basis { sort: order.sort.key, filter: order.filter.clone(), rule: at.rule, history: at.history };
+        let owners = match order.owners {
+            Some(o) if says(order.filter, |w| matches!(w, Word::Process(_))) => Arc::as_ptr(o) as usize,
+            _ => 0,
+        };
+        let basis = Basis {
+            sort: order.sort.key,
+            filter: order.filter.clone(),
+            rule: at.rule,
+            history: at.history,
+            owners,
+        };
         self.descending = order.descending;
-        let sending = says_sending(order.filter);
+        let sending = says(order.filter, |w| matches!(w, Word::Sending));
         // A poll before the one the rows are of (a replay's seek back) is worked out whole: the
         // sockets to check again for `sending` were noted going forward.
         let back = at.poll < self.sockets.at().poll;
@@ -104,14 +120,14 @@ impl Rows {
     /// Works out every row of `sockets`.
     fn rebuild(&mut self, order: Order, sockets: &Sockets) {
         let at = *sockets.at();
-        let sending = says_sending(order.filter);
+        let sending = says(order.filter, |w| matches!(w, Word::Sending));
         let (mut keyed, mut recheck) = (Vec::new(), Vec::new());
         for e in sockets.entries() {
             let v = view_of(e, &at);
             if first_poll(&v, &at, sending) {
                 recheck.push(e.cookie);
             }
-            if order.filter.matches(&v) {
+            if order.filter.matches(&Held::new(&v, order.owners)) {
                 keyed.push((Key::of(order.sort, &v), e.cookie));
             }
         }
@@ -130,7 +146,7 @@ impl Rows {
         if first_poll(&v, at, sending) {
             self.recheck.push(e.cookie);
         }
-        if order.filter.matches(&v) {
+        if order.filter.matches(&Held::new(&v, order.owners)) {
             let k = Key::of(order.sort, &v);
             self.ranked.insert((k.clone(), e.cookie));
             self.keys.insert(e.cookie, k);
@@ -207,12 +223,12 @@ impl Rows {
     }
 }
 
-/// Whether `sending` is among the filter's words.
-fn says_sending(e: &Expr) -> bool {
+/// Whether a word `is` among the filter's.
+pub fn says(e: &Expr, is: fn(&Word) -> bool) -> bool {
     match e {
-        Expr::And(v) | Expr::Or(v) => v.iter().any(says_sending),
-        Expr::Not(e) => says_sending(e),
-        Expr::Word(w) => matches!(w, Word::Sending),
+        Expr::And(v) | Expr::Or(v) => v.iter().any(|e| says(e, is)),
+        Expr::Not(e) => says(e, is),
+        Expr::Word(w) => is(w),
     }
 }
 

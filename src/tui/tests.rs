@@ -5,7 +5,7 @@ use super::Source;
 use super::app::{Action, App, COLUMNS, View};
 use super::procs::Owners;
 use super::render::{self, Screen};
-use super::rows::Rows;
+use super::rows::{Order, Rows};
 use crate::replay::Status;
 use bbrtop_core::columns;
 use bbrtop_core::filter::Expr;
@@ -539,6 +539,33 @@ fn sorting_and_filtering_rows() {
         })),
         vec![40001, 40002, 40003]
     );
+}
+
+/// `process PID|NAME` keeps the rows of the sockets the latest /proc scan found that process
+/// holding; before any scan, by whom a socket is held is unknown and no row matches either way.
+/// A new scan works the rows out again, though no socket changed.
+#[test]
+fn the_process_word_filters_by_the_scans_owners() {
+    let snap = fixture();
+    let scan = |o: &[(u32, u32, &str)]| -> Arc<Owners> {
+        Arc::new(o.iter().map(|&(inode, pid, c)| (inode, (pid, c.to_string()))).collect())
+    };
+    let first = scan(&[(1001, 4242, "nginx"), (1002, 777, "envoy")]);
+    let ports = |rows: &Rows| rows.views().iter().map(|s| s.record.local.port()).collect::<Vec<_>>();
+    let by = |f: &str, owners: Option<&Arc<Owners>>| {
+        let app = app_with(|a| a.filter = Expr::parse(f).unwrap());
+        ports(&Rows::of(Order { owners, ..app.order() }, &snap))
+    };
+    assert_eq!(by("process nginx", Some(&first)), vec![40001]);
+    assert_eq!(by("process ngi", Some(&first)), vec![40001], "a part of the command");
+    assert_eq!(by("process = 777", Some(&first)), vec![40002]);
+    assert_eq!(by("not process nginx", Some(&first)), vec![40002, 40003], "held by none asked for");
+    assert_eq!((by("process nginx", None), by("not process nginx", None)), (vec![], vec![]));
+    let app = app_with(|a| a.filter = Expr::parse("process envoy").unwrap());
+    let mut rows = Rows::of(Order { owners: Some(&first), ..app.order() }, &snap);
+    let moved = scan(&[(1003, 777, "envoy")]);
+    rows.update(Order { owners: Some(&moved), ..app.order() }, &snap);
+    assert_eq!(ports(&rows), vec![40003], "the descriptor passed on");
 }
 
 #[test]

@@ -9,11 +9,12 @@ pub const STATE: &str = "STATE (established, syn-sent, listen, ...)";
 pub const NETNS: &str = "NAME|INODE";
 pub const POD: &str = "NAMESPACE/NAME|UID (a part will do)";
 pub const CGROUP: &str = "PART (of the cgroup's path)";
+pub const PROCESS: &str = "PID|NAME (a part of the command will do)";
 
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FilterError {
     #[error(
-        "unknown word {0:?} (expected cc NAME, port N, sport/dport N, src/dst ADDR, state S, netns, pod, cgroup, lo, sending, an address, or a value such as srtt > 100ms)"
+        "unknown word {0:?} (expected cc NAME, port N, sport/dport N, src/dst ADDR, state S, netns, pod, cgroup, process, lo, sending, an address, or a value such as srtt > 100ms)"
     )]
     Unknown(String),
     /// A word that means something only after a keyword: a state, a port number.
@@ -59,4 +60,9 @@ pub enum FilterError {
         "{0:?} changes from poll to poll, and --filter decides which sockets are tracked at all (one that left would lose its history and counters): use it in the TUI's / filter"
     )]
     PerPoll(String),
+    /// In `--filter`, a word only the TUI knows the truth of.
+    #[error(
+        "{0:?} is known only to the TUI, which reads /proc for the process holding each socket it shows: use it in the TUI's / filter"
+    )]
+    TuiOnly(String),
 }

@@ -5,7 +5,7 @@
 //! is true), and what is still unknown at the top does not match: `srtt > 100ms` and
 //! `not srtt > 100ms` both leave out a socket with no srtt.
 
-use super::expr::{End, Expr, Word};
+use super::expr::{End, Expr, Process, Word};
 use super::place::Place;
 use crate::columns::{Column, Value};
 use crate::model::{ClosedFlow, Count, SocketRecord, TcpState, is_loopback_peer};
@@ -20,6 +20,12 @@ pub trait Subject {
     fn place(&self, p: &Place) -> Option<bool>;
     /// Sent data in the last interval.
     fn sending(&self) -> Option<bool>;
+    /// Whether process `p` holds it: unknown unless the caller read who holds what (the TUI's
+    /// /proc scan).
+    fn process(&self, p: &Process) -> Option<bool> {
+        let _ = p;
+        None
+    }
     /// Column `c`'s value, in the column's unit.
     fn value(&self, c: &Column) -> Option<f64>;
 }
@@ -70,6 +76,7 @@ impl Word {
             Word::Place(p) => s.place(p),
             Word::Loopback => Some(is_loopback_peer(peer)),
             Word::Sending => s.sending(),
+            Word::Process(p) => s.process(p),
             Word::Value(c, cmp, v) => s.value(c).map(|x| cmp.holds(x, *v)),
         }
     }

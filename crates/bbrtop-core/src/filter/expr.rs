@@ -64,9 +64,33 @@ pub enum Word {
     Loopback,
     /// `sending`: sent data in the last interval.
     Sending,
+    /// `process PID|NAME`: the process holding the socket.
+    Process(Process),
     /// `KEY OP VALUE`: a per-socket value of the catalog, `VALUE` in the column's own unit
     /// (microseconds, bytes per second, a fraction, a ratio, a count).
     Value(&'static Column, Cmp, f64),
+}
+
+/// Which process `process` asks for: by pid, or by a part of its command name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Process {
+    Pid(u32),
+    Name(String),
+}
+
+impl Process {
+    /// A number is a pid; anything else a part of the command (`/proc/PID/comm`, 15 bytes at most).
+    pub fn parse(v: &str) -> Process {
+        v.parse().map_or_else(|_| Process::Name(v.to_string()), Process::Pid)
+    }
+
+    /// Whether process `pid` running `comm` is the one asked for.
+    pub fn is(&self, pid: u32, comm: &str) -> bool {
+        match self {
+            Process::Pid(p) => *p == pid,
+            Process::Name(n) => comm.contains(n.as_str()),
+        }
+    }
 }
 
 impl Default for Expr {

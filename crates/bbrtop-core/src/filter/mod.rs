@@ -5,7 +5,8 @@
 //! comparison if wanted (`dport = 443`, `sport >= 1024`, `:443` as `ss` writes ports); `src
 //! ADDR[/LEN]` (local), `dst ADDR[/LEN]` and `peer ADDR[/LEN]` (peer), or a bare address or
 //! network (the peer); `state STATE`; `netns NAME|INODE`, `pod NS/NAME|UID`, `cgroup PART`;
-//! `lo` (the peer is this host); `sending` (sent data in the last interval); and a comparison on
+//! `process PID|NAME` (the process holding it, in the TUI); `lo` (the peer is this host);
+//! `sending` (sent data in the last interval); and a comparison on
 //! any number of the column catalog, `KEY OP VALUE` (`srtt > 100ms`, `retx > 1%`, `delivery <
 //! 10Mbit/s`, `inflation >= 2x`, `cwnd < 10`), the value in the column's unit. `=` and `!=` go
 //! with every keyword. Words join with `and` (`&&`, `&`, or nothing: `cc bbr port 443`), `or`
@@ -26,7 +27,7 @@ pub mod values;
 
 pub use error::FilterError;
 pub use eval::Subject;
-pub use expr::{Cmp, End, Expr, Word};
+pub use expr::{Cmp, End, Expr, Process, Word};
 pub use parser::Scope;
 pub use place::Place;
 pub use values::{parse_cidr, parse_port, parse_state};

@@ -9,7 +9,7 @@
 //! ```
 
 use super::error::{self, FilterError};
-use super::expr::{Cmp, End, Expr, Word};
+use super::expr::{Cmp, End, Expr, Process, Word};
 use super::lexer::{Kind, Token, cmp_word, tokens};
 use super::place::Place;
 use super::values::{parse_cidr, parse_port, parse_state, parse_value};
@@ -209,6 +209,10 @@ impl<'a> Parser<'a> {
             }
             "lo" => Ok(Expr::Word(Word::Loopback)),
             "sending" => self.per_poll(text).map(|()| Expr::Word(Word::Sending)),
+            "process" => {
+                self.shown_only(text)?;
+                self.matching(text, error::PROCESS, |v| Ok(Word::Process(Process::parse(v))))
+            }
             key => match columns::by_key(key) {
                 Some(c) if matches!(c.unit, Unit::Text | Unit::Addr) => {
                     Err(FilterError::NotANumber(text.into()))
@@ -224,6 +228,14 @@ impl<'a> Parser<'a> {
                 }
                 None => bare(text),
             },
+        }
+    }
+
+    /// Refuses a word only the TUI can tell where sockets are tracked.
+    fn shown_only(&self, said: &str) -> Result<(), FilterError> {
+        match self.scope {
+            Scope::Shown => Ok(()),
+            Scope::Tracked => Err(FilterError::TuiOnly(said.to_string())),
         }
     }
 

@@ -231,8 +231,8 @@ fn every_catalog_number_compares() {
     let v = crate::testing::full_view();
     let mut compared = 0;
     for c in columns::ALL {
-        // `cc`, `state` and `peer` are words of their own.
-        if matches!(c.key, "cc" | "state" | "peer") {
+        // `cc`, `state`, `peer` and `process` are words of their own.
+        if matches!(c.key, "cc" | "state" | "peer" | "process") {
             continue;
         }
         if matches!(c.unit, Unit::Text | Unit::Addr) {
@@ -256,7 +256,7 @@ fn every_catalog_number_compares() {
         assert!(m("=") && m(">=") && m("<=") && !m(">") && !m("<") && !m("!="), "{} = {typed}", c.key);
         compared += 1;
     }
-    assert!(compared >= 16, "{compared} numbers compared");
+    assert!(compared >= 15, "{compared} numbers compared");
 }
 
 #[test]
@@ -300,11 +300,11 @@ fn every_error_message() {
     let cases: &[(&str, &str)] = &[
         (
             "bbr",
-            "unknown word \"bbr\" (expected cc NAME, port N, sport/dport N, src/dst ADDR, state S, netns, pod, cgroup, lo, sending, an address, or a value such as srtt > 100ms)",
+            "unknown word \"bbr\" (expected cc NAME, port N, sport/dport N, src/dst ADDR, state S, netns, pod, cgroup, process, lo, sending, an address, or a value such as srtt > 100ms)",
         ),
         (
             "rtt > 100ms",
-            "unknown word \"rtt\" (expected cc NAME, port N, sport/dport N, src/dst ADDR, state S, netns, pod, cgroup, lo, sending, an address, or a value such as srtt > 100ms)",
+            "unknown word \"rtt\" (expected cc NAME, port N, sport/dport N, src/dst ADDR, state S, netns, pod, cgroup, process, lo, sending, an address, or a value such as srtt > 100ms)",
         ),
         (
             "443",
@@ -432,6 +432,9 @@ fn tracked_words() {
         );
         assert!(Expr::parse(text).is_ok(), "the TUI takes {text:?}");
     }
+    let err = Expr::parse_tracked("cc bbr and process nginx").expect_err("process");
+    assert_eq!(err, FilterError::TuiOnly("process".into()));
+    assert!(err.to_string().contains("known only to the TUI"), "{err}");
     // On a record alone (what the engine tracks), a word about a value is never true.
     let srtt = Expr::parse("srtt > 1us").unwrap();
     assert!(srtt.matches(&sender()) && !srtt.matches(&*sender().record));
@@ -500,6 +503,8 @@ fn closed_flows() {
         ("not cgroup kubepods", false),
         ("sending", false),
         ("not sending", true),
+        ("process nginx", false),
+        ("not process 1", false),
         ("srtt = 30ms", true),
         ("min_rtt > 0us", false),
         ("not min_rtt > 0us", false),
@@ -514,6 +519,51 @@ fn closed_flows() {
         ("cc bbr or cwnd > 1", true),
     ];
     check(&c, cases);
+}
+
+/// `process PID|NAME`: a subject that knows its owner (the TUI's, from /proc) matches by pid or
+/// by a part of the command; one that does not is unknown, so neither the word nor its negation
+/// matches.
+#[test]
+fn process_words() {
+    struct Held(u32, &'static str);
+    impl Subject for Held {
+        fn ends(&self) -> (&str, std::net::SocketAddr, std::net::SocketAddr) {
+            ("bbr", "10.0.0.1:443".parse().unwrap(), "10.0.0.2:5000".parse().unwrap())
+        }
+        fn state(&self) -> Option<TcpState> {
+            None
+        }
+        fn place(&self, _: &crate::filter::Place) -> Option<bool> {
+            None
+        }
+        fn sending(&self) -> Option<bool> {
+            None
+        }
+        fn value(&self, _: &crate::columns::Column) -> Option<f64> {
+            None
+        }
+        fn process(&self, p: &crate::filter::Process) -> Option<bool> {
+            Some(p.is(self.0, self.1))
+        }
+    }
+    let nginx = Held(812, "nginx");
+    check(
+        &nginx,
+        &[
+            ("process nginx", true),
+            ("process ngin", true),
+            ("process = 812", true),
+            ("process != 812", false),
+            ("process envoy", false),
+            ("not process envoy and cc bbr", true),
+        ],
+    );
+    check(&receiver(), &[("process nginx", false), ("not process nginx", false)]);
+    assert_eq!(
+        Expr::parse("process").unwrap_err().to_string(),
+        "\"process\" needs a value: process PID|NAME (a part of the command will do)"
+    );
 }
 
 /// Each (expression, whether it matches `s`).
