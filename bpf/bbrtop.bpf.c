@@ -314,6 +314,51 @@ int BPF_PROG(tcp_sendmsg_fentry, struct sock *sk)
 	return start_response(sk);
 }
 
+/* When the last segment sent left (ns, the clock of bpf_ktime_get_ns): the retransmit queue's
+ * last, down its red-black tree's right spine, whose length is at most twice log2 of the
+ * segments in flight. Probe reads: once per response, at its last ACK. 0 if unknown. */
+static __always_inline __u64 last_sent_ns(struct sock *sk)
+{
+	struct rb_node *n = BPF_CORE_READ(sk, tcp_rtx_queue.rb_node), *right;
+	__u64 sent = 0;
+
+	for (int i = 0; i < 48 && n; i++) {
+		right = BPF_CORE_READ(n, rb_right);
+		if (!right)
+			break;
+		n = right;
+	}
+	if (!n)
+		return 0;
+	const void *skb = (const void *)n - bpf_core_field_offset(struct sk_buff, rbnode);
+	bpf_probe_read_kernel(&sent, sizeof(sent), skb + bpf_core_field_offset(struct sk_buff, skb_mstamp_ns));
+	return sent;
+}
+
+/* When the client had the response's last byte, as this side's clock can tell: the ACK's
+ * arrival, unless the client may have held that ACK. A receiver acks at once when more than a
+ * segment arrived since its last ACK, and may hold a lone one's up to its delayed-ACK timer (40
+ * ms and more, Linux's; 200 ms, Windows'): the user had the byte when it arrived, not when the
+ * timer fired. For such an ACK the end is the last segment's departure plus the round trip of
+ * the ACK before (RACK's latest sample, if it acked this response's data; else the smaller of it
+ * and srtt), when that comes first. Linux's own rate samples mark the same ACKs
+ * (FLAG_ACK_MAYBE_DELAYED) and keep them out of BBR's min RTT. */
+static __always_inline __u64 delivered_at(struct sock *sk, struct tcp_sock *tp, struct sock_state *st,
+					  __u32 ack, __u64 now)
+{
+	if (ack - tp->snd_una > tp->mss_cache)
+		return now;
+	__u64 rtt = tp->rack.rtt_us;
+	if (tp->rack.mstamp * 1000 < st->resp_start_ns) {
+		__u64 srtt = tp->srtt_us >> 3;
+		rtt = rtt && rtt < srtt ? rtt : srtt;
+	}
+	__u64 sent = last_sent_ns(sk);
+	if (!sent || !rtt || sent + rtt * 1000 >= now)
+		return now;
+	return sent + rtt * 1000;
+}
+
 /* The end of the response under way, if this segment's ACK covers everything written. The ACK
  * number is the one tcp_ack() reads, from the segment's control block (tcp_v4_fill_cb() sets
  * it before tcp_probe fires), not from its TCP header: a segment the backlog coalesced
@@ -328,7 +373,8 @@ static __always_inline void end_response(struct sock *sk, struct tcp_sock *tp, s
 	if ((__s32)(ack - written) < 0)
 		return;
 	if (written != st->resp_start_seq)
-		emit_response(sk, tp, st, written - st->resp_start_seq, bpf_ktime_get_ns(), 0);
+		emit_response(sk, tp, st, written - st->resp_start_seq,
+			      delivered_at(sk, tp, st, ack, bpf_ktime_get_ns()), 0);
 	st->resp_start_ns = 0;
 }
 

@@ -99,8 +99,17 @@ struct socket_alloc {
 	struct inode vfs_inode;
 };
 
+struct rb_node {
+	struct rb_node *rb_right;
+};
+
+struct rb_root {
+	struct rb_node *rb_node;
+};
+
 struct sock {
 	struct sock_common __sk_common;
+	struct rb_root tcp_rtx_queue; /* TCP's segments sent and not yet acked, by sequence */
 	u16 sk_protocol;
 	unsigned long sk_pacing_rate;
 	unsigned long sk_max_pacing_rate;
@@ -110,7 +119,9 @@ struct sock {
 };
 
 struct sk_buff {
+	struct rb_node rbnode; /* in the retransmit queue */
 	char cb[48];
+	u64 skb_mstamp_ns;     /* when it was sent (its departure time, with pacing) */
 };
 
 /* TCP_SKB_CB(skb), which lives in skb->cb: the segment's ACK number as tcp_ack() reads it. */
@@ -234,6 +245,11 @@ struct tcp_sock {
 	u8 ecn_flags;
 	struct tcp_options_received rx_opt;
 	u64 tcp_mstamp;
+	/* RACK's latest (s)acked segment (4.10): when it was sent (µs) and its ACK's RTT. */
+	struct tcp_rack {
+		u64 mstamp;
+		u32 rtt_us;
+	} rack;
 };
 
 /* net/ipv4/tcp_bbr.c; present in vmlinux BTF when BBR is built in (module BTF otherwise). This is

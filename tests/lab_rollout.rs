@@ -1,9 +1,10 @@
 //! `bbrtop lab rollout`: the edge guide's rollout in the lab. The short run (`--quick`, 60 s) must
 //! give the guide's directions, as it did run after run: distant far better on the BBR box; mobile
 //! better (BBR's median 7.5 to 17 ms of some 90 below CUBIC's in eleven runs, past the 5%
-//! resolution); no win for local (the guide saw none; its p95 sits on a step at 40 ms, the
-//! delayed-ACK timer's, so "worse" is allowed there, "better" is not). The kernel's response times
-//! must agree with the clients' own per box and population. The populations' databases in the
+//! resolution); no win for local (the guide saw none; "worse" is allowed there, "better" is not).
+//! The kernel's response times must agree with the clients' own per box and population, at p50
+//! and p95: on the local path, a client's delayed ACK of a lone last segment (40 ms, ten times
+//! the response) is no delivery time. The populations' databases in the
 //! binary must be what a real MMDB writer makes of their specs. Privileged, but for the databases.
 
 mod support;
@@ -57,7 +58,8 @@ fn root_lab_rollout_gives_the_guides_directions() {
     assert_eq!(mobile["verdict"], "better", "{mobile}");
     assert_ne!(local["verdict"], "better", "{local}");
     // Every box answered, and the kernel's timings agree with its clients' per population (the
-    // responses counted from the same moment on both ends: within 10% or 5 ms at p50). Not over
+    // responses counted from the same moment on both ends: within 10% or 5 ms at p50, and at p95
+    // on the local path, where a held ACK would show; below for the others' p95). Not over
     // a box's every population: its median can fall between the local and the mobile answers,
     // where one CI run read 48.7 ms in the kernel and 16.8 ms at the clients.
     let boxes = r["boxes"].as_array().unwrap();
@@ -67,9 +69,20 @@ fn root_lab_rollout_gives_the_guides_directions() {
         let populations = b["populations"].as_array().unwrap();
         assert_eq!(populations.len(), 3, "{b}");
         for p in populations {
-            let p50 = |clock: &str| p[clock]["p50_ms"].as_f64().unwrap_or_else(|| panic!("{clock}: {b}"));
-            let (kp50, cp50) = (p50("kernel"), p50("client"));
-            assert!((kp50 - cp50).abs() <= (0.1 * cp50).max(5.0), "{p} of {b}");
+            for q in ["p50_ms", "p95_ms"] {
+                let at = |clock: &str| p[clock][q].as_f64().unwrap_or_else(|| panic!("{clock} {q}: {b}"));
+                let (kernel, client) = (at("kernel"), at("client"));
+                eprintln!(
+                    "{} {}: {q} kernel {kernel:.1} ms, clients {client:.1} ms",
+                    b["name"], p["population"]
+                );
+                // The tails of the lossy and the deep-buffer paths part by up to 9% in a run: a
+                // lost last ACK reaches the kernel late and not the client (mobile), and a server
+                // the lab's load keeps from reading a request is in the client's time and not in
+                // delivery, which starts at the first write (distant). Their p95 is held to 15%.
+                let share = if q == "p95_ms" && p["population"] != "local" { 0.15 } else { 0.1 };
+                assert!((kernel - client).abs() <= (share * client).max(5.0), "{q}: {p} of {b}");
+            }
         }
     }
     // None of its twelve labs' namespaces outlives the run.
