@@ -154,7 +154,10 @@ fn the_rollouts_shape_is_checked_before_anything_is_built() {
         (vec!["rollout", "--sizes", "15kB"], "is not SIZE=SHARE%"),
         (vec!["bufferbloat", "--sizes", "8kB=100%"], "--sizes applies to lab rollout only"),
         (vec!["ab", "--without-cross-traffic"], "--without-cross-traffic applies to lab rollout only"),
-        (vec!["lossy", "--lab.populations.file", &bad_rate], "--lab.populations.file applies to lab rollout only"),
+        (
+            vec!["lossy", "--lab.populations.file", &bad_rate],
+            "--lab.populations.file applies to lab rollout only",
+        ),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_bbrtop")).arg("lab").args(&args).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
