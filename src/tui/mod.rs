@@ -217,8 +217,7 @@ fn draw(
 ) -> anyhow::Result<usize> {
     let snap = app.shown(latest);
     let owners = v.procs.owners();
-    let by_process = rows::says(&app.filter, |w| matches!(w, bbrtop_core::filter::Word::Process(_)));
-    v.procs.want_all(by_process);
+    v.procs.want_all(rows::by_process(&app.filter));
     let scanned = v.procs.scans_here().then_some(&owners);
     table.update(rows::Order { owners: scanned, ..app.order() }, &snap);
     app.follow(table);

@@ -82,7 +82,7 @@ impl Rows {
     pub fn update(&mut self, order: Order, snap: &Snapshot) {
         let at = *snap.sockets.at();
         let owners = match order.owners {
-            Some(o) if says(order.filter, |w| matches!(w, Word::Process(_))) => Arc::as_ptr(o) as usize,
+            Some(o) if by_process(order.filter) => Arc::as_ptr(o) as usize,
             _ => 0,
         };
         let basis = Basis {
@@ -223,8 +223,13 @@ impl Rows {
     }
 }
 
+/// Whether the filter says `process`: who holds each socket then decides its rows.
+pub fn by_process(e: &Expr) -> bool {
+    says(e, |w| matches!(w, Word::Process(_)))
+}
+
 /// Whether a word `is` among the filter's.
-pub fn says(e: &Expr, is: fn(&Word) -> bool) -> bool {
+fn says(e: &Expr, is: fn(&Word) -> bool) -> bool {
     match e {
         Expr::And(v) | Expr::Or(v) => v.iter().any(|e| says(e, is)),
         Expr::Not(e) => says(e, is),
