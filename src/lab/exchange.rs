@@ -83,7 +83,7 @@ pub struct Exchange {
     pub server_local: SocketAddr,
     pub server_peer: SocketAddr,
     stop: Arc<AtomicBool>,
-    times: Arc<Mutex<Vec<Duration>>>,
+    times: Arc<Mutex<Vec<Timed>>>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -121,7 +121,14 @@ impl Exchange {
     /// Each response's time so far, as the client measured it: from writing its request to
     /// reading its last byte.
     pub fn times(&self) -> Vec<Duration> {
-        self.times.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.times.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|t| t.took).collect()
+    }
+
+    /// The times of the responses whose last byte came in `from..until`: a window another clock
+    /// (the kernel's, counting what ended between two polls) can count alike.
+    pub fn times_between(&self, from: Instant, until: Instant) -> Vec<Duration> {
+        let times = self.times.lock().unwrap_or_else(|e| e.into_inner());
+        times.iter().filter(|t| (from..until).contains(&t.ended)).map(|t| t.took).collect()
     }
 }
 
@@ -213,9 +220,16 @@ fn serve(mut s: TcpStream, think: Duration, stop: &AtomicBool) {
     }
 }
 
+/// One response as the client timed it.
+#[derive(Clone, Copy, Debug)]
+struct Timed {
+    ended: Instant,
+    took: Duration,
+}
+
 /// The client: a request every `interval` or at random (or as soon as the last response is in,
 /// if that took longer), each response timed.
-fn ask(mut s: TcpStream, cfg: ExchangeConfig, stop: &AtomicBool, times: &Mutex<Vec<Duration>>) {
+fn ask(mut s: TcpStream, cfg: ExchangeConfig, stop: &AtomicBool, times: &Mutex<Vec<Timed>>) {
     let _ = s.set_read_timeout(Some(TICK));
     let _ = s.set_write_timeout(Some(TICK));
     let sizes: &[u64] = if cfg.mix.is_empty() { std::slice::from_ref(&cfg.response_bytes) } else { cfg.mix };
@@ -237,7 +251,8 @@ fn ask(mut s: TcpStream, cfg: ExchangeConfig, stop: &AtomicBool, times: &Mutex<V
         {
             return;
         }
-        times.lock().unwrap_or_else(|e| e.into_inner()).push(asked.elapsed());
+        let ended = Instant::now();
+        times.lock().unwrap_or_else(|e| e.into_inner()).push(Timed { ended, took: ended - asked });
     }
 }
 

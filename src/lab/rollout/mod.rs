@@ -115,8 +115,8 @@ pub struct RolloutConfig {
     /// From one request to the next on a connection, on average: the requests come at random
     /// (exponential gaps), as the guide's users' do.
     pub interval: Duration,
-    /// Responses in the first this long of each connection are left out: the guide's figures
-    /// are a week's, not a connection's first round trips.
+    /// Responses that end in the first this long of the run are left out, on both clocks: the
+    /// guide's figures are a week's, not a connection's first round trips.
     pub warmup: Duration,
 }
 
@@ -251,29 +251,30 @@ pub fn run(
     let mut labels: Vec<Option<String>> = vec![None; pops.len()];
     let started = Instant::now();
     let mut ran = Duration::ZERO;
+    // The kernel counts the responses that ended after the last poll of the warm-up, up to
+    // the last poll; the clients' clocks count the same window (not the same number of
+    // responses per connection: a distant one answers in seconds, a local one in milliseconds).
+    let (mut counted_from, mut counted_until) = (started, started);
     while ran < cfg.duration && !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(250));
         ran = started.elapsed();
-        let mut feed = Responses {
-            paths: &inodes,
-            hists: &mut hists,
-            geo: &geo,
-            labels: &mut labels,
-            counting: ran >= cfg.warmup,
-        };
+        let counting = ran >= cfg.warmup;
+        let mut feed =
+            Responses { paths: &inodes, hists: &mut hists, geo: &geo, labels: &mut labels, counting };
         for s in &mut sources {
             s.poll(&mut feed);
+        }
+        if counting {
+            counted_until = Instant::now();
+        } else {
+            counted_from = Instant::now();
         }
         progress(ran);
     }
     labs.iter().filter_map(|l| l.meter.as_ref()).for_each(Meter::stop);
     let mut client: Vec<Vec<Vec<Duration>>> = vec![vec![Vec::new(); pops.len()]; BOXES.len()];
     for (b, p, ex) in &exchanges {
-        // The client's own timings after the warm-up (as many as it holds on average), for the
-        // check beside the kernel's.
-        let times = ex.times();
-        let skip = (cfg.warmup.as_secs_f64() / cfg.interval.as_secs_f64()) as usize;
-        client[*b][*p].extend(times.into_iter().skip(skip));
+        client[*b][*p].extend(ex.times_between(counted_from, counted_until));
     }
     drop(exchanges);
     let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); pops.len()];
