@@ -817,3 +817,38 @@ fn a_connection_born_into_a_queue_takes_its_peers_baseline() {
     let cubic = &s.by_cc[0];
     assert_eq!((cubic.inflated, cubic.firing), (1, 1));
 }
+
+/// The same with the eBPF programs judging: the kernel measures the born connection against its
+/// own 12 ms and calls it calm, but the peer's floor says inflated, so the polls time it and it
+/// fires after the hold. The old connection, calm on both counts, stays calm.
+#[test]
+fn a_connection_born_into_a_queue_fires_where_the_kernel_judges() {
+    use bbrtop_core::seam::{BpfPoll, KernelUpdate};
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let at = |s: u64| t0.after(Duration::from_secs(s));
+    let to = |r: SocketRecord| SocketRecord { peer: "10.0.0.9:443".parse().unwrap(), ..r };
+    let old = to(sock(1, "cubic", 1_000, 1_000, 0));
+    for sec in 0..=6 {
+        e.apply(Update::BpfStatus(BpfPoll {
+            programs_attached: 2,
+            judges_inflation: true,
+            ..BpfPoll::default()
+        }));
+        for cookie in [1, 2] {
+            e.apply(Update::Kernel(KernelUpdate::Inflation {
+                cookie,
+                netns: 7,
+                onset: None,
+                peak_ratio: 1.0,
+            }));
+        }
+        let born = to(sock(2, "cubic", 12_000, 12_000, sec * 1000));
+        dump(&mut e, vec![old.clone(), born], at(sec));
+    }
+    let s = e.tick(at(6));
+    let (old, born) = (&s.socket(1).unwrap().derived, &s.socket(2).unwrap().derived);
+    assert_eq!((born.baseline_rtt_us, born.inflation_ratio), (Some(1_000), Some(12.0)));
+    assert!(born.inflated && born.alert_firing, "{born:?}");
+    assert!(!old.inflated && !old.alert_firing, "{old:?}");
+}

@@ -129,9 +129,19 @@ pub(crate) fn evaluate(
     kernel_onset: KernelOnset,
     now: Instant,
 ) -> (Option<RuleSample>, Option<Transition>) {
-    let sample = rule
-        .sample(r)
-        .map(|s| RuleSample { baseline_us: floor.map_or(s.baseline_us, |f| f.min(s.baseline_us)), ..s });
+    let own = rule.sample(r);
+    let sample =
+        own.map(|s| RuleSample { baseline_us: floor.map_or(s.baseline_us, |f| f.min(s.baseline_us)), ..s });
+    // The kernel judges against the socket's own min RTT, which for a connection born into a
+    // queue is the queue's: where only the peer's floor says inflated, the polls time it.
+    let kernel_onset = match (kernel_onset, own, sample) {
+        (KernelOnset::Calm, Some(o), Some(s))
+            if s.baseline_us < o.baseline_us && rule.inflated(s.srtt_us, s.baseline_us) =>
+        {
+            KernelOnset::Untimed
+        }
+        (k, ..) => k,
+    };
     let tr = match (kernel_onset, sample) {
         // The kernel timed the onset per prompt RTT sample; netlink still says whether ACKs arrive.
         (k @ (KernelOnset::Calm | KernelOnset::Since(_)), Some(s)) if s.active => {
