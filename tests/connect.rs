@@ -149,6 +149,14 @@ fn garbage_is_not_a_frame() {
     let moved = answering("301 Moved Permanently", "Location: https://edge-2:10027/", b"", 1);
     let e = client(&format!("http://127.0.0.1:{moved}"), None, Roots::System).fetch(None).unwrap_err();
     assert!(e.to_string().contains("redirected to https://edge-2:10027/"), "{e}");
+    // A 304 to a request for a whole frame points nowhere: its status is said (main said
+    // "redirected to ?").
+    let unasked = answering("304 Not Modified", "X-Any: 1", b"", 1);
+    let e = client(&format!("http://127.0.0.1:{unasked}"), None, Roots::System).fetch(None).unwrap_err();
+    assert!(
+        e.to_string().starts_with("HTTP 304: Not Modified") && !e.to_string().contains("redirected"),
+        "{e}"
+    );
 }
 
 /// `bbrtop export` on a lab's sender, with TLS and basic auth, and `bbrtop --connect` to it in

@@ -7,7 +7,7 @@ use bbrtop::runtime::Published;
 use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::rule::RuleConfig;
 use bbrtop_core::snapshot::{AlertStatus, AlertView, Snapshot};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use support::http::free_port;
 use support::poll_until;
@@ -116,6 +116,60 @@ fn an_unreachable_alertmanager_is_counted_and_retried() {
         (n >= 2).then_some(n)
     });
     assert!(errors.is_some(), "{:?}", pusher.stats().snapshot());
+}
+
+/// A receiver on loopback as a load balancer's redirect makes one: every POST is answered 302 to
+/// the same place, every GET 200 (as Alertmanager answers a GET of its alerts). It keeps each
+/// request's first line.
+fn redirecting() -> (String, Arc<Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (to, kept) = (format!("{url}/api/v2/alerts"), Arc::clone(&seen));
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            let mut r = BufReader::new(s.try_clone().unwrap());
+            let (mut first, mut line, mut length) = (String::new(), String::new(), 0);
+            let _ = r.read_line(&mut first);
+            while r.read_line(&mut line).is_ok_and(|n| n > 2) {
+                if let Some((k, v)) = line.split_once(':')
+                    && k.eq_ignore_ascii_case("content-length")
+                {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                line.clear();
+            }
+            let _ = r.read_exact(&mut vec![0; length]);
+            let answer = if first.starts_with("POST") {
+                format!("302 Found\r\nLocation: {to}\r\nContent-Length: 0")
+            } else {
+                "200 OK\r\nContent-Type: application/json\r\nContent-Length: 2".to_string()
+            };
+            kept.lock().unwrap().push(first.trim_end().to_string());
+            let _ = write!(s, "HTTP/1.1 {answer}\r\nConnection: close\r\n\r\n[]");
+        }
+    });
+    (url, seen)
+}
+
+/// A redirect is not followed: the pusher would send a GET without the alerts and count the batch
+/// a success (main did). It is a failed post, `redirected`.
+#[test]
+fn a_redirect_is_a_failed_post_and_never_followed_as_a_get() {
+    let (url, seen) = redirecting();
+    let published = Published::new(snap(1, vec![firing(SystemTime::now())]));
+    let pusher = Pusher::start(config(vec![url.clone()]), published).unwrap();
+    let count = |r: &str| {
+        let stats = pusher.stats().snapshot();
+        stats.into_iter().find(|((u, res), _)| *u == url && *res == r).map_or(0, |(_, n)| n)
+    };
+    let redirected = poll_until(Duration::from_secs(10), || (count("redirected") >= 1).then_some(()));
+    assert!(redirected.is_some(), "{:?}", pusher.stats().snapshot());
+    assert_eq!((count("success"), count("server_error"), count("network_error")), (0, 0, 0));
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty() && seen.iter().all(|l| l == "POST /api/v2/alerts HTTP/1.1"), "no GET: {seen:?}");
 }
 
 #[test]

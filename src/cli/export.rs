@@ -50,8 +50,9 @@ pub struct ExportArgs {
     pub max_connections: u32,
     #[command(flatten)]
     pub otlp: super::otlp::OtlpArgs,
-    /// Alertmanager to push alerts to (http://host:port). May be given more than once.
-    #[arg(long = "alertmanager.url", value_name = "URL", value_parser = parse_am_url)]
+    /// Alertmanager to push alerts to (http://host:port, no user or password). May be given more
+    /// than once.
+    #[arg(long = "alertmanager.url", value_name = "URL", value_parser = AmUrl)]
     pub alertmanager: Vec<String>,
     /// The pushed alerts' `instance` label (default HOST:PORT of this exporter); set it to what
     /// the scrape config sets (the node name on Kubernetes), so the shipped inhibit rule matches.
@@ -145,17 +146,51 @@ pub(super) fn parse_listen(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// `--alertmanager.url`'s parser. Not a plain function: clap's error for one quotes the value,
+/// which may hold a password; this one's errors show it masked.
+#[derive(Clone)]
+struct AmUrl;
+
+impl clap::builder::TypedValueParser for AmUrl {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let checked = value.to_str().ok_or_else(|| "not UTF-8".to_string()).and_then(parse_am_url);
+        checked.map_err(|why| {
+            clap::Error::raw(clap::error::ErrorKind::ValueValidation, format!("--alertmanager.url: {why}\n"))
+                .with_cmd(cmd)
+        })
+    }
+}
+
+/// The push speaks plain http, so credentials in the URL would cross the network in clear (and
+/// ureq would send them as basic auth): they are refused, not sent.
 fn parse_am_url(s: &str) -> Result<String, String> {
+    use crate::export::url_redact;
+    let shown = url_redact::redacted(s);
     let rest = s
         .strip_prefix("http://")
-        .ok_or_else(|| format!("invalid Alertmanager URL {s:?} (expected http://host:port)"))?;
+        .ok_or_else(|| format!("invalid Alertmanager URL {shown:?} (expected http://host:port)"))?;
     if rest.is_empty() || rest.starts_with('/') {
-        return Err(format!("invalid Alertmanager URL {s:?}: no host"));
+        return Err(format!("invalid Alertmanager URL {shown:?}: no host"));
+    }
+    if url_redact::userinfo(s).is_some() {
+        return Err(format!(
+            "invalid Alertmanager URL {shown:?}: no credentials in the URL; the push speaks plain \
+             http, so they would cross the network in clear (put a proxy that adds them in front)"
+        ));
     }
     // The URL is only used at the first alert: a host with spaces would fail then, every time.
     match s.parse::<hyper::Uri>() {
         Ok(u) if u.authority().is_some_and(|a| !a.host().is_empty()) => {}
-        _ => return Err(format!("invalid Alertmanager URL {s:?}: not a URL (expected http://host:port)")),
+        _ => {
+            return Err(format!("invalid Alertmanager URL {shown:?}: not a URL (expected http://host:port)"));
+        }
     }
     Ok(s.trim_end_matches('/').to_string())
 }
@@ -360,4 +395,31 @@ pub(super) fn serve_until(
     };
     tokio_rt.block_on(server::serve(listeners, app, limits, shutdown)).context("serving HTTP")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Cli, usage_line};
+    use clap::Parser;
+
+    /// `bbrtop export --alertmanager.url URL`'s usage error, as printed (exit code 2), if any.
+    fn refused(url: &str) -> Option<String> {
+        Cli::try_parse_from(["bbrtop", "export", "--alertmanager.url", url]).err().map(|e| usage_line(&e))
+    }
+
+    /// Credentials in the URL are refused, and the error, like every line, masks the password.
+    #[test]
+    fn credentials_in_an_alertmanager_url_are_refused_and_never_shown() {
+        let e = refused("http://alice:s3cret@am:9093").expect("refused");
+        assert!(e.contains("no credentials") && e.contains("alice:xxxxx@am:9093"), "{e}");
+        assert!(!e.contains("s3cret") && e.lines().count() == 1, "{e}");
+        assert!(refused("http://alice@am:9093").is_some_and(|e| e.contains("no credentials")));
+        // Every refusal masks it, whatever else is wrong.
+        for url in ["ftp://u:s3cret@am", "http://u:s3cret@a b:9093"] {
+            let e = refused(url).expect(url);
+            assert!(e.contains("Alertmanager URL") && !e.contains("s3cret"), "{e}");
+        }
+        assert_eq!(refused("http://am:9093/"), None);
+        assert_eq!(refused("http://am:9093/prefix/a@b"), None, "an @ in the path is no userinfo");
+    }
 }

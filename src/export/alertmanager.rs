@@ -9,10 +9,13 @@
 //!   resolve time, and resent every resend interval for [`RESOLVED_RESEND_FOR`], in case a post
 //!   was lost.
 //! - Each Alertmanager has its own worker and a bounded queue; a full queue drops the batch
-//!   (counted). Network errors and 5xx are retried with backoff; 400/422 are logged, not retried.
+//!   (counted). Network errors and 5xx are retried with backoff; 4xx are logged, not retried, and
+//!   so is a redirect, which is not followed (3xx: a failed post, `redirected`).
+//! - The URL as labels and logs show it has its password masked (`url_redact`).
 //!
 //! [`Tracker`] decides what is due (pure, clock passed in); the workers do the I/O.
 
+use super::url_redact;
 use crate::runtime::Published;
 use bbrtop_core::peer_groups::PeerGroups;
 use serde::Serialize;
@@ -64,6 +67,10 @@ pub struct AmAlert {
 /// Prometheus rules page for a queue at the host's edge).
 pub const SEVERITY: &str = "warning";
 
+/// The `result`s of a post (or of a batch, `dropped`), each counted from zero.
+pub const RESULTS: [&str; 6] =
+    ["success", "redirected", "client_error", "server_error", "network_error", "dropped"];
+
 /// Posts by (alertmanager, result), for `bbrtop_alertmanager_posts_total`.
 #[derive(Debug, Default)]
 pub struct PushStats {
@@ -100,18 +107,20 @@ impl Pusher {
         let mut threads = Vec::new();
         let mut queues = Vec::new();
         for url in &cfg.urls {
+            // The label and log field: a password in the URL is masked.
+            let shown = url_redact::redacted(url);
             // Seed every result at zero so the series exist before the first post.
-            for r in ["success", "client_error", "server_error", "network_error", "dropped"] {
-                stats.counts.lock().unwrap_or_else(|e| e.into_inner()).insert((url.clone(), r), 0);
+            for r in RESULTS {
+                stats.counts.lock().unwrap_or_else(|e| e.into_inner()).insert((shown.clone(), r), 0);
             }
             let (tx, rx) = std::sync::mpsc::sync_channel::<Arc<String>>(QUEUE);
-            let (u, st, s) = (url.clone(), Arc::clone(&stats), Arc::clone(&stop));
+            let (u, sh, st, s) = (url.clone(), shown.clone(), Arc::clone(&stats), Arc::clone(&stop));
             threads.push(
                 std::thread::Builder::new()
                     .name("bbrtop-am".into())
-                    .spawn(move || worker(&u, &rx, &st, &s))?,
+                    .spawn(move || worker(&u, &sh, &rx, &st, &s))?,
             );
-            queues.push((url.clone(), tx));
+            queues.push((shown, tx));
         }
         let (st, s) = (Arc::clone(&stats), Arc::clone(&stop));
         threads.push(std::thread::Builder::new().name("bbrtop-push".into()).spawn(move || {
@@ -127,10 +136,10 @@ impl Pusher {
                     continue;
                 }
                 let body = Arc::new(serde_json::to_string(&due).unwrap_or_default());
-                for (url, tx) in &queues {
+                for (shown, tx) in &queues {
                     if let Err(TrySendError::Full(_)) = tx.try_send(Arc::clone(&body)) {
-                        st.add(url, "dropped");
-                        tracing::warn!(alertmanager = %url, dropped = due.len(), "alertmanager queue full, alerts dropped");
+                        st.add(shown, "dropped");
+                        tracing::warn!(alertmanager = %shown, dropped = due.len(), "alertmanager queue full, alerts dropped");
                     }
                 }
             }
@@ -152,46 +161,70 @@ impl Drop for Pusher {
     }
 }
 
-fn worker(url: &str, rx: &Receiver<Arc<String>>, stats: &PushStats, stop: &AtomicBool) {
+/// Posts each batch `rx` hands over to `url`'s alerts endpoint; `shown` is the URL as labels and
+/// logs name it (its password masked).
+fn worker(url: &str, shown: &str, rx: &Receiver<Arc<String>>, stats: &PushStats, stop: &AtomicBool) {
     let endpoint = format!("{}/api/v2/alerts", url.trim_end_matches('/'));
+    let shown_endpoint = format!("{}/api/v2/alerts", shown.trim_end_matches('/'));
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(Duration::from_secs(5)))
         .http_status_as_error(false)
+        // A redirect is an answer, not followed (`post` says why).
+        .max_redirects(0)
         .build()
         .into();
     while !stop.load(Ordering::Relaxed) {
         let Ok(body) = rx.recv_timeout(Duration::from_millis(200)) else { continue };
         let mut backoff = FIRST_BACKOFF;
         for attempt in 1..=ATTEMPTS {
-            let res = agent.post(&endpoint).header("Content-Type", "application/json").send(body.as_str());
-            let retry = match res {
-                Ok(r) if r.status().is_success() => {
-                    stats.add(url, "success");
-                    false
-                }
-                Ok(mut r) if r.status().is_client_error() => {
-                    stats.add(url, "client_error");
-                    let text = r.body_mut().read_to_string().unwrap_or_default();
-                    let body = text.trim().replace('\n', " ");
-                    tracing::warn!(endpoint, status = %r.status(), body, "alertmanager rejected the alerts");
-                    false
-                }
-                Ok(r) => {
-                    stats.add(url, "server_error");
-                    tracing::warn!(endpoint, status = %r.status(), attempt, of = ATTEMPTS, "alertmanager post failed");
-                    true
-                }
-                Err(e) => {
-                    stats.add(url, "network_error");
-                    tracing::warn!(endpoint, error = %e, attempt, of = ATTEMPTS, "alertmanager post failed");
-                    true
-                }
-            };
+            let (result, retry) = post(&agent, &endpoint, &shown_endpoint, &body, attempt);
+            stats.add(shown, result);
             if !retry || attempt == ATTEMPTS || stop.load(Ordering::Relaxed) {
                 break;
             }
             std::thread::sleep(backoff);
             backoff *= 2;
+            // A stop during the backoff sends nothing more: a stop waits for one request at most.
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+        }
+    }
+}
+
+/// One post: its result (the `result` label) and whether to try again, said in a log line unless
+/// it succeeded. Only a server's error or no answer is retried: a refusal or a redirect is the
+/// same the next time.
+fn post(agent: &ureq::Agent, endpoint: &str, shown: &str, body: &str, attempt: u32) -> (&'static str, bool) {
+    let sent = agent.post(endpoint).header("Content-Type", "application/json").send(body);
+    // Logged as shown: a password in the URL stays out of the logs.
+    let endpoint = shown;
+    match sent {
+        Ok(r) if r.status().is_success() => ("success", false),
+        // Not followed: a POST redirected by 301/302/303 is sent again as a GET without the
+        // alerts (and Alertmanager answers a GET of its alerts with 200). Like any answer but 2xx
+        // to Prometheus' notifier, a failed post; the fix is the URL the Location names.
+        Ok(r) if r.status().is_redirection() => {
+            let location =
+                r.headers().get("location").and_then(|v| v.to_str().ok()).map(url_redact::redacted);
+            let location = location.as_deref().unwrap_or("none");
+            tracing::warn!(endpoint, status = %r.status(), location,
+                "alertmanager answered a redirect, which is not followed: give --alertmanager.url the URL it names");
+            ("redirected", false)
+        }
+        Ok(mut r) if r.status().is_client_error() => {
+            let text = r.body_mut().read_to_string().unwrap_or_default();
+            let body = text.trim().replace('\n', " ");
+            tracing::warn!(endpoint, status = %r.status(), body, "alertmanager rejected the alerts");
+            ("client_error", false)
+        }
+        Ok(r) => {
+            tracing::warn!(endpoint, status = %r.status(), attempt, of = ATTEMPTS, "alertmanager post failed");
+            ("server_error", true)
+        }
+        Err(e) => {
+            tracing::warn!(endpoint, error = %e, attempt, of = ATTEMPTS, "alertmanager post failed");
+            ("network_error", true)
         }
     }
 }

@@ -938,7 +938,7 @@ fn encode_posts(enc: &mut Enc, posts: &[((String, &str), u64)]) -> std::fmt::Res
     counters(
         enc,
         "bbrtop_alertmanager_posts",
-        "POSTs to Alertmanager by result (success, client_error, server_error, network_error, dropped).",
+        "POSTs to Alertmanager by result (success, redirected, client_error, server_error, network_error, dropped).",
         posts.iter().map(|((am, res), n)| ([("alertmanager", am.as_str()), ("result", *res)], *n)),
     )
 }

@@ -13,4 +13,5 @@ pub mod probes;
 pub mod process;
 pub mod server;
 pub mod slots;
+pub mod url_redact;
 pub mod web_config;

@@ -121,8 +121,8 @@ impl Client {
             return Ok(Fetched::Held);
         }
         if (300..400).contains(&status) {
-            let to = resp.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or("?");
-            return Err(FetchError::Status(status, format!("redirected to {to}: give --connect that URL")));
+            let to = resp.headers().get("location").and_then(|v| v.to_str().ok());
+            return Err(FetchError::Status(status, unfollowed(resp.status(), to)));
         }
         if status != 200 {
             // The body says why (the exporter's answers are one line); bounded, like a frame.
@@ -144,6 +144,22 @@ impl Client {
             .read_to_vec()
             .map(Fetched::Frame)
             .map_err(|e| FetchError::Transport(transport(&e, self.target.tls)))
+    }
+}
+
+/// A 3xx this client does not follow, in words: where it points, when it says (following it
+/// would carry the password elsewhere), else what it is, by its status.
+fn unfollowed(status: ureq::http::StatusCode, location: Option<&str>) -> String {
+    match location {
+        Some(to) => format!("redirected to {to}: give --connect that URL"),
+        // A 304 here answers a request for a whole frame (one naming a poll is `Held`).
+        None if status == ureq::http::StatusCode::NOT_MODIFIED => {
+            "Not Modified, to a request for a whole frame: not a bbrtop exporter's answer".into()
+        }
+        None => {
+            let reason = status.canonical_reason().unwrap_or("a redirect");
+            format!("{reason}, with no Location: not a bbrtop exporter's answer")
+        }
     }
 }
 
@@ -265,6 +281,18 @@ mod tests {
         let reset = ureq::Error::Io(std::io::ErrorKind::ConnectionReset.into());
         assert!(transport(&reset, false).contains("try https://"));
         assert!(!transport(&reset, true).contains("https://"));
+    }
+
+    /// "redirected to" only where the answer says where; else its status's name.
+    #[test]
+    fn a_redirect_says_where_only_when_it_knows() {
+        use ureq::http::StatusCode;
+        let e = FetchError::Status(304, unfollowed(StatusCode::NOT_MODIFIED, None)).to_string();
+        assert!(e.starts_with("HTTP 304: Not Modified, to a request for a whole frame"), "{e}");
+        let e = FetchError::Status(307, unfollowed(StatusCode::TEMPORARY_REDIRECT, None)).to_string();
+        assert_eq!(e, "HTTP 307: Temporary Redirect, with no Location: not a bbrtop exporter's answer");
+        let e = FetchError::Status(302, unfollowed(StatusCode::FOUND, Some("https://b:1/"))).to_string();
+        assert_eq!(e, "HTTP 302: redirected to https://b:1/: give --connect that URL");
     }
 
     /// Nothing listens on a port just released: the fetch fails, at once, as refused.

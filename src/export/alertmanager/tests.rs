@@ -183,3 +183,14 @@ fn json_has_the_v2_field_names() {
     }
     assert_eq!(v[0]["startsAt"], "1970-01-12T13:46:40.000Z");
 }
+
+/// The `alertmanager` label (and log field) of a URL with a password shows it masked.
+#[test]
+fn the_label_of_a_url_with_a_password_masks_it() {
+    let published = crate::runtime::Published::new(Arc::new(snap(vec![])));
+    let urls = vec!["http://u:s3cret@127.0.0.1:9/".to_string()];
+    let pusher = Pusher::start(PushConfig { urls, ..cfg() }, published).unwrap();
+    let labels: Vec<(String, &str)> = pusher.stats().snapshot().into_iter().map(|(k, _)| k).collect();
+    assert_eq!(labels.len(), RESULTS.len(), "{labels:?}");
+    assert!(labels.iter().all(|(am, _)| am == "http://u:xxxxx@127.0.0.1:9/"), "{labels:?}");
+}
