@@ -250,8 +250,12 @@ pub fn run(a: ExportArgs) -> Result<(), Failure> {
     let limits = Limits { max_connections: a.max_connections as usize, ..Limits::default() };
     tracing::info!(address = bound.join(","), scheme = me.scheme, "listening");
     serve_until(listeners, app, limits, Arc::clone(&started.stop), hindsight.is_some())?;
-    drop(pusher);
-    drop(shipper);
+    // Both stop at once: each may wait for a request in flight (Alertmanager's 5 s timeout, the
+    // OTLP sender's 5 s grace), and one after the other would pass the DaemonSet's 10 s grace.
+    std::thread::scope(|s| {
+        s.spawn(move || drop(pusher));
+        drop(shipper);
+    });
     if let Some((_, thread)) = hindsight {
         let _ = thread.join();
     }

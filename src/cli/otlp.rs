@@ -3,6 +3,8 @@
 //! variable, which wins over the general one, as the OpenTelemetry specification orders them.
 
 use crate::export::otlp::send::Endpoint;
+use crate::export::url_redact::{redacted, without_userinfo};
+use base64::Engine as _;
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,11 +14,13 @@ use std::time::Duration;
 pub struct OtlpArgs {
     /// Push each closed flow (eBPF's close records, of every namespace; loopback peers only with
     /// --loopback) as an OTLP log record to this collector's base URL (http:// or https://;
-    /// /v1/logs is added), as OTEL_EXPORTER_OTLP_ENDPOINT does.
+    /// /v1/logs is added), as OTEL_EXPORTER_OTLP_ENDPOINT does. A user:password@ in it goes as basic
+    /// auth, over https:// only.
     /// OTEL_EXPORTER_OTLP_LOGS_ENDPOINT gives the full URL instead. Default: off.
     #[arg(long = "otlp.endpoint", value_name = "URL")]
     pub endpoint: Option<String>,
-    /// A header sent with every request, e.g. for auth (repeat for more). Beside
+    /// A header sent with every request, e.g. for auth (repeat for more; not one HTTP or bbrtop
+    /// sets, such as host or content-length). Beside
     /// OTEL_EXPORTER_OTLP_HEADERS (name=value,...). A command line is visible to every user of the
     /// host: give a secret in the variable, from a file only root reads (a systemd EnvironmentFile).
     #[arg(long = "otlp.header", value_name = "NAME=VALUE", value_parser = parse_header)]
@@ -27,14 +31,16 @@ pub struct OtlpArgs {
     /// Only http/protobuf is spoken (OTEL_EXPORTER_OTLP_PROTOCOL); grpc and http/json are refused.
     #[arg(long = "otlp.protocol", value_name = "PROTOCOL")]
     pub protocol: Option<String>,
-    /// A request's timeout (OTEL_EXPORTER_OTLP_TIMEOUT, in ms; default 10s).
+    /// A request's timeout, 100ms to 5m (OTEL_EXPORTER_OTLP_TIMEOUT, in ms; default 10s). A stop
+    /// waits 5 s at most for what is queued or in flight, whatever the timeout.
     #[arg(long = "otlp.timeout", value_name = "DURATION", value_parser = parse_timeout)]
     pub timeout: Option<Duration>,
     /// Trust only the CA certificates in this PEM file for an https endpoint
     /// (OTEL_EXPORTER_OTLP_CERTIFICATE); default: the system's.
     #[arg(long = "otlp.ca.file", value_name = "FILE")]
     pub ca_file: Option<PathBuf>,
-    /// Records held while the collector is slow or down; past it they are dropped and counted
+    /// Records held while the collector is slow or down (a batch in flight included), and at
+    /// most N KiB of them; past either they are dropped and counted
     /// (bbrtop_otlp_log_records_dropped_total{reason="queue_full"}). About 400 bytes each: the
     /// default holds some 3 MiB.
     #[arg(long = "otlp.queue-size", value_name = "N", default_value_t = 8192, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
@@ -44,13 +50,46 @@ pub struct OtlpArgs {
     pub batch: u64,
 }
 
+/// A request's timeout, the flag's and the variable's: a shorter one fails every request.
+const MIN_TIMEOUT: Duration = Duration::from_millis(100);
+const MAX_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Headers bbrtop sets or HTTP's framing owns: one given again would break every request.
+const OWN_HEADERS: [&str; 11] = [
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+    "content-type",
+    "content-encoding",
+];
+
 fn parse_header(s: &str) -> Result<(String, String), String> {
     let (k, v) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected NAME=VALUE"))?;
-    let k = k.trim();
+    let (k, v) = (k.trim(), v.trim());
+    check_header(k, v)?;
+    Ok((k.to_string(), v.to_string()))
+}
+
+/// A header a request can carry: a name of letters, digits, - and _ that is not one of
+/// [`OWN_HEADERS`], and a value of visible characters, spaces and tabs (RFC 9110), so never
+/// CR or LF.
+fn check_header(k: &str, v: &str) -> Result<(), String> {
     if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b)) {
         return Err(format!("{k:?}: not a header name"));
     }
-    Ok((k.to_string(), v.trim().to_string()))
+    if OWN_HEADERS.iter().any(|h| h.eq_ignore_ascii_case(k)) {
+        return Err(format!("header {k:?}: set by bbrtop or HTTP itself, not by a flag"));
+    }
+    if v.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(format!("header {k:?}: its value holds a control character (CR, LF, ...)"));
+    }
+    Ok(())
 }
 
 fn parse_compression(s: &str) -> Result<bool, String> {
@@ -62,7 +101,21 @@ fn parse_compression(s: &str) -> Result<bool, String> {
 }
 
 fn parse_timeout(s: &str) -> Result<Duration, String> {
-    super::args::parse_duration_in(s, "timeout", Duration::from_millis(100), Duration::from_secs(300))
+    super::args::parse_duration_in(s, "timeout", MIN_TIMEOUT, MAX_TIMEOUT)
+}
+
+/// OTEL_EXPORTER_OTLP_TIMEOUT: milliseconds, within the flag's bounds.
+fn env_timeout(ms: &str) -> Result<Duration, String> {
+    let bad = |why: &str| format!("OTEL_EXPORTER_OTLP_TIMEOUT {ms:?}: {why}");
+    let d = Duration::from_millis(ms.trim().parse().map_err(|_| bad("not milliseconds"))?);
+    if d < MIN_TIMEOUT || d > MAX_TIMEOUT {
+        return Err(bad(&format!(
+            "out of range ({} to {} ms)",
+            MIN_TIMEOUT.as_millis(),
+            MAX_TIMEOUT.as_millis()
+        )));
+    }
+    Ok(d)
 }
 
 /// `name=value,...` with percent-encoded values, as OTEL_EXPORTER_OTLP_HEADERS holds them.
@@ -72,6 +125,7 @@ fn env_headers(s: &str) -> Result<Vec<(String, String)>, String> {
         .map(|p| {
             let (k, v) = parse_header(p)?;
             let v = percent_encoding::percent_decode_str(&v).decode_utf8_lossy().into_owned();
+            check_header(&k, &v)?;
             Ok((k, v))
         })
         .collect()
@@ -82,48 +136,59 @@ fn logs_url(base: &str) -> String {
     format!("{}/v1/logs", base.trim_end_matches('/'))
 }
 
-fn check_url(what: &str, url: &str) -> Result<(), String> {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| format!("{what} {url:?}: expected http:// or https://"))?;
-    match url.parse::<hyper::Uri>() {
-        Ok(u) if u.authority().is_some_and(|a| !a.host().is_empty()) && !rest.starts_with('/') => Ok(()),
-        _ => Err(format!("{what} {url:?}: not a URL with a host")),
+/// A checked URL without its userinfo, and the basic auth header the userinfo stood for (as Go's
+/// HTTP client, the Collector's, turns it into one). Credentials are refused over http://, where
+/// they would cross the network in clear. Errors show the URL redacted.
+fn check_url(what: &str, url: &str) -> Result<(String, Option<(String, String)>), String> {
+    let shown = redacted(url);
+    let scheme = match url.split_once("://") {
+        Some((s @ ("http" | "https"), _)) => s,
+        _ => return Err(format!("{what} {shown:?}: expected http:// or https://")),
+    };
+    let (info, bare) = without_userinfo(url);
+    match bare.parse::<hyper::Uri>() {
+        Ok(u) if u.authority().is_some_and(|a| !a.host().is_empty()) => {}
+        _ => return Err(format!("{what} {shown:?}: not a URL with a host")),
     }
+    let Some(info) = info else { return Ok((bare, None)) };
+    if scheme == "http" {
+        return Err(format!(
+            "{what} {shown:?}: credentials in an http:// URL would cross the network in clear: use https://"
+        ));
+    }
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned();
+    let (user, password) = info.split_once(':').unwrap_or((info, ""));
+    let basic =
+        base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", decode(user), decode(password)));
+    Ok((bare, Some(("Authorization".to_string(), format!("Basic {basic}")))))
 }
 
 impl OtlpArgs {
     /// Where closed flows go, if anywhere: from the flags, else the variables `env` reads.
     pub fn endpoint(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Option<Endpoint>, String> {
+        // Off, the variables are not read at all (the flags still are).
+        if env("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+            && self.endpoint.is_none()
+        {
+            return Ok(None);
+        }
         // The logs-specific variable, else the general one.
         let var = |name: &str| {
             let get = |n: String| env(&n).filter(|v| !v.trim().is_empty());
             get(format!("OTEL_EXPORTER_OTLP_LOGS_{name}"))
                 .or_else(|| get(format!("OTEL_EXPORTER_OTLP_{name}")))
         };
-        let url = match (&self.endpoint, env("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT").filter(|v| !v.is_empty())) {
-            (Some(base), _) => {
-                check_url("--otlp.endpoint", base)?;
-                logs_url(base)
-            }
-            (None, Some(full)) => {
-                check_url("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", &full)?;
-                full
-            }
-            (None, None) => match env("OTEL_EXPORTER_OTLP_ENDPOINT").filter(|v| !v.is_empty()) {
-                Some(base) => {
-                    check_url("OTEL_EXPORTER_OTLP_ENDPOINT", &base)?;
-                    logs_url(&base)
-                }
-                None => return Ok(None),
-            },
-        };
-        if env("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-            && self.endpoint.is_none()
-        {
-            return Ok(None);
-        }
+        let (url, auth) =
+            match (&self.endpoint, env("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT").filter(|v| !v.is_empty())) {
+                (Some(base), _) => check_url("--otlp.endpoint", base).map(|(u, a)| (logs_url(&u), a))?,
+                (None, Some(full)) => check_url("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", &full)?,
+                (None, None) => match env("OTEL_EXPORTER_OTLP_ENDPOINT").filter(|v| !v.is_empty()) {
+                    Some(base) => {
+                        check_url("OTEL_EXPORTER_OTLP_ENDPOINT", &base).map(|(u, a)| (logs_url(&u), a))?
+                    }
+                    None => return Ok(None),
+                },
+            };
         let protocol =
             self.protocol.clone().or_else(|| var("PROTOCOL")).unwrap_or_else(|| "http/protobuf".into());
         if protocol.trim() != "http/protobuf" {
@@ -135,19 +200,14 @@ impl OtlpArgs {
         };
         let timeout = match self.timeout {
             Some(t) => t,
-            None => match var("TIMEOUT") {
-                Some(ms) => Duration::from_millis(
-                    ms.trim()
-                        .parse()
-                        .map_err(|_| format!("OTEL_EXPORTER_OTLP_TIMEOUT {ms:?}: not milliseconds"))?,
-                ),
-                None => Duration::from_secs(10),
-            },
+            None => var("TIMEOUT").map(|ms| env_timeout(&ms)).transpose()?.unwrap_or(Duration::from_secs(10)),
         };
         let mut headers = var("HEADERS").map(|h| env_headers(&h)).transpose()?.unwrap_or_default();
         // A flag's header replaces the variable's of the same name.
         headers.retain(|(k, _)| !self.headers.iter().any(|(f, _)| f.eq_ignore_ascii_case(k)));
         headers.extend(self.headers.iter().cloned());
+        // The URL's credentials, unless a header gives the authorization.
+        headers.extend(auth.filter(|(k, _)| !headers.iter().any(|(h, _)| h.eq_ignore_ascii_case(k))));
         let ca_file = self.ca_file.clone().or_else(|| var("CERTIFICATE").map(PathBuf::from));
         Ok(Some(Endpoint { url, headers, gzip, timeout, ca_file }))
     }
@@ -239,5 +299,74 @@ mod tests {
         assert!(parse_header("bad name=1").is_err());
         let t = with(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:1"), ("OTEL_EXPORTER_OTLP_TIMEOUT", "10s")]);
         assert!(OtlpArgs::default().endpoint(&t).unwrap_err().contains("OTEL_EXPORTER_OTLP_TIMEOUT"));
+    }
+
+    #[test]
+    fn with_the_sdk_disabled_no_variable_is_read_even_a_bad_one() {
+        let off = with(&[
+            ("OTEL_SDK_DISABLED", "true"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "c:4318"),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "soon"),
+        ]);
+        assert_eq!(OtlpArgs::default().endpoint(&off).unwrap(), None);
+        let flag = OtlpArgs { endpoint: Some("http://f:4318".into()), ..OtlpArgs::default() };
+        assert!(flag.endpoint(&off).is_err(), "a flag still turns it on, and the variables count then");
+    }
+
+    #[test]
+    fn the_timeout_variable_has_the_flags_bounds() {
+        let timeout = |ms: &str| {
+            OtlpArgs::default()
+                .endpoint(&with(&[
+                    ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:1"),
+                    ("OTEL_EXPORTER_OTLP_TIMEOUT", ms),
+                ]))
+                .map(|e| e.unwrap().timeout)
+        };
+        for bad in ["0", "99", "300001"] {
+            let e = timeout(bad).unwrap_err();
+            assert!(e.contains("OTEL_EXPORTER_OTLP_TIMEOUT") && e.contains("range"), "{bad}: {e}");
+        }
+        assert_eq!(timeout("100"), Ok(Duration::from_millis(100)));
+        assert!(parse_timeout("50ms").is_err());
+    }
+
+    #[test]
+    fn a_header_that_would_break_every_request_is_refused() {
+        for bad in [
+            "x-a=1\r\nx-b: 2",
+            "x-a=1\nb",
+            "x-a=\u{0}",
+            "content-length=5",
+            "Host=h",
+            "Transfer-Encoding=chunked",
+        ] {
+            let e = parse_header(bad).unwrap_err();
+            assert!(!e.contains('\n'), "{bad:?}: {e}");
+        }
+        assert_eq!(parse_header("x-tenant = a\tb "), Ok(("x-tenant".into(), "a\tb".into())));
+        let encoded = with(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:1"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-a=1%0D%0Ax-b:%202"),
+        ]);
+        let e = OtlpArgs::default().endpoint(&encoded).unwrap_err();
+        assert!(e.contains("control character"), "{e}");
+    }
+
+    #[test]
+    fn credentials_in_the_url_go_as_basic_auth_over_https_only_and_are_never_shown() {
+        let plain = OtlpArgs { endpoint: Some("http://alice:pw@c:4318".into()), ..OtlpArgs::default() };
+        let e = plain.endpoint(&with(&[])).unwrap_err();
+        assert!(e.contains("https://") && e.contains("alice:xxxxx@") && !e.contains("pw@"), "{e}");
+        let var = with(&[("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "http://alice:pw@c:4318/v1/logs")]);
+        assert!(OtlpArgs::default().endpoint(&var).unwrap_err().contains("https://"));
+        let tls = OtlpArgs { endpoint: Some("https://alice:p%40w@c:4318/".into()), ..OtlpArgs::default() };
+        let e = tls.endpoint(&with(&[])).unwrap().unwrap();
+        assert_eq!(e.url, "https://c:4318/v1/logs", "the URL bbrtop logs holds no credentials");
+        let basic = base64::engine::general_purpose::STANDARD.encode("alice:p@w");
+        assert_eq!(e.headers, [("Authorization".into(), format!("Basic {basic}"))]);
+        let given = OtlpArgs { headers: vec![("authorization".into(), "Bearer t".into())], ..tls };
+        let e = given.endpoint(&with(&[])).unwrap().unwrap();
+        assert_eq!(e.headers, [("authorization".into(), "Bearer t".into())], "a header given wins");
     }
 }

@@ -4,9 +4,11 @@
 //! Two threads: the tap reads each snapshot's closed flows newer than the last it took (a gap in
 //! their sequence numbers, flows that closed and left the snapshot's window between two reads,
 //! is counted as missed), makes each a record (`record.rs`) and queues it without waiting
-//! (`queue.rs`: bounded, a full queue drops and counts); the sender takes batches and posts them
-//! (`send.rs`), retrying with backoff. So the poller never waits for a collector, memory stays
-//! within the queue's bound, and every flow is either sent or counted as dropped, by reason.
+//! (`queue.rs`: bounded in count and bytes, a full queue drops and counts); the sender takes
+//! batches and posts them (`send.rs`), retrying with backoff. So the poller never waits for a
+//! collector, memory stays within the queue's bounds, and every flow is either sent or counted as
+//! dropped, by reason. A stop waits the grace for what is queued and then leaves the sender
+//! behind, whatever request it waits on: the process ends, the rest counted as dropped.
 //! The wire types are the OpenTelemetry project's own (`opentelemetry-proto`).
 
 pub mod queue;
@@ -32,8 +34,15 @@ const ATTEMPTS: u32 = 5;
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// How long a batch waits to fill before it goes.
 const LINGER: Duration = Duration::from_secs(1);
-/// At a stop, how long what is queued may take to go (and one request's timeout past it).
+/// At a stop, how long what is queued (or in flight) may take to go, whatever `--otlp.timeout`:
+/// within Kubernetes' default 10 s grace, with time left for the rest of the stop.
 const GRACE: Duration = Duration::from_secs(5);
+/// The queue's bound in bytes, per record of `--otlp.queue-size`: about twice a typical queued
+/// flow's, so only outsized values (a database's huge AS name, a long cgroup path) reach it.
+pub const QUEUE_BYTES_PER_RECORD: usize = 1024;
+/// The longest AS name or country taken from a database into a record, in bytes: a hostile or
+/// broken database cannot make a record, a request or the queue huge.
+pub const MAX_GEO_VALUE: usize = 256;
 
 #[derive(Clone, Debug)]
 pub struct OtlpConfig {
@@ -66,16 +75,53 @@ pub struct Handle {
 }
 
 impl Handle {
+    fn new(records: usize) -> Handle {
+        let queue = Queue::new(records, records.saturating_mul(QUEUE_BYTES_PER_RECORD), weigh);
+        Handle { stats: Stats::default(), queue }
+    }
+
+    /// Records not yet sent or dropped: queued, or in a request under way.
     pub fn queued(&self) -> usize {
         self.queue.len()
     }
 }
 
-/// The running shipper; dropping it stops both threads, after the grace for what is queued.
+/// What a queued flow holds in memory, about: its origin counted whole though the snapshots may
+/// share it (the queue may be its last holder).
+fn weigh(p: &Pending) -> usize {
+    let len = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    let geo = p.geo.as_ref().map_or(0, |g| len(&g.as_org) + len(&g.country));
+    let origin = p.origin.as_deref().map_or(0, |o| {
+        let pod = o.pod.as_ref().map_or(0, |p| {
+            p.uid.len() + len(&p.container_id) + len(&p.namespace) + len(&p.name) + len(&p.container)
+        });
+        std::mem::size_of::<Origin>() + len(&o.netns_name) + len(&o.cgroup) + pod
+    });
+    std::mem::size_of::<Pending>() + p.flow.cc.len() + geo + origin
+}
+
+/// A database's value cut to [`MAX_GEO_VALUE`] bytes, at a character's edge.
+fn bounded(mut s: String) -> String {
+    if s.len() > MAX_GEO_VALUE {
+        let end = (0..=MAX_GEO_VALUE).rev().find(|i| s.is_char_boundary(*i)).unwrap_or(0);
+        s.truncate(end);
+    }
+    s
+}
+
+/// The running shipper; dropping it stops it, within the grace for what is queued.
 pub struct Shipper {
     stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
+    tap: Option<JoinHandle<()>>,
+    sender: Option<Sender>,
     handle: Arc<Handle>,
+}
+
+/// The sender's thread, and word of its end (a channel: a thread cannot be joined with a
+/// timeout).
+struct Sender {
+    thread: JoinHandle<()>,
+    ended: std::sync::mpsc::Receiver<()>,
 }
 
 /// Where a flow's peer group, AS and country come from.
@@ -87,22 +133,13 @@ pub struct Peers {
 impl Shipper {
     pub fn start(cfg: OtlpConfig, peers: Peers, published: Arc<Published>) -> Result<Shipper, String> {
         let client = Client::new(cfg.endpoint.clone())?;
-        let handle = Arc::new(Handle { stats: Stats::default(), queue: Queue::new(cfg.queue) });
+        let handle = Arc::new(Handle::new(cfg.queue));
         let stop = Arc::new(AtomicBool::new(false));
-        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
-            std::thread::Builder::new()
-                .name(name.into())
-                .spawn(f)
-                .map_err(|e| format!("starting the OTLP {name}: {e}"))
-        };
         let (h, s) = (Arc::clone(&handle), Arc::clone(&stop));
         let (loopback, groups) = (cfg.loopback, Arc::clone(&peers.groups));
-        let tap = spawn("bbrtop-otlp-tap", Box::new(move || tap(&published, &peers, loopback, &h, &s)))?;
-        let (h, s) = (Arc::clone(&handle), Arc::clone(&stop));
-        let (batch, source) = (cfg.batch, cfg.source);
-        let sender =
-            spawn("bbrtop-otlp", Box::new(move || send_loop(&client, (&source, &groups), batch, &h, &s)))?;
-        Ok(Shipper { stop, threads: vec![tap, sender], handle })
+        let tap = spawn("tap", move || tap(&published, &peers, loopback, &h, &s))?;
+        let sender = Sender::start(client, (cfg.source, groups), cfg.batch, &handle, &stop)?;
+        Ok(Shipper { stop, tap: Some(tap), sender: Some(sender), handle })
     }
 
     pub fn handle(&self) -> Arc<Handle> {
@@ -112,10 +149,55 @@ impl Shipper {
 
 impl Drop for Shipper {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads.drain(..) {
-            let _ = t.join();
+        if let Some(sender) = self.sender.take() {
+            wind_down(&self.stop, self.tap.take(), sender, &self.handle, GRACE);
         }
+    }
+}
+
+fn spawn(name: &str, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, String> {
+    std::thread::Builder::new()
+        .name(format!("bbrtop-otlp-{name}"))
+        .spawn(f)
+        .map_err(|e| format!("starting the OTLP {name}: {e}"))
+}
+
+impl Sender {
+    fn start(
+        client: Client,
+        (source, groups): (Source, Arc<PeerGroups>),
+        batch: usize,
+        h: &Arc<Handle>,
+        stop: &Arc<AtomicBool>,
+    ) -> Result<Sender, String> {
+        let (h, stop) = (Arc::clone(h), Arc::clone(stop));
+        let (tx, ended) = std::sync::mpsc::channel();
+        let thread = spawn("sender", move || {
+            send_loop(&client, (&source, &groups), batch, &h, &stop);
+            let _ = tx.send(());
+        })?;
+        Ok(Sender { thread, ended })
+    }
+}
+
+/// The stop: the tap ends (it never blocks for long), the sender has until `grace` after the
+/// stop to send what is queued, and then whatever is still held, queued or in a request the
+/// collector has not answered, is counted as dropped at the stop and the sender left behind
+/// (a detached thread does not hold the process's exit).
+fn wind_down(stop: &AtomicBool, tap: Option<JoinHandle<()>>, sender: Sender, h: &Handle, grace: Duration) {
+    let until = Instant::now() + grace;
+    stop.store(true, Ordering::Relaxed);
+    if let Some(t) = tap {
+        let _ = t.join();
+    }
+    let ended = sender.ended.recv_timeout(until.saturating_duration_since(Instant::now()));
+    let left = h.queue.abandon();
+    if left > 0 {
+        h.stats.add_dropped(Dropped::Shutdown, left);
+        tracing::warn!(records = left, "OTLP: records still queued or in flight at the stop were not sent");
+    }
+    if ended != Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+        let _ = sender.thread.join();
     }
 }
 
@@ -124,7 +206,10 @@ fn pending(flow: &ClosedFlow, before: Option<&Snapshot>, peers: &Peers) -> Pendi
     Pending {
         flow: flow.clone(),
         group: peers.groups.index(flow.peer.ip()),
-        geo: peers.geo.is_on().then(|| peers.geo.get().lookup(flow.peer.ip())),
+        geo: peers.geo.is_on().then(|| {
+            let g = peers.geo.get().lookup(flow.peer.ip());
+            PeerGeo { as_org: g.as_org.map(bounded), country: g.country.map(bounded), ..g }
+        }),
         origin: before.and_then(|s| s.sockets.entry(flow.cookie)).and_then(|e| e.record.get().origin.clone()),
     }
 }
@@ -170,35 +255,32 @@ fn send_loop(
     stop: &AtomicBool,
 ) {
     let mut warned = false;
-    // Set at the stop: what is queued then has the grace to go, a batch an attempt each.
-    let mut deadline = None;
+    // After a stop, what is queued goes a batch an attempt each, until the stop's grace
+    // abandons the queue.
     loop {
-        if deadline.is_none() && stop.load(Ordering::Relaxed) {
-            deadline = Some(Instant::now() + GRACE);
-        }
-        let stopping = deadline.is_some();
-        if deadline.is_some_and(|d| Instant::now() >= d) || (stopping && h.queue.is_empty()) {
+        let stopping = stop.load(Ordering::Relaxed);
+        if h.queue.is_abandoned() || (stopping && h.queue.is_empty()) {
             break;
         }
-        let flows = h.queue.batch(batch, if stopping { Duration::ZERO } else { LINGER });
-        if flows.is_empty() {
+        let taken = h.queue.batch(batch, if stopping { Duration::ZERO } else { LINGER });
+        if taken.items.is_empty() {
             continue;
         }
-        let n = flows.len() as u64;
+        let n = taken.items.len() as u64;
         let now = SystemTime::now();
-        let req = record::request(source, flows.iter().map(|p| to_record(p, groups, now)).collect());
-        match send_with_retries(client, &req, h, stop, &mut warned) {
+        let req = record::request(source, taken.items.iter().map(|p| to_record(p, groups, now)).collect());
+        let result = send_with_retries(client, &req, h, stop, &mut warned);
+        // Not ours to count if the stop counted it while it was in flight.
+        if !h.queue.settle(taken) {
+            continue;
+        }
+        match result {
             Ok((rejected, bytes)) => {
                 h.stats.add_sent(n - rejected.min(n), bytes);
                 h.stats.add_dropped(Dropped::Rejected, rejected.min(n));
             }
             Err(why) => h.stats.add_dropped(why, n),
         }
-    }
-    let left = h.queue.drain().len() as u64;
-    if left > 0 {
-        h.stats.add_dropped(Dropped::Shutdown, left);
-        tracing::warn!(records = left, "OTLP: records still queued at the stop were not sent");
     }
 }
 
@@ -272,44 +354,76 @@ mod tests {
         assert!(size < 512, "a queued flow takes {size} bytes");
     }
 
-    fn queued(n: usize) -> Handle {
-        let h = Handle { stats: Stats::default(), queue: Queue::new(n) };
+    fn pending(flow: &ClosedFlow) -> Pending {
+        Pending { flow: flow.clone(), group: 0, geo: None, origin: None }
+    }
+
+    fn queued(n: usize) -> Arc<Handle> {
+        let h = Handle::new(n);
         let flow = ClosedFlow::example("bbr", 1, None);
         for _ in 0..n {
-            assert!(h.queue.push(Pending { flow: flow.clone(), group: 0, geo: None, origin: None }));
+            assert!(h.queue.push(pending(&flow)));
         }
-        h
+        Arc::new(h)
     }
 
     fn client(url: String, timeout: Duration) -> Client {
         Client::new(Endpoint { url, headers: vec![], gzip: false, timeout, ca_file: None }).unwrap()
     }
 
+    fn source() -> Source {
+        Source { host: "h".into(), bbr: "v1".into() }
+    }
+
+    fn by_reason(h: &Handle) -> BTreeMap<&'static str, u64> {
+        h.stats.dropped().filter(|(_, n)| *n > 0).map(|(d, n)| (d.label(), n)).collect()
+    }
+
     #[test]
     fn at_a_stop_with_the_collector_gone_every_queued_flow_is_counted_and_the_sender_ends() {
-        let source = Source { host: "h".into(), bbr: "v1".into() };
-        let groups = PeerGroups::default();
         // Refused at once: each batch gets its one attempt.
         let h = queued(30);
         let refused = client("http://127.0.0.1:1/v1/logs".into(), Duration::from_secs(2));
-        send_loop(&refused, (&source, &groups), 8, &h, &AtomicBool::new(true));
-        let dropped: Vec<(Dropped, u64)> = h.stats.dropped().filter(|(_, n)| *n > 0).collect();
-        assert_eq!((h.stats.sent(), dropped), (0, vec![(Dropped::ExportFailed, 30)]));
-        // A collector that never answers, and a stop that comes while the sender waits: the
-        // grace bounds the stop, and what it left is counted as such.
+        send_loop(&refused, (&source(), &PeerGroups::default()), 8, &h, &AtomicBool::new(true));
+        assert_eq!((h.stats.sent(), by_reason(&h)), (0, BTreeMap::from([("export_failed", 30)])));
+        assert_eq!(h.queued(), 0);
+    }
+
+    #[test]
+    fn a_stop_leaves_a_hung_request_behind_and_counts_its_flows_once() {
+        // A collector that takes the connection and never answers, and a request timeout far
+        // past the grace: the stop ends at the grace, everything held counted as dropped there.
         let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/v1/logs", silent.local_addr().unwrap());
-        let (h, stop) = (queued(100), AtomicBool::new(false));
-        let started = Instant::now();
-        std::thread::scope(|s| {
-            s.spawn(|| send_loop(&client(url, Duration::from_millis(500)), (&source, &groups), 8, &h, &stop));
-            std::thread::sleep(Duration::from_millis(100));
-            stop.store(true, Ordering::Relaxed);
-        });
-        assert!(started.elapsed() < GRACE + Duration::from_secs(2), "{:?}", started.elapsed());
-        let by: BTreeMap<&str, u64> = h.stats.dropped().map(|(d, n)| (d.label(), n)).collect();
-        assert_eq!(by.values().sum::<u64>(), 100, "{by:?}");
-        assert!(by["shutdown"] > 0 && by["export_failed"] > 0, "{by:?}");
+        let (h, stop) = (queued(100), Arc::new(AtomicBool::new(false)));
+        let groups = Arc::new(PeerGroups::default());
+        let sender =
+            Sender::start(client(url, Duration::from_secs(600)), (source(), groups), 8, &h, &stop).unwrap();
+        // The first batch is in flight once the collector has its connection.
+        let (_conn, _) = silent.accept().unwrap();
+        wind_down(&stop, None, sender, &h, Duration::from_millis(300));
+        assert_eq!(h.stats.sent(), 0);
+        assert_eq!(by_reason(&h), BTreeMap::from([("shutdown", 100)]), "the batch in flight too, once");
+        assert_eq!(h.queued(), 0);
+    }
+
+    #[test]
+    fn a_database_cannot_make_the_queue_huge() {
+        // An AS database with a 2 MB organisation name: the value is cut, and the queue is
+        // bounded in bytes besides its count.
+        let cut = bounded("é".repeat(1 << 20));
+        assert!(cut.len() <= MAX_GEO_VALUE && cut.len() > MAX_GEO_VALUE - 2, "{}", cut.len());
+        let h = Handle::new(8192);
+        let huge = PeerGeo { as_org: Some("x".repeat(2 << 20)), ..PeerGeo::default() };
+        let flow = ClosedFlow::example("bbr", 1, None);
+        let item = || Pending { geo: Some(huge.clone()), ..pending(&flow) };
+        let took = (0..100).take_while(|_| h.queue.push(item())).count();
+        assert_eq!(
+            took,
+            8192 * QUEUE_BYTES_PER_RECORD / weigh(&item()),
+            "bounded by bytes, not by the 8192 records"
+        );
+        assert_eq!(h.queued(), took);
     }
 
     #[test]
