@@ -1,6 +1,7 @@
 //! The exporter under hostile load: the connection table only when asked for, behind auth,
 //! streamed and bounded; one bcrypt check per credential, so a flood of wrong passwords leaves
-//! real scrapes alone; probes that answer without auth and say whether the poller is alive.
+//! real scrapes alone; probes that answer without auth and say whether the poller is alive; idle
+//! keep-alives that give way to a scrape; socket activation that takes listeners only.
 
 mod support;
 
@@ -8,7 +9,8 @@ use bbrtop::export::api::API_RESPONSES;
 use bbrtop::export::server::{Limits, Options};
 use bbrtop::export::web_config::{Security, WebConfig};
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::exporter::{Server, many_sockets, snapshot};
 use support::http::{get, get_as};
@@ -202,4 +204,110 @@ fn slow_clients_never_starve_an_authenticated_scrape() {
         assert_eq!(status, 200, "scrape {i}");
     }
     drop(slow);
+}
+
+/// One request on a keep-alive connection, its whole response read (a Content-Length body): the
+/// status.
+fn ask(s: &mut TcpStream, path: &str) -> std::io::Result<u16> {
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n")?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        got.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&got);
+        let Some((head, body)) = text.split_once("\r\n\r\n") else { continue };
+        let length = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().to_string())
+            })
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(0);
+        if body.len() >= length {
+            return Ok(head.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0));
+        }
+    }
+}
+
+/// The starvation: without a web config, as many keep-alive connections as slots, each
+/// having asked a probe or the landing page, then idle. Every scrape still gets a slot, the
+/// longest idle connection giving way. On main any request without users kept its connection's
+/// slot for good, and every scrape was closed at once.
+#[test]
+fn idle_keep_alive_connections_never_starve_a_scrape() {
+    let n = 8;
+    let limits = Limits { max_connections: n, ..Limits::default() };
+    let srv = Server::start_with(Security::default(), limits, Options::default(), snapshot);
+    let mut idle: Vec<TcpStream> = (0..n)
+        .map(|i| {
+            let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            assert_eq!(ask(&mut s, if i % 2 == 0 { "/-/healthy" } else { "/" }).unwrap(), 200);
+            s
+        })
+        .collect();
+    for i in 0..10 {
+        let (status, body) = get(srv.port, "/metrics", None).unwrap_or_else(|e| panic!("scrape {i}: {e}"));
+        assert_eq!(status, 200, "scrape {i}");
+        assert!(body.contains("bbrtop_sockets"), "scrape {i}: {body}");
+    }
+    // The first connection waited longest: it gave way (closed, not left hanging).
+    let closed = match idle[0].read(&mut [0u8; 64]) {
+        Ok(n) => n == 0,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    };
+    assert!(closed, "the longest idle connection was not closed");
+}
+
+/// A keep-alive connection that asks nothing more is closed after the header timeout, as Go's
+/// http.Server closes one after its IdleTimeout.
+#[test]
+fn an_idle_keep_alive_connection_is_closed_after_the_header_timeout() {
+    let limits = Limits { header_read: Duration::from_secs(1), ..Limits::default() };
+    let srv = Server::start_with(Security::default(), limits, Options::default(), snapshot);
+    let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    assert_eq!(ask(&mut s, "/metrics").unwrap(), 200);
+    let mut rest = [0u8; 64];
+    assert_eq!(s.read(&mut rest).unwrap(), 0, "the idle connection was not closed");
+}
+
+/// `--web.systemd-socket` takes what sd_listen_fds(3) hands over and only listeners: a wild
+/// LISTEN_FDS (main grew without bound, 10 GB in 16 s: here under a 4 GB address-space limit) and
+/// a connected TCP socket (main accepted on it and failed ten times a second forever) are each a
+/// one-line usage error at start. LISTEN_PID is the pid bash execs bbrtop in.
+#[test]
+fn socket_activation_refuses_a_wild_listen_fds_and_a_socket_that_does_not_listen() {
+    let peer = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = peer.local_addr().unwrap().port();
+    let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port};");
+    for (setup, fds, why) in [
+        ("", "2147483647", "LISTEN_FDS=\"2147483647\": expected 1 to 64 sockets"),
+        (connect.as_str(), "1", "fd 3 is a TCP socket that is not listening"),
+        ("exec 3</proc/self/status;", "1", "fd 3 is not a socket"),
+    ] {
+        let script = format!(
+            "ulimit -v 4000000; {setup} export LISTEN_PID=$$ LISTEN_FDS={fds}; exec \"$0\" export --web.systemd-socket"
+        );
+        let mut child = Command::new("bash")
+            .args(["-c", &script, env!("CARGO_BIN_EXE_bbrtop")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = poll_until(Duration::from_secs(30), || child.try_wait().unwrap());
+        if status.is_none() {
+            let _ = child.kill();
+        }
+        let mut stderr = String::new();
+        let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+        let status = status.unwrap_or_else(|| panic!("{fds}: still running: {stderr}"));
+        assert_eq!(status.code(), Some(2), "{fds}: {stderr}");
+        assert!(stderr.contains(why) && stderr.trim().lines().count() == 1, "{fds}: {stderr:?}");
+    }
 }

@@ -43,8 +43,9 @@ pub struct ExportArgs {
     /// the certificate and key files it names, at most 4 MiB each.
     #[arg(long = "web.config.file", value_name = "FILE")]
     pub web_config: Option<PathBuf>,
-    /// Concurrent connections (1 to 65536); past this, a new connection takes the slot of the
-    /// oldest one that has not passed auth, or is closed at once if every one has.
+    /// Concurrent connections (1 to 65536); past this, a new connection takes the slot of the one
+    /// idle longest (or not yet past auth), or is closed at once if every slot is answering an
+    /// authorized request.
     #[arg(long = "web.max-connections", value_name = "N", default_value = "512",
           value_parser = clap::value_parser!(u32).range(1..=65536))]
     pub max_connections: u32,
@@ -325,27 +326,10 @@ pub(super) fn bind_all(addrs: &[String]) -> Result<Vec<TcpListener>, Failure> {
         .map_err(|e| Failure::Runtime(anyhow!(e)))
 }
 
-/// The listening sockets systemd passed (LISTEN_FDS, LISTEN_PID): every one must be a TCP
-/// listener, and there must be at least one.
+/// The listening sockets systemd passed (LISTEN_FDS, LISTEN_PID), each checked to be a TCP
+/// listener: anything else is bad usage, refused at start.
 fn systemd_listeners() -> Result<Vec<TcpListener>, Failure> {
-    let mut fds = listenfd::ListenFd::from_env();
-    if fds.len() == 0 {
-        return Err(Failure::Usage(
-            "--web.systemd-socket: systemd passed no socket (no LISTEN_FDS for this process; start it \
-             from bbrtop.socket)"
-                .into(),
-        ));
-    }
-    (0..fds.len())
-        .map(|i| {
-            let l = fds
-                .take_tcp_listener(i)
-                .and_then(|l| l.ok_or_else(|| std::io::Error::other("already taken")))
-                .and_then(|l| l.set_nonblocking(true).map(|()| l))
-                .map_err(|e| anyhow!("--web.systemd-socket: passed socket {i}: {e}"))?;
-            Ok(l)
-        })
-        .collect()
+    crate::export::listen_fds::from_env().map_err(|e| Failure::Usage(format!("--web.systemd-socket: {e}")))
 }
 
 /// How this exporter is reached, for the links its alerts carry.

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod cert;
 pub mod frame;
 pub mod hindsight;
+pub mod listen_fds;
 pub mod metrics;
 pub mod otlp;
 pub mod probes;

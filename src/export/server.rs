@@ -1,10 +1,12 @@
 //! The HTTP side of `bbrtop export`: hyper 1 on a current-thread tokio runtime.
 //!
-//! Slow or hostile clients cannot starve a scrape: headers must arrive within
-//! [`Limits::header_read`], a connection lives at most [`Limits::connection`], a TLS handshake
-//! must finish within the header timeout, and past [`Limits::max_connections`] a new connection
-//! takes the slot of the oldest one that has not passed auth ([`super::slots`]), or is closed at
-//! once when every slot is held by one that has. Idle connections cost no thread.
+//! Slow or hostile clients cannot starve a scrape. The timeouts are Go's http.Server's: headers
+//! must arrive within [`Limits::header_read`] (its ReadHeaderTimeout), which also times the wait
+//! for a keep-alive connection's next request (its IdleTimeout), a TLS handshake must finish
+//! within it too, and a connection lives at most [`Limits::connection`]. Past
+//! [`Limits::max_connections`] a new connection takes the slot of the one that has waited longest
+//! without answering an authorized request ([`super::slots`]), or is closed at once when every
+//! slot is answering one. Idle connections cost no thread.
 
 use super::alertmanager::PushStats;
 use super::api::{self, API_RESPONSES};
@@ -12,7 +14,7 @@ use super::auth::Auth;
 use super::frame::{FRAME_RESPONSES, FrameBody, Frames};
 use super::metrics::{self, Scrape};
 use super::probes::Probes;
-use super::slots::{Slot, Slots};
+use super::slots::{Holding, Slot, Slots};
 use super::web_config::Security;
 use crate::runtime::Published;
 use bbrtop_core::peer_groups::PeerGroups;
@@ -34,7 +36,10 @@ use tokio::sync::Semaphore;
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub max_connections: usize,
+    /// For a request's headers, counted from the moment the connection waits for them: so also
+    /// how long a keep-alive connection may sit idle.
     pub header_read: Duration,
+    /// A connection's whole life.
     pub connection: Duration,
 }
 
@@ -226,8 +231,9 @@ async fn accept_loop(
                     None => serve_conn(stream, app, slot, limits).await,
                 }
             };
-            // A newer connection took this one's slot before it passed auth: it is closed. (A
-            // proven connection's sender is dropped, not sent on: that branch is then disabled.)
+            // A newer connection took this one's slot while it waited: it is closed. (A held slot
+            // never gives way; the sender, dropped unsent when the slot is freed, disables the
+            // branch.)
             tokio::select! {
                 () = serve => {}
                 Ok(()) = evicted => {}
@@ -360,16 +366,14 @@ pub fn section<'a>(doc: &'a str, heading: &str) -> &'a str {
     &doc[start..end]
 }
 
-/// Answers one request; `slot` is proven once a request passes auth (any request, without users).
-async fn handle(app: &App, req: Request<Incoming>, slot: &Slot) -> Resp {
+/// Answers one request; a request that passes auth (any but the probes, without users) holds
+/// `slot` until its response is sent.
+async fn handle(app: &App, req: Request<Incoming>, slot: &Arc<Slot>) -> Resp {
     let hindsight = req.uri().path() == "/api/hindsight";
     if (req.method() != Method::GET && req.method() != Method::HEAD && !hindsight)
         || (hindsight && req.method() != Method::POST)
     {
         return respond(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "Method Not Allowed\n");
-    }
-    if !app.auth.enabled() {
-        slot.prove();
     }
     let (snap, now) = (app.published.latest(), std::time::SystemTime::now());
     // The probes answer without auth (as Prometheus' own do): they tell nothing private, and
@@ -398,8 +402,8 @@ async fn handle(app: &App, req: Request<Incoming>, slot: &Slot) -> Resp {
         r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"bbrtop\""));
         return r;
     }
-    slot.prove();
-    match req.uri().path() {
+    let holding = slot.hold();
+    let r = match req.uri().path() {
         p if p == app.telemetry_path => metrics_response(app, snap, &req).await,
         path @ ("/api/sockets" | "/api/alerts") => api_response(app, snap, path),
         "/api/hindsight" => hindsight_response(app).await,
@@ -407,6 +411,34 @@ async fn handle(app: &App, req: Request<Incoming>, slot: &Slot) -> Resp {
         "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", *RUNBOOK),
         "/" => respond(StatusCode::OK, "text/html; charset=utf-8", app.landing.clone()),
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "Not Found\n"),
+    };
+    r.map(|body| BoxBody::new(HeldBody { body, _holding: holding }))
+}
+
+/// A response's body that keeps its request's hold on the connection's slot until it is sent
+/// (hyper drops a body once its last frame is taken, or when the connection ends).
+struct HeldBody {
+    body: BoxBody<Bytes, Infallible>,
+    _holding: Holding,
+}
+
+impl hyper::body::Body for HeldBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        std::pin::Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
     }
 }
 

@@ -1,73 +1,95 @@
-//! The exporter's connection slots (`--web.max-connections`), kept for clients that proved
-//! themselves.
+//! The exporter's connection slots (`--web.max-connections`), and which connection gives way when
+//! they run out.
 //!
-//! A slot is taken when a connection is accepted, before a byte is read, so slow clients that
-//! never finish their headers (slowloris) used to hold every slot and have Prometheus' scrapes
-//! closed at once. Now a connection is *pending* until a request of its own passes auth (any
-//! request, when no users are configured), then *proven*. A new connection past the cap takes the
-//! slot of the oldest pending one, which is closed; only when every slot is held by a proven
-//! connection is the new one closed at once. So a scrape, whose headers arrive at once, always
-//! gets a slot, and slow or unauthenticated clients only ever push each other out.
+//! A slot is taken when a connection is accepted, before a byte is read. A connection *holds* its
+//! slot only while it is answering a request that passed auth (any request but the probes, when
+//! no users are configured), from its headers until its response is handed over; otherwise it
+//! waits: accepted and not yet asking (slowloris), idle between keep-alive requests, asking a
+//! probe, or refused by auth. Past the cap, a new connection takes the slot of the connection that
+//! has waited longest since it was accepted or last held its slot, which is closed; only when
+//! every slot is held is the new one closed at once. This is nginx's rule (idle and not-yet-asking
+//! connections are "reusable", and the oldest is closed to admit a new one when connections run
+//! out): idle keep-alives, probes, wrong passwords and slow clients only push each other out, and a
+//! scrape always gets a slot unless as many authorized requests are under way as there are slots.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 /// What [`Table::admit`] decided for a new connection.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Admit<T> {
-    /// In, under this id; the pending connection whose slot it took, if any, goes.
+    /// In, under this id; the waiting connection whose slot it took, if any, goes.
     In { id: u64, evicted: Option<T> },
-    /// Every slot is held by a proven connection.
+    /// Every slot is held.
     Full,
 }
 
-/// The slots as plain data: which connections are pending (oldest first) and which are proven.
-/// `T` is what a pending connection is closed with.
+/// The slots as plain data. `T` is what a connection is closed with.
 #[derive(Debug)]
 pub struct Table<T> {
     max: usize,
+    /// Ids of connections and of their turns at waiting, from one counter: a lower turn waited
+    /// longer.
     next: u64,
-    pending: BTreeMap<u64, T>,
-    proven: HashSet<u64>,
+    /// Every connection: its closer, and its turn while it waits (None while it holds its slot).
+    conns: HashMap<u64, (T, Option<u64>)>,
+    /// The waiting connections by turn, longest waiting first.
+    waiting: BTreeMap<u64, u64>,
 }
 
 impl<T> Table<T> {
     pub fn new(max: usize) -> Table<T> {
-        Table { max: max.max(1), next: 0, pending: BTreeMap::new(), proven: HashSet::new() }
+        Table { max: max.max(1), next: 0, conns: HashMap::new(), waiting: BTreeMap::new() }
+    }
+
+    fn ticket(&mut self) -> u64 {
+        self.next += 1;
+        self.next - 1
     }
 
     pub fn admit(&mut self, closer: T) -> Admit<T> {
-        let evicted = if self.pending.len() + self.proven.len() < self.max {
+        let evicted = if self.conns.len() < self.max {
             None
         } else {
-            match self.pending.pop_first() {
-                Some((_, oldest)) => Some(oldest),
-                None => return Admit::Full,
-            }
+            let Some((_, id)) = self.waiting.pop_first() else { return Admit::Full };
+            self.conns.remove(&id).map(|(closer, _)| closer)
         };
-        let id = self.next;
-        self.next += 1;
-        self.pending.insert(id, closer);
+        let id = self.ticket();
+        self.conns.insert(id, (closer, Some(id)));
+        self.waiting.insert(id, id);
         Admit::In { id, evicted }
     }
 
-    /// The connection passed auth: it keeps its slot.
-    pub fn prove(&mut self, id: u64) {
-        if self.pending.remove(&id).is_some() {
-            self.proven.insert(id);
+    /// The connection is answering a request that passed auth: it keeps its slot meanwhile.
+    pub fn hold(&mut self, id: u64) {
+        if let Some((_, turn)) = self.conns.get_mut(&id)
+            && let Some(t) = turn.take()
+        {
+            self.waiting.remove(&t);
+        }
+    }
+
+    /// The held request was answered: the connection waits again, as the newest to.
+    pub fn wait(&mut self, id: u64) {
+        let turn = self.next;
+        if let Some((_, t @ None)) = self.conns.get_mut(&id) {
+            *t = Some(turn);
+            self.waiting.insert(turn, id);
+            self.next += 1;
         }
     }
 
     /// The connection ended (or was evicted): its slot is free.
     pub fn release(&mut self, id: u64) {
-        self.pending.remove(&id);
-        self.proven.remove(&id);
+        if let Some((_, Some(t))) = self.conns.remove(&id) {
+            self.waiting.remove(&t);
+        }
     }
 
-    /// (pending, proven).
+    /// (waiting, held).
     pub fn counts(&self) -> (usize, usize) {
-        (self.pending.len(), self.proven.len())
+        (self.waiting.len(), self.conns.len() - self.waiting.len())
     }
 }
 
@@ -106,8 +128,10 @@ pub struct Slot {
 }
 
 impl Slot {
-    pub fn prove(&self) {
-        self.slots.lock().prove(self.id);
+    /// Held until the [`Holding`] returned is dropped (with the response's body, once sent).
+    pub fn hold(self: &Arc<Self>) -> Holding {
+        self.slots.lock().hold(self.id);
+        Holding(Arc::clone(self))
     }
 }
 
@@ -117,27 +141,53 @@ impl Drop for Slot {
     }
 }
 
+/// A request's hold on its connection's slot; the connection waits again when it is dropped.
+pub struct Holding(Arc<Slot>);
+
+impl Drop for Holding {
+    fn drop(&mut self) {
+        self.0.slots.lock().wait(self.0.id);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn past_the_cap_the_oldest_pending_connection_gives_way() {
+    fn past_the_cap_the_longest_waiting_connection_gives_way() {
         let mut t = Table::new(3);
         assert_eq!(t.admit("a"), Admit::In { id: 0, evicted: None });
         assert_eq!(t.admit("b"), Admit::In { id: 1, evicted: None });
-        t.prove(0);
         assert_eq!(t.admit("c"), Admit::In { id: 2, evicted: None });
-        // Full: b is the oldest pending (a is proven and stays).
-        assert_eq!(t.admit("d"), Admit::In { id: 3, evicted: Some("b") });
-        assert_eq!(t.admit("e"), Admit::In { id: 4, evicted: Some("c") });
-        assert_eq!(t.counts(), (2, 1));
-        t.prove(3);
-        t.prove(4);
-        assert_eq!(t.admit("f"), Admit::Full, "every slot proven: the new one is refused");
+        // a answers a scrape, then waits again: now it has waited least.
+        t.hold(0);
+        t.wait(0);
+        assert_eq!(t.admit("d"), Admit::In { id: 4, evicted: Some("b") });
+        assert_eq!(t.admit("e"), Admit::In { id: 5, evicted: Some("c") });
+        assert_eq!(t.admit("f"), Admit::In { id: 6, evicted: Some("a") });
+        assert_eq!(t.counts(), (3, 0));
+    }
+
+    #[test]
+    fn a_held_slot_never_gives_way_and_full_means_every_slot_held() {
+        let mut t = Table::new(2);
+        assert_eq!(t.admit("a"), Admit::In { id: 0, evicted: None });
+        assert_eq!(t.admit("b"), Admit::In { id: 1, evicted: None });
+        t.hold(0);
+        assert_eq!(t.admit("c"), Admit::In { id: 2, evicted: Some("b") }, "a is held; b goes");
+        t.hold(2);
+        assert_eq!(t.counts(), (0, 2));
+        assert_eq!(t.admit("d"), Admit::Full);
+        // A second hold or a stray wait changes nothing; a wait frees the slot to give way again.
+        t.hold(2);
+        t.wait(9);
+        assert_eq!(t.admit("d"), Admit::Full);
+        t.wait(2);
+        assert_eq!(t.admit("d"), Admit::In { id: 4, evicted: Some("c") });
         t.release(0);
-        assert_eq!(t.admit("g"), Admit::In { id: 5, evicted: None });
-        assert_eq!(t.counts(), (1, 2));
+        assert_eq!(t.admit("e"), Admit::In { id: 5, evicted: None });
+        assert_eq!(t.counts(), (2, 0));
     }
 
     #[test]
@@ -145,8 +195,9 @@ mod tests {
         let mut t = Table::new(1);
         assert_eq!(t.admit(0), Admit::In { id: 0, evicted: None });
         assert_eq!(t.admit(1), Admit::In { id: 1, evicted: Some(0) });
-        // The evicted connection ends later: its release and a late prove change nothing.
-        t.prove(0);
+        // The evicted connection ends later: its hold, wait and release change nothing.
+        t.hold(0);
+        t.wait(0);
         t.release(0);
         assert_eq!(t.counts(), (1, 0));
         t.release(1);
@@ -159,11 +210,15 @@ mod tests {
         let (first, mut told) = slots.admit().unwrap();
         assert!(told.try_recv().is_err(), "not evicted yet");
         let (second, _) = slots.admit().unwrap();
-        assert_eq!(told.try_recv(), Ok(()), "the pending one gave way");
+        assert_eq!(told.try_recv(), Ok(()), "the waiting one gave way");
         drop(first);
-        second.prove();
-        assert!(slots.admit().is_none(), "the one slot is held by a proven connection");
+        let second = Arc::new(second);
+        let holding = second.hold();
+        assert!(slots.admit().is_none(), "the one slot is held");
+        drop(holding);
+        let (_third, _) = slots.admit().expect("answered: the slot gives way again");
+        assert_eq!(slots.lock().counts(), (1, 0));
         drop(second);
-        assert!(slots.admit().is_some());
+        assert_eq!(slots.lock().counts(), (1, 0), "a gone connection's drop frees nothing else");
     }
 }
