@@ -255,3 +255,76 @@ fn a_killed_exporters_hindsight_loses_at_most_its_last_segment() {
     assert!(dumped.len() > polls.len(), "then the next one's");
     drop(conns);
 }
+
+/// A tmpfs mounted for a test, unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Hindsight on a full disk (a 512 KiB tmpfs) does not freeze: from the poll the spool could not
+/// take, polls are kept in memory, the spool's oldest chunk is removed to make room, the failure
+/// is counted, and a dump holds the newest poll and says why the spool failed (on main: a
+/// warning per chunk, nothing kept, every dump as stale as the failure).
+#[test]
+fn root_a_full_spool_keeps_the_polls_in_memory_and_trims_its_oldest_chunk() {
+    use bbrtop::record::{Hindsight, HindsightOptions, writer};
+    if !support::guard::root("a full spool (a tmpfs of its own)") {
+        return;
+    }
+    let top = tempfile::tempdir().expect("tempdir");
+    let small = top.path().join("small");
+    std::fs::create_dir(&small).expect("mount point");
+    let mounted =
+        Command::new("mount").args(["-t", "tmpfs", "-o", "size=512k", "tmpfs"]).arg(&small).status();
+    assert!(mounted.is_ok_and(|s| s.success()), "mount -t tmpfs");
+    let _unmount = Tmpfs(small.clone());
+    let spool = small.join(".spool");
+    let opts = HindsightOptions {
+        window: Duration::from_secs(150),
+        max_bytes: 1 << 30,
+        segment: Duration::from_secs(1),
+    };
+    let mut h = Hindsight::spooled(opts, Default::default(), &spool).expect("a spool");
+    let mut engine = bbrtop_engine::Engine::new(bbrtop_engine::EngineConfig::default());
+    let t0 = bbrtop_core::seam::Now {
+        mono: Instant::now(),
+        wall: std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000),
+    };
+    let mut poll = |h: &mut Hindsight, i: u64| {
+        let now = t0.after(Duration::from_secs(i));
+        let socks = (1..=300).map(|c| {
+            bbrtop_core::testing::record(c, "bbr").srtt_us(20_000 + i as u32).bytes_acked(i * c).build()
+        });
+        let dump = bbrtop_core::wire::Dump { sockets: socks.collect(), ..Default::default() };
+        bbrtop_core::seam::feed_dump(&mut engine, dump, now);
+        h.push(&engine.tick(now)).expect("a push never fails for the spool");
+    };
+    // Polls a second apart until the disk is full (well within the window: age removes nothing).
+    let (mut i, mut oldest) = (0, None);
+    while h.spool_failures() == Some(0) {
+        assert!(i < 120, "512 KiB not full after {i} polls: {:?} bytes", h.spool_bytes());
+        oldest = writer::chunks(&spool).expect("the spool").first().map(|c| c.stem.clone()).or(oldest);
+        poll(&mut h, i);
+        i += 1;
+    }
+    let oldest = oldest.expect("a chunk written before the disk was full");
+    let left: Vec<String> = writer::chunks(&spool).expect("the spool").into_iter().map(|c| c.stem).collect();
+    assert!(!left.contains(&oldest), "the oldest chunk {oldest} was removed to make room: {left:?}");
+    for k in i..i + 5 {
+        poll(&mut h, k);
+    }
+    let dumps = top.path().join("dumps");
+    std::fs::create_dir(&dumps).expect("dumps");
+    let d = h.dump(&dumps, std::time::SystemTime::now()).expect("a dump, the disk full or not");
+    let newest = t0.wall + Duration::from_secs(i + 4);
+    assert_eq!(d.to, Some(newest), "the newest poll, kept in memory: {d:?}");
+    assert!(d.spool_failures.is_some_and(|n| n > 0), "{d:?}");
+    assert!(d.spool_error.as_deref().is_some_and(|e| e.contains("No space left")), "{d:?}");
+    assert!(d.memory_bytes > 0, "{d:?}");
+    let rec = Recording::open(&d.dir).expect("the dump reads");
+    assert_eq!(rec.polls().last().map(|p| p.at), Some(newest));
+}

@@ -176,10 +176,20 @@ fn record_into_a_file_is_a_one_line_error() {
     assert!(err.contains(&f.path().display().to_string()), "{err}");
 }
 
-/// SIGUSR1 (the exporter's dump signal) does not end a recorder: it goes on polling, and SIGINT
-/// then finishes the chunk under way (on main SIGUSR1 killed it and lost that chunk).
+/// The filesystem's root is no place for a recording (issue 42: it recorded there without a
+/// word, and removed every `*.tmp` it found).
 #[test]
-fn a_recorder_goes_on_after_sigusr1_and_keeps_its_chunk() {
+fn record_into_the_root_is_a_one_line_error() {
+    let err = support::usage_error(&["record", "/", "--count", "1"]);
+    assert!(err.contains("the filesystem's root"), "{err}");
+    assert!(!Path::new("/.bbrtop-record.lock").exists(), "nothing written in /");
+}
+
+/// SIGUSR1 (the exporter's dump signal) and SIGHUP (a hang-up, or systemd's reload) do not end a
+/// recorder: it goes on polling, and SIGINT then finishes the chunk under way, no `.tmp` left
+/// (on main SIGUSR1 killed it and lost that chunk, and SIGHUP stopped it).
+#[test]
+fn a_recorder_goes_on_after_sigusr1_and_sighup_and_keeps_its_chunk() {
     let dir = tempfile::tempdir().expect("tempdir");
     let rec = dir.path().join("rec");
     let log = dir.path().join("stderr");
@@ -200,17 +210,19 @@ fn a_recorder_goes_on_after_sigusr1_and_keeps_its_chunk() {
         std::fs::read_to_string(&log).unwrap_or_default()
     );
     support::signal(child.0.id(), "USR1");
-    // It goes on after the signal: a chunk is finished after it (they are a second long).
+    support::signal(child.0.id(), "HUP");
+    // It goes on after the signals: a chunk is finished after them (they are a second long).
     let chunk = support::poll_until(Duration::from_secs(20), || {
-        assert!(child.0.try_wait().expect("wait").is_none(), "SIGUSR1 ended the recorder");
+        assert!(child.0.try_wait().expect("wait").is_none(), "SIGUSR1 or SIGHUP ended the recorder");
         files(&rec, ".polls.parquet").first().cloned()
     });
-    assert!(chunk.is_some(), "no chunk finished after SIGUSR1");
+    assert!(chunk.is_some(), "no chunk finished after SIGUSR1 and SIGHUP");
     support::signal(child.0.id(), "INT");
     let status = support::wait_exit(&mut child.0, Duration::from_secs(20)).expect("SIGINT ends it");
     assert!(status.success(), "{status:?}: {}", std::fs::read_to_string(&log).unwrap_or_default());
     let polls = Recording::open(&rec).expect("a recording").polls().len();
     assert!(polls >= 2, "the chunk under way was kept: {polls} polls");
+    assert_eq!(files(&rec, ".tmp"), Vec::<String>::new(), "its segment finished cleanly");
 }
 
 /// A child process killed (SIGKILL) and reaped on drop, whatever the test did.

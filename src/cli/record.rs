@@ -46,7 +46,8 @@ pub struct RecordArgs {
     /// digits, '.', '-' and '_'. Default: the host name (/proc/sys/kernel/hostname).
     #[arg(long = "record.host", value_name = "NAME")]
     pub host: Option<String>,
-    /// Stop after this many polls (default: until SIGINT or SIGTERM).
+    /// Stop after this many polls (default: until SIGINT or SIGTERM; SIGHUP does not stop it,
+    /// it reads the --peer-groups databases again).
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
     /// Start the built-in lab (as `bbrtop --lab` does) and record it. Torn down on exit.
@@ -100,6 +101,10 @@ pub fn run(a: RecordArgs) -> Result<(), Failure> {
         max_bytes: a.max_bytes,
         layout: layout(&a)?,
     };
+    // SIGHUP reads the databases again and does not stop a recorder: as Prometheus and the
+    // exporter, a daemon (under systemd or nohup) is reloaded by it, not ended. A lab's recording
+    // is a terminal's: its hang-up ends it, and the lab is torn down.
+    startup::HUP_RELOADS.store(!a.lab, Ordering::Relaxed);
     // The directory first: a recording that cannot be written should not wait for the lab.
     let placeholder = SystemInfo::default();
     drop(Recorder::create(&a.dir, opts.clone(), &placeholder).map_err(usage)?);

@@ -93,6 +93,9 @@ impl Keeper {
         self.note_bytes(&held);
         let d = d?;
         tracing::info!(dir = %d.dir.display(), polls = d.polls, bytes = d.bytes, memory_bytes = d.memory_bytes, "hindsight written");
+        if !d.errors.is_empty() {
+            tracing::warn!(dir = %d.dir.display(), "hindsight written without what could not be read: {}", d.errors.join("; "));
+        }
         Ok(d)
     }
 

@@ -295,3 +295,19 @@ pub fn stem_of(at: SystemTime, seq: u64) -> String {
     let t = humantime::format_rfc3339_seconds(at).to_string().replace(['-', ':'], "");
     format!("{t}-{seq}")
 }
+
+/// Whether `stem` is a name [`stem_of`] gives (with the `.N` a restarted recorder adds when the
+/// name is taken): what a recorder takes for its own chunks, and nothing else in its directory.
+pub fn is_chunk_stem(stem: &str) -> bool {
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    let Some((time, rest)) = stem.split_once('-') else { return false };
+    let (seq, n) = rest.split_once('.').map_or((rest, None), |(a, b)| (a, Some(b)));
+    let t = time.as_bytes();
+    t.len() == 16
+        && digits(&t[..8])
+        && t[8] == b'T'
+        && digits(&t[9..15])
+        && t[15] == b'Z'
+        && digits(seq.as_bytes())
+        && n.is_none_or(|n| digits(n.as_bytes()))
+}

@@ -35,6 +35,18 @@ pub fn part_of(stem: &str) -> Option<(&str, usize)> {
     Some((chunk, k.parse().ok().filter(|_| valid)?))
 }
 
+/// Whether `stem` names a chunk or a segment as a recorder names them: what a recorder takes
+/// for its own, the rest of a directory being someone else's.
+pub fn is_own(stem: &str) -> bool {
+    chunk::is_chunk_stem(part_of(stem).map_or(stem, |(chunk, _)| chunk))
+}
+
+/// Whether file `name` is one a recorder writes under its temporary name (`<stem><suffix>.tmp`).
+pub fn is_own_tmp(name: &str) -> bool {
+    let Some(file) = name.strip_suffix(TMP) else { return false };
+    [POLLS_SUFFIX, SOCKETS_SUFFIX].iter().any(|s| file.strip_suffix(s).is_some_and(is_own))
+}
+
 /// Whether segment stem `stem` follows `before` (the stem read before it, by name), as a later
 /// segment's changes must: a chunk's own stem, a chunk's first segment, or segment k after k-1.
 /// Segments of a chunk carry the same keyframe time, so a missing one between two is seen only
@@ -140,6 +152,29 @@ mod tests {
         assert_eq!(chunk_of("x.partly"), None);
         assert!(c < stem_of(c, 0).as_str() && stem_of(c, 9) < stem_of(c, 10));
         assert_eq!(part_of(&stem_of(c, 12)), Some((c, 12)));
+    }
+
+    #[test]
+    fn only_names_a_recorder_gives_are_its_own() {
+        let c = "20261123T171000Z-42";
+        for own in [c, "20261123T171000Z-42.1", &stem_of(c, 3), &stem_of("20261123T171000Z-7.2", 0)] {
+            assert!(is_own(own), "{own}");
+        }
+        for theirs in
+            ["notes", "20261123T171000Z", "20261123T171000Z-", "2026112xT171000Z-4", "ü0261123T171000Z-4"]
+        {
+            assert!(!is_own(theirs), "{theirs}");
+        }
+        assert!(is_own_tmp(&format!("{}{POLLS_SUFFIX}{TMP}", stem_of(c, 1))));
+        assert!(is_own_tmp(&format!("{c}{SOCKETS_SUFFIX}{TMP}")), "a chunk being compacted");
+        for theirs in [
+            "editor.tmp",
+            &format!("notes{POLLS_SUFFIX}{TMP}"),
+            &format!("{c}.tmp"),
+            &format!("{c}{POLLS_SUFFIX}"),
+        ] {
+            assert!(!is_own_tmp(theirs), "{theirs}");
+        }
     }
 
     #[test]

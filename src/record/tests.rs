@@ -630,3 +630,41 @@ fn no_table_has_a_host_or_date_column() {
         }
     }
 }
+
+/// A recorder touches only the files it names (issue 42): another tool's `.tmp`, and a pair of
+/// Parquet files named as a chunk's are not, stay however tight retention is; the partial files
+/// a killed recorder left go.
+#[test]
+fn a_recorder_touches_only_its_own_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let theirs =
+        ["editor.tmp", "notes.polls.parquet", "notes.sockets.parquet", "20261123T171000Z.polls.parquet.tmp"];
+    for f in theirs {
+        std::fs::write(dir.path().join(f), b"not bbrtop's").unwrap();
+    }
+    let ours = dir.path().join("20261123T171000Z-42.part0003.polls.parquet.tmp");
+    std::fs::write(&ours, b"half a segment").unwrap();
+    let opts =
+        RecordOptions { chunk: Duration::from_secs(5), max_bytes: Some(1), ..RecordOptions::default() };
+    let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
+    assert!(!ours.exists(), "a killed recorder's partial segment is removed");
+    churn(12).iter().for_each(|s| r.write(s).unwrap());
+    r.finish().unwrap();
+    for f in theirs {
+        assert!(dir.path().join(f).exists(), "{f} was removed");
+    }
+    let left = writer::chunks(dir.path()).unwrap();
+    assert_eq!(left.len(), 1, "retention kept its newest chunk only, and saw no other: {left:?}");
+}
+
+/// The filesystem's root, and a path that is no directory, are no place for a recording.
+#[test]
+fn a_recorder_refuses_the_root_and_a_file() {
+    for dir in ["/", "//", "/proc"] {
+        let e = Recorder::create(std::path::Path::new(dir), RecordOptions::default(), &system()).err();
+        assert!(e.is_some_and(|e| e.to_string().starts_with(dir)), "{dir}");
+    }
+    let f = tempfile::NamedTempFile::new().unwrap();
+    let e = Recorder::create(f.path(), RecordOptions::default(), &system()).err().map(|e| e.to_string());
+    assert_eq!(e, Some(format!("{}: not a directory", f.path().display())));
+}

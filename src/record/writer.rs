@@ -93,7 +93,7 @@ impl Recorder {
     ) -> anyhow::Result<Recorder> {
         anyhow::ensure!(!opts.chunk.is_zero(), "the chunk length must be above zero");
         anyhow::ensure!(!opts.segment.is_zero(), "the segment length must be above zero");
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        check_place(dir)?;
         layout::check_mix(dir, &opts.layout)?;
         let (dir, dated) = match &opts.layout {
             Layout::Flat => (dir.to_path_buf(), false),
@@ -107,8 +107,9 @@ impl Recorder {
         }
         for leaf in layout::leaves(dir) {
             let leaf = dir.join(leaf);
+            // Only its own partial files: a directory may hold anyone's `.tmp`.
             for e in std::fs::read_dir(&leaf)?.flatten() {
-                if e.file_name().to_string_lossy().ends_with(TMP) {
+                if segments::is_own_tmp(&e.file_name().to_string_lossy()) {
                     let _ = std::fs::remove_file(e.path());
                 }
             }
@@ -163,6 +164,16 @@ impl Recorder {
     /// Memory the chunk under way takes: its segment's encoders.
     pub fn in_memory(&self) -> usize {
         self.open.as_ref().map_or(0, |o| o.pair.buffered())
+    }
+
+    /// The newest closed flow written, and a start from another writer's: each closed flow is
+    /// written once whichever writer takes the polls (hindsight's spool, or memory while it fails).
+    pub fn closed_seq(&self) -> u64 {
+        self.closed_seq
+    }
+
+    pub fn closed_written_to(&mut self, seq: u64) {
+        self.closed_seq = self.closed_seq.max(seq);
     }
 
     /// Where its chunks are: the directory it was given, or its host's tree there.
@@ -257,6 +268,23 @@ impl Drop for Recorder {
     }
 }
 
+/// Refuses a place no recording belongs, before anything is written there: a path that is no
+/// directory, the filesystem's root, or the kernel's /proc and /sys. Created if missing.
+fn check_place(dir: &Path) -> anyhow::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!("{}: not a directory", dir.display());
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let real = dir.canonicalize().with_context(|| format!("reading {}", dir.display()))?;
+    if real.parent().is_none() {
+        anyhow::bail!("{}: the filesystem's root; record into a directory of its own", dir.display());
+    }
+    if real.starts_with("/proc") || real.starts_with("/sys") {
+        anyhow::bail!("{}: a kernel filesystem, not a place for files", dir.display());
+    }
+    Ok(())
+}
+
 /// `stem`, or `stem.N` if a chunk of that name exists (a restarted bbrtop numbers polls anew;
 /// the segments a killed one left were made chunks when this recorder started).
 pub(super) fn unique_stem(dir: &Path, stem: &str) -> String {
@@ -286,7 +314,11 @@ pub fn chunks(dir: &Path) -> anyhow::Result<Vec<ChunkFile>> {
         let at = dir.join(&leaf);
         for e in std::fs::read_dir(&at).with_context(|| format!("reading {}", at.display()))?.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            let Some(stem) = name.strip_suffix(POLLS_SUFFIX) else { continue };
+            // Only what a recorder names: as Prometheus' TSDB takes only the blocks whose names it
+            // gave, retention never deletes another tool's `X.polls.parquet`.
+            let Some(stem) = name.strip_suffix(POLLS_SUFFIX).filter(|s| segments::is_own(s)) else {
+                continue;
+            };
             // A segment left beside the chunk made of it (a recorder killed as it removed them).
             if segments::chunk_of(stem).is_some_and(|c| at.join(format!("{c}{POLLS_SUFFIX}")).exists()) {
                 continue;
@@ -322,21 +354,39 @@ pub fn expired(chunks: &[ChunkFile], opts: &RecordOptions, now: SystemTime) -> u
     n
 }
 
+/// Applies retention. A chunk that cannot be removed is logged and tried again next time, as
+/// Prometheus' TSDB does: it stops no recording.
 fn retain(dir: &Path, opts: &RecordOptions, now: SystemTime) -> anyhow::Result<()> {
     let all = chunks(dir)?;
     for c in &all[..expired(&all, opts, now)] {
-        // The polls file first: without it the chunk is no longer complete, whatever happens next.
-        for suffix in [POLLS_SUFFIX, SOCKETS_SUFFIX] {
-            let p = dir.join(format!("{}{suffix}", c.stem));
-            std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+        match remove_chunk(dir, c) {
+            Ok(()) => tracing::debug!(chunk = c.stem, "retention removed a chunk"),
+            Err(e) => tracing::warn!(chunk = c.stem, "retention: {e:#}"),
         }
-        tracing::debug!(chunk = c.stem, "retention removed a chunk");
     }
     // Date partitions retention emptied (a directory with anything left in it stays).
     for leaf in layout::leaves(dir).iter().filter(|l| !l.is_empty()) {
         let _ = std::fs::remove_dir(dir.join(leaf));
     }
     Ok(())
+}
+
+/// Removes chunk `c` of `dir`: the polls file first, without which the chunk is no longer
+/// complete, whatever happens next.
+fn remove_chunk(dir: &Path, c: &ChunkFile) -> anyhow::Result<()> {
+    for suffix in [POLLS_SUFFIX, SOCKETS_SUFFIX] {
+        let p = dir.join(format!("{}{suffix}", c.stem));
+        std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// Removes the oldest chunk of `dir` but the newest (room made on a full disk); its stem.
+pub fn trim_oldest(dir: &Path) -> anyhow::Result<Option<String>> {
+    let all = chunks(dir)?;
+    let Some(c) = all.first().filter(|_| all.len() > 1) else { return Ok(None) };
+    remove_chunk(dir, c)?;
+    Ok(Some(c.stem.clone()))
 }
 
 #[cfg(test)]

@@ -74,6 +74,16 @@ impl Memory {
         Ok(())
     }
 
+    /// The newest closed flow written, and a start from another writer's (see
+    /// `Recorder::closed_seq`).
+    pub fn closed_seq(&self) -> u64 {
+        self.closed_seq
+    }
+
+    pub fn closed_written_to(&mut self, seq: u64) {
+        self.closed_seq = self.closed_seq.max(seq);
+    }
+
     /// Memory held: finished chunks and the encoder's.
     pub fn bytes(&self) -> u64 {
         self.held_bytes() + self.encoder_bytes()
@@ -114,7 +124,8 @@ impl Memory {
         Ok(self.span())
     }
 
-    fn forget(&mut self, now: SystemTime) {
+    /// Drops the chunks out of the window at `now`, then the oldest while over the bound.
+    pub fn forget(&mut self, now: SystemTime) {
         while self
             .held
             .front()

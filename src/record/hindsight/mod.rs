@@ -5,7 +5,9 @@
 //! one, in segments of a few seconds, so a SIGKILL, an OOM kill or a power cut loses at most the
 //! segment under way, what is left reads at once (bbrtop, DuckDB), and an exporter restarted over
 //! the same spool still holds the minutes before it died. Where no spool can be made (a read-only
-//! disk, another exporter's spool), they are kept in memory (`memory.rs`), which a kill loses.
+//! disk, another exporter's spool), they are kept in memory (`memory.rs`), which a kill loses;
+//! where a spool stops taking polls (a full disk), the polls after are kept in memory until it
+//! takes them again.
 //! Either way they are the recording's own encoding: a minute of 10k idle sockets costs a few MB.
 
 mod memory;
@@ -38,9 +40,10 @@ pub struct Hindsight {
     store: Store,
 }
 
+/// Boxed: each holds a chunk's encoders.
 enum Store {
-    Memory(memory::Memory),
-    Spool(spool::Spool),
+    Memory(Box<memory::Memory>),
+    Spool(Box<spool::Spool>),
 }
 
 /// What a dump wrote.
@@ -55,6 +58,17 @@ pub struct Dumped {
     /// In the spool, when asked; absent when hindsight is held in memory.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub spool_bytes: Option<u64>,
+    /// How often the spool could not be written since start (the polls after each failure were
+    /// kept in memory); absent when hindsight is held in memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spool_failures: Option<u64>,
+    /// The spool's last failure, if it ever failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spool_error: Option<String>,
+    /// What could not be read and is left out of the dump (a spool chunk that is no file), one
+    /// line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
     #[serde(with = "bbrtop_core::units::serde_time::option")]
     pub from: Option<SystemTime>,
     #[serde(with = "bbrtop_core::units::serde_time::option")]
@@ -64,13 +78,13 @@ pub struct Dumped {
 impl Hindsight {
     /// Hindsight held in memory.
     pub fn in_memory(opts: HindsightOptions, system: SystemInfo) -> Hindsight {
-        Hindsight { store: Store::Memory(memory::Memory::new(opts, system)) }
+        Hindsight { store: Store::Memory(Box::new(memory::Memory::new(opts, system))) }
     }
 
     /// Hindsight spooled to `dir` (created if missing; what a killed exporter left there is kept,
     /// as far back as the window).
     pub fn spooled(opts: HindsightOptions, system: SystemInfo, dir: &Path) -> anyhow::Result<Hindsight> {
-        Ok(Hindsight { store: Store::Spool(spool::Spool::open(dir, opts, &system)?) })
+        Ok(Hindsight { store: Store::Spool(Box::new(spool::Spool::open(dir, opts, &system)?)) })
     }
 
     /// Adds one poll, then forgets what is out of the window or over the bound.
@@ -97,28 +111,64 @@ impl Hindsight {
         }
     }
 
+    /// How often the spool could not be written since start (the polls after each failure kept
+    /// in memory); `None` when hindsight is held in memory.
+    pub fn spool_failures(&self) -> Option<u64> {
+        match &self.store {
+            Store::Memory(_) => None,
+            Store::Spool(s) => Some(s.failures().0),
+        }
+    }
+
     /// Writes what is held as a recording in a new directory under `parent`, named for the
     /// time of the dump; the chunk under way is finished first, so the newest poll is in it.
+    /// What cannot be read is left out and named in the answer's `errors`.
     pub fn dump(&mut self, parent: &Path, now: SystemTime) -> anyhow::Result<Dumped> {
         let (memory_bytes, spool_bytes) = (self.memory_bytes(), self.spool_bytes());
-        let (dir, bytes, (polls, from, to)) = match &mut self.store {
+        let mut errors = Vec::new();
+        let (dir, bytes) = match &mut self.store {
             Store::Memory(m) => {
-                let span = m.finish_open()?;
-                anyhow::ensure!(span.0 > 0, "hindsight holds no polls yet");
-                let (dir, bytes) = write_dump(parent, now, |tmp| m.write_into(tmp))?;
-                (dir, bytes, span)
+                anyhow::ensure!(m.finish_open()?.0 > 0, "hindsight holds no polls yet");
+                write_dump(parent, now, |tmp| m.write_into(tmp))?
             }
             Store::Spool(s) => {
-                let chunks = s.finish_open()?;
-                anyhow::ensure!(!chunks.is_empty(), "hindsight holds no polls yet");
-                let (dir, bytes) = write_dump(parent, now, |tmp| s.link_into(&chunks, tmp))?;
-                let rec = super::Recording::open(&dir)?;
-                let (first, last) = (rec.polls().first(), rec.polls().last());
-                (dir, bytes, (rec.polls().len() as u64, first.map(|p| p.at), last.map(|p| p.at)))
+                let (chunks, any) = s.finish_open(&mut errors)?;
+                anyhow::ensure!(any, "hindsight holds no polls yet{}", said(&errors));
+                write_dump(parent, now, |tmp| {
+                    let bytes = s.write_into(&chunks, tmp, &mut errors)?;
+                    anyhow::ensure!(bytes > 0, "none of what hindsight holds could be read{}", said(&errors));
+                    Ok(bytes)
+                })?
             }
         };
-        Ok(Dumped { dir, polls, bytes, memory_bytes, spool_bytes, from, to })
+        let rec = super::Recording::open(&dir)?;
+        let (polls, first, last) = (rec.polls().len() as u64, rec.polls().first(), rec.polls().last());
+        let (spool_failures, spool_error) = match &self.store {
+            Store::Memory(_) => (None, None),
+            Store::Spool(s) => {
+                let (n, last) = s.failures();
+                (Some(n), last.map(str::to_string))
+            }
+        };
+        errors.extend(rec.skipped().iter().cloned());
+        Ok(Dumped {
+            dir,
+            polls,
+            bytes,
+            memory_bytes,
+            spool_bytes,
+            spool_failures,
+            spool_error,
+            errors,
+            from: first.map(|p| p.at),
+            to: last.map(|p| p.at),
+        })
     }
+}
+
+/// `errors`, each after a `; `, to follow a one-line error.
+fn said(errors: &[String]) -> String {
+    errors.iter().map(|e| format!("; {e}")).collect()
 }
 
 /// A chunk's length: a fifteenth of the window (a minute of the default 15), at least 5 s, so

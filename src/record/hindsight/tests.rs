@@ -144,3 +144,63 @@ fn without_a_place_for_it_a_spool_is_an_error() {
     let e = Hindsight::spooled(opts(900, 1 << 20), SystemInfo::default(), &f.path().join(SPOOL));
     assert!(e.is_err());
 }
+
+/// A spool that cannot be written (here its directory replaced by a file) does not freeze
+/// hindsight: the polls after the failure are kept in memory, a dump holds the newest and says
+/// the spool failed, and the spool is written again once it can be (issue 42: a full disk left
+/// every dump as stale as the failure).
+#[test]
+fn a_spool_that_cannot_be_written_keeps_the_polls_in_memory_until_it_can() {
+    let parent = tempfile::tempdir().unwrap();
+    let (spool, away) = (parent.path().join(SPOOL), parent.path().join("away"));
+    let dumps = |n: &str| {
+        let d = parent.path().join(n);
+        std::fs::create_dir(&d).unwrap();
+        d
+    };
+    let mut h = Hindsight::spooled(opts(150, 64 << 20), SystemInfo::default(), &spool).unwrap();
+    run(|s| h.push(s).unwrap(), 0, 30, 20);
+    std::fs::rename(&spool, &away).unwrap();
+    std::fs::write(&spool, b"not a directory").unwrap();
+    run(|s| h.push(s).unwrap(), 30, 30, 20);
+    let d = h.dump(&dumps("broken"), at(100)).unwrap();
+    assert_eq!(d.to, Some(at(59)), "the newest poll, held in memory: {d:?}");
+    assert!(d.spool_failures.is_some_and(|n| n > 0) && d.spool_error.is_some(), "{d:?}");
+    assert!(d.memory_bytes > 0, "{d:?}");
+    let seqs = seqs_in(&d.dir);
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    assert!(seqs.ends_with(&(36..=60).collect::<Vec<_>>()), "kept in memory since the failure: {seqs:?}");
+
+    // The spool back: a chunk's length (10 s) after the last failure it takes the polls again.
+    std::fs::remove_file(&spool).unwrap();
+    std::fs::rename(&away, &spool).unwrap();
+    let failed = d.spool_failures.unwrap();
+    run(|s| h.push(s).unwrap(), 60, 40, 20);
+    let d = h.dump(&dumps("mended"), at(200)).unwrap();
+    assert_eq!(d.spool_failures, Some(failed), "no failure since: {d:?}");
+    assert_eq!(d.to, Some(at(99)));
+    let spooled = seqs_in(&spool);
+    assert!(spooled.contains(&100) && !spooled.contains(&50), "written to the spool again: {spooled:?}");
+}
+
+/// The polls of the recording in `dir`, by number.
+fn seqs_in(dir: &Path) -> Vec<u64> {
+    Recording::open(dir).unwrap().polls().iter().map(|p| p.seq).collect()
+}
+
+/// A spool chunk that is no longer a file (replaced by a directory) is left out of a dump and
+/// named in its errors; the rest is written (on main the whole dump failed: 503).
+#[test]
+fn a_dump_leaves_out_a_spool_chunk_it_cannot_read_and_says_so() {
+    let parent = tempfile::tempdir().unwrap();
+    let spool = parent.path().join(SPOOL);
+    let mut h = Hindsight::spooled(opts(900, 64 << 20), SystemInfo::default(), &spool).unwrap();
+    run(|s| h.push(s).unwrap(), 0, 150, 20);
+    let first = crate::record::writer::chunks(&spool).unwrap()[0].stem.clone();
+    let polls_file = spool.join(format!("{first}{}", crate::record::writer::POLLS_SUFFIX));
+    std::fs::remove_file(&polls_file).unwrap();
+    std::fs::create_dir(&polls_file).unwrap();
+    let d = h.dump(parent.path(), at(200)).unwrap();
+    assert!(d.errors.iter().any(|e| e.contains(&first)), "{d:?}");
+    assert_eq!((d.polls, d.from, d.to), (90, Some(at(60)), Some(at(149))), "the other chunks: {d:?}");
+}
