@@ -32,7 +32,9 @@ const volatile char cc[MAX_ARMS][CC_LEN] = {};
 /* Userspace may close an arm while running (1 open, 0 closed): its units get arm 0. */
 __u32 open[MAX_ARMS] = { 1, 1, 1, 1 };
 
-/* Counts per arm, added atomically; userspace reads them through the mmapped .bss. */
+/* Counts per arm, added atomically; userspace reads them through the mmapped .bss. `assigned`
+ * counts the connections whose cc this program set (in a dry run, would have), `failed` those
+ * whose bpf_setsockopt the kernel refused: they keep their cc, and no arm. */
 __u64 assigned[MAX_ARMS] = {};
 __u64 failed[MAX_ARMS] = {};
 __u64 redirected[MAX_ARMS] = {};
@@ -134,7 +136,6 @@ int experiment(struct bpf_sock_ops *skops)
 		__sync_fetch_and_add(&redirected[arm], 1);
 		arm = 0;
 	}
-	__sync_fetch_and_add(&assigned[arm], 1);
 
 	/* The verifier loses arm's bound across a spill: hide it from the compiler, bound it again. */
 	asm volatile("" : "+r"(arm));
@@ -144,9 +145,12 @@ int experiment(struct bpf_sock_ops *skops)
 #pragma unroll
 		for (int i = 0; i < CC_LEN; i++)
 			name[i] = cc[arm][i];
-		if (bpf_setsockopt(skops, SOL_TCP, TCP_CONGESTION, name, sizeof(name)) != 0)
+		if (bpf_setsockopt(skops, SOL_TCP, TCP_CONGESTION, name, sizeof(name)) != 0) {
 			__sync_fetch_and_add(&failed[arm], 1);
+			return 1;
+		}
 	}
+	__sync_fetch_and_add(&assigned[arm], 1);
 	__u64 cookie = bpf_get_socket_cookie(skops);
 	bpf_map_update_elem(&arms, &cookie, &arm, BPF_ANY);
 	return 1;

@@ -2,8 +2,10 @@
 //! loopback, and connections to it. Each connection's cc (read by `ss -tin`) is the one its arm
 //! says, the arm predicted by the Rust copy of the program's hash; the shares pass a binomial
 //! test; connections made before keep their cc; a dry run changes none; the program leaves the
-//! cgroup when the command ends by --duration, SIGTERM or SIGKILL; a cc the kernel lacks and a
-//! path that is not a cgroup are refused before anything is attached. Privileged: BPF, cgroups.
+//! cgroup when the command ends by --duration, SIGTERM or SIGKILL, or when its cgroup is removed;
+//! a cc the kernel lacks, a path that is not a cgroup and a path another experiment runs on are
+//! refused before anything is attached; a connection whose cc the kernel refused is counted as a
+//! failure, not assigned. Privileged: BPF, cgroups.
 
 mod support;
 
@@ -14,7 +16,7 @@ use std::process::Command;
 use std::time::Duration;
 use support::cgroup::{Cg2, v2};
 use support::experiment::*;
-use support::{poll_until, signal, wait_exit};
+use support::{Proc, poll_until, signal, wait_exit};
 
 #[test]
 fn root_experiment_assigns_each_connection_its_arm() {
@@ -224,4 +226,113 @@ fn root_experiment_records_arms_by_cookie_and_closes_an_arm() {
     );
     drop(run);
     assert!(sock_ops(&cg.0).is_empty(), "still attached after the handle dropped");
+}
+
+/// A program set a connection's cc only when the kernel took it: an arm whose cc the kernel does
+/// not have (through the library, which leaves that check to the command) counts its draws as
+/// failures, not as assigned, and keeps none of them in the cookie -> arm map; `ss` shows them on
+/// the default cc.
+#[test]
+fn root_experiment_counts_only_the_connections_it_set() {
+    use bbrtop::experiment::attach::{Plan, start};
+    if !can_run("experiment's setsockopt failures") {
+        return;
+    }
+    let cg = Cg2::new("failed");
+    let (_server, port) = server(&cg);
+    let arms = ["bbr=30%", "nosuchcc=70%"].iter().map(|s| s.parse().unwrap()).collect();
+    let plan = Plan { arms, unit: Unit::Connection, seed: 12345, ports: vec![port], dry_run: false };
+    let mut obj = std::mem::MaybeUninit::uninit();
+    let run = start(&mut obj, &plan, &cg.0).expect("attached");
+    let conns: Vec<TcpStream> = (0..30).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    let ours: Vec<u16> = conns.iter().map(|s| s.local_addr().unwrap().port()).collect();
+    let seen = poll_until(Duration::from_secs(10), || {
+        let s: Vec<_> = server_cookies(port).into_iter().filter(|(p, ..)| ours.contains(p)).collect();
+        (s.len() >= ours.len()).then_some(s)
+    })
+    .expect("ss lists every connection");
+    let (by_cookie, default) = (run.arms_by_cookie(), default_cc());
+    let mut k = [0u64; 2];
+    for (peer, cookie, cc) in seen {
+        let arm = predicted(port, peer);
+        k[arm] += 1;
+        let (want_cc, want_arm) = if arm == 0 { ("bbr", Some(&0)) } else { (default.as_str(), None) };
+        assert_eq!((cc.as_str(), by_cookie.get(&cookie)), (want_cc, want_arm), "peer {peer}, arm {arm}");
+    }
+    let c = run.counts();
+    assert!(k[1] > 0, "no draw for the failing arm: {k:?}");
+    assert_eq!((c[0].assigned, c[0].setsockopt_failures), (k[0], 0), "{c:?}");
+    assert_eq!((c[1].assigned, c[1].setsockopt_failures), (0, k[1]), "{c:?}");
+}
+
+/// Two experiments on one path are refused, whichever starts second: on the same cgroup, on a
+/// parent of a running one's and on a child of it, each with one line naming the running one's
+/// program (its ID as bpftool shows it) and cgroup; only the first program stays attached.
+#[test]
+fn root_experiment_refuses_a_cgroup_path_another_runs_on() {
+    if !can_run("experiment's overlap refusal") {
+        return;
+    }
+    let parent = Cg2::new("overlap");
+    let child = Sub::new(&parent, "child");
+    for (first, other) in [(&child.0, &parent.0), (&parent.0, &child.0)] {
+        let exp = Proc(
+            Command::new(support::experiment::BBRTOP)
+                .args(["experiment", "--cgroup"])
+                .arg(first)
+                .args(["--arm", "bbr=50%", "--arm", "cubic=50%", "--duration", "60s", "--json"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("bbrtop"),
+        );
+        wait_attached(first);
+        let (id, _) = sock_ops_progs(first).into_iter().find(|(_, n)| n == "experiment").unwrap();
+        let whose = format!("sock_ops program {id} (another bbrtop experiment)");
+        let same = refused(first);
+        assert!(same.contains(&whose) && same.contains("is attached to it;"), "{same}");
+        let line = refused(other);
+        let rel = if first == &child.0 { "descendant" } else { "ancestor" };
+        let at = format!("is attached to its {rel} {};", first.display());
+        assert!(line.contains(&format!("--cgroup {}: ", other.display())), "{line}");
+        assert!(line.contains(&whose) && line.contains(&at), "{line}");
+        assert_eq!(sock_ops(&child.0), ["experiment"], "the child runs one program");
+        signal(exp.0.id(), "TERM");
+        summary(exp, Duration::from_secs(10));
+        let gone = poll_until(Duration::from_secs(5), || sock_ops(&child.0).is_empty().then_some(()));
+        assert!(gone.is_some(), "still attached: {:?}", sock_ops(&child.0));
+    }
+}
+
+/// An experiment whose cgroup is removed says so in one line, prints its summary and ends.
+#[test]
+fn root_experiment_ends_when_its_cgroup_is_removed() {
+    if !can_run("experiment on a removed cgroup") {
+        return;
+    }
+    let cg = Cg2::new("removed");
+    let mut exp = experiment(&cg, &["--duration", "60s"]);
+    wait_attached(&cg.0);
+    std::fs::remove_dir(&cg.0).expect("the empty cgroup removed");
+    let status = wait_exit(&mut exp.0, Duration::from_secs(10)).expect("the experiment ends");
+    let mut out = String::new();
+    std::io::Read::read_to_string(exp.0.stdout.as_mut().unwrap(), &mut out).unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(exp.0.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{status}: {err}");
+    let said: Vec<&str> = err.lines().filter(|l| l.contains("cgroup was removed")).collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(said[0].contains(&cg.0.display().to_string()), "{err}");
+    let s: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(s["seconds"].as_f64().unwrap() < 30.0, "{s}");
+}
+
+/// `--port 0` and a share with a doubled `%` are usage errors: one line, exit 2.
+#[test]
+fn experiment_refuses_port_zero_and_a_malformed_share() {
+    let base = ["experiment", "--cgroup", "x", "--arm", "bbr=50%"];
+    let line = support::usage_error(&[&base[..], &["--arm", "cubic=50%", "--port", "0"]].concat());
+    assert!(line.contains("--port") && line.contains('0'), "{line}");
+    let line = support::usage_error(&[&base[..], &["--arm", "cubic=50%%"]].concat());
+    assert!(line.contains("cubic=50%%") && line.contains("not a percent"), "{line}");
 }

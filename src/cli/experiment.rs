@@ -33,7 +33,7 @@ pub struct ExperimentArgs {
     #[arg(long, value_name = "UNIT", default_value_t = Unit::default())]
     pub unit: Unit,
     /// Only connections on this local port (repeatable, up to 8; default: all).
-    #[arg(long = "port", value_name = "N")]
+    #[arg(long = "port", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub ports: Vec<u16>,
     /// The hash's seed (default: random); the same seed draws the same arms again.
     #[arg(long, value_name = "N")]
@@ -132,7 +132,8 @@ fn failure(e: StartError) -> Failure {
     match e {
         StartError::Usage(s) => Failure::Usage(s),
         StartError::Privilege(s) => Failure::Privilege(s),
-        StartError::Kernel(s) => Failure::Runtime(anyhow::anyhow!(s)),
+        // Like a port in use: the path is taken for now.
+        StartError::Conflict(s) | StartError::Kernel(s) => Failure::Runtime(anyhow::anyhow!(s)),
     }
 }
 
@@ -230,6 +231,10 @@ fn attached(
         let mut next = watch.began + a.interval;
         while !stopping() && a.duration.is_none_or(|d| watch.began.elapsed() < d) {
             std::thread::sleep(Duration::from_millis(50));
+            if running.cgroup_removed() {
+                tracing::warn!(cgroup = %dir.display(), "the cgroup was removed: the experiment ends");
+                break;
+            }
             let now = std::time::Instant::now();
             if now < next {
                 continue;

@@ -1,20 +1,25 @@
 //! The experiment's edge: the checks made before anything is attached (the cgroup, the ccs, the
 //! capabilities), and the program attached by a bpf_link to the cgroup's directory, never
 //! pinned: the link is a file descriptor of this process, so the program leaves the cgroup when
-//! the process exits, however it exits (SIGKILL included).
+//! the process exits, however it exits (SIGKILL included). Before it attaches, it refuses a cgroup
+//! on whose path another sock_ops program runs (`overlap.rs`), holding a lock on the cgroup2
+//! mount from that look to the attach, so two experiments started at once cannot both find the
+//! path free.
 
 use super::{Arm, Unit};
 use bbrtop_collect::caps::{Cap, CapSet, names};
 use std::path::{Path, PathBuf};
 
-/// Why an experiment did not start: a usage error (a path, a cc), a missing capability, or the
-/// kernel's refusal.
+/// Why an experiment did not start: a usage error (a path, a cc), a missing capability, another
+/// sock_ops program on the cgroup's path, or the kernel's refusal.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
     #[error("{0}")]
     Usage(String),
     #[error("{0}")]
     Privilege(String),
+    #[error("{0}")]
+    Conflict(String),
     #[error("{0}")]
     Kernel(String),
 }
@@ -39,7 +44,7 @@ pub fn resolve_cgroup(path: &Path, mounts: &[PathBuf], whole_host: bool) -> Resu
     let first = mounts.first().ok_or_else(|| bad("no cgroup v2 hierarchy is mounted"))?;
     let full = if path.is_absolute() { path.to_path_buf() } else { first.join(path) };
     let full = full.canonicalize().map_err(|e| bad(&format!("{e}")))?;
-    let Some(mount) = mounts.iter().find(|m| full.starts_with(m)) else {
+    let Some(mount) = mount_of(&full, mounts) else {
         return Err(bad(&format!(
             "not a cgroup v2 directory (the v2 hierarchy is at {})",
             mounts.iter().map(|m| m.display().to_string()).collect::<Vec<_>>().join(", ")
@@ -52,6 +57,11 @@ pub fn resolve_cgroup(path: &Path, mounts: &[PathBuf], whole_host: bool) -> Resu
         return Err(bad("the root cgroup is the whole host: say --whole-host to mean it"));
     }
     Ok(full)
+}
+
+/// The cgroup2 mount `dir` is under.
+pub fn mount_of<'m>(dir: &Path, mounts: &'m [PathBuf]) -> Option<&'m PathBuf> {
+    mounts.iter().find(|m| dir.starts_with(m))
 }
 
 /// Refuses a cc the kernel does not list as available (a module's is loadable: says how).
@@ -109,7 +119,7 @@ mod imp {
     use libbpf_rs::skel::{OpenSkel, SkelBuilder};
     use std::mem::MaybeUninit;
     use std::os::fd::AsRawFd;
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     bbrtop_collect::bpf_skeleton!(skel, "experiment.skel.rs");
 
@@ -121,22 +131,117 @@ mod imp {
         skel: skel::ExperimentSkel<'obj>,
         _link: Link,
         plan: Plan,
+        cgroup: Cgroup,
+    }
+
+    /// The cgroup's directory and its identity (device and inode: the inode is the cgroup's id,
+    /// so a cgroup made again under the same name is another).
+    struct Cgroup {
+        dir: PathBuf,
+        id: Option<(u64, u64)>,
+    }
+
+    impl Cgroup {
+        fn id(dir: &Path) -> Option<(u64, u64)> {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(dir).ok().map(|m| (m.dev(), m.ino()))
+        }
     }
 
     fn err(what: &str, e: impl std::fmt::Display) -> StartError {
         StartError::Kernel(format!("experiment program: {what}: {e}"))
     }
 
-    /// Loads the program with `plan` and links it to the cgroup directory `dir`.
+    /// Loads the program with `plan` and links it to the cgroup directory `dir`, unless another
+    /// sock_ops program runs on its path (`overlap.rs`).
     pub fn start<'obj>(
         obj: &'obj mut MaybeUninit<OpenObject>,
         plan: &Plan,
         dir: &Path,
     ) -> Result<Running<'obj>, StartError> {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let mounts = super::cgroup2_mounts(&mountinfo);
+        let mount = super::mount_of(dir, &mounts).ok_or_else(|| {
+            StartError::Usage(format!("--cgroup {}: not under a cgroup2 mount", dir.display()))
+        })?;
+        // Held until the link is made: another experiment's look waits for it, then sees it.
+        let lock = std::fs::File::open(mount).and_then(|f| f.lock().map(|()| f));
+        let _lock = lock.map_err(|e| err(&format!("locking {}", mount.display()), e))?;
+        alone(dir, mount)?;
         let loaded = load(obj, plan)?;
         let cg = std::fs::File::open(dir).map_err(|e| err(&dir.display().to_string(), e))?;
         let link = loaded.progs.experiment.attach_cgroup(cg.as_raw_fd()).map_err(|e| err("attach", e))?;
-        Ok(Running { skel: loaded, _link: link, plan: plan.clone() })
+        let cgroup = Cgroup { dir: dir.to_path_buf(), id: Cgroup::id(dir) };
+        Ok(Running { skel: loaded, _link: link, plan: plan.clone(), cgroup })
+    }
+
+    /// Refuses `dir` when a sock_ops program is attached to it, an ancestor or a descendant.
+    fn alone(dir: &Path, mount: &Path) -> Result<(), StartError> {
+        use crate::experiment::overlap::{MAX_DESCENDANTS, look};
+        let mut query = |cg: &Path| sock_ops_ids(cg);
+        let seen = look(dir, mount, MAX_DESCENDANTS, &mut query)
+            .map_err(|e| err(&format!("querying the sock_ops programs on {}'s path", dir.display()), e))?;
+        if seen.truncated {
+            tracing::warn!(
+                cgroup = %dir.display(),
+                "looked for other sock_ops programs on the first {} descendant cgroups only",
+                seen.descendants
+            );
+        }
+        match seen.other {
+            Some(mut o) => {
+                o.name = prog_name(o.prog_id);
+                Err(StartError::Conflict(o.refusal(dir)))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The IDs of the sock_ops programs attached to the cgroup `dir` itself (BPF_PROG_QUERY, as
+    /// `bpftool cgroup show`; CAP_NET_ADMIN).
+    #[allow(unsafe_code)]
+    fn sock_ops_ids(dir: &Path) -> std::io::Result<Vec<u32>> {
+        use libbpf_rs::libbpf_sys;
+        let cg = std::fs::File::open(dir)?;
+        let mut ids = [0u32; 64];
+        let mut count = ids.len() as u32;
+        // SAFETY: the kernel writes at most `count` IDs into `ids` and the total into `count`,
+        // both live across the call; attach_flags may be null.
+        let rc = unsafe {
+            libbpf_sys::bpf_prog_query(
+                cg.as_raw_fd(),
+                libbpf_sys::BPF_CGROUP_SOCK_OPS,
+                0,
+                std::ptr::null_mut(),
+                ids.as_mut_ptr(),
+                &mut count,
+            )
+        };
+        // ENOSPC: more than 64 attached; the first 64 are written, and one is enough.
+        if rc < 0 && -rc != libc::ENOSPC {
+            return Err(std::io::Error::from_raw_os_error(-rc));
+        }
+        Ok(ids[..(count as usize).min(ids.len())].to_vec())
+    }
+
+    /// A program's name, where the kernel tells it (CAP_SYS_ADMIN).
+    #[allow(unsafe_code)]
+    fn prog_name(id: u32) -> Option<String> {
+        use libbpf_rs::libbpf_sys;
+        let fd = libbpf_rs::Program::fd_from_id(id).ok()?;
+        let mut info = libbpf_sys::bpf_prog_info::default();
+        let mut len = size_of_val(&info) as u32;
+        // SAFETY: the kernel writes at most `len` bytes of a bpf_prog_info into `info`, which lives
+        // across the call; its pointer fields are null, so the kernel fills none of the arrays.
+        let rc = unsafe {
+            libbpf_sys::bpf_obj_get_info_by_fd(
+                fd.as_raw_fd(),
+                (&mut info as *mut libbpf_sys::bpf_prog_info).cast(),
+                &mut len,
+            )
+        };
+        let name: Vec<u8> = info.name.iter().take_while(|c| **c != 0).map(|c| *c as u8).collect();
+        (rc == 0).then(|| String::from_utf8_lossy(&name).into_owned())
     }
 
     /// Whether this kernel's verifier takes the program (`check`): loaded with one arm, attached
@@ -194,6 +299,12 @@ mod imp {
     }
 
     impl Running<'_> {
+        /// Whether the cgroup is gone (removed, or removed and made again): the program then
+        /// runs for nothing, and the experiment should end.
+        pub fn cgroup_removed(&self) -> bool {
+            Cgroup::id(&self.cgroup.dir) != self.cgroup.id
+        }
+
         /// Closes (false) or opens arm `i`: while closed, the units it draws get arm 0, the
         /// control (the harm guard's lever). The program reads it at each new connection.
         pub fn set_open(&mut self, i: usize, open: bool) {

@@ -5,6 +5,7 @@
 
 pub mod attach;
 pub mod guard;
+pub mod overlap;
 pub mod status;
 pub mod verdict;
 
@@ -38,7 +39,8 @@ impl std::str::FromStr for Arm {
         {
             return Err(format!("arm {s:?}: a cc name is 1 to 15 letters, digits or underscores"));
         }
-        let pct = pct.trim().trim_end_matches('%');
+        // One `%` at most: `50%%` is a typo, not 50%.
+        let pct = pct.trim().strip_suffix('%').unwrap_or(pct.trim());
         let v: f64 = pct.parse().map_err(|_| format!("arm {s:?}: {pct:?} is not a percent"))?;
         let parts = v * 100.0;
         if !(0.0..=100.0).contains(&v) || (parts - parts.round()).abs() > 1e-6 {
@@ -173,9 +175,11 @@ pub fn arm_of(bucket: u32, cum: &[u32], open: &[bool]) -> usize {
 pub struct ArmCount {
     pub cc: String,
     pub percent: f64,
-    /// Connections given this arm (in a dry run, that would have been).
+    /// Connections whose cc this run's program set to this arm's (in a dry run, that it would
+    /// have); one the kernel refused is not counted here.
     pub assigned: u64,
-    /// bpf_setsockopt(TCP_CONGESTION) refused.
+    /// Connections drawn for this arm whose bpf_setsockopt(TCP_CONGESTION) the kernel refused:
+    /// they keep the cc they had, and no arm.
     pub setsockopt_failures: u64,
     /// Units drawn for this arm while it was closed, given the control instead.
     pub redirected: u64,
@@ -202,6 +206,8 @@ mod tests {
             ("bbr=101%", "0 to 100"),
             ("bbr=0.001%", "0.01"),
             ("bbr=0%", "above 0%"),
+            ("cubic=50%%", "not a percent"),
+            ("cubic=%", "not a percent"),
         ] {
             let e = arm(bad).unwrap_err();
             assert!(e.contains(says) && e.lines().count() == 1, "{bad}: {e}");

@@ -28,6 +28,11 @@ pub fn server(cg: &Cg2) -> (Proc, u16) {
 /// before 5.12 or so the kernel lists a program linked to a cgroup (not attached the old way)
 /// only among those.
 pub fn sock_ops(dir: &Path) -> Vec<String> {
+    sock_ops_progs(dir).into_iter().map(|(_, name)| name).collect()
+}
+
+/// The sock_ops programs that run for `dir`: (ID, name).
+pub fn sock_ops_progs(dir: &Path) -> Vec<(u64, String)> {
     let o = Command::new("bpftool")
         .args(["cgroup", "show"])
         .arg(dir)
@@ -39,8 +44,44 @@ pub fn sock_ops(dir: &Path) -> Vec<String> {
         .into_iter()
         .flatten()
         .filter(|p| p["attach_type"] == "cgroup_sock_ops" || p["attach_type"] == "sock_ops")
-        .map(|p| p["name"].as_str().unwrap_or("").to_string())
+        .map(|p| (p["id"].as_u64().unwrap_or(0), p["name"].as_str().unwrap_or("").to_string()))
         .collect()
+}
+
+/// A child cgroup of a test's cgroup, removed on drop (declare it after its parent, so it goes
+/// first).
+pub struct Sub(pub std::path::PathBuf);
+
+impl Sub {
+    pub fn new(parent: &Cg2, name: &str) -> Sub {
+        let dir = parent.0.join(name);
+        std::fs::create_dir(&dir).expect("a child cgroup v2 directory");
+        Sub(dir)
+    }
+}
+
+impl Drop for Sub {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// `bbrtop experiment` on `dir`, which must be refused at once: exit 1 and one line on stderr,
+/// with nothing more attached to `dir`. Returns that line.
+pub fn refused(dir: &Path) -> String {
+    let before = sock_ops(dir).len();
+    let o = Command::new(BBRTOP)
+        .args(["experiment", "--cgroup"])
+        .arg(dir)
+        .args(["--arm", "reno=50%", "--arm", "cubic=50%", "--duration", "5s"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("bbrtop");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{}: {err}", dir.display());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(sock_ops(dir).len(), before, "a refused experiment attached to {}", dir.display());
+    err
 }
 
 pub fn wait_attached(dir: &Path) {
