@@ -351,3 +351,65 @@ fn watch_goes_on_after_sigusr1() {
     let status = support::wait_exit(&mut child.0, Duration::from_secs(20)).expect("SIGINT ends it");
     assert!(status.success(), "{status:?}");
 }
+
+/// SIGUSR2, SIGALRM, SIGVTALRM and SIGPROF, which bbrtop does not use and whose default action
+/// terminates, do not end a long-running command: `watch` prints polls after each, and SIGTERM
+/// still ends it cleanly (on main each of them killed it).
+#[test]
+fn watch_goes_on_after_stray_signals() {
+    use std::io::BufRead;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let _client = std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+    let _server = listener.accept().expect("accept");
+    let mut child = support::Proc(
+        Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+            .args(["watch", "--interval", "100ms", "--ndjson", "--no-collector.bpf"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("bbrtop watch"),
+    );
+    let stdout = std::io::BufReader::new(child.0.stdout.take().expect("stdout"));
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || stdout.lines().map_while(Result::ok).try_for_each(|l| tx.send(l)));
+    let seq = |line: String| -> u64 {
+        let doc: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
+        doc["seq"].as_u64().expect("seq")
+    };
+    let mut last = lines.recv_timeout(Duration::from_secs(20)).map(seq).expect("a first poll's line");
+    for sig in ["USR2", "ALRM", "VTALRM", "PROF"] {
+        support::signal(child.0.id(), sig);
+        let later = std::iter::from_fn(|| lines.recv_timeout(Duration::from_secs(20)).ok().map(seq))
+            .find(|&s| s >= last + 2);
+        last = later.unwrap_or_else(|| panic!("watch stopped printing after SIG{sig}"));
+    }
+    support::signal(child.0.id(), "TERM");
+    let status = support::wait_exit(&mut child.0, Duration::from_secs(20)).expect("SIGTERM ends it");
+    assert!(status.success(), "{status:?}");
+}
+
+/// `snapshot --netns` naming a FIFO (or any file that is no network namespace) is refused at once
+/// with one line and exit 2 (on main opening the FIFO blocked forever).
+#[test]
+fn snapshot_refuses_a_netns_that_is_no_namespace() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    let mut child = support::Proc(
+        Command::new(env!("CARGO_BIN_EXE_bbrtop"))
+            .args(["snapshot", "--no-collector.bpf", "--netns"])
+            .arg(&fifo)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("bbrtop snapshot"),
+    );
+    let status = support::wait_exit(&mut child.0, Duration::from_secs(20)).expect("it returns, not blocks");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.0.stderr.take().expect("stderr"), &mut err).expect("stderr");
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("not a network namespace (a FIFO"), "{err}");
+}

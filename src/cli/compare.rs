@@ -23,7 +23,8 @@ fn long_help() -> String {
 wrote, or one chunk's *.polls.parquet file), optionally cut to the polls at or after FROM and
 before TO; or several, comma-separated (a canary against the rest: each host's recording), and
 then a row per host too. A PATH may hold * and ? in its segments (quoted, so that bbrtop expands
-it: 'fleet/host=edge-*'), each match a recording, and a directory of several hosts' trees
+it: 'fleet/host=edge-*'), each match a recording (at most {max_paths} paths at a segment and
+{max_dirs} directories read), and a directory of several hosts' trees
 (--record.layout hive) is each host's recording. FROM and TO are RFC 3339 times (2026-11-23T03:12:00Z) or offsets from the
 recording's first poll (+90s, +5m); either may be left out. Examples:
   bbrtop compare lab/cubic lab/bbr
@@ -52,7 +53,9 @@ did without a change of cc.",
         stats::RESAMPLES,
         stats::SEED,
         stats::MIN_SOCKETS,
-        crate::compare::contrast::SAME_SHARE * 100.0
+        crate::compare::contrast::SAME_SHARE * 100.0,
+        max_paths = crate::record::glob::MAX_PATHS,
+        max_dirs = crate::record::glob::MAX_DIRS,
     )
 }
 
@@ -87,12 +90,12 @@ pub struct CompareArgs {
 }
 
 /// The recordings a side names: each of its paths' (a glob's matches, a directory of several
-/// hosts' trees as each host's: `record::layout::recordings`), with the path's range.
+/// hosts' trees as each host's: [`crate::record::layout::recordings`]), with the path's range.
 fn expand(specs: &SideSpecs) -> Result<Vec<SideSpec>, Failure> {
     let mut out = Vec::new();
     for spec in &specs.specs {
         let paths =
-            crate::record::layout::recordings(&spec.path).map_err(|e| Failure::Usage(format!("{e:#}")))?;
+            crate::record::layout::recordings(&spec.path).map_err(|e| Failure::Usage(e.to_string()))?;
         if paths.len() == 1 && paths[0] == spec.path {
             out.push(spec.clone());
             continue;

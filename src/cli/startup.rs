@@ -153,7 +153,8 @@ fn netlink_reads(choice: Want, one_netns: bool, bpf: &BpfStatus, walk_off: Optio
 /// SIGUSR1 is the exporter's hindsight signal, and its default action kills: a `kill -USR1` meant
 /// for the exporter (or sent to every bbrtop by name) must not end a lab, a recording or the TUI
 /// mid-run. So every long-running command takes it here and it only sets [`usr1`]'s flag, which
-/// the exporter reads and the other commands leave alone.
+/// the exporter reads and the other commands leave alone. SIGUSR2, SIGALRM, SIGVTALRM and SIGPROF
+/// do nothing (see [`STRAYS`]).
 pub fn signals() -> Result<Arc<AtomicBool>, Failure> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1};
     let stop = Arc::new(AtomicBool::new(false));
@@ -166,7 +167,31 @@ pub fn signals() -> Result<Arc<AtomicBool>, Failure> {
     let mut taken = Ok(());
     USR1_TAKEN.call_once(|| taken = signal_hook::flag::register(SIGUSR1, Arc::clone(usr1())).map(drop));
     taken.context("installing the SIGUSR1 handler")?;
+    ignore_strays()?;
     Ok(stop)
+}
+
+/// Signals bbrtop does not use whose default action terminates: as node_exporter and Prometheus
+/// do, a stray one (a mistyped `kill`, a timer meant for someone else) must not end a recording
+/// mid-chunk or an experiment before its summary.
+const STRAYS: [std::ffi::c_int; 4] = {
+    use signal_hook::consts::{SIGALRM, SIGPROF, SIGUSR2, SIGVTALRM};
+    [SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF]
+};
+
+/// Takes [`STRAYS`] with a handler that does nothing, once. A handler rather than SIG_IGN: an
+/// ignored signal stays ignored across exec, in the `ip` and `tc` the lab runs; a handler does not.
+fn ignore_strays() -> Result<(), Failure> {
+    static TAKEN: std::sync::Once = std::sync::Once::new();
+    let mut taken = Ok(());
+    TAKEN.call_once(|| {
+        let unread = Arc::new(AtomicBool::new(false));
+        taken = STRAYS
+            .iter()
+            .try_for_each(|&sig| signal_hook::flag::register(sig, Arc::clone(&unread)).map(drop));
+    });
+    taken.context("installing signal handlers")?;
+    Ok(())
 }
 
 /// Whether SIGHUP asks for a reload ([`hup`]) rather than a stop: the exporter's, a daemon's,

@@ -106,32 +106,15 @@ pub fn partition_host(path: &Path) -> Option<String> {
         .or_else(|| (hs.len() == 1).then(|| hs[0].clone()))
 }
 
-/// The recordings a side's path names: its matches where a segment holds `*` or `?` (each
-/// segment matched against one directory's entries, hidden ones only by a pattern that starts
-/// with '.'), in order; a directory of several hosts' trees as each host's. A pattern that
-/// matches nothing is a one-line error naming it.
+/// The recordings a side's path names: its matches where a segment holds `*` or `?`, within
+/// [`super::glob`]'s bounds; a directory of several hosts' trees as each host's. A pattern that
+/// matches nothing, or past the bounds, is a one-line error naming it.
 pub fn recordings(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut found = vec![PathBuf::new()];
-    for part in path.components() {
-        let seg = part.as_os_str().to_string_lossy();
-        if !seg.contains(['*', '?']) {
-            found.iter_mut().for_each(|p| p.push(part));
-            continue;
-        }
-        let mut next = Vec::new();
-        for base in &found {
-            let dir = if base.as_os_str().is_empty() { Path::new(".") } else { base.as_path() };
-            let Ok(entries) = std::fs::read_dir(dir) else { continue };
-            let mut names: Vec<String> = entries
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| matches(&seg, n) && (seg.starts_with('.') || !n.starts_with('.')))
-                .collect();
-            names.sort();
-            next.extend(names.into_iter().map(|n| base.join(n)));
-        }
-        found = next;
-    }
+    let mut list = |dir: &Path| {
+        let entries = std::fs::read_dir(dir).ok()?;
+        Some(entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+    };
+    let found = super::glob::expand(path, &mut list).map_err(anyhow::Error::msg)?;
     anyhow::ensure!(!found.is_empty(), "{}: no recording matches", path.display());
     let mut out = Vec::new();
     for p in found {
@@ -143,26 +126,6 @@ pub fn recordings(path: &Path) -> anyhow::Result<Vec<PathBuf>> {
         }
     }
     Ok(out)
-}
-
-/// Whether `name` matches `pattern`, where `*` is any run of characters and `?` any one.
-pub fn matches(pattern: &str, name: &str) -> bool {
-    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    // The classic two-pointer match, backtracking only to the last star: at most |p|·|n| steps.
-    let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
-    while j < n.len() {
-        if i < p.len() && (p[i] == '?' || p[i] == n[j]) {
-            (i, j) = (i + 1, j + 1);
-        } else if i < p.len() && p[i] == '*' {
-            (star, mark, i) = (Some(i), j, i + 1);
-        } else if let Some(s) = star {
-            (i, mark) = (s + 1, mark + 1);
-            j = mark;
-        } else {
-            return false;
-        }
-    }
-    p[i..].iter().all(|&c| c == '*')
 }
 
 /// A recorder's tree checked against the directory it writes into: a flat recording and host
@@ -219,19 +182,6 @@ mod tests {
         assert_eq!(date_partition(t), "date=2026-11-23");
         assert_eq!(date_partition(t + Duration::from_secs(1)), "date=2026-11-24");
         assert_eq!(host_dir(Path::new("rec"), "edge-1"), Path::new("rec/host=edge-1"));
-    }
-
-    #[test]
-    fn patterns_match_star_and_question_mark() {
-        for (p, n) in [("*", "x"), ("*", ""), ("host=edge-*", "host=edge-12"), ("a?c", "abc"), ("*b*", "abc")]
-        {
-            assert!(matches(p, n), "{p} {n}");
-        }
-        for (p, n) in [("host=edge-?", "host=edge-12"), ("a*d", "abc"), ("", "a"), ("abc", "ab")] {
-            assert!(!matches(p, n), "{p} {n}");
-        }
-        assert!(matches("*a*a*a*a*b", &"a".repeat(40).replace("aa", "ab")));
-        assert!(!matches("*a*a*a*a*c", &"a".repeat(1000)), "bounded: no blow-up");
     }
 
     fn touch(p: &Path) {

@@ -15,6 +15,7 @@
 mod chunk;
 mod columns;
 pub mod frame;
+pub mod glob;
 pub mod hindsight;
 pub mod layout;
 pub mod polls;

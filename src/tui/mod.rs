@@ -164,6 +164,9 @@ fn run(
     // A frame is drawn for a new snapshot, a move of the play, or after input (keys, a resize),
     // not on every wake: an idle screen costs one frame per poll.
     let (mut drawn, mut dirty, mut rows) = (None, true, 0);
+    // Input the terminal holds that crossterm did not take even when nudged: waited past (a
+    // hangup only) until the next frame, or the wait would return at once, again and again.
+    let mut stranded = false;
     while !app.quit && !stop.load(Ordering::Relaxed) {
         if PANICKED.load(Ordering::SeqCst) {
             anyhow::bail!("a bbrtop thread panicked (message above)");
@@ -184,14 +187,19 @@ fn run(
             rows = draw(&mut terminal, &mut app, &mut table, &latest, &view)?;
             drawn = Some(shown);
         }
-        match tty.wait(frames.wait(Instant::now())).context("reading the terminal")? {
-            tty::Ready::Gone => {
-                tracing::info!("the terminal hung up");
-                tty::detach();
-                break;
-            }
-            // A resize comes as a signal crossterm turns into an event: look even when quiet.
-            tty::Ready::Input | tty::Ready::Quiet => dirty = handle_events(&mut app, rows, &latest, frames)?,
+        let ready = tty.wait(frames.wait(Instant::now()), !stranded).context("reading the terminal")?;
+        if ready == tty::Ready::Gone {
+            tracing::info!("the terminal hung up");
+            tty::detach();
+            break;
+        }
+        // A resize comes as a signal crossterm turns into an event: look even when quiet.
+        dirty = handle_events(&mut app, rows, &latest, frames)?;
+        // Input crossterm left unread past its buffer (see `tty::Tty::nudge`).
+        stranded = ready == tty::Ready::Input && !dirty;
+        if stranded && tty.nudge().is_ok() {
+            dirty = handle_events(&mut app, rows, &latest, frames)?;
+            stranded = !dirty;
         }
     }
     Ok(())

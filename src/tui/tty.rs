@@ -33,11 +33,13 @@ impl Tty {
         Ok(Tty { fd: owned.as_raw_fd(), _owned: Some(owned) })
     }
 
-    /// Waits up to `timeout` for input or a hangup. EINTR (a signal) counts as quiet, so the
-    /// caller looks at its stop flag at once.
+    /// Waits up to `timeout` for input (unless `input` is false: a hangup only) or a hangup.
+    /// EINTR (a signal) counts as quiet, so the caller looks at its stop flag at once.
     #[allow(unsafe_code)]
-    pub fn wait(&self, timeout: Duration) -> std::io::Result<Ready> {
-        let mut p = libc::pollfd { fd: self.fd, events: libc::POLLIN, revents: 0 };
+    pub fn wait(&self, timeout: Duration, input: bool) -> std::io::Result<Ready> {
+        // POLLHUP, POLLERR and POLLNVAL are reported whatever is asked for.
+        let events = if input { libc::POLLIN } else { 0 };
+        let mut p = libc::pollfd { fd: self.fd, events, revents: 0 };
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
         // SAFETY: one pollfd that lives on this stack frame for the whole call.
         let n = unsafe { libc::poll(&mut p, 1, ms) };
@@ -46,6 +48,24 @@ impl Tty {
             return if e.kind() == std::io::ErrorKind::Interrupted { Ok(Ready::Quiet) } else { Err(e) };
         }
         Ok(readiness(n, p.revents))
+    }
+
+    /// Makes crossterm look at the terminal again. Its reader is edge-triggered (mio) and takes at
+    /// most 1 KiB before it hands the first key over: the rest of a longer burst (a paste) stays in
+    /// the terminal, unseen until another key comes, while our level-triggered wait sees input at
+    /// once, again and again (the filter prompt spun a core holding a 1,500-character paste). Setting
+    /// the terminal's attributes to what they are wakes its readers (Linux's n_tty does so on every
+    /// change), which is the new edge crossterm waits for.
+    #[allow(unsafe_code)]
+    pub fn nudge(&self) -> std::io::Result<()> {
+        // SAFETY: tcgetattr fills one termios, zeroed here, through a valid pointer; tcsetattr reads it.
+        unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            if libc::tcgetattr(self.fd, &mut t) != 0 || libc::tcsetattr(self.fd, libc::TCSANOW, &t) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        Ok(())
     }
 }
 
@@ -79,6 +99,7 @@ fn readiness(n: i32, revents: i16) -> Ready {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::FromRawFd;
 
     #[test]
     fn a_hangup_wins_over_input_and_nothing_is_quiet() {
@@ -89,12 +110,69 @@ mod tests {
         assert_eq!(readiness(1, libc::POLLNVAL), Ready::Gone);
     }
 
+    /// A burst longer than crossterm's read (a paste) left in the terminal past an edge-triggered
+    /// reader, as crossterm's is: our wait sees it at once (the filter prompt's spin), the wait
+    /// for a hangup only does not, and a nudge is the new edge that gets the reader to take it.
+    #[test]
+    #[allow(unsafe_code)]
+    fn a_nudge_hands_an_edge_triggered_reader_the_input_it_left() {
+        // SAFETY: plain syscalls on descriptors this test opens and owns; buffers outlive each call.
+        unsafe {
+            let (mut master, mut slave) = (0, 0);
+            let made = libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                std::ptr::null(),
+            );
+            assert_eq!(made, 0, "openpty: {}", std::io::Error::last_os_error());
+            let (master, slave) = (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave));
+            let mut t: libc::termios = std::mem::zeroed();
+            assert_eq!(libc::tcgetattr(slave.as_raw_fd(), &mut t), 0);
+            libc::cfmakeraw(&mut t);
+            assert_eq!(libc::tcsetattr(slave.as_raw_fd(), libc::TCSANOW, &t), 0);
+            let ep = OwnedFd::from_raw_fd(libc::epoll_create1(libc::EPOLL_CLOEXEC));
+            let mut ev = libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: 0 };
+            assert_eq!(libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, slave.as_raw_fd(), &mut ev), 0);
+            let edges = |ms| {
+                let mut out = [libc::epoll_event { events: 0, u64: 0 }];
+                libc::epoll_wait(ep.as_raw_fd(), out.as_mut_ptr(), 1, ms)
+            };
+            let paste = [b'a'; 1500];
+            assert_eq!(libc::write(master.as_raw_fd(), paste.as_ptr().cast(), paste.len()), 1500);
+            // The pty hands bytes over on a kernel worker: wait until all of them are there.
+            let pending = || {
+                let mut n: libc::c_int = 0;
+                libc::ioctl(slave.as_raw_fd(), libc::FIONREAD, &mut n);
+                n
+            };
+            for _ in 0..500 {
+                if pending() == 1500 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert_eq!(pending(), 1500);
+            assert_eq!(edges(5000), 1, "the burst's edge");
+            let mut buf = [0u8; 1024];
+            assert_eq!(libc::read(slave.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()), 1024);
+            assert_eq!(edges(0), 0, "476 bytes left and no new edge: the reader would never look");
+            let tty = Tty { fd: slave.as_raw_fd(), _owned: None };
+            assert_eq!(tty.wait(Duration::ZERO, true).unwrap(), Ready::Input, "what made the loop spin");
+            assert_eq!(tty.wait(Duration::ZERO, false).unwrap(), Ready::Quiet, "a hangup only");
+            tty.nudge().expect("nudge");
+            assert_eq!(edges(5000), 1, "the nudge's edge");
+            assert_eq!(libc::read(slave.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()), 476);
+        }
+    }
+
     #[test]
     fn a_closed_pipe_reads_as_gone() {
         // A pipe whose writer is closed answers POLLHUP, as a pty does once its master closes.
         let (r, w) = std::io::pipe().unwrap();
         drop(w);
         let t = Tty { fd: r.as_raw_fd(), _owned: Some(OwnedFd::from(r)) };
-        assert_eq!(t.wait(Duration::from_millis(1000)).unwrap(), Ready::Gone);
+        assert_eq!(t.wait(Duration::from_millis(1000), true).unwrap(), Ready::Gone);
     }
 }

@@ -1,6 +1,8 @@
 //! Network namespaces: `--netns NAME|PATH`, and running code inside one. A leaf: the netlink
 //! collector, the lab, doctor and the TUI's header all enter namespaces through it.
 
+use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 
 /// Why a namespace could not be entered.
@@ -40,10 +42,8 @@ pub fn run_in<T: Send + 'static>(
     ns: &NetnsSpec,
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, NetnsError> {
-    use std::os::fd::AsRawFd;
     let path = ns.0.display().to_string();
-    let file =
-        std::fs::File::open(&ns.0).map_err(|source| NetnsError::Open { path: path.clone(), source })?;
+    let file = open(ns).map_err(|source| NetnsError::Open { path: path.clone(), source })?;
     let handle = std::thread::Builder::new()
         .name("bbrtop-netns".into())
         .spawn(move || -> Result<T, NetnsError> {
@@ -63,4 +63,95 @@ pub fn run_in<T: Send + 'static>(
         })
         .map_err(NetnsError::Thread)?;
     handle.join().map_err(|_| NetnsError::Thread(std::io::Error::other("namespace thread panicked")))?
+}
+
+/// Opens `ns` without blocking (opening a FIFO for reading would wait for a writer forever) and
+/// checks that it is a network namespace: a file of nsfs, the namespaces' filesystem, whose kind
+/// the kernel says is CLONE_NEWNET. Anything else is refused before setns sees it.
+fn open(ns: &NetnsSpec) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&ns.0)?;
+    let not = |what: &str| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("not a network namespace ({what})"))
+    };
+    #[allow(unsafe_code)]
+    // SAFETY: fstatfs writes one statfs, zeroed here, through a valid pointer; the fd is open.
+    let fs_type = unsafe {
+        let mut st: libc::statfs = std::mem::zeroed();
+        if libc::fstatfs(file.as_raw_fd(), &mut st) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        st.f_type
+    };
+    // f_type and the magic are of types that differ by architecture.
+    #[allow(clippy::unnecessary_cast)]
+    let nsfs = fs_type as i64 == libc::NSFS_MAGIC as i64;
+    if !nsfs {
+        return Err(not(kind_of(&file)?));
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: NS_GET_NSTYPE takes no argument and only answers for the fd, which is open.
+    let kind = unsafe { libc::ioctl(file.as_raw_fd(), libc::NS_GET_NSTYPE) };
+    if kind != libc::CLONE_NEWNET {
+        return Err(not("a namespace of another kind"));
+    }
+    Ok(file)
+}
+
+/// What a file that is no namespace is, in words, for the error.
+fn kind_of(file: &File) -> std::io::Result<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let ft = file.metadata()?.file_type();
+    Ok(if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_dir() {
+        "a directory"
+    } else if ft.is_file() {
+        "a regular file"
+    } else if ft.is_char_device() || ft.is_block_device() {
+        "a device"
+    } else if ft.is_socket() {
+        "a socket"
+    } else {
+        "a special file"
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// What `run_in` answers for `path`, on a thread of the test's own: a FIFO once blocked the
+    /// open forever, so a wait past 10 s fails the test rather than hanging it.
+    fn entered(path: &Path) -> Result<bool, String> {
+        let ns = NetnsSpec(path.to_path_buf());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(run_in(&ns, || true).map_err(|e| e.to_string())));
+        rx.recv_timeout(std::time::Duration::from_secs(10)).expect("run_in returned instead of blocking")
+    }
+
+    #[test]
+    fn only_a_network_namespace_is_entered_and_a_fifo_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "x").unwrap();
+        let cases = [
+            (fifo.as_path(), "(a FIFO)"),
+            (plain.as_path(), "(a regular file)"),
+            (dir.path(), "(a directory)"),
+            (Path::new("/proc/self/ns/mnt"), "(a namespace of another kind)"),
+        ];
+        for (path, why) in cases {
+            let e = entered(path).unwrap_err();
+            assert!(e.ends_with(&format!("not a network namespace {why}")) && !e.contains('\n'), "{e}");
+        }
+        // A network namespace passes: entered, or refused by setns alone without CAP_SYS_ADMIN.
+        match entered(Path::new("/proc/self/ns/net")) {
+            Ok(ran) => assert!(ran),
+            Err(e) => assert!(e.contains("needs CAP_SYS_ADMIN"), "{e}"),
+        }
+    }
 }
