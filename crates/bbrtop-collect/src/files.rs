@@ -77,7 +77,8 @@ pub fn read_to_string(flag: &str, path: &Path, kind: Kind) -> Result<String, Str
         .map_err(|_| format!("{flag} {}: not UTF-8 text", path.display()))
 }
 
-fn describe(ft: std::fs::FileType) -> &'static str {
+/// A file that is not a regular one, in words, for an error.
+pub(crate) fn describe(ft: std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if ft.is_dir() {
         "a directory"

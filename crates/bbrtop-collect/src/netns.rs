@@ -100,21 +100,8 @@ fn open(ns: &NetnsSpec) -> std::io::Result<File> {
 
 /// What a file that is no namespace is, in words, for the error.
 fn kind_of(file: &File) -> std::io::Result<&'static str> {
-    use std::os::unix::fs::FileTypeExt;
     let ft = file.metadata()?.file_type();
-    Ok(if ft.is_fifo() {
-        "a FIFO"
-    } else if ft.is_dir() {
-        "a directory"
-    } else if ft.is_file() {
-        "a regular file"
-    } else if ft.is_char_device() || ft.is_block_device() {
-        "a device"
-    } else if ft.is_socket() {
-        "a socket"
-    } else {
-        "a special file"
-    })
+    Ok(if ft.is_file() { "a regular file" } else { crate::files::describe(ft) })
 }
 
 #[cfg(test)]
