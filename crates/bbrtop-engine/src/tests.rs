@@ -818,31 +818,31 @@ fn a_connection_born_into_a_queue_takes_its_peers_baseline() {
     assert_eq!((cubic.inflated, cubic.firing), (1, 1));
 }
 
+/// One eBPF poll whose programs judge inflation and call each of `cookies` calm.
+fn kernel_calls_calm(e: &mut Engine, cookies: &[u64]) {
+    use bbrtop_core::seam::{BpfPoll, KernelUpdate};
+    e.apply(Update::BpfStatus(BpfPoll {
+        programs_attached: 2,
+        judges_inflation: true,
+        ..BpfPoll::default()
+    }));
+    for &cookie in cookies {
+        e.apply(Update::Kernel(KernelUpdate::Inflation { cookie, netns: 7, onset: None, peak_ratio: 1.0 }));
+    }
+}
+
 /// The same with the eBPF programs judging: the kernel measures the born connection against its
 /// own 12 ms and calls it calm, but the peer's floor says inflated, so the polls time it and it
 /// fires after the hold. The old connection, calm on both counts, stays calm.
 #[test]
 fn a_connection_born_into_a_queue_fires_where_the_kernel_judges() {
-    use bbrtop_core::seam::{BpfPoll, KernelUpdate};
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now::system();
     let at = |s: u64| t0.after(Duration::from_secs(s));
     let to = |r: SocketRecord| SocketRecord { peer: "10.0.0.9:443".parse().unwrap(), ..r };
     let old = to(sock(1, "cubic", 1_000, 1_000, 0));
     for sec in 0..=6 {
-        e.apply(Update::BpfStatus(BpfPoll {
-            programs_attached: 2,
-            judges_inflation: true,
-            ..BpfPoll::default()
-        }));
-        for cookie in [1, 2] {
-            e.apply(Update::Kernel(KernelUpdate::Inflation {
-                cookie,
-                netns: 7,
-                onset: None,
-                peak_ratio: 1.0,
-            }));
-        }
+        kernel_calls_calm(&mut e, &[1, 2]);
         let born = to(sock(2, "cubic", 12_000, 12_000, sec * 1000));
         dump(&mut e, vec![old.clone(), born], at(sec));
     }
@@ -851,4 +851,27 @@ fn a_connection_born_into_a_queue_fires_where_the_kernel_judges() {
     assert_eq!((born.baseline_rtt_us, born.inflation_ratio), (Some(1_000), Some(12.0)));
     assert!(born.inflated && born.alert_firing, "{born:?}");
     assert!(!old.inflated && !old.alert_firing, "{old:?}");
+}
+
+/// tcp_probe fires in ESTABLISHED only, so the kernel's calm says nothing of a socket past it: a
+/// server in CLOSE_WAIT still answering through a 12 ms queue over a 1 ms path is timed by the
+/// polls and fires after the hold, while the same numbers on an ESTABLISHED socket the kernel
+/// judges calm stay calm.
+#[test]
+fn a_socket_past_established_is_timed_by_the_polls_where_the_kernel_judges() {
+    use bbrtop_core::model::TcpState;
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now::system();
+    let at = |s: u64| t0.after(Duration::from_secs(s));
+    for sec in 0..=6 {
+        kernel_calls_calm(&mut e, &[1, 2]);
+        let open = sock(1, "cubic", 12_000, 1_000, sec * 1000);
+        let closing =
+            SocketRecord { state: TcpState::CloseWait, ..sock(2, "cubic", 12_000, 1_000, sec * 1000) };
+        dump(&mut e, vec![open, closing], at(sec));
+    }
+    let s = e.tick(at(6));
+    let (open, closing) = (&s.socket(1).unwrap().derived, &s.socket(2).unwrap().derived);
+    assert!(closing.inflated && closing.alert_firing, "{closing:?}");
+    assert!(!open.inflated && !open.alert_firing, "{open:?}");
 }

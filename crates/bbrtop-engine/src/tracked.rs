@@ -2,8 +2,8 @@
 //! of its alert tracker.
 
 use crate::totals;
-use bbrtop_core::model::SocketRecord;
 use bbrtop_core::model::derive::{self, Counters, LimitedBy, Rates};
+use bbrtop_core::model::{SocketRecord, TcpState};
 use bbrtop_core::rule::{AlertTracker, RuleConfig, Sample as RuleSample, Transition};
 use bbrtop_core::snapshot::kernel::KernelOnset;
 use std::time::{Duration, Instant};
@@ -134,7 +134,12 @@ pub(crate) fn evaluate(
         own.map(|s| RuleSample { baseline_us: floor.map_or(s.baseline_us, |f| f.min(s.baseline_us)), ..s });
     // The kernel judges against the socket's own min RTT, which for a connection born into a
     // queue is the queue's: where only the peer's floor says inflated, the polls time it.
+    // tcp_probe fires in ESTABLISHED only: a socket past it (CLOSE_WAIT still answering,
+    // FIN_WAIT1 draining its last bytes) has no kernel timing, so the polls time it too.
     let kernel_onset = match (kernel_onset, own, sample) {
+        (KernelOnset::Calm | KernelOnset::Since(_), ..) if r.state != TcpState::Established => {
+            KernelOnset::Untimed
+        }
         (KernelOnset::Calm, Some(o), Some(s))
             if s.baseline_us < o.baseline_us && rule.inflated(s.srtt_us, s.baseline_us) =>
         {
