@@ -1,5 +1,6 @@
-//! Random loss and CE marks on a lab link: a tc eBPF program (bpf/lab_loss.bpf.c) on an
-//! interface's egress. Netem and a marking AQM would do this elsewhere; this kernel has neither.
+//! Random loss and CE marks on a lab link, and a receiver's ACKs thinned: a tc eBPF program
+//! (bpf/lab_loss.bpf.c) on an interface's egress. Netem and a marking AQM would do the first two
+//! elsewhere; this kernel has neither.
 
 use super::LabError;
 use bbrtop_collect::netns::NetnsSpec;
@@ -9,28 +10,37 @@ pub fn threshold(fraction: f64) -> u32 {
     (fraction.clamp(0.0, 1.0) * u32::MAX as f64).round() as u32
 }
 
-/// Drops `loss` of the packets leaving `dev` in namespace `ns`, and marks `ce` of the ECN-capable
-/// ones CE. The filter lives as long as the interface (the lab's namespace), so nothing here
-/// needs to be kept.
+/// What the program does to the packets leaving an interface.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Effects {
+    /// The fraction dropped at random (0..1).
+    pub loss: f64,
+    /// The fraction of ECN-capable packets marked CE (0..1).
+    pub ce: f64,
+    /// Keep one pure ACK in this many (0 or 1: all).
+    pub ack_every: u32,
+}
+
+/// Applies `fx` to the packets leaving `dev` in namespace `ns`. The filter lives as long as the
+/// interface (the lab's namespace), so nothing here needs to be kept.
 #[cfg(feature = "bpf")]
-pub fn attach(ns: &NetnsSpec, dev: &str, loss: f64, ce: f64) -> Result<(), LabError> {
+pub fn attach(ns: &NetnsSpec, dev: &str, fx: Effects) -> Result<(), LabError> {
     let dev = dev.to_string();
-    let (t, c) = (threshold(loss), threshold(ce));
-    bbrtop_collect::netns::run_in(ns, move || imp::attach(&dev, t, c))
+    bbrtop_collect::netns::run_in(ns, move || imp::attach(&dev, fx))
         .map_err(|e| LabError::Collect(e.to_string()))?
 }
 
 #[cfg(not(feature = "bpf"))]
-pub fn attach(_ns: &NetnsSpec, _dev: &str, _loss: f64, _ce: f64) -> Result<(), LabError> {
+pub fn attach(_ns: &NetnsSpec, _dev: &str, _fx: Effects) -> Result<(), LabError> {
     Err(LabError::Unsupported(
-        "loss and CE marks need the lab's tc eBPF program: this bbrtop was built without the bpf feature"
+        "loss, CE marks and thinned ACKs need the lab's tc eBPF program: this bbrtop was built without the bpf feature"
             .into(),
     ))
 }
 
 #[cfg(feature = "bpf")]
 mod imp {
-    use super::LabError;
+    use super::{Effects, LabError, threshold};
     use libbpf_rs::skel::{OpenSkel, SkelBuilder};
     use libbpf_rs::{TC_EGRESS, TcHookBuilder};
     use std::mem::MaybeUninit;
@@ -43,12 +53,12 @@ mod imp {
     }
 
     /// On a thread inside the namespace: load, and attach to `dev`'s egress (creating clsact).
-    pub fn attach(dev: &str, threshold: u32, ce_threshold: u32) -> Result<(), LabError> {
+    pub fn attach(dev: &str, fx: Effects) -> Result<(), LabError> {
         let ifindex = nix_ifindex(dev)?;
         let mut obj = MaybeUninit::uninit();
         let mut open = skel::LabLossSkelBuilder::default().open(&mut obj).map_err(|e| err("open", e))?;
         let ro = open.maps.rodata_data.as_deref_mut().ok_or_else(|| err("rodata", "missing"))?;
-        (ro.threshold, ro.ce_threshold) = (threshold, ce_threshold);
+        (ro.threshold, ro.ce_threshold, ro.ack_every) = (threshold(fx.loss), threshold(fx.ce), fx.ack_every);
         let loaded = open.load().map_err(|e| err("load", e))?;
         let fd = loaded.progs.lab_loss.as_fd();
         let mut hook =

@@ -55,6 +55,9 @@ pub struct LabConfig {
     pub ecn: bool,
     /// The fraction of ECN-capable packets the bottleneck marks CE (0..1), by the same program.
     pub ce_mark: f64,
+    /// Keep one of this many of the receiver's pure ACKs (0 or 1: all), by the same program on
+    /// the receiver's egress: a stretch-ACK peer.
+    pub ack_every: u32,
     /// The second octet of the lab's addresses, 10.NET.1.1 (sender) to 10.NET.2.2 (receiver):
     /// labs' namespaces are apart, so two labs may share it; `lab rollout` gives each client
     /// population its own block.
@@ -72,6 +75,7 @@ impl Default for LabConfig {
             loss: 0.0,
             ecn: false,
             ce_mark: 0.0,
+            ack_every: 0,
             net: 77,
         }
     }
@@ -210,6 +214,11 @@ impl Lab {
         run("ip", &["-n", &s, "route", "add", "default", "via", &a.router_up.to_string()])?;
         run("ip", &["-n", &r, "route", "add", "default", "via", &a.router_down.to_string()])?;
         lab.shape(&m, "lan0", &cfg)?;
+        if cfg.ack_every > 1 {
+            let fx = loss::Effects { ack_every: cfg.ack_every, ..Default::default() };
+            loss::attach(&NetnsSpec(lab.receiver.clone()), "lan0", fx)?;
+            lab.path.push_str(&format!(", the receiver's ACKs thinned to 1 in {} (tc eBPF)", cfg.ack_every));
+        }
         let ns = NetnsSpec(lab.receiver.clone());
         lab.sink = Some(Sink::start(&ns, SocketAddr::new(a.receiver.into(), 0))?);
         Ok(lab)
@@ -292,7 +301,8 @@ impl Lab {
             cfg.queue_bytes / 1000
         ));
         if cfg.loss > 0.0 || cfg.ce_mark > 0.0 {
-            loss::attach(&NetnsSpec(Path::new("/run/netns").join(router)), dev, cfg.loss, cfg.ce_mark)?;
+            let fx = loss::Effects { loss: cfg.loss, ce: cfg.ce_mark, ..Default::default() };
+            loss::attach(&NetnsSpec(Path::new("/run/netns").join(router)), dev, fx)?;
         }
         if cfg.loss > 0.0 {
             self.path.push_str(&format!(", {:.1}% loss (tc eBPF)", cfg.loss * 100.0));
