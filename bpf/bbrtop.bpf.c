@@ -176,13 +176,23 @@ struct {
 	__type(value, struct bbrtop_sock);
 } moved SEC(".maps");
 
-/* The record is built here, not on the 512-byte stack. */
+/* The record is built here, not on the 512-byte stack: one per nesting level on a CPU, since a
+ * program can interrupt another's fill there (a softirq's tcp_probe, a process's
+ * tcp_rcv_space_adjust), and would finish the fill over it. scratch_depth is the levels in use. */
+#define SCRATCH_LEVELS 4 /* process, softirq, and room */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SCRATCH_LEVELS);
+	__type(key, __u32);
+	__type(value, struct bbrtop_sock);
+} scratch SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct bbrtop_sock);
-} scratch SEC(".maps");
+	__type(value, __u32);
+} scratch_depth SEC(".maps");
 
 /* Records the moved map had no room for, per CPU; userspace sums them. */
 struct {
@@ -212,9 +222,18 @@ static __always_inline void note_move(struct sock *sk, struct sock_state *st, __
 	 * record, whose path then went quiet, would otherwise stay ESTABLISHED for good. */
 	if (state < 0 && st->filled_epoch == epoch && now - st->filled_ns < refresh_ns)
 		return;
-	struct bbrtop_sock *r = bpf_map_lookup_elem(&scratch, &k);
+	/* An interrupting program takes the next level and gives it back before this one resumes,
+	 * so the count needs no atomics. */
+	__u32 *depth = bpf_map_lookup_elem(&scratch_depth, &k);
+	if (!depth)
+		return;
+	__u32 level = *depth;
+	if (level >= SCRATCH_LEVELS)
+		return;
+	struct bbrtop_sock *r = bpf_map_lookup_elem(&scratch, &level);
 	if (!r)
 		return;
+	*depth = level + 1;
 	fill_record(r, sk, tp, st, bpf_ktime_get_ns());
 	if (acking)
 		((struct tcpi *)r->info)->last_ack_recv = 0;
@@ -222,7 +241,9 @@ static __always_inline void note_move(struct sock *sk, struct sock_state *st, __
 		r->state = state;
 		((struct tcpi *)r->info)->state = state;
 	}
-	if (bpf_map_update_elem(&moved, &r->cookie, r, 0)) {
+	long err = bpf_map_update_elem(&moved, &r->cookie, r, 0);
+	*depth = level;
+	if (err) {
 		__u64 *full = bpf_map_lookup_elem(&moved_full, &k);
 		if (full)
 			*full += 1;

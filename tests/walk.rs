@@ -469,3 +469,83 @@ fn root_a_large_read_comes_in_parts_with_every_socket_once() {
     let missing = ours.iter().filter(|c| !unique.contains(c)).count();
     assert_eq!(missing, 0, "of 3,000 sockets that moved, {missing} were not handed over");
 }
+
+/// Two sockets' records are never mixed: a program that interrupts another's fill on one CPU (a
+/// softirq's tcp_probe over a process's tcp_rcv_space_adjust) fills a record of its own. With the
+/// refresh at zero every move refills, on 48 loopback connections exchanging 16 kB both ways from
+/// three threads; each record of theirs must carry the addresses netlink gives its cookie.
+#[test]
+fn root_records_of_two_sockets_are_never_mixed() {
+    if !guard::bpf("the socket walk") {
+        return;
+    }
+    use std::io::Read;
+    use std::net::{TcpListener, TcpStream};
+    let cfg =
+        LoadConfig { walk: true, walk_refresh: Duration::ZERO, ..LoadConfig::from_rule(&Default::default()) };
+    let loaded = loader::load(&cfg).expect("load");
+    let mut walker = loaded
+        .walker(StateSet::default_filter(), bbrtop_collect::attrib::Resolver::new(None))
+        .expect("the walk");
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let pairs: Vec<(TcpStream, TcpStream)> = (0..48)
+        .map(|_| (TcpStream::connect(l.local_addr().unwrap()).unwrap(), l.accept().unwrap().0))
+        .collect();
+    let netlink = InetDiag::open(None, StateSet::default_filter()).unwrap().dump().unwrap();
+    let who: BTreeMap<u64, (std::net::SocketAddr, std::net::SocketAddr)> = netlink
+        .sockets
+        .iter()
+        .filter(|r| r.local.port() == port || r.peer.port() == port)
+        .map(|r| (r.cookie, (r.local, r.peer)))
+        .collect();
+    assert_eq!(who.len(), 96, "netlink lists the 48 connections' sockets");
+    let until = Instant::now() + Duration::from_secs(3);
+    let mut chunks: Vec<Vec<(TcpStream, TcpStream)>> = vec![Vec::new(), Vec::new(), Vec::new()];
+    for (i, p) in pairs.into_iter().enumerate() {
+        chunks[i % 3].push(p);
+    }
+    let workers: Vec<_> = chunks
+        .into_iter()
+        .map(|mut mine| {
+            std::thread::spawn(move || {
+                let (out, mut back) = (vec![7u8; 16_384], vec![0u8; 16_384]);
+                for _ in 0..100_000 {
+                    if Instant::now() > until {
+                        break;
+                    }
+                    for (c, s) in &mut mine {
+                        c.write_all(&out).unwrap();
+                        s.read_exact(&mut back).unwrap();
+                        s.write_all(&out).unwrap();
+                        c.read_exact(&mut back).unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    let (mut checked, mut mixed) = (0, Vec::new());
+    while Instant::now() < until {
+        for r in walker.walk().expect("a walk").sockets {
+            let Some(&(local, peer)) = who.get(&r.cookie) else { continue };
+            checked += 1;
+            if (r.local, r.peer) != (local, peer) {
+                mixed.push(format!(
+                    "cookie {} is {local}->{peer}, its record says {}->{}",
+                    r.cookie, r.local, r.peer
+                ));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert!(checked > 500, "the walk handed over {checked} records of the 96 sockets");
+    assert!(
+        mixed.is_empty(),
+        "{} of {checked} records mixed: {:?}",
+        mixed.len(),
+        &mixed[..mixed.len().min(5)]
+    );
+}
