@@ -107,10 +107,13 @@ static __always_inline __u32 bbr_min_rtt(const struct bbr *bbr)
 	return BBR_HAS(min_rtt_us) ? bbr->min_rtt_us : 0;
 }
 
-/* The bandwidth estimate, pkts per usec << 24: v1's max filter, or the larger of v3's bw_hi
- * slots (what v3's own bbr_max_bw() takes). */
-static __always_inline __u64 bbr_max_bw(const struct bbr *bbr)
+/* The bandwidth BBR models, pkts per usec << 24, as its bbr_bw() and bbr_get_info() take it:
+ * v1's long-term estimate while it polices (lt_use_bw), else its max filter; or the larger of
+ * v3's bw_hi slots (what v3's own bbr_max_bw() takes). */
+static __always_inline __u64 bbr_bw(const struct bbr *bbr)
 {
+	if (BBR_HAS(lt_use_bw) && BBR_HAS(lt_bw) && BPF_CORE_READ_BITFIELD(bbr, lt_use_bw))
+		return bbr->lt_bw;
 	if (BBR_HAS(bw))
 		return bbr->bw.s[0].v;
 	if (BBR_V3_HAS(bw_hi)) {
@@ -295,6 +298,16 @@ static __always_inline __u8 opened_by_port(struct tcp_sock *tp)
 	return tb->fastreuse == -1 ? 1 : 2;
 }
 
+/* A socket its establishment did not date (older than bbrtop, or that run was skipped: the
+ * kernel skips a program that would interrupt itself on one CPU, as a softirq's change of state
+ * can a process's) is dated when a hook first sees it, and how it was opened read from its port. */
+static __always_inline void adopt(struct tcp_sock *tp, struct sock_state *st)
+{
+	st->opened = opened_by_port(tp);
+	if (!st->first_ns)
+		st->first_ns = bpf_ktime_get_ns();
+}
+
 /* The start of a response: the application writes to a socket with nothing unacknowledged and
  * nothing queued, one it accepted. A write that finds data outstanding joins the response under
  * way and returns before the storage lookup. */
@@ -309,7 +322,7 @@ static __always_inline int start_response(struct sock *sk)
 	if (!st)
 		return 0;
 	if (!st->opened)
-		st->opened = opened_by_port(tp);
+		adopt(tp, st);
 	/* A client's request is not a response. */
 	if (st->opened == 1)
 		return 0;
@@ -423,26 +436,24 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	if (st->resp_start_ns && tp->write_seq == tp->snd_nxt)
 		end_response(sk, tp, st, skb);
 
-	__u32 srtt8 = tp->srtt_us;
-	srtt = srtt8 >> 3;
-	/* The RTT sample the previous ACK took, if it took one: srtt's step undone
-	 * (tcp_rtt_estimator: srtt8 += m - srtt8 / 8, or srtt8 = m * 8 at the first), and whether
-	 * that ACK left data in flight (snd_una still before the snd_nxt it was sent against). Each
-	 * segment runs this hook, then tcp_ack, so one step is one sample. */
+	srtt = tp->srtt_us >> 3;
+	/* The RTT sample the previous ACK took, if it took one: RACK's (tcp_rack_advance), timed from
+	 * the newest segment that ACK covered, as rtt_min and BBR's min RTT are (tcp_clean_rtx_queue's
+	 * ca_rtt_us). srtt's step is timed from the oldest (seq_rtt_us): a stretch ACK over eight
+	 * paced segments adds their send span to it. A new sample moves rack.mstamp (its segment's
+	 * send time). And whether that ACK left data in flight (snd_una still before the snd_nxt it
+	 * was sent against). Each segment runs this hook, then tcp_ack. */
 	__u32 sample = 0;
 	bool prompt = 0;
-	if (st->samples && srtt8 != st->prev_srtt8) {
-		__u32 prev = st->prev_srtt8;
-		__s64 m = prev ? (__s64)srtt8 - prev + (prev >> 3) : srtt8 >> 3;
-		if (m > 0 && m < 0xffffffffLL) {
-			sample = (__u32)m;
-			prompt = (__s32)(tp->snd_una - st->prev_snd_nxt) < 0;
-		}
+	__u64 rack_sent = tp->rack.mstamp;
+	if (st->samples && rack_sent != st->prev_rack_mstamp) {
+		sample = tp->rack.rtt_us;
+		prompt = (__s32)(tp->snd_una - st->prev_snd_nxt) < 0;
 	}
-	st->prev_srtt8 = srtt8;
+	st->prev_rack_mstamp = rack_sent;
 	st->prev_snd_nxt = tp->snd_nxt;
-	if (!st->samples && !st->first_ns) /* established before we loaded */
-		st->first_ns = bpf_ktime_get_ns();
+	if (!st->opened)
+		adopt(tp, st);
 	st->samples++;
 
 	__u32 epoch = current_epoch();
@@ -473,8 +484,10 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	note_move(sk, st, epoch, 1, -1);
 
 	/* BBR's state moves at round-trip pace, and tcp_probe fires before BBR updates it for this
-	 * ACK, so reading it costs a cache miss or two: read it at every 8th ACK, not each. */
-	bool fresh = !(st->samples & 7) || !st->seen_phase;
+	 * ACK, so reading it costs a cache miss or two: read it at every 8th ACK, not each; but at
+	 * each through STARTUP and DRAIN (a connection's first rounds), or DRAIN, which can last
+	 * fewer than 8 ACKs, would go unseen. */
+	bool fresh = !(st->samples & 7) || !st->seen_phase || (st->is_bbr && st->mode <= BBR_DRAIN);
 	const void *ops = tp->inet_conn.icsk_ca_ops;
 	if (ops != st->ca_ops) {
 		st->ca_ops = ops;
@@ -558,7 +571,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	e->prev_began_ns = prev_began;
 	e->min_rtt_us = bbr_min_rtt(bbr);
 	e->entered = st->entered[mode & (BBR_MODES - 1)];
-	e->bw = bbr_max_bw(bbr);
+	e->bw = bbr_bw(bbr);
 	bpf_ringbuf_submit(e, 0);
 	return 0;
 }
@@ -594,9 +607,13 @@ SEC("tp_btf/tcp_rcv_space_adjust")
 int BPF_PROG(tcp_rcv_space_adjust, struct sock *sk)
 {
 	struct sock_state *st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	struct tcp_sock *tp = TCP_SK(sk);
 
-	if (st)
-		note_move(sk, st, current_epoch(), 0, -1);
+	if (!st || !tp)
+		return 0;
+	if (!st->opened)
+		adopt(tp, st);
+	note_move(sk, st, current_epoch(), 0, -1);
 	return 0;
 }
 
@@ -653,7 +670,7 @@ int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 		e->is_bbr = 1;
 		e->bbr_mode = BPF_CORE_READ_BITFIELD(bbr, mode);
 		e->bbr_min_rtt_us = bbr_min_rtt(bbr);
-		e->bbr_bw = bbr_max_bw(bbr);
+		e->bbr_bw = bbr_bw(bbr);
 	}
 	/* A response whose last ACK came after the socket left ESTABLISHED (a server that writes
 	 * and closes): tcp_probe never saw it, but the socket ends as its FIN is acked, so the end

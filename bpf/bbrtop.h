@@ -56,7 +56,7 @@ struct bbrtop_phase {
 	__u64 prev_began_ns;   /* when the previous phase began */
 	__u32 min_rtt_us;      /* bbr->min_rtt_us */
 	__u32 entered;         /* times this mode was entered (this one included) */
-	__u64 bw;              /* BBR's max bw (v1: the filter; v3: bw_hi): pkts per usec << 24 */
+	__u64 bw;              /* the bw BBR models (v1: lt_bw while lt_use_bw, else the filter; v3: bw_hi): pkts per usec << 24 */
 };
 
 /* CLOSE: 192 bytes, one per destroyed TCP socket. Its counters are the socket's last, so the
@@ -71,7 +71,7 @@ struct bbrtop_close {
 	__u8 saddr[16];        /* v4: first 4 bytes */
 	__u8 daddr[16];
 	char cc[16];
-	__u64 lifetime_ns;     /* since first seen by tcp_probe; 0 if never seen */
+	__u64 lifetime_ns;     /* since established, or first seen by a hook (bpf/bbrtop.bpf.c adopt); 0 if never */
 	__u64 bytes_acked;
 	__u64 bytes_received;
 	__u32 total_retrans;

@@ -3,6 +3,7 @@
 #define BBRTOP_SOCK_STATE_H
 
 #define BBR_MODES 4
+#define BBR_DRAIN 1 /* enum bbr_mode, v1 and v3: STARTUP 0, DRAIN 1, PROBE_BW 2, PROBE_RTT 3 */
 
 struct sock_state {
 	/* Touched on every ACK, kept together at the start (next to the storage's own header). */
@@ -14,9 +15,9 @@ struct sock_state {
 	__u8 opened;               /* 1 by connect, 2 by accept (from its state change, or for an older socket its port: opened_by_port); 0 not yet known */
 	const void *ca_ops;        /* the ops is_bbr was computed for */
 	__u64 onset_ns;            /* 0: not inflated */
-	/* As of the last segment seen with data in flight: the RTT sample its ACK takes is srtt's
-	 * next step, and that ACK was prompt if snd_una then stays before this snd_nxt. */
-	__u32 prev_srtt8;          /* tcp_sock srtt_us (x8) */
+	/* As of the last segment seen with data in flight: its ACK took an RTT sample if RACK's
+	 * moves, and was prompt if snd_una then stays before this snd_nxt. */
+	__u64 prev_rack_mstamp;    /* tcp_sock rack.mstamp */
 	__u32 prev_snd_nxt;
 	__u32 bbr_min_rtt_us;      /* struct bbr's, as of the last read of it */
 	/* Touched on transitions. */
