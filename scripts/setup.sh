@@ -33,6 +33,10 @@ RUN_PKGS=(iproute2 bpftool procps)
 TEST_PKGS=(prometheus prometheus-alertmanager bpftrace iperf3 tmux openssl systemd curl dpkg-dev debootstrap buildah
     autoconf automake autopoint flex bison gawk rpm qemu-system-x86 busybox-static kmod file)
 
+# The edge benchmark (bench/edge.sh): Debian's nginx and wrk, an edge server and its load. Only
+# that script asks for them; CI does not.
+BENCH_PKGS=(nginx-light wrk)
+
 setup_build() {
     need_pkgs "${BUILD_PKGS[@]}" "${RUN_PKGS[@]}"
     if ! command -v cargo >/dev/null 2>&1; then
@@ -109,4 +113,11 @@ setup_test() {
     if [ ! -e /sys/kernel/tracing/events ] && [ "$(id -u)" = 0 ]; then
         mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
     fi
+}
+
+# What bench/edge.sh needs: a build (clang and libbpf's headers for its empty programs, cargo for
+# bbrtop), the server and load generator, and python3 for its arithmetic.
+setup_bench() {
+    setup_build
+    need_pkgs "${BENCH_PKGS[@]}" python3
 }
