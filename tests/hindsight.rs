@@ -284,7 +284,7 @@ fn root_a_full_spool_keeps_the_polls_in_memory_and_trims_its_oldest_chunk() {
     let _unmount = Tmpfs(small.clone());
     let spool = small.join(".spool");
     let opts = HindsightOptions {
-        window: Duration::from_secs(150),
+        window: Duration::from_secs(50),
         max_bytes: 1 << 30,
         segment: Duration::from_secs(1),
     };

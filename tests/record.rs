@@ -50,13 +50,16 @@ fn root_a_killed_recorder_leaves_its_chunks_readable_by_bbrtop_and_duckdb() {
     std::fs::create_dir(dir).expect("rec/");
     let rec = Command::new(BIN)
         .args(["record", &dir.display().to_string(), "--lab", "--interval", "250ms", "--record.chunk", "1s"])
+        // Chunks of several segments, each chunk's spliced into its files when it closes.
+        .args(["--record.segment", "300ms"])
         .stderr(Stdio::null())
         .spawn()
         .expect("bbrtop record");
     let mut rec = Killed(rec);
     // Three whole chunks, and the fourth under way (its files still named .tmp).
     let t = Instant::now();
-    while files(dir, ".polls.parquet").len() < 3 || files(dir, ".tmp").is_empty() {
+    let chunks = || files(dir, ".polls.parquet").into_iter().filter(|f| !f.contains(".part")).count();
+    while chunks() < 3 || files(dir, ".tmp").is_empty() {
         assert!(t.elapsed() < Duration::from_secs(60), "no three chunks in 60 s: {:?}", files(dir, ""));
         assert!(rec.0.try_wait().expect("wait").is_none(), "the recorder ended early");
         std::thread::sleep(Duration::from_millis(100));

@@ -1,6 +1,7 @@
-//! One chunk's two Parquet streams: how they are written (zstd, one row group per chunk so that
-//! each socket's values sit in one dictionary and repeat in the same place poll after poll) and
-//! the metadata every file carries.
+//! One chunk's two Parquet streams: how they are written (zstd; row groups of up to 8192 rows,
+//! a keyframe's written as it is encoded and copied as they are when the chunk closes, its
+//! changes merged then into groups as big, so that a socket's values repeat within a dictionary)
+//! and the metadata every file carries.
 
 use super::{polls, sockets};
 use anyhow::Context;
@@ -66,7 +67,7 @@ impl Meta {
     }
 }
 
-/// Rows in one row group, at most: a chunk is one row group unless it is huge.
+/// Rows in one row group, at most, where a writer does not flush sooner (`ROWS_PER_GROUP`).
 const ROW_GROUP_ROWS: usize = 64 << 20;
 
 /// Integer columns that differ from socket to socket and rise with the cookie, the rows' order
@@ -280,7 +281,7 @@ pub fn rows<'a>(now: &'a Sockets, before: Option<&'a Sockets>) -> Box<dyn Iterat
 /// Rows derived and encoded at a time, and rows a poll writes out as a row group once it has
 /// that many unwritten (see [`Pair::write`]); a row group's footer costs some 35 KB.
 const ROWS_PER_SLICE: usize = 1024;
-const ROWS_PER_GROUP: usize = 8192;
+pub(super) const ROWS_PER_GROUP: usize = 8192;
 
 /// The closed flows of `snap` not written yet (each is written once, at the first poll that
 /// lists it); moves `written` to the newest.

@@ -25,7 +25,7 @@ mod segments;
 pub mod sockets;
 pub mod writer;
 
-pub use hindsight::{Hindsight, HindsightOptions};
+pub use hindsight::{Hindsight, HindsightOptions, chunk_length as hindsight_chunk};
 pub use layout::Layout;
 pub use reader::{PollIndex, Recording};
 pub use writer::{RecordOptions, Recorder};

@@ -398,9 +398,40 @@ fn a_chunks_segments_read_before_it_closes_and_become_the_chunk() {
     moved.iter().for_each(|(from, to)| std::fs::rename(to, from).unwrap());
 
     // What the next recorder does first: the segments become the chunk.
+    let groups = |f: &std::path::Path| {
+        let m = parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&std::fs::File::open(f).unwrap())
+            .unwrap();
+        let kv = m.file_metadata().key_value_metadata().cloned().unwrap_or_default();
+        (m.row_groups().iter().map(|g| g.num_rows()).collect::<Vec<_>>(), kv)
+    };
+    let before: Vec<_> = parts.iter().map(|p| groups(&file(p, writer::SOCKETS_SUFFIX))).collect();
+    let each: Vec<i64> = before.iter().flat_map(|(r, _)| r.clone()).collect();
+    // Row groups as big as a keyframe's are copied as they are (here: every one).
+    let copied = tempfile::tempdir().unwrap();
+    let stem = parts[0].file_name().unwrap().to_string_lossy().replace(".part0000", "");
+    for (suffix, schema) in
+        [(writer::SOCKETS_SUFFIX, sockets::schema()), (writer::POLLS_SUFFIX, polls::schema())]
+    {
+        let paths: Vec<_> = parts.iter().map(|p| file(p, suffix)).collect();
+        let meta = segments::read_meta(&paths[0]).unwrap();
+        let out = std::fs::File::create(copied.path().join(format!("{stem}{suffix}"))).unwrap();
+        segments::splice(&paths, out, schema, &meta, 1).unwrap();
+    }
+    let (rows, kv) = groups(&copied.path().join(format!("{stem}{}", writer::SOCKETS_SUFFIX)));
+    assert_eq!(rows, each, "every row group copied");
+    assert_eq!(kv, before[0].1, "the first segment's metadata");
+    let mut rec = Recording::open(copied.path()).unwrap();
+    assert_eq!(
+        rec.read(0..9).unwrap().iter().map(socks).collect::<Vec<_>>(),
+        back.iter().map(socks).collect::<Vec<_>>()
+    );
     std::fs::remove_file(dir.path().join(".bbrtop-record.lock")).unwrap();
     segments::recover(dir.path()).unwrap();
-    assert_eq!(writer::chunks(dir.path()).unwrap().len(), 1, "one chunk");
+    let chunks = writer::chunks(dir.path()).unwrap();
+    assert_eq!(chunks.len(), 1, "one chunk");
+    let (rows, _) = groups(&file(&dir.path().join(&chunks[0].stem), writer::SOCKETS_SUFFIX));
+    assert_eq!(rows, vec![each.iter().sum::<i64>()], "small row groups merged into one");
     let mut rec = Recording::open(dir.path()).unwrap();
     let again = rec.read(0..9).unwrap();
     assert_eq!(again.iter().map(socks).collect::<Vec<_>>(), back.iter().map(socks).collect::<Vec<_>>());

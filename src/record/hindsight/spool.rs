@@ -1,5 +1,5 @@
 //! Hindsight spooled to disk: a recording in `<hindsight.dir>/.spool`, written by a [`Recorder`]
-//! (segments of `--hindsight.segment`, chunks of a fifteenth of the window, retention by the
+//! (segments of `--hindsight.segment`, chunks of a fifth of the window, retention by the
 //! window and `--hindsight.max-size`). Memory holds only the segment's encoders. A dump links the
 //! spool's chunks into the dump's directory: chunk files are never written again once whole, so
 //! a link is a copy that costs nothing, and retention removing the spool's name leaves the dump's.
