@@ -15,10 +15,10 @@ use support::daemonset;
 use support::holder::Holder;
 
 const SOCKETS: usize = 100_000;
-/// Hindsight holds its window as 15 chunks of a fifteenth of it each (the default 15 m: 15 chunks
-/// of a minute). A 75 s window makes them 5 s long, so within the run hindsight fills all 15 and
-/// starts dropping the oldest: its steady state, which the default reaches only after 15 minutes.
-const WINDOW: &str = "75s";
+/// Hindsight holds its window as 5 chunks of a fifth of it each (the default 15 m: 5 chunks of 3
+/// minutes). A 50 s window makes them 10 s long, so within the run hindsight fills all five and
+/// starts dropping the oldest: its steady state, which the default reaches only after 18 minutes.
+const WINDOW: &str = "50s";
 /// How long the exporter runs once ready: past the window, so the steady state is seen.
 const RUN: Duration = Duration::from_secs(90);
 const SCRAPE_EVERY: Duration = Duration::from_secs(5);
