@@ -79,7 +79,19 @@ fn root_lab_rollout_gives_the_guides_directions() {
                     "{} {}: {q} kernel {kernel:.1} ms, clients {client:.1} ms",
                     b["name"], p["population"]
                 );
-                assert!((kernel - client).abs() <= (0.1 * client).max(5.0), "{q}: {p} of {b}");
+                // A tail of a few hundred responses is sparse: where the two clocks' counts differ
+                // (by up to 3, above), the p95 can move by ranks whose spacing the clients' own
+                // p95 to p99 gives (180 distant responses: 170 ms a rank in one CI run).
+                let rank = match q {
+                    "p95_ms" => {
+                        let p99 =
+                            p["client"]["p99_ms"].as_f64().unwrap_or_else(|| panic!("client p99_ms: {b}"));
+                        (p99 - client).max(0.0) / (0.04 * count("client")).max(1.0)
+                    }
+                    _ => 0.0,
+                };
+                let tolerance = (0.1 * client).max(5.0).max(3.0 * rank);
+                assert!((kernel - client).abs() <= tolerance, "{q}: {p} of {b}");
             }
         }
     }
