@@ -15,7 +15,6 @@ use bbrtop::lab::exchange::{Exchange, ExchangeConfig};
 use bbrtop::lab::{Lab, LabConfig};
 use bbrtop_core::rule::RuleConfig;
 use serde_json::Value;
-use std::process::Command;
 use std::time::{Duration, Instant};
 use support::guard;
 use support::watch::Watch;
@@ -37,18 +36,6 @@ fn near_lab() -> Lab {
     };
     Lab::new(cfg).expect("a lab")
 }
-
-/// The tbf queue's backlog on the router, in bytes.
-fn backlog(lab: &Lab) -> u64 {
-    let o = Command::new("ip")
-        .args(["netns", "exec", lab.router_name(), "tc", "-s", "-j", "qdisc", "show", "dev", "lan0"])
-        .output()
-        .expect("tc");
-    let qdiscs: Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
-    let tbf = qdiscs.as_array().and_then(|q| q.iter().find(|q| q["kind"] == "tbf"));
-    tbf.and_then(|q| q["backlog"].as_u64()).expect("the router's tbf and its backlog")
-}
-
 fn inode(netns: &std::path::Path) -> u64 {
     std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(netns).expect("a netns"))
 }
@@ -150,7 +137,7 @@ fn watch_exchange(lab: &Lab, ex: &Exchange, secs: u64) -> ([[Vec<Poll>; 2]; 2], 
                 });
             }
         }
-        max_backlog = max_backlog.max(backlog(lab));
+        max_backlog = max_backlog.max(support::lab::tbf_backlog(lab));
     }
     (seen, max_backlog)
 }
@@ -232,7 +219,7 @@ fn root_request_response_behind_a_filled_deep_buffer_fires_in_5_to_8_s() {
     let _bulk = lab.start_flow("cubic").expect("a bulk flow");
     let filled = Instant::now() + Duration::from_secs(30);
     let t0 = loop {
-        if backlog(&lab) >= 150_000 {
+        if support::lab::tbf_backlog(&lab) >= 150_000 {
             break Instant::now();
         }
         assert!(Instant::now() < filled, "the bulk flow did not fill the queue in 30 s");
@@ -287,5 +274,5 @@ fn root_a_bulk_flow_into_bufferbloat_fires_on_both_paths() {
         let at = fired[i].unwrap_or_else(|| panic!("{name}: no alert in 25 s"));
         assert!(at >= Duration::from_secs(5), "{name}: fired after {at:?}, before the hold");
     }
-    assert!(backlog(&lab) >= 150_000, "the reference: CUBIC filled the queue");
+    assert!(support::lab::tbf_backlog(&lab) >= 150_000, "the reference: CUBIC filled the queue");
 }

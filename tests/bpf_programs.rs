@@ -436,18 +436,6 @@ fn root_a_program_the_kernel_refuses_is_left_out_and_the_rest_run() {
     let others_on = features.iter().filter(|f| f.feature != Feature::Responses).all(|f| f.off.is_none());
     assert!(others_on, "{features:?}");
 }
-
-/// The tbf queue's backlog on the lab's router, in bytes.
-fn backlog(lab: &Lab) -> u64 {
-    let o = Command::new("ip")
-        .args(["netns", "exec", lab.router_name(), "tc", "-s", "-j", "qdisc", "show", "dev", "lan0"])
-        .output()
-        .expect("tc");
-    let qdiscs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
-    let tbf = qdiscs.as_array().and_then(|q| q.iter().find(|q| q["kind"] == "tbf"));
-    tbf.and_then(|q| q["backlog"].as_u64()).expect("the router's tbf and its backlog")
-}
-
 /// A receiver whose ACKs are thinned to one in eight (Wi-Fi aggregation, GRO, an ACK-thinning
 /// middlebox), of a sender that writes a segment every 2.3 ms (5 Mbit/s) through a 10 Mbit/s
 /// bottleneck 10 ms away, so no queue can stand: the receiver acks each segment here, so each ACK
@@ -489,7 +477,7 @@ fn root_stretch_acks_without_a_queue_fire_no_alert() {
     let (mut queue, mut ev) = (Vec::new(), Vec::new());
     while began.elapsed() < Duration::from_secs(12) {
         ev.extend(collect_until(&l, Duration::from_millis(250), |_| false));
-        queue.push(backlog(&lab));
+        queue.push(support::lab::tbf_backlog(&lab));
     }
     writer.join().unwrap();
     let (mut open, mut longest, mut spells, mut last) = (None::<u64>, 0u64, 0, 0);

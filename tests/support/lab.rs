@@ -77,3 +77,15 @@ pub fn exporter_with(lab: &Lab, args: &[&str]) -> (super::Exporter, u16) {
     assert!(ready.is_some(), "exporter for {} not ready", lab.name());
     (export, port)
 }
+
+/// The tbf queue's backlog on the lab's router, in bytes: the reference for whether a queue
+/// stands.
+pub fn tbf_backlog(lab: &Lab) -> u64 {
+    let o = Command::new("ip")
+        .args(["netns", "exec", lab.router_name(), "tc", "-s", "-j", "qdisc", "show", "dev", "lan0"])
+        .output()
+        .expect("tc");
+    let qdiscs: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let tbf = qdiscs.as_array().and_then(|q| q.iter().find(|q| q["kind"] == "tbf"));
+    tbf.and_then(|q| q["backlog"].as_u64()).expect("the router's tbf and its backlog")
+}
