@@ -27,5 +27,6 @@ pub mod record;
 pub mod remote;
 pub mod replay;
 pub mod runtime;
+pub mod worker;
 
 pub mod tui;

@@ -1,6 +1,7 @@
 //! The map held to the code: ARCHITECTURE.md's table of the binary's folders lists every module
 //! of `src/`, every import of one module by another runs down that table, only the three rooms
-//! the map names build an engine, and no two sibling files (in any crate) import each other.
+//! the map names build an engine, and no sibling files (in any crate) import each other in a
+//! circle of any length.
 //! The crates' own boundaries are the compiler's to keep (their Cargo.toml files).
 //!
 //! Test code is left out: a `tests.rs` file, and a file's part from `#[cfg(test)]` + `mod tests {`
@@ -218,51 +219,180 @@ fn only_the_poller_the_cli_and_the_lab_build_an_engine() {
     assert!(users.contains("runtime.rs") && users.iter().any(|f| f.starts_with("cli/")), "{users:?}");
 }
 
-#[test]
-fn no_two_sibling_files_import_each_other() {
-    let mut roots = vec![Path::new(ROOT).join("src")];
-    for c in std::fs::read_dir(Path::new(ROOT).join("crates")).unwrap() {
-        roots.push(c.unwrap().path().join("src"));
-    }
-    let mut mutual = Vec::new();
-    for src in roots {
-        let files = rust_files(&src);
-        let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(&src, f)).collect();
-        let reexports = reexports(&src, &files);
-        // Each file's edges to sibling files: module paths one word longer than their folder's.
-        let mut edges: BTreeSet<(Vec<String>, Vec<String>)> = BTreeSet::new();
-        for f in &files {
-            let me = module_path(&src, f);
-            let is_folder = f.file_name().is_some_and(|n| n == "mod.rs" || n == "lib.rs" || n == "main.rs");
-            if is_folder || me.is_empty() {
-                continue;
-            }
-            let parent = &me[..me.len() - 1];
-            for p in paths(&code(f)) {
-                let mut words: Vec<String> = p.split("::").map(str::to_string).collect();
-                let absolute = match words.first().map(String::as_str) {
-                    Some("crate") => words.split_off(1),
-                    Some("super") => parent.iter().cloned().chain(words.into_iter().skip(1)).collect(),
-                    _ => continue,
-                };
-                if absolute.len() > parent.len() && absolute[..parent.len()] == *parent {
-                    let mut sibling: Vec<String> = absolute[..=parent.len()].to_vec();
-                    if let Some(file) = reexports.get(&sibling) {
-                        sibling = file.clone();
-                    }
-                    if sibling != me && modules.contains(&sibling) {
-                        edges.insert((me.clone(), sibling));
-                    }
+/// A file's module path, and the sibling files it imports (module paths one word longer than
+/// their folder's), for every file of the crate whose sources are in `src`.
+type Graph = BTreeMap<Vec<String>, BTreeSet<Vec<String>>>;
+
+fn sibling_imports(src: &Path) -> Graph {
+    let files = rust_files(src);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_path(src, f)).collect();
+    let reexports = reexports(src, &files);
+    let mut edges = Graph::new();
+    for f in &files {
+        let me = module_path(src, f);
+        let is_folder = f.file_name().is_some_and(|n| n == "mod.rs" || n == "lib.rs" || n == "main.rs");
+        if is_folder || me.is_empty() {
+            continue;
+        }
+        let parent = &me[..me.len() - 1];
+        for p in paths(&code(f)) {
+            let mut words: Vec<String> = p.split("::").map(str::to_string).collect();
+            let absolute = match words.first().map(String::as_str) {
+                Some("crate") => words.split_off(1),
+                Some("super") => parent.iter().cloned().chain(words.into_iter().skip(1)).collect(),
+                _ => continue,
+            };
+            if absolute.len() > parent.len() && absolute[..parent.len()] == *parent {
+                let mut sibling: Vec<String> = absolute[..=parent.len()].to_vec();
+                if let Some(file) = reexports.get(&sibling) {
+                    sibling = file.clone();
+                }
+                if sibling != me && modules.contains(&sibling) {
+                    edges.entry(me.clone()).or_default().insert(sibling);
                 }
             }
         }
-        for (a, b) in &edges {
-            if a < b && edges.contains(&(b.clone(), a.clone())) {
-                mutual.push(format!("{}: {} <-> {}", src.display(), a.join("::"), b.join("::")));
+    }
+    edges
+}
+
+/// The graph's circles: one per strongly connected part of more than one node, as the nodes in
+/// the order the imports run, from the part's least node (Tarjan's algorithm, then a walk within
+/// the part back to its start).
+fn circles<N: Ord + Clone>(edges: &BTreeMap<N, BTreeSet<N>>) -> Vec<Vec<N>> {
+    struct Tarjan<'g, N> {
+        edges: &'g BTreeMap<N, BTreeSet<N>>,
+        index: BTreeMap<N, (usize, usize)>,
+        stack: Vec<N>,
+        parts: Vec<Vec<N>>,
+    }
+    impl<N: Ord + Clone> Tarjan<'_, N> {
+        fn visit(&mut self, n: &N) {
+            let i = self.index.len();
+            self.index.insert(n.clone(), (i, i));
+            self.stack.push(n.clone());
+            for m in self.edges.get(n).into_iter().flatten() {
+                let low = match self.index.get(m) {
+                    None => {
+                        self.visit(m);
+                        self.index[m].1
+                    }
+                    Some(&(mi, _)) if self.stack.contains(m) => mi,
+                    Some(_) => continue,
+                };
+                let me = self.index.get_mut(n).unwrap();
+                me.1 = me.1.min(low);
+            }
+            if self.index[n].0 == self.index[n].1 {
+                let at = self.stack.iter().rposition(|x| x == n).unwrap();
+                self.parts.push(self.stack.split_off(at));
             }
         }
     }
-    assert!(mutual.is_empty(), "sibling files that import each other: {mutual:?}");
+    let mut t = Tarjan { edges, index: BTreeMap::new(), stack: Vec::new(), parts: Vec::new() };
+    for n in edges.keys() {
+        if !t.index.contains_key(n) {
+            t.visit(n);
+        }
+    }
+    let mut out = Vec::new();
+    for part in t.parts.into_iter().filter(|p| p.len() > 1) {
+        let inside: BTreeSet<N> = part.into_iter().collect();
+        let start = inside.first().unwrap().clone();
+        // Depth first from the start, within the part, until an edge leads back to it: every
+        // node of the part reaches the start, so the walk finds it.
+        let mut path = vec![start.clone()];
+        let mut seen = BTreeSet::from([start.clone()]);
+        let mut next: Vec<Vec<N>> =
+            vec![edges[&start].iter().filter(|m| inside.contains(*m)).cloned().collect()];
+        while let Some(options) = next.last_mut() {
+            let Some(m) = options.pop() else {
+                next.pop();
+                path.pop();
+                continue;
+            };
+            if m == start {
+                break;
+            }
+            if seen.insert(m.clone()) {
+                next.push(
+                    edges.get(&m).into_iter().flatten().filter(|x| inside.contains(*x)).cloned().collect(),
+                );
+                path.push(m);
+            }
+        }
+        out.push(path);
+    }
+    out
+}
+
+/// The circles among sibling files of every crate's sources under `root`, each as
+/// `folder: a -> b -> c -> a`.
+fn circles_in(root: &Path) -> Vec<String> {
+    let mut roots = vec![root.join("src")];
+    if let Ok(crates) = std::fs::read_dir(root.join("crates")) {
+        roots.extend(crates.map(|c| c.unwrap().path().join("src")));
+    }
+    let mut out = Vec::new();
+    for src in roots {
+        for circle in circles(&sibling_imports(&src)) {
+            let names: Vec<String> = circle.iter().chain(circle.first()).map(|m| m.join("::")).collect();
+            out.push(format!("{}: {}", src.display(), names.join(" -> ")));
+        }
+    }
+    out
+}
+
+#[test]
+fn no_sibling_files_import_each_other_in_a_circle() {
+    let found = circles_in(Path::new(ROOT));
+    assert!(found.is_empty(), "sibling files that import each other, in a circle: {found:?}");
+}
+
+#[test]
+fn a_circle_of_three_files_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let cli = dir.path().join("src/cli");
+    std::fs::create_dir_all(&cli).unwrap();
+    std::fs::write(dir.path().join("src/lib.rs"), "pub mod cli;\n").unwrap();
+    std::fs::write(cli.join("mod.rs"), "pub mod peers;\npub mod reload;\npub mod startup;\n").unwrap();
+    std::fs::write(cli.join("peers.rs"), "use super::reload::GeoFiles;\n").unwrap();
+    std::fs::write(cli.join("reload.rs"), "fn f() { crate::cli::startup::hup(); }\n").unwrap();
+    // The third file's import closes the circle; its tests' imports would not count.
+    std::fs::write(
+        cli.join("startup.rs"),
+        "use super::{args, peers::Peers};\n#[cfg(test)]\nmod tests {\n    use super::super::reload;\n}\n",
+    )
+    .unwrap();
+    let found = circles_in(dir.path());
+    let src = dir.path().join("src");
+    assert_eq!(
+        found,
+        [format!("{}: cli::peers -> cli::reload -> cli::startup -> cli::peers", src.display())]
+    );
+    // Without the closing import, no circle.
+    std::fs::write(cli.join("startup.rs"), "use super::args;\n").unwrap();
+    assert_eq!(circles_in(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn a_circle_is_named_in_import_order_and_one_per_tangle() {
+    let graph: BTreeMap<u8, BTreeSet<u8>> = [
+        (1, BTreeSet::from([2])),
+        (2, BTreeSet::from([3, 5])),
+        (3, BTreeSet::from([1])),
+        (4, BTreeSet::from([1])),
+        (5, BTreeSet::from([6])),
+        (6, BTreeSet::from([5])),
+        (7, BTreeSet::from([8])),
+    ]
+    .into();
+    let mut got = circles(&graph);
+    got.sort();
+    assert_eq!(got, [vec![1, 2, 3], vec![5, 6]]);
+    // Two files that import each other are the shortest circle.
+    let pair: BTreeMap<u8, BTreeSet<u8>> = [(1, BTreeSet::from([2])), (2, BTreeSet::from([1]))].into();
+    assert_eq!(circles(&pair), [vec![1, 2]]);
 }
 
 #[test]

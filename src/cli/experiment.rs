@@ -1,14 +1,16 @@
 //! `bbrtop experiment`: a congestion control per new connection of one cgroup, drawn at random
 //! by arm shares, for as long as the command runs, watched by the engine (its counters and
 //! response times kept per arm) and by the harm guard; then a summary and a verdict per arm and
-//! group.
+//! group. This module wires: its flags, the checks, the program, the pipeline, the server and the
+//! TUI around the loop of `crate::experiment::watch`, and the summary printed.
+
+pub use crate::experiment::summary::{Summary, text};
 
 use super::Failure;
 use super::peers::PeerArgs;
 use crate::experiment::attach::{Plan, StartError, preflight};
-use crate::experiment::status::{Status, Stopped};
-use crate::experiment::verdict::{ArmFigures, GroupVerdict};
-use crate::experiment::{Arm, ArmCount, MAX_PORTS, Unit};
+use crate::experiment::status::Status;
+use crate::experiment::{Arm, MAX_PORTS, Unit};
 use bbrtop_core::sequential::Bounds;
 use bbrtop_core::stats::Margin;
 use clap::Args;
@@ -68,7 +70,7 @@ pub struct ExperimentArgs {
 }
 
 /// The harm guard: when a test arm crosses a bound without a break for the hold time, its new
-/// connections go to the control from then on (README, "Experiments").
+/// connections go to the control from then on (docs/experiment.md).
 #[derive(Args, Clone, Debug)]
 pub struct GuardArgs {
     /// The test arm's retransmitted/sent segments may not be surely above this (its confidence
@@ -109,23 +111,6 @@ fn parse_fraction(s: &str) -> Result<f64, String> {
     let v =
         num.parse::<f64>().map_err(|_| format!("{s:?} is not a percent (1%) or a fraction (0.01)"))? / scale;
     if (0.0..=1.0).contains(&v) { Ok(v) } else { Err(format!("{s:?} is not between 0% and 100%")) }
-}
-
-/// The summary printed at the end (`--json`; read back by the tests, which print it as text).
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-pub struct Summary {
-    pub cgroup: PathBuf,
-    pub unit: Unit,
-    pub seed: u64,
-    pub dry_run: bool,
-    pub seconds: f64,
-    pub arms: Vec<ArmCount>,
-    /// What the engine measured per arm.
-    pub figures: Vec<ArmFigures>,
-    /// Arms the guard stopped.
-    pub stopped: Vec<Stopped>,
-    /// Each test arm against the control, per group.
-    pub verdicts: Vec<GroupVerdict>,
 }
 
 fn failure(e: StartError) -> Failure {
@@ -190,8 +175,10 @@ fn attached(
     a: &ExperimentArgs,
     stop: &std::sync::atomic::AtomicBool,
 ) -> Result<Status, Failure> {
-    use std::sync::atomic::Ordering;
-    use std::sync::{Arc, Mutex};
+    use crate::experiment::status::Latest;
+    use crate::experiment::watch::{End, Schedule, Watch};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     let (peers, geo_files) = a.peers.load()?;
     let web = web(a)?;
     let mut obj = std::mem::MaybeUninit::uninit();
@@ -205,46 +192,34 @@ fn attached(
     // The AS and country databases are read again when their files change, as the exporter's.
     let reload = super::reload::start(geo_files, geo, Arc::clone(&started.stop))
         .map_err(|e| Failure::Runtime(anyhow::anyhow!("starting the database reloader: {e}")))?;
-    let status = Arc::new(Mutex::new(Status::default()));
+    let status = Arc::new(Latest::default());
     let server = match web {
         Some(w) => Some(serve(w, &started, groups, Arc::clone(&status))?),
         None => None,
     };
-    let mut watch = Watch::new(plan, a.guard.bounds());
-    let ended = std::sync::atomic::AtomicBool::new(false);
+    let mut watch = Watch::new(&plan.arms, a.guard.bounds());
+    let ended = AtomicBool::new(false);
     let stopping = || {
         stop.load(Ordering::Relaxed) || started.stop.load(Ordering::Relaxed) || ended.load(Ordering::Relaxed)
     };
-    let shown = server.is_some() || a.tui;
+    // The status is published only where something shows it.
+    let shown = (server.is_some() || a.tui).then_some(&*status);
+    let latest = || started.runtime.latest();
     let watched = std::thread::scope(|scope| -> Result<(), Failure> {
         // The TUI, when asked, draws on a thread of its own while the guard watches on this one;
         // either ending ends both.
         let ui = a.tui.then(|| {
             let sys = bbrtop_collect::host::system_info(started.netns.as_ref());
-            let (published, status, ended) = (started.runtime.published(), Arc::clone(&status), &ended);
+            let (published, status, ended) = (started.runtime.published(), &*status, &ended);
             scope.spawn(move || {
-                let r = crate::tui::ui_loop_experiment(&published, ended, sys, &status);
+                let r = crate::tui::ui_loop_experiment(&published, ended, sys, status);
                 ended.store(true, Ordering::Relaxed);
                 r
             })
         });
-        let mut next = watch.began + a.interval;
-        while !stopping() && a.duration.is_none_or(|d| watch.began.elapsed() < d) {
-            std::thread::sleep(Duration::from_millis(50));
-            if running.cgroup_removed() {
-                tracing::warn!(cgroup = %dir.display(), "the cgroup was removed: the experiment ends");
-                break;
-            }
-            let now = std::time::Instant::now();
-            if now < next {
-                continue;
-            }
-            next += a.interval;
-            let now_status = watch.step(now, &mut running, &started.runtime.latest().totals, shown);
-            tracing::info!(arms = %status_line(&now_status.figures), "experiment running");
-            if shown {
-                *status.lock().unwrap_or_else(|e| e.into_inner()) = now_status;
-            }
+        let schedule = Schedule { every: a.interval, until: a.duration };
+        if watch.run(&mut running, schedule, stopping, latest, shown) == End::CgroupRemoved {
+            tracing::warn!(cgroup = %dir.display(), "the cgroup was removed: the experiment ends");
         }
         ended.store(true, Ordering::Relaxed);
         match ui.map(|t| t.join()) {
@@ -253,7 +228,7 @@ fn attached(
             _ => Ok(()),
         }
     });
-    let last = watch.look(running.counts(), &started.runtime.latest().totals, true);
+    let last = watch.last(&running, &latest().totals);
     drop(running);
     if let Some((stop, thread)) = server {
         stop.store(true, Ordering::Relaxed);
@@ -266,72 +241,6 @@ fn attached(
     drop(started);
     watched?;
     Ok(last)
-}
-
-/// The experiment as its loop watches it: the arms' names, the guard per test arm (the whole arm
-/// and each of its peer groups and ASs), and what it stopped.
-#[cfg(feature = "bpf")]
-struct Watch {
-    names: Vec<String>,
-    guards: Vec<crate::experiment::guard::ArmGuard>,
-    stopped: Vec<Stopped>,
-    began: std::time::Instant,
-}
-
-#[cfg(feature = "bpf")]
-impl Watch {
-    fn new(plan: &Plan, bounds: Bounds) -> Watch {
-        let names: Vec<String> = plan.arms.iter().map(|a| a.cc.clone()).collect();
-        let guards = vec![crate::experiment::guard::ArmGuard::new(bounds); names.len()];
-        Watch { names, guards, stopped: Vec::new(), began: std::time::Instant::now() }
-    }
-
-    /// One look at the arms: their figures from the engine's per-arm `totals`, and their verdicts
-    /// when `verdicts` (only where something shows them: every group's intervals are the costly
-    /// part, and the guard reads the figures alone).
-    fn look(
-        &self,
-        arms: Vec<ArmCount>,
-        totals: &[bbrtop_core::snapshot::CcTotals],
-        verdicts: bool,
-    ) -> Status {
-        use crate::experiment::verdict;
-        let conns: Vec<u64> = arms.iter().map(|c| c.assigned).collect();
-        let seconds = self.began.elapsed().as_secs_f64();
-        Status {
-            figures: verdict::arms(totals, &self.names, &conns, seconds),
-            verdicts: if verdicts { verdict::verdicts(totals, &self.names) } else { Vec::new() },
-            arms,
-            stopped: self.stopped.clone(),
-            seconds,
-        }
-    }
-
-    /// A look (with verdicts when `shown`), and the guard's step on it: an arm it stops is closed
-    /// in the program at once.
-    fn step(
-        &mut self,
-        now: std::time::Instant,
-        running: &mut crate::experiment::attach::Running,
-        totals: &[bbrtop_core::snapshot::CcTotals],
-        shown: bool,
-    ) -> Status {
-        let mut status = self.look(running.counts(), totals, shown);
-        let figs = &status.figures;
-        for (i, test) in figs.iter().enumerate().skip(1) {
-            if self.stopped.iter().any(|s| s.arm == test.arm) {
-                continue;
-            }
-            if let Some(t) = self.guards[i].step(now, totals, &figs[0], test) {
-                running.set_open(i, false);
-                let stop = t.stopped(&test.arm, self.began.elapsed().as_secs_f64());
-                tracing::warn!(arm = %test.arm, why = %stop.why, "harm guard: the arm's new connections go to the control from now on");
-                self.stopped.push(stop);
-            }
-        }
-        status.stopped = self.stopped.clone();
-        status
-    }
 }
 
 /// The listeners and web configuration of `--web.listen-address`, bound before anything is
@@ -359,7 +268,7 @@ fn serve(
     w: Web,
     started: &super::startup::Started,
     groups: std::sync::Arc<bbrtop_core::peer_groups::PeerGroups>,
-    status: std::sync::Arc<std::sync::Mutex<Status>>,
+    status: std::sync::Arc<crate::experiment::status::Latest>,
 ) -> Result<(std::sync::Arc<std::sync::atomic::AtomicBool>, std::thread::JoinHandle<()>), Failure> {
     use crate::export::server::{App, Limits, Options};
     let options =
@@ -379,19 +288,6 @@ fn serve(
         })
         .map_err(|e| Failure::Runtime(anyhow::anyhow!("starting the HTTP thread: {e}")))?;
     Ok((stop, thread))
-}
-
-/// One status line: each arm's connections, responses, p95 and retransmit ratio.
-fn status_line(figs: &[ArmFigures]) -> String {
-    let line: Vec<String> = figs
-        .iter()
-        .map(|f| {
-            let p95 = f.delivery.map_or("-".into(), |d| format!("{:.1}ms", d[1] * 1000.0));
-            let rx = f.retrans_ratio.map_or("-".into(), |r| format!("{:.2}%", r * 100.0));
-            format!("{}: {} conns {} responses p95 {p95} retrans {rx}", f.arm, f.connections, f.responses)
-        })
-        .collect();
-    line.join("; ")
 }
 
 #[cfg(not(feature = "bpf"))]
@@ -417,92 +313,6 @@ fn print(s: &Summary, json: bool) -> Result<(), Failure> {
     res.map_err(|e| Failure::Runtime(anyhow::anyhow!("writing the summary: {e}")))
 }
 
-/// The summary as a table per section: the assignment, each arm's figures, what the guard
-/// stopped, and the verdict per group.
-pub fn text(s: &Summary) -> String {
-    let verb = if s.dry_run { "would have assigned" } else { "assigned" };
-    let mut t = format!(
-        "experiment on {} for {:.1}s, unit {}, seed {}{}\n{:<16} {:>8} {:>20} {:>12} {:>11}\n",
-        s.cgroup.display(),
-        s.seconds,
-        s.unit,
-        s.seed,
-        if s.dry_run { " (dry run: no cc changed)" } else { "" },
-        "arm",
-        "share",
-        verb,
-        "setsockopt failed",
-        "redirected"
-    );
-    for c in &s.arms {
-        t += &format!(
-            "{:<16} {:>7}% {:>20} {:>12} {:>11}\n",
-            c.cc, c.percent, c.assigned, c.setsockopt_failures, c.redirected
-        );
-    }
-    let ms = |v: f64| format!("{:.1}", v * 1000.0);
-    t += &format!(
-        "\n{:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>13} {:>7}\n",
-        "arm", "responses", "p50 ms", "p95 ms", "p99 ms", "retrans", "goodput B/s", "share"
-    );
-    for f in &s.figures {
-        let d = |i: usize| f.delivery.map_or("-".into(), |d| ms(d[i]));
-        let rx = f.retrans_ratio.map_or("-".into(), |r| format!("{:.2}%", r * 100.0));
-        t += &format!(
-            "{:<16} {:>10} {:>9} {:>9} {:>9} {:>9} {:>13.0} {:>6.1}%\n",
-            f.arm,
-            f.responses,
-            d(0),
-            d(1),
-            d(2),
-            rx,
-            f.goodput_bytes_per_sec,
-            f.goodput_share * 100.0
-        );
-    }
-    for st in &s.stopped {
-        t += &format!("\nharm guard stopped {} at {:.1}s: {}\n", st.arm, st.at, st.why);
-    }
-    if !s.verdicts.is_empty() {
-        t += &format!(
-            "\n{:<24} {:<6} {:<20} {:>15} {:>15} {:>13} {:>13}  {}\n",
-            "group",
-            "arm",
-            "call",
-            "p95 ms control",
-            "p95 ms test",
-            "retrans% ctl",
-            "retrans% test",
-            "retransmits"
-        );
-        for v in &s.verdicts {
-            let rx = |f: &crate::experiment::verdict::Figure, test: bool| {
-                if test { f.test } else { f.control }.percent()
-            };
-            let (rc, rt, rcall) = v
-                .retrans_ratio
-                .as_ref()
-                .map_or(("-".into(), "-".into(), "-"), |f| (rx(f, false), rx(f, true), f.call.as_str()));
-            t += &format!(
-                "{:<24} {:<6} {:<20} {:>15} {:>15} {:>13} {:>13}  {}\n",
-                v.group,
-                v.arm,
-                v.call,
-                v.delivery_p95.control.ms(),
-                v.delivery_p95.test.ms(),
-                rc,
-                rt,
-                rcall
-            );
-        }
-        t += &format!(
-            "(intervals: confidence sequences at {:.0}% joint, valid however often the experiment is looked at)\n",
-            (1.0 - crate::experiment::verdict::ALPHA) * 100.0
-        );
-    }
-    t
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -525,23 +335,5 @@ mod tests {
         let b = a.bounds();
         assert_eq!((b.max_retrans_ratio, b.p95_margin.rel, b.min_control_goodput_share), (0.02, 0.1, 0.3));
         assert_eq!((b.p95_margin.abs, b.hold, b.alpha), (0.001, Duration::from_secs(9), 0.05));
-    }
-
-    #[test]
-    fn the_summary_says_what_the_guard_stopped_and_unbounded_ends() {
-        let json = r#"{"cgroup":"/sys/fs/cgroup/unified/exp","unit":"peer","seed":7,"dry_run":false,"seconds":10.0,
-            "arms":[{"cc":"cubic","percent":50.0,"assigned":3,"setsockopt_failures":0,"redirected":0},
-                    {"cc":"bbr","percent":50.0,"assigned":2,"setsockopt_failures":0,"redirected":4}],
-            "figures":[],
-            "stopped":[{"arm":"bbr","at":9.0,"held":5.0,"reason":"retrans_ratio","why":"test arm's retransmit ratio 21.20%"}],
-            "verdicts":[{"group":"all","arm":"bbr","control":"cubic","call":"not yet known","responses":[3,4],
-              "delivery_p50":{"call":"not yet known","control":{"lo":0.1,"hi":null},"test":{"lo":0.2,"hi":0.3},"diff":{"lo":null,"hi":0.2}},
-              "delivery_p95":{"call":"not yet known","control":{"lo":0.1,"hi":null},"test":{"lo":0.2,"hi":0.3},"diff":{"lo":null,"hi":0.2}},
-              "delivery_p99":{"call":"not yet known","control":{"lo":0.1,"hi":null},"test":{"lo":0.2,"hi":0.3},"diff":{"lo":null,"hi":0.2}}}]}"#;
-        let s: Summary = serde_json::from_str(json).unwrap();
-        let t = text(&s);
-        assert!(t.contains("harm guard stopped bbr at 9.0s: test arm's retransmit ratio 21.20%"), "{t}");
-        assert!(t.contains("100.0..?"), "an unbounded end reads ?: {t}");
-        assert!(t.contains("bbr                   50%                    2            0           4"), "{t}");
     }
 }

@@ -16,6 +16,14 @@ pub struct Peers {
     pub arms: Option<bbrtop_core::seam::Arms>,
 }
 
+/// The AS and country database files the flags name, which `reload.rs` reads again when they
+/// change: the flags' data, kept here so the reloader depends on the flags and not the reverse.
+#[derive(Clone, Debug, Default)]
+pub struct GeoFiles {
+    pub asn: Option<std::path::PathBuf>,
+    pub country: Option<std::path::PathBuf>,
+}
+
 /// What the counters are kept per besides the cc (the exporter's and the recorder's flags).
 #[derive(Args, Clone, Debug, Default)]
 pub struct PeerArgs {
@@ -40,8 +48,8 @@ pub struct PeerArgs {
 impl PeerArgs {
     /// The groups and databases the flags name (a one-line usage error for any that does not
     /// load), and the database files, for their reloads.
-    pub fn load(&self) -> Result<(Peers, super::reload::GeoFiles), super::Failure> {
-        let files = super::reload::GeoFiles { asn: self.asn_db.clone(), country: self.country_db.clone() };
+    pub fn load(&self) -> Result<(Peers, GeoFiles), super::Failure> {
+        let files = GeoFiles { asn: self.asn_db.clone(), country: self.country_db.clone() };
         let peers = Peers {
             groups: Arc::new(super::args::peer_groups(self.groups.as_deref())?),
             geo: Arc::new(GeoCell::new(super::args::geo(files.asn.as_deref(), files.country.as_deref())?)),

@@ -3,24 +3,20 @@
 //! after it, and one that does not load is logged and the one before kept.
 
 use super::args;
+use super::peers::GeoFiles;
+use crate::worker::Worker;
 use bbrtop_core::geo::GeoCell;
+use std::ops::ControlFlow;
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How often the files are checked for a change.
 pub const CHECK_EVERY: Duration = Duration::from_secs(10);
-/// How often the thread looks at its flags.
+/// How often the thread looks at its flags (SIGHUP's, the stop).
 const TICK: Duration = Duration::from_millis(200);
-
-#[derive(Clone, Debug, Default)]
-pub struct GeoFiles {
-    pub asn: Option<PathBuf>,
-    pub country: Option<PathBuf>,
-}
 
 /// What says a file changed: its inode (a file replaced by rename), size and modification time.
 type Stamp = Option<(u64, u64, i64, i64)>;
@@ -51,33 +47,31 @@ impl GeoFiles {
     }
 }
 
-/// Starts the reloading thread, if any database is given; it ends when `stop` is set.
-pub fn start(
-    files: GeoFiles,
-    cell: Arc<GeoCell>,
-    stop: Arc<AtomicBool>,
-) -> std::io::Result<Option<JoinHandle<()>>> {
+/// Starts the reloading thread, if any database is given; it ends when `stop` is set, or when
+/// dropped.
+pub fn start(files: GeoFiles, cell: Arc<GeoCell>, stop: Arc<AtomicBool>) -> std::io::Result<Option<Worker>> {
     if !files.any() {
         return Ok(None);
     }
     let hup = Arc::clone(super::startup::hup());
-    let thread = std::thread::Builder::new().name("bbrtop-geo-reload".into()).spawn(move || {
-        let mut stamps = files.stamps();
-        let mut checked = Instant::now();
-        while !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(TICK);
-            if hup.swap(false, Ordering::Relaxed) {
-                stamps = files.stamps();
-                files.load(&cell, "SIGHUP");
-            } else if checked.elapsed() >= CHECK_EVERY {
-                checked = Instant::now();
-                let now = files.stamps();
-                if now != stamps {
-                    stamps = now;
-                    files.load(&cell, "a database file changed");
-                }
+    let mut stamps = files.stamps();
+    let mut checked = Instant::now();
+    let worker = Worker::start("bbrtop-geo-reload", TICK, move |now| {
+        if stop.load(Ordering::Relaxed) {
+            return ControlFlow::Break(());
+        }
+        if hup.swap(false, Ordering::Relaxed) {
+            stamps = files.stamps();
+            files.load(&cell, "SIGHUP");
+        } else if now.duration_since(checked) >= CHECK_EVERY {
+            checked = now;
+            let now = files.stamps();
+            if now != stamps {
+                stamps = now;
+                files.load(&cell, "a database file changed");
             }
         }
+        ControlFlow::Continue(())
     })?;
-    Ok(Some(thread))
+    Ok(Some(worker))
 }

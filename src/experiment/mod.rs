@@ -1,13 +1,16 @@
 //! `bbrtop experiment`: a congestion control per new connection of one cgroup, drawn by a seeded
 //! hash of its unit (bpf/experiment.bpf.c). This file is pure: the arms and their parsing, the
 //! unit, and the hash, the same function as the BPF program's, so an assignment can be predicted.
-//! `attach.rs` holds the I/O: the checks made before anything is attached, and the link.
+//! `attach.rs` holds the I/O: the checks made before anything is attached, and the link;
+//! `watch.rs` the loop that watches a running experiment; `summary.rs` what it prints at the end.
 
 pub mod attach;
 pub mod guard;
 pub mod overlap;
 pub mod status;
+pub mod summary;
 pub mod verdict;
+pub mod watch;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -83,8 +86,8 @@ pub fn cumulative(arms: &[Arm]) -> Vec<u32> {
 
 /// What one draw is made for: every connection alone, or a peer, or a peer's /24 (IPv4) or /64
 /// (IPv6), so that a client stays in one arm. The peer is the default: a client's connections
-/// share its bottleneck, and drawn apart one arm's traffic queues the other's (README,
-/// "Experiments"). The order is the BPF program's code.
+/// share its bottleneck, and drawn apart one arm's traffic queues the other's
+/// (docs/experiment.md). The order is the BPF program's code.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
 )]

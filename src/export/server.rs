@@ -74,7 +74,7 @@ pub struct Options {
     /// The OTLP shipper, whose counts /metrics shows.
     pub otlp: Option<Arc<super::otlp::Handle>>,
     /// A running experiment's status, which /metrics shows (`bbrtop experiment`).
-    pub experiment: Option<Arc<std::sync::Mutex<crate::experiment::status::Status>>>,
+    pub experiment: Option<Arc<crate::experiment::status::Latest>>,
     /// `--metrics.response-histograms.classic`: the response times per AS and country in classic
     /// buckets too.
     pub response_classic: bool,
@@ -116,7 +116,7 @@ pub struct App {
     landing: Bytes,
     hindsight: Option<Arc<super::hindsight::Keeper>>,
     otlp: Option<Arc<super::otlp::Handle>>,
-    experiment: Option<Arc<std::sync::Mutex<crate::experiment::status::Status>>>,
+    experiment: Option<Arc<crate::experiment::status::Latest>>,
     response_classic: bool,
 }
 
@@ -542,7 +542,7 @@ async fn metrics_response(
         hindsight_memory_bytes: app.hindsight.as_ref().map(|k| k.memory_bytes()),
         hindsight_spool_bytes: app.hindsight.as_ref().and_then(|k| k.spool_bytes()),
         otlp: app.otlp.as_deref().map(metrics::OtlpCounts::of),
-        experiment: app.experiment.as_ref().map(|e| e.lock().unwrap_or_else(|p| p.into_inner()).clone()),
+        experiment: app.experiment.as_ref().map(|e| e.latest().as_ref().clone()),
         response_classic: app.response_classic,
     };
     // Rendering 100k sockets takes milliseconds: off the event loop, so other connections keep

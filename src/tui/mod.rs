@@ -23,8 +23,8 @@ use app::App;
 use bbrtop_core::snapshot::Snapshot;
 use crossterm::event::{self, Event, KeyEventKind};
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Restores the terminal when dropped: on q, on errors, and (through ratatui's hook) on panic.
@@ -45,13 +45,13 @@ pub fn ui_loop(published: &Published, stop: &AtomicBool, sys: SystemInfo) -> any
     ui_loop_from(Source::Local, published, stop, &|| sys.clone())
 }
 
-/// [`ui_loop`] for `bbrtop experiment --tui`: its Experiment view shows `status`, which the
-/// experiment's loop writes.
+/// [`ui_loop`] for `bbrtop experiment --tui`: its Experiment view shows the latest `status` the
+/// experiment's loop published.
 pub fn ui_loop_experiment(
     published: &Published,
     stop: &AtomicBool,
     sys: SystemInfo,
-    status: &Mutex<crate::experiment::status::Status>,
+    status: &crate::experiment::status::Latest,
 ) -> anyhow::Result<()> {
     run(&mut Live(published), &Source::Local, stop, &|| sys.clone(), Some(status))
 }
@@ -132,7 +132,7 @@ fn run(
     source: &Source,
     stop: &AtomicBool,
     sys: &dyn Fn() -> SystemInfo,
-    experiment: Option<&Mutex<crate::experiment::status::Status>>,
+    experiment: Option<&crate::experiment::status::Latest>,
 ) -> anyhow::Result<()> {
     // The guard first: if setup fails half-way (raw mode on, no alternate screen), it still undoes it.
     let _guard = TerminalGuard;
@@ -175,8 +175,9 @@ fn run(
         let shown = (latest.seq, frames.playback());
         if dirty || drawn.as_ref() != Some(&shown) {
             let sys = sys();
-            // Held for the frame rather than copied: the experiment's loop writes it once a look.
-            let status = experiment.map(|e| e.lock().unwrap_or_else(|p| p.into_inner()));
+            // An `Arc` taken, no lock held while the frame is drawn: the experiment's loop, which
+            // publishes the next, never waits on the terminal.
+            let status = experiment.map(crate::experiment::status::Latest::latest);
             let view = View {
                 source,
                 playback: shown.1.as_ref(),
