@@ -1,7 +1,9 @@
 //! `/metrics`: every series is built at scrape time from the latest snapshot, so a closed socket
 //! leaves no stale series and the histograms describe the sockets open now.
 //!
-//! Names (prefix `bbrtop_`, base units) are fixed: the shipped rules and dashboards use them.
+//! Each family is declared once in [`catalog`] (name, type, unit, help, labels): the encoders
+//! here take those from it and add the values. Names (prefix `bbrtop_`, base units) are fixed:
+//! the shipped rules and dashboards use them.
 //! prometheus-client encodes OpenMetrics text, and Prometheus' own protobuf
 //! (`io.prometheus.client.MetricFamily`), the one format that carries native histograms;
 //! [`to_text_004`] turns the text into the classic text format for scrapers (and `promtool
@@ -18,10 +20,12 @@ use bbrtop_core::snapshot::CcTotals;
 use bbrtop_core::snapshot::ClosedAggregate;
 use bbrtop_core::snapshot::hist::Hist;
 use bbrtop_core::snapshot::{CollectorStatus, Role, Snapshot, SocketView};
+use catalog::{Family, Kind};
 use live_hist::LiveHist;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{
-    DescriptorEncoder, EncodeLabelSet, NativeHistogram, NativeHistogramBuckets, NoLabelSet,
+    DescriptorEncoder, EncodeCounterValue, EncodeLabelSet, MetricEncoder, NativeHistogram,
+    NativeHistogramBuckets, NoLabelSet,
 };
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
@@ -91,13 +95,9 @@ impl OtlpCounts {
 /// OpenMetrics types `gaugehistogram` (samples `_bucket`, `_gcount`, `_gsum`) and protobuf
 /// `GAUGE_HISTOGRAM`. prometheus-client has no such type yet, so they are encoded as histograms
 /// and retyped: the text by [`as_gauge_histograms`], the protobuf in [`render_protobuf`].
-const LIVE_HISTOGRAMS: [&str; 5] = [
-    "bbrtop_srtt_seconds",
-    "bbrtop_min_rtt_seconds",
-    "bbrtop_rtt_inflation_ratio",
-    "bbrtop_bbr_bandwidth_bytes_per_second",
-    "bbrtop_delivery_rate_bytes_per_second",
-];
+fn live_histograms_names() -> impl Iterator<Item = &'static str> {
+    catalog::FAMILIES.iter().filter(|f| f.kind == Kind::GaugeHistogram).map(|f| f.name)
+}
 
 /// Encodes one scrape as OpenMetrics text (ending in `# EOF`).
 pub fn render_openmetrics(s: Scrape) -> String {
@@ -127,7 +127,7 @@ pub fn render_protobuf(s: Scrape) -> Vec<u8> {
     let families = encode(&reg).unwrap_or_default();
     let mut out = Vec::with_capacity(64 * 1024);
     for mut f in families {
-        if LIVE_HISTOGRAMS.contains(&f.name.as_str()) {
+        if live_histograms_names().any(|n| n == f.name) {
             f.r#type = MetricType::GaugeHistogram as i32;
         }
         // Writing to a Vec cannot fail.
@@ -138,10 +138,10 @@ pub fn render_protobuf(s: Scrape) -> Vec<u8> {
 
 /// The live histogram family `text` starts with, and the rest of it.
 fn live(text: &str) -> Option<(&'static str, &str)> {
-    LIVE_HISTOGRAMS.iter().find_map(|f| text.strip_prefix(f).map(|tail| (*f, tail)))
+    live_histograms_names().find_map(|f| text.strip_prefix(f).map(|tail| (f, tail)))
 }
 
-/// The [`LIVE_HISTOGRAMS`] retyped as OpenMetrics gaugehistograms: the TYPE line, and `_count`
+/// The live histograms retyped as OpenMetrics gaugehistograms: the TYPE line, and `_count`
 /// and `_sum` renamed `_gcount` and `_gsum`. Every other line is copied as it is.
 fn as_gauge_histograms(om: &str) -> String {
     let mut out = String::with_capacity(om.len() + 1024);
@@ -209,9 +209,7 @@ pub fn to_text_004(om: &str) -> String {
     out
 }
 
-/// `phase` label values, indexed by [`phase_index`]: `none` for a cc that has no BBR phase,
-/// `unknown` for a BBR socket whose phase neither the kernel nor its gains tell.
-const PHASES: [&str; 6] = ["none", "unknown", "startup", "drain", "probe_bw", "probe_rtt"];
+use catalog::{PHASES, ROLES};
 /// Kernel TCP states are 1..=12; one slot per value.
 const STATES: usize = 16;
 
@@ -225,10 +223,6 @@ fn phase_index(p: Option<Phase>, bbr: bool) -> usize {
         Some(Phase::ProbeRtt) => 5,
     }
 }
-
-/// `role` label values, indexed by [`role_index`]; the JSON's `by_cc` counts them under the
-/// same words, plural.
-const ROLES: [&str; 4] = ["sender", "receiver", "idle", "loopback"];
 
 fn role_index(r: Role) -> usize {
     match r {
@@ -376,33 +370,41 @@ fn values(s: &SocketView) -> Values {
 
 type Enc<'a> = DescriptorEncoder<'a>;
 
-/// A metric family: name, help, and how to read its value.
-type Family<F> = (&'static str, &'static str, F);
 type HistPick = fn(&Group) -> &LiveHist;
 
 const NO_LABELS: [(&str, &str); 0] = [];
 
+/// The family's descriptor, its name, help and type from the catalog; `kind` is what the
+/// caller encodes, held to the declaration.
+fn descriptor<'e>(enc: &'e mut Enc, f: &Family, kind: Kind) -> Result<MetricEncoder<'e>, std::fmt::Error> {
+    debug_assert_eq!(f.kind, kind, "{} is declared a {:?}", f.name, f.kind);
+    let t = match kind {
+        Kind::Counter => MetricType::Counter,
+        Kind::Gauge => MetricType::Gauge,
+        // Retyped after encoding: prometheus-client has no gauge histogram.
+        Kind::Histogram | Kind::GaugeHistogram => MetricType::Histogram,
+    };
+    enc.encode_descriptor(f.descriptor_name(), f.help, None, t)
+}
+
 fn gauges<L: EncodeLabelSet, V: prometheus_client::encoding::EncodeGaugeValue>(
     enc: &mut Enc,
-    name: &str,
-    help: &str,
+    f: &Family,
     rows: impl IntoIterator<Item = (L, V)>,
 ) -> std::fmt::Result {
-    let mut m = enc.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    let mut m = descriptor(enc, f, Kind::Gauge)?;
     for (l, v) in rows {
         m.encode_family(&l)?.encode_gauge(&v)?;
     }
     Ok(())
 }
 
-/// `name` without `_total`: the encoder appends it.
-fn counters<L: EncodeLabelSet>(
+fn counters<L: EncodeLabelSet, V: EncodeCounterValue>(
     enc: &mut Enc,
-    name: &str,
-    help: &str,
-    rows: impl IntoIterator<Item = (L, u64)>,
+    f: &Family,
+    rows: impl IntoIterator<Item = (L, V)>,
 ) -> std::fmt::Result {
-    let mut m = enc.encode_descriptor(name, help, None, MetricType::Counter)?;
+    let mut m = descriptor(enc, f, Kind::Counter)?;
     for (l, v) in rows {
         m.encode_family(&l)?.encode_counter::<NoLabelSet, _, u64>(&v, None)?;
     }
@@ -412,11 +414,10 @@ fn counters<L: EncodeLabelSet>(
 /// Classic histograms (closed flows').
 fn histograms<'h, L: EncodeLabelSet + 'h>(
     enc: &mut Enc,
-    name: &str,
-    help: &str,
+    f: &Family,
     rows: impl IntoIterator<Item = (L, &'h Hist)>,
 ) -> std::fmt::Result {
-    let mut m = enc.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    let mut m = descriptor(enc, f, Kind::Histogram)?;
     for (l, h) in rows {
         m.encode_family(&l)?.encode_histogram::<NoLabelSet>(h.sum(), h.count(), &h.buckets(), None)?;
     }
@@ -428,11 +429,12 @@ fn histograms<'h, L: EncodeLabelSet + 'h>(
 /// text scrape must have them.
 fn live_histograms<'h, L: EncodeLabelSet + 'h>(
     enc: &mut Enc,
-    name: &str,
-    help: &str,
+    f: &Family,
     rows: impl IntoIterator<Item = (L, &'h LiveHist, bool)>,
 ) -> std::fmt::Result {
-    let mut m = enc.encode_descriptor(name, help, None, MetricType::Histogram)?;
+    // Both kinds carry native buckets: the open sockets' and the response times'.
+    let kind = if f.kind.is_histogram() { f.kind } else { Kind::Histogram };
+    let mut m = descriptor(enc, f, kind)?;
     for (l, h, classic) in rows {
         let n = h.native();
         let native = NativeHistogram {
@@ -505,12 +507,7 @@ impl Collector for Rendered {
             encode_process(&mut enc, p)?;
         }
         if let Some(bytes) = s.hindsight_memory_bytes {
-            gauges(
-                &mut enc,
-                "bbrtop_hindsight_memory_bytes",
-                "Bytes hindsight holds in memory: its encoder's buffers, and its chunks when they are not spooled (at most --hindsight.max-size).",
-                [(NO_LABELS, bytes as f64)],
-            )?;
+            gauges(&mut enc, &catalog::HINDSIGHT_MEMORY, [(NO_LABELS, bytes as f64)])?;
         }
         if let Some(o) = &s.otlp {
             encode_otlp(&mut enc, o)?;
@@ -519,56 +516,25 @@ impl Collector for Rendered {
             experiment::encode(&mut enc, e)?;
         }
         if let Some(bytes) = s.hindsight_spool_bytes {
-            gauges(
-                &mut enc,
-                "bbrtop_hindsight_spool_bytes",
-                "Bytes of hindsight's spool on disk, in --hindsight.dir (at most --hindsight.max-size and a chunk); absent when hindsight is held in memory.",
-                [(NO_LABELS, bytes as f64)],
-            )?;
+            gauges(&mut enc, &catalog::HINDSIGHT_SPOOL, [(NO_LABELS, bytes as f64)])?;
         }
         encode_build_info(&mut enc)
     }
 }
 
-/// The counter of each [`Count`], without `_total` (the encoder appends it), and its help.
+/// The counter of each [`Count`] as the encoder names it (without `_total`, which it appends),
+/// and its help.
 pub fn count_metric(c: Count) -> (&'static str, &'static str) {
-    match c {
-        Count::SegsOut => {
-            ("bbrtop_sent_segments", "Segments sent, retransmissions included (tcpi_segs_out).")
-        }
-        Count::BytesSent => ("bbrtop_sent_bytes", "Bytes sent, retransmissions included (tcpi_bytes_sent)."),
-        Count::RetransSegs => {
-            ("bbrtop_retransmitted_segments", "Segments retransmitted (tcpi_total_retrans).")
-        }
-        Count::BytesRetrans => ("bbrtop_retransmitted_bytes", "Bytes retransmitted (tcpi_bytes_retrans)."),
-        Count::BytesAcked => {
-            ("bbrtop_acked_bytes", "Bytes the peers acknowledged: goodput (tcpi_bytes_acked).")
-        }
-        Count::BytesReceived => ("bbrtop_received_bytes", "Bytes received (tcpi_bytes_received)."),
-        Count::Rto => {
-            ("bbrtop_rto_timeouts", "Retransmission timeouts (tcpi_total_rto; Linux 6.7 and later).")
-        }
-        Count::DsackDups => (
-            "bbrtop_spurious_retransmitted_segments",
-            "Retransmissions the peer reported as duplicates with DSACK: spurious (tcpi_dsack_dups).",
-        ),
-        Count::DeliveredSegs => ("bbrtop_delivered_segments", "Segments delivered (tcpi_delivered)."),
-        Count::DeliveredCeSegs => {
-            ("bbrtop_delivered_ce_segments", "Segments delivered with a CE mark (tcpi_delivered_ce).")
-        }
-    }
+    let f = catalog::count_family(c);
+    (f.descriptor_name(), f.help)
 }
 
 /// The counters per (cc, peer group): each live socket's growth at every poll and a closed
 /// socket's last, so they never fall when sockets close (the engine's `totals`).
 fn encode_totals(enc: &mut Enc, totals: &[CcTotals]) -> std::fmt::Result {
     for c in Count::ALL {
-        let (name, help) = count_metric(c);
-        let help = format!(
-            "{help} Since start, closed sockets included, by cc and peer group (and the peers' AS and country, with their databases)."
-        );
         let rows = totals.iter().map(|t| (totals_labels(t), t.counts[c]));
-        counters(enc, name, &help, rows)?;
+        counters(enc, catalog::count_family(c), rows)?;
     }
     Ok(())
 }
@@ -588,14 +554,12 @@ fn totals_labels(t: &CcTotals) -> Vec<(&'static str, &str)> {
 fn encode_ecn(enc: &mut Enc, by_cc: &[CcAggregate]) -> std::fmt::Result {
     gauges(
         enc,
-        "bbrtop_ecn_sockets",
-        "Open sockets that negotiated ECN (tcpi_options ECN), by congestion control.",
+        &catalog::ECN_SOCKETS,
         by_cc.iter().map(|a| ([("cc", a.cc.as_str())], a.ecn_sockets as u64)),
     )?;
     gauges(
         enc,
-        "bbrtop_ce_marked_ratio",
-        "CE-marked fraction of the segments the open sockets delivered (tcpi_delivered_ce / tcpi_delivered, each summed), by congestion control.",
+        &catalog::CE_MARKED,
         by_cc.iter().filter_map(|a| Some(([("cc", a.cc.as_str())], a.ce_marked_fraction?))),
     )
 }
@@ -613,12 +577,7 @@ fn encode_sockets(enc: &mut Enc, ccs: &[PerCc]) -> std::fmt::Result {
             }
         }
     }
-    gauges(
-        enc,
-        "bbrtop_sockets",
-        "Open sockets by congestion control, TCP state (as node_exporter's tcpstat names it) and BBR phase (none for other algorithms, unknown for a BBR socket whose phase is not known).",
-        by_state,
-    )
+    gauges(enc, &catalog::SOCKETS, by_state)
 }
 
 /// `bbrtop_sockets_by_role`: each (cc, peer group) that has sockets, every role (0 included).
@@ -626,39 +585,25 @@ fn encode_roles(enc: &mut Enc, by_group: &ByGroup) -> std::fmt::Result {
     let rows = by_group.iter().flat_map(|((cc, pg), g)| {
         ROLES.iter().zip(g.roles).map(|(role, n)| ([("cc", *cc), ("peer_group", *pg), ("role", *role)], n))
     });
-    gauges(
-        enc,
-        "bbrtop_sockets_by_role",
-        "Open sockets by what they did in the last poll interval: sender (sent data), receiver (received data and sent none), idle, loopback (the host talking to itself, counted apart unless --loopback). The distributions are over the senders.",
-        rows,
-    )
+    gauges(enc, &catalog::SOCKETS_BY_ROLE, rows)
 }
 
 /// The five histograms of the senders, one series per (cc, peer group) with observations.
 fn encode_histograms(enc: &mut Enc, by_group: &ByGroup) -> std::fmt::Result {
-    let fams: [Family<HistPick>; 5] = [
-        ("bbrtop_srtt_seconds", "Smoothed RTT of the open sockets that send.", |h| &h.hists.srtt),
-        ("bbrtop_min_rtt_seconds", "tcp_info min RTT of the open sockets that send.", |h| &h.hists.min_rtt),
-        ("bbrtop_rtt_inflation_ratio", "srtt / baseline RTT of the open sockets that send.", |h| {
-            &h.hists.ratio
-        }),
-        (
-            "bbrtop_bbr_bandwidth_bytes_per_second",
-            "BBR bottleneck bandwidth estimate of the open BBR sockets that send.",
-            |h| &h.hists.bbr_bw,
-        ),
-        (
-            "bbrtop_delivery_rate_bytes_per_second",
-            "tcp_info delivery rate of the open sockets that send.",
-            |h| &h.hists.delivery,
-        ),
+    use catalog::{BBR_BW, DELIVERY, INFLATION, MIN_RTT, SRTT};
+    let fams: [(&Family, HistPick); 5] = [
+        (&SRTT, |h| &h.hists.srtt),
+        (&MIN_RTT, |h| &h.hists.min_rtt),
+        (&INFLATION, |h| &h.hists.ratio),
+        (&BBR_BW, |h| &h.hists.bbr_bw),
+        (&DELIVERY, |h| &h.hists.delivery),
     ];
-    for (name, help, pick) in fams {
+    for (family, pick) in fams {
         let rows = by_group.iter().filter_map(|(k, g)| {
             let h = pick(g);
             (h.count() > 0).then_some(([("cc", k.0), ("peer_group", k.1)], h, true))
         });
-        live_histograms(enc, name, help, rows)?;
+        live_histograms(enc, family, rows)?;
     }
     Ok(())
 }
@@ -669,8 +614,7 @@ fn encode_histograms(enc: &mut Enc, by_group: &ByGroup) -> std::fmt::Result {
 fn encode_inflated_goodput(enc: &mut Enc, by_group: &ByGroup) -> std::fmt::Result {
     gauges(
         enc,
-        "bbrtop_inflated_goodput_bytes_per_second",
-        "Goodput (bytes acked per second over the last poll interval) of the senders the alert rule has inflated now.",
+        &catalog::INFLATED_GOODPUT,
         by_group.iter().map(|((cc, pg), g)| ([("cc", *cc), ("peer_group", *pg)], g.inflated_goodput)),
     )
 }
@@ -690,9 +634,9 @@ fn encode_inflation(enc: &mut Enc, ccs: &[PerCc], snap: &Snapshot) -> std::fmt::
         inflated.entry(cc).or_default();
         firing.entry(cc).or_default();
     }
-    gauges(enc, "bbrtop_sockets_inflated", "Sockets inflated by the alert rule now.", by_cc(&inflated))?;
-    gauges(enc, "bbrtop_alerts_firing", "RTT inflation alerts firing now.", by_cc(&firing))?;
-    counters(enc, "bbrtop_inflation_onsets", "Spells of RTT inflation begun since start.", by_cc(&onsets))
+    gauges(enc, &catalog::SOCKETS_INFLATED, by_cc(&inflated))?;
+    gauges(enc, &catalog::ALERTS_FIRING, by_cc(&firing))?;
+    counters(enc, &catalog::INFLATION_ONSETS, by_cc(&onsets))
 }
 
 /// One series per cc, labelled `cc`.
@@ -705,22 +649,15 @@ fn encode_closed(enc: &mut Enc, closed: &[ClosedAggregate]) -> std::fmt::Result 
     if closed.is_empty() {
         return Ok(());
     }
-    counters(
-        enc,
-        "bbrtop_closed_flows",
-        "TCP flows closed since start (eBPF).",
-        closed.iter().map(|c| ([("cc", c.cc.as_str())], c.count)),
-    )?;
+    counters(enc, &catalog::CLOSED_FLOWS, closed.iter().map(|c| ([("cc", c.cc.as_str())], c.count)))?;
     histograms(
         enc,
-        "bbrtop_closed_flow_srtt_seconds",
-        "Final smoothed RTT of closed flows (eBPF).",
+        &catalog::CLOSED_SRTT,
         closed.iter().map(|c| ([("cc", c.cc.as_str())], &c.srtt_seconds)),
     )?;
     histograms(
         enc,
-        "bbrtop_closed_flow_throughput_bytes_per_second",
-        "Average throughput over the life of closed flows (eBPF).",
+        &catalog::CLOSED_THROUGHPUT,
         closed.iter().map(|c| ([("cc", c.cc.as_str())], &c.throughput_bytes_per_second)),
     )
 }
@@ -746,8 +683,8 @@ fn encode_top_k(enc: &mut Enc, sockets: &[SocketView], groups: &PeerGroups, k: u
     let rows: Vec<([(&str, String); 5], &SocketView)> =
         most_inflated(sockets, k).into_iter().map(|s| (socket_labels(s, groups), s)).collect();
     for c in bbrtop_core::columns::ALL {
-        let Some(m) = c.metric else { continue };
-        gauges(enc, m.name, m.help, rows.iter().filter_map(|(l, s)| Some((l.as_slice(), c.base_value(s)?))))?;
+        let Some(f) = catalog::per_socket(c) else { continue };
+        gauges(enc, &f, rows.iter().filter_map(|(l, s)| Some((l.as_slice(), c.base_value(s)?))))?;
     }
     Ok(())
 }
@@ -768,16 +705,10 @@ fn socket_labels(s: &SocketView, groups: &PeerGroups) -> [(&'static str, String)
 fn encode_collectors(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::Result {
     // Enabled and healthy apart: a collector that is off by design (eBPF not built, or not
     // allowed here) is not a failing one, and an alert on `up == 0` must not page for it.
+    gauges(enc, &catalog::COLLECTOR_ENABLED, by_collector(cs, |c| u64::from(c.health.enabled())))?;
     gauges(
         enc,
-        "bbrtop_collector_enabled",
-        "1 if the collector runs on this host (0: off, and bbrtop_collector_degraded says why).",
-        by_collector(cs, |c| u64::from(c.health.enabled())),
-    )?;
-    gauges(
-        enc,
-        "bbrtop_collector_up",
-        "1 if the collector's last poll succeeded; enabled collectors only.",
+        &catalog::COLLECTOR_UP,
         cs.iter()
             .filter(|c| c.health.enabled())
             .map(|c| ([("collector", c.name)], u64::from(c.health.last_success()))),
@@ -786,8 +717,7 @@ fn encode_collectors(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::Result 
     // set (the human line is in the snapshot and the TUI), so it stays one series per collector.
     gauges(
         enc,
-        "bbrtop_collector_degraded",
-        "1 while the collector is off or degraded; the reason label says why.",
+        &catalog::COLLECTOR_DEGRADED,
         cs.iter().filter_map(|c| {
             Some(([("collector", c.name), ("reason", c.health.reason()?.cause.label())], 1u64))
         }),
@@ -796,40 +726,22 @@ fn encode_collectors(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::Result 
     let features = || cs.iter().flat_map(|c| c.features.iter());
     gauges(
         enc,
-        "bbrtop_bpf_feature_enabled",
-        "1 if the eBPF feature runs on this kernel (0: off, and bbrtop_bpf_feature_disabled says why).",
+        &catalog::BPF_FEATURE_ENABLED,
         features().map(|f| ([("feature", f.feature.label())], u64::from(f.off.is_none()))),
     )?;
     gauges(
         enc,
-        "bbrtop_bpf_feature_disabled",
-        "1 for each eBPF feature that is off; the reason label says why (kernel_lacks: this kernel cannot carry it).",
+        &catalog::BPF_FEATURE_DISABLED,
         features().filter_map(|f| {
             Some(([("feature", f.feature.label()), ("reason", f.off.as_ref()?.cause.label())], 1u64))
         }),
     )?;
+    gauges(enc, &catalog::COLLECTOR_LAST_DURATION, by_collector(cs, |c| c.last_duration_seconds))?;
+    counters(enc, &catalog::COLLECTOR_POLLS, by_collector(cs, |c| c.polls_total))?;
+    counters(enc, &catalog::COLLECTOR_ERRORS, by_collector(cs, |c| c.errors_total))?;
     gauges(
         enc,
-        "bbrtop_collector_last_duration_seconds",
-        "Duration of the collector's last poll.",
-        by_collector(cs, |c| c.last_duration_seconds),
-    )?;
-    counters(
-        enc,
-        "bbrtop_collector_polls",
-        "Polls (dumps) by collector.",
-        by_collector(cs, |c| c.polls_total),
-    )?;
-    counters(
-        enc,
-        "bbrtop_collector_errors",
-        "Failed polls by collector.",
-        by_collector(cs, |c| c.errors_total),
-    )?;
-    gauges(
-        enc,
-        "bbrtop_collector_last_success_timestamp_seconds",
-        "When the collector's last successful poll ended (Unix time).",
+        &catalog::COLLECTOR_LAST_SUCCESS,
         cs.iter().filter_map(|c| {
             let at = c.last_success_at?.duration_since(std::time::UNIX_EPOCH).ok()?;
             Some(([("collector", c.name)], at.as_secs_f64()))
@@ -840,35 +752,14 @@ fn encode_collectors(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::Result 
 /// `process_*`, as the Prometheus client libraries name them.
 fn encode_process(enc: &mut Enc, p: &super::process::Process) -> std::fmt::Result {
     let one = |v| [(NO_LABELS, v)];
-    let mut m = enc.encode_descriptor(
-        "process_cpu_seconds",
-        "Total user and system CPU time spent in seconds.",
-        None,
-        MetricType::Counter,
-    )?;
-    m.encode_family(&NO_LABELS)?.encode_counter::<NoLabelSet, _, f64>(&p.cpu_seconds, None)?;
-    gauges(
-        enc,
-        "process_resident_memory_bytes",
-        "Resident memory size in bytes.",
-        one(p.resident_memory_bytes),
-    )?;
-    gauges(
-        enc,
-        "process_virtual_memory_bytes",
-        "Virtual memory size in bytes.",
-        one(p.virtual_memory_bytes),
-    )?;
-    gauges(enc, "process_open_fds", "Number of open file descriptors.", one(p.open_fds))?;
+    counters(enc, &catalog::PROCESS_CPU, [(NO_LABELS, p.cpu_seconds)])?;
+    gauges(enc, &catalog::PROCESS_RESIDENT, one(p.resident_memory_bytes))?;
+    gauges(enc, &catalog::PROCESS_VIRTUAL, one(p.virtual_memory_bytes))?;
+    gauges(enc, &catalog::PROCESS_OPEN_FDS, one(p.open_fds))?;
     if let Some(max) = p.max_fds {
-        gauges(enc, "process_max_fds", "Maximum number of open file descriptors.", one(max))?;
+        gauges(enc, &catalog::PROCESS_MAX_FDS, one(max))?;
     }
-    gauges(
-        enc,
-        "process_start_time_seconds",
-        "Start time of the process since unix epoch in seconds.",
-        [(NO_LABELS, p.start_time_seconds)],
-    )
+    gauges(enc, &catalog::PROCESS_START_TIME, [(NO_LABELS, p.start_time_seconds)])
 }
 
 /// One series per collector, labelled `collector`.
@@ -882,16 +773,10 @@ fn by_collector<V>(
 /// Netlink and eBPF counters, summed over the collectors, as unlabelled (or kind-labelled) series.
 fn encode_collector_totals(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::Result {
     let sum = |f: fn(&CollectorStatus) -> u64| cs.iter().map(f).sum::<u64>();
+    counters(enc, &catalog::DUMP_INTR_RETRIES, [(NO_LABELS, sum(|c| c.dump_intr_retries_total))])?;
     counters(
         enc,
-        "bbrtop_netlink_dump_intr_retries",
-        "inet_diag dumps restarted because the kernel flagged NLM_F_DUMP_INTR.",
-        [(NO_LABELS, sum(|c| c.dump_intr_retries_total))],
-    )?;
-    counters(
-        enc,
-        "bbrtop_netlink_tcp_info_size_mismatch",
-        "tcp_info payloads shorter (older kernel) or longer (newer kernel) than this build knows.",
+        &catalog::TCP_INFO_SIZE_MISMATCH,
         [
             ([("kind", "short")], sum(|c| c.tcp_info_short_total)),
             ([("kind", "long")], sum(|c| c.tcp_info_long_total)),
@@ -899,33 +784,24 @@ fn encode_collector_totals(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::R
     )?;
     gauges(
         enc,
-        "bbrtop_bpf_programs_attached",
-        "eBPF programs attached (0 when eBPF is off).",
+        &catalog::BPF_PROGRAMS_ATTACHED,
         [(NO_LABELS, sum(|c| u64::from(c.programs_attached.unwrap_or(0))))],
     )?;
+    counters(enc, &catalog::BPF_RINGBUF_LOST, [(NO_LABELS, sum(|c| c.ringbuf_lost_total.unwrap_or(0)))])?;
     counters(
         enc,
-        "bbrtop_bpf_ringbuf_lost_events",
-        "eBPF ring-buffer events lost because the buffer was full.",
-        [(NO_LABELS, sum(|c| c.ringbuf_lost_total.unwrap_or(0)))],
-    )?;
-    counters(
-        enc,
-        "bbrtop_walk_records_dropped",
-        "Socket walk records the kernel could not write (map full or out of memory in a burst); those sockets are seen at their next move.",
+        &catalog::WALK_RECORDS_DROPPED,
         [(NO_LABELS, sum(|c| c.walk_records_dropped_total.unwrap_or(0)))],
     )?;
     counters(
         enc,
-        "bbrtop_bpf_undecodable_events",
-        "eBPF ring-buffer records this build could not decode.",
+        &catalog::BPF_UNDECODABLE,
         [(NO_LABELS, sum(|c| c.undecodable_events_total.unwrap_or(0)))],
     )?;
     // For tcp_destroy_sock, each miss is a close that has no record (nor a ring-buffer loss).
     counters(
         enc,
-        "bbrtop_bpf_recursion_misses",
-        "Runs of an eBPF program the kernel skipped because one was already running on that CPU.",
+        &catalog::BPF_RECURSION_MISSES,
         cs.iter().flat_map(|c| c.recursion_misses_total.iter().map(|(p, n)| ([("program", *p)], *n))),
     )
 }
@@ -937,52 +813,25 @@ fn encode_posts(enc: &mut Enc, posts: &[((String, &str), u64)]) -> std::fmt::Res
     }
     counters(
         enc,
-        "bbrtop_alertmanager_posts",
-        "POSTs to Alertmanager by result (success, redirected, client_error, server_error, network_error, dropped).",
+        &catalog::ALERTMANAGER_POSTS,
         posts.iter().map(|((am, res), n)| ([("alertmanager", am.as_str()), ("result", *res)], *n)),
     )
 }
 
 /// The OTLP shipper: every closed flow it took is sent or dropped, by reason.
 fn encode_otlp(enc: &mut Enc, o: &OtlpCounts) -> std::fmt::Result {
-    counters(
-        enc,
-        "bbrtop_otlp_log_records_sent",
-        "Closed flows the OTLP collector accepted, as log records.",
-        [(NO_LABELS, o.sent)],
-    )?;
-    counters(
-        enc,
-        "bbrtop_otlp_sent_bytes",
-        "Bytes of the OTLP request bodies the collector accepted, as sent (compressed with --otlp.compression gzip).",
-        [(NO_LABELS, o.sent_bytes)],
-    )?;
-    counters(
-        enc,
-        "bbrtop_otlp_log_records_dropped",
-        "Closed flows not delivered to the OTLP collector, by reason (queue_full, missed, export_failed, rejected, shutdown).",
-        o.dropped.iter().map(|(r, n)| ([("reason", *r)], *n)),
-    )?;
-    counters(
-        enc,
-        "bbrtop_otlp_failed_requests",
-        "OTLP export requests that failed and were retried or given up (network errors, 429, 502, 503, 504).",
-        [(NO_LABELS, o.failed_requests)],
-    )?;
-    gauges(
-        enc,
-        "bbrtop_otlp_queue_records",
-        "Closed flows waiting to be sent to the OTLP collector (at most --otlp.queue-size).",
-        [(NO_LABELS, o.queued as f64)],
-    )
+    counters(enc, &catalog::OTLP_SENT, [(NO_LABELS, o.sent)])?;
+    counters(enc, &catalog::OTLP_SENT_BYTES, [(NO_LABELS, o.sent_bytes)])?;
+    counters(enc, &catalog::OTLP_DROPPED, o.dropped.iter().map(|(r, n)| ([("reason", *r)], *n)))?;
+    counters(enc, &catalog::OTLP_FAILED_REQUESTS, [(NO_LABELS, o.failed_requests)])?;
+    gauges(enc, &catalog::OTLP_QUEUE, [(NO_LABELS, o.queued as f64)])
 }
 
 fn encode_build_info(enc: &mut Enc) -> std::fmt::Result {
     let features = if cfg!(feature = "bpf") { "bpf" } else { "none" };
     gauges(
         enc,
-        "bbrtop_build_info",
-        "Always 1; the labels say which build is running.",
+        &catalog::BUILD_INFO,
         [(
             [
                 ("version", env!("CARGO_PKG_VERSION")),
@@ -994,6 +843,7 @@ fn encode_build_info(enc: &mut Enc) -> std::fmt::Result {
     )
 }
 
+pub mod catalog;
 mod experiment;
 mod live_hist;
 mod pods;

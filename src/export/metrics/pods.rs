@@ -2,7 +2,7 @@
 //! grouped by the pod's Kubernetes namespace and cc. Four gauge families, one series each per
 //! (namespace, cc) with sockets; the node's own sockets stay in the default families only.
 
-use super::{Enc, gauges};
+use super::{Enc, catalog, gauges};
 use bbrtop_core::snapshot::SocketView;
 use bbrtop_core::stats::percentiles;
 use std::collections::BTreeMap;
@@ -42,27 +42,9 @@ fn series<'a>(gs: &BTreeMap<(&'a str, &'a str), Group>, f: fn(&Group) -> f64) ->
 
 pub fn encode(enc: &mut Enc, sockets: &[SocketView]) -> std::fmt::Result {
     let mut gs = groups(sockets);
-    let help = "by the pod's namespace and congestion control";
-    gauges(
-        enc,
-        "bbrtop_pod_namespace_sockets",
-        &format!("Open sockets of pods, {help}."),
-        series(&gs, |g| g.sockets as f64),
-    )?;
-    let inflated = series(&gs, |g| g.inflated as f64);
-    gauges(
-        enc,
-        "bbrtop_pod_namespace_sockets_inflated",
-        &format!("Pods' sockets the alert rule has inflated now, {help}."),
-        inflated,
-    )?;
-    let delivery = series(&gs, |g| g.delivery);
-    gauges(
-        enc,
-        "bbrtop_pod_namespace_delivery_rate_bytes_per_second",
-        &format!("Sum of the pods' sockets' delivery rates, {help}."),
-        delivery,
-    )?;
+    gauges(enc, &catalog::POD_SOCKETS, series(&gs, |g| g.sockets as f64))?;
+    gauges(enc, &catalog::POD_INFLATED, series(&gs, |g| g.inflated as f64))?;
+    gauges(enc, &catalog::POD_DELIVERY, series(&gs, |g| g.delivery))?;
     let p95: Series = gs
         .iter_mut()
         .filter_map(|(k, g)| {
@@ -70,10 +52,5 @@ pub fn encode(enc: &mut Enc, sockets: &[SocketView]) -> std::fmt::Result {
             Some(([("pod_namespace", k.0), ("cc", k.1)], f64::from(p95) / 1e6))
         })
         .collect();
-    gauges(
-        enc,
-        "bbrtop_pod_namespace_srtt_p95_seconds",
-        &format!("95th percentile (nearest rank) of the pods' sockets' smoothed RTT, {help}."),
-        p95,
-    )
+    gauges(enc, &catalog::POD_SRTT_P95, p95)
 }

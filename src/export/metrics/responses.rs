@@ -15,13 +15,10 @@
 //!   before.
 
 use super::live_hist::{LiveHist, RESPONSE};
-use super::{Enc, live_histograms, totals_labels};
+use super::{Enc, catalog, live_histograms, totals_labels};
 use bbrtop_core::snapshot::CcTotals;
 use bbrtop_core::snapshot::responses::{Responses, SizeClass};
 use std::collections::BTreeMap;
-
-const NAME: &str = "bbrtop_response_delivery_seconds";
-const HELP: &str = "Responses servers sent, from the first byte written to an idle socket to the ACK of the last (eBPF), by cc, peer group and size class (le15kB, le200kB, le2MB, gt2MB), since start; by AS and country too where their databases are given, as native histograms (text formats: summed over AS and country, unless --metrics.response-histograms.classic).";
 
 /// How a scrape carries the rows that have an AS or country label.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +50,11 @@ pub(super) fn encode(enc: &mut Enc, totals: &[CcTotals], form: Form) -> std::fmt
             (labels, LiveHist::of(RESPONSE, t.responses.get(c)), classic)
         })
         .collect();
-    live_histograms(enc, NAME, HELP, rows.iter().map(|(l, h, classic)| (l.as_slice(), h, *classic)))
+    live_histograms(
+        enc,
+        &catalog::RESPONSE_DELIVERY,
+        rows.iter().map(|(l, h, classic)| (l.as_slice(), h, *classic)),
+    )
 }
 
 /// The rows summed over AS and country: one per (cc, peer group, arm), in the totals' order.

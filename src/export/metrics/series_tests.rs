@@ -1,5 +1,5 @@
 //! The series budget: what a scrape costs in series, counted in real scrapes of a reference host
-//! and held to the README's figures, which are the formula of the code's own constants.
+//! and held to docs/export-and-alert.md's figures, which are the formula of the code's own constants.
 
 use super::live_hist::{Ladder, RATE, RATIO, RESPONSE, RTT};
 use super::tests::{bare, rec, snapshot, value};
@@ -20,7 +20,7 @@ const COUNTRIES: [&str; 20] = [
 /// A response of each size class.
 const SIZES: [u64; 4] = [10_000, 100_000, 1_000_000, 5_000_000];
 
-/// The README's reference host: a BBR and a CUBIC sender towards each of 3 peer groups, and the
+/// docs/export-and-alert.md's reference host ("Series per host"): a BBR and a CUBIC sender towards each of 3 peer groups, and the
 /// totals the engine keeps with both databases and `--peer-groups.top 20`: per (cc, peer group),
 /// the top 20 ASs, each in a country of its own, and `other` in `other`, 21 pairs, each with
 /// responses of every size class.
@@ -107,14 +107,14 @@ fn protobuf_series(families: &[MetricFamily]) -> BTreeMap<String, usize> {
 
 /// The families whose series grow with ccs, peer groups, ASs, countries and size classes.
 fn scaling(family: &str) -> bool {
-    LIVE_HISTOGRAMS.contains(&family)
+    live_histograms_names().any(|n| n == family)
         || [
             "bbrtop_sockets_by_role",
             "bbrtop_inflated_goodput_bytes_per_second",
             "bbrtop_response_delivery_seconds",
         ]
         .contains(&family)
-        || Count::ALL.iter().any(|c| family.strip_suffix("_total") == Some(count_metric(*c).0))
+        || Count::ALL.iter().any(|c| family == catalog::count_family(*c).name)
 }
 
 /// (the scaling families' series, the rest's) of one scrape.
@@ -123,7 +123,7 @@ fn split(series: &BTreeMap<String, usize>) -> (usize, usize) {
     (of(true), of(false))
 }
 
-/// The README's formula from the code's constants, for `ccs` ccs (half BBR) × `groups` peer
+/// docs/export-and-alert.md's formula from the code's constants, for `ccs` ccs (half BBR) × `groups` peer
 /// groups × `pairs` (AS, country) pairs × every size class: text, text with
 /// `--metrics.response-histograms.classic`, and protobuf with native histograms.
 fn formula(groups: usize, pairs: usize) -> [usize; 3] {
@@ -137,15 +137,17 @@ fn formula(groups: usize, pairs: usize) -> [usize; 3] {
     [
         live + cells * sizes * classic(RESPONSE),
         live + cells * pairs * sizes * classic(RESPONSE),
-        groups * (2 * LIVE_HISTOGRAMS.len() - 1) + common + cells * pairs * sizes,
+        groups * (2 * live_histograms_names().count() - 1) + common + cells * pairs * sizes,
     ]
 }
 
-/// The numbers of the README's sizing table row that starts with `label`, one per column.
+/// The numbers of the sizing table row ("Series per host", docs/export-and-alert.md) that starts
+/// with `label`, one per column.
 fn readme_row(label: &str) -> Vec<usize> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/export-and-alert.md");
+    let doc = std::fs::read_to_string(path).expect(path);
     let line =
-        readme.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("no README row {label:?}"));
+        doc.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("no row {label:?} in {path}"));
     let cells = line.split('|').map(str::trim).filter(|c| !c.is_empty()).skip(1);
     cells
         .map(|c| c.replace(',', "").parse().unwrap_or_else(|_| panic!("{label}: {c:?} is no number")))
@@ -153,10 +155,10 @@ fn readme_row(label: &str) -> Vec<usize> {
 }
 
 /// The reference host's series, counted in its scrapes in each format, are the formula of the
-/// ladders and labels, and the README's figures; the rest and the whole stay within the budget
-/// the README states.
+/// ladders and labels, and the docs' figures; the rest and the whole stay within the budget
+/// docs/export-and-alert.md states.
 #[test]
-fn a_reference_host_has_the_readmes_series_count() {
+fn a_reference_host_has_the_documented_series_count() {
     let snap = reference_host();
     let text = to_text_004(&render_openmetrics(scrape_of(&snap, false)));
     let classic = to_text_004(&render_openmetrics(scrape_of(&snap, true)));
@@ -172,7 +174,7 @@ fn a_reference_host_has_the_readmes_series_count() {
     assert_eq!(fleet, scaled.map(|n| 500 * n).to_vec());
     let (rest, budget) = (readme_row("| the rest, at most |"), readme_row("| the budget |"));
     for (i, (n, r)) in counted.iter().enumerate() {
-        assert!(r <= &rest[i], "column {i}: {r} other series, over the README's {}", rest[i]);
+        assert!(r <= &rest[i], "column {i}: {r} other series, over the docs' {}", rest[i]);
         assert!(n + r <= budget[i], "column {i}: {} series, over the budget {}", n + r, budget[i]);
     }
     // The budget bites: per AS in classic buckets is what it keeps out by default.

@@ -594,3 +594,116 @@ fn experiment_families_per_arm() {
     assert!(!text.contains(r#"bbrtop_experiment_guard_stopped{arm="cubic""#));
     assert!(!scrape(snapshot(vec![]), 0, "").contains("bbrtop_experiment"), "none without one");
 }
+
+/// A scrape with every optional part on and every family of the catalog given something to
+/// show: two ccs in two peer groups, a pod, closed flows, responses per AS and arm, a degraded
+/// eBPF collector with its features, Alertmanager posts, the process, hindsight, OTLP and an
+/// experiment. Deterministic, so two renders of it are byte-identical.
+pub(super) fn populated() -> Scrape {
+    use crate::experiment::ArmCount;
+    use crate::experiment::status::{Status, Stopped};
+    use crate::experiment::verdict::{Ends, Figure, GroupVerdict};
+    use bbrtop_core::model::{Origin, Pod};
+    use bbrtop_core::seam::{Feature, FeatureState};
+    use bbrtop_core::snapshot::closed::ClosedAggregate;
+    use std::time::{Duration, UNIX_EPOCH};
+    let groups = "groups: {edge: [10.1.0.0/16]}";
+    let mut in_pod = rec(3, "bbr", "10.1.0.4:443", 50_000, 10_000);
+    let pod = Pod { uid: "uid-3".into(), namespace: Some("shop".into()), ..Pod::default() };
+    in_pod.origin = Some(Arc::new(Origin { pod: Some(pod), ..Origin::default() }));
+    let mut snap = (*snapshot(vec![
+        rec(1, "bbr", "10.1.0.2:40000", 30_000, 10_000),
+        rec(2, "cubic", "192.0.2.9:40001", 80_000, 10_000),
+        in_pod,
+    ]))
+    .clone();
+    let mut closed = ClosedAggregate::new("bbr");
+    closed.count = 4;
+    closed.srtt_seconds.observe(0.02);
+    closed.throughput_bytes_per_second.observe(1e6);
+    snap.closed_by_cc = vec![closed];
+    let mut per_as = snap.totals[0].clone();
+    (per_as.asn, per_as.country, per_as.arm) =
+        (Some("AS64500".into()), Some("DE".into()), Some("bbr".into()));
+    snap.totals.push(per_as);
+    for t in &mut snap.totals {
+        t.responses.observe(10_000, 0.02);
+    }
+    let at = Some(UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+    for c in &mut snap.collectors {
+        (c.last_success_at, c.last_duration_seconds) = (at, 0.004);
+    }
+    let off = Reason::new(Cause::BbrStateOff, "BBR state off: struct bbr is in no kernel BTF");
+    let mut features: Vec<FeatureState> = Feature::COLLECTOR.iter().map(|f| FeatureState::on(*f)).collect();
+    features[1] = FeatureState::off(Feature::BbrState, off.clone());
+    snap.collectors.retain(|c| c.name != "bpf");
+    snap.collectors.push(CollectorStatus {
+        name: "bpf",
+        health: Health::Degraded(off),
+        last_success_at: at,
+        programs_attached: Some(5),
+        ringbuf_lost_total: Some(1),
+        undecodable_events_total: Some(2),
+        walk_records_dropped_total: Some(3),
+        recursion_misses_total: [("tcp_destroy_sock", 7)].into_iter().collect(),
+        features,
+        ..Default::default()
+    });
+    let figure = |call: &str| Figure {
+        call: call.into(),
+        control: Ends { lo: 0.1, hi: 0.2 },
+        test: Ends { lo: 0.1, hi: 0.2 },
+        diff: Ends { lo: 0.0, hi: 0.0 },
+    };
+    let experiment = Status {
+        arms: vec![
+            ArmCount {
+                cc: "cubic".into(),
+                percent: 90.0,
+                assigned: 90,
+                setsockopt_failures: 0,
+                redirected: 0,
+            },
+            ArmCount { cc: "bbr".into(), percent: 10.0, assigned: 10, setsockopt_failures: 1, redirected: 2 },
+        ],
+        stopped: vec![Stopped {
+            arm: "bbr".into(),
+            at: 9.0,
+            held: 5.0,
+            reason: "p95".into(),
+            why: "test arm's p95".into(),
+        }],
+        verdicts: vec![GroupVerdict {
+            group: "all".into(),
+            arm: "bbr".into(),
+            control: "cubic".into(),
+            call: "better".into(),
+            responses: [10, 20],
+            delivery_p50: figure("better"),
+            delivery_p95: figure("better"),
+            delivery_p99: figure("better"),
+            retrans_ratio: None,
+        }],
+        ..Status::default()
+    };
+    Scrape {
+        snap: Arc::new(snap),
+        groups: Arc::new(PeerGroups::parse(groups).unwrap()),
+        top_k: 5,
+        by_pod_namespace: true,
+        posts: vec![(("http://am:9093".into(), "success"), 3)],
+        process: Some(crate::export::process::Process {
+            cpu_seconds: 1.5,
+            resident_memory_bytes: 15_000_000,
+            virtual_memory_bytes: 900_000_000,
+            open_fds: 12,
+            max_fds: Some(1024),
+            start_time_seconds: 1_763_900_000.0,
+        }),
+        hindsight_memory_bytes: Some(48_000_000),
+        hindsight_spool_bytes: Some(90_000_000),
+        otlp: Some(otlp_counts()),
+        experiment: Some(experiment),
+        response_classic: false,
+    }
+}
