@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 BIN=${BBRTOP:-target/release/bbrtop}
 # Which collector the traced bbrtop runs: the socket walk's records are filled by tcp_probe too.
 COLLECTOR=${BBRTOP_COLLECTOR:-auto}
-case "$COLLECTOR" in # the collector toggles (README, "Flag names")
+case "$COLLECTOR" in # the collector toggles (docs/reference/exit-codes-and-files.md, "Flag names")
   walk) collector_flag=(--collector.walk) ;;
   netlink) collector_flag=(--no-collector.walk) ;;
   *) collector_flag=() ;;

@@ -44,7 +44,7 @@ trap 'rm -rf "$stage"' EXIT
 root="$stage/root"
 
 # The files, laid out as the RPM's are (scripts/package-files.sh: the binary without its debug
-# sections, the units, /etc/default/bbrtop, manual pages, completions, README and copyright).
+# sections, the units, /etc/default/bbrtop, manual pages, completions, README, docs/ and copyright).
 ./scripts/package-files.sh --binary "$binary" --root "$root" --format deb
 
 # Depends from the libraries the binary links, as Debian computes it: libc6, libelf1, zlib1g and

@@ -4,10 +4,10 @@
 #   ./scripts/package-files.sh --binary PATH --root DIR --format deb|rpm
 # The binary (debug sections stripped; distributions ship those apart), both systemd units with
 # ExecStart at /usr/bin/bbrtop, /etc/default/bbrtop, the manual pages and completions the binary
-# generates from its own flags, and the README. The formats differ only where the distributions
-# do: zsh looks in vendor-completions on Debian and in site-functions on RHEL and Fedora, and
-# Debian's machine-readable copyright file (which points at /usr/share/common-licenses) is Debian's
-# alone; the RPM names its licence in its License tag.
+# generates from its own flags, and the README with the manual (docs/). The formats differ only
+# where the distributions do: zsh looks in vendor-completions on Debian and in site-functions on
+# RHEL and Fedora, and Debian's machine-readable copyright file (which points at
+# /usr/share/common-licenses) is Debian's alone; the RPM names its licence in its License tag.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -52,6 +52,8 @@ gzip -9n "$root"/usr/share/man/man1/*.1
 
 install -d "$root/usr/share/doc/bbrtop"
 install -m 0644 README.md "$root/usr/share/doc/bbrtop/README.md"
+# The manual beside the README, so that the README's links into docs/ hold where it is installed.
+cp -R docs "$root/usr/share/doc/bbrtop/docs"
 if [ "$format" = deb ]; then
     cat >"$root/usr/share/doc/bbrtop/copyright" <<'EOF'
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/

@@ -217,11 +217,13 @@ fn shown_flags(help: &str) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
-/// The README's rule: its list of parts, and the hidden spellings it promises still work.
+/// The naming rule (docs/reference/exit-codes-and-files.md, "Flag names"): its list of parts,
+/// and the hidden spellings it promises still work.
 fn readme_rule() -> (Vec<String>, String) {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let doc = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference/exit-codes-and-files.md");
+    let readme = std::fs::read_to_string(doc).expect(doc);
     let rule =
-        readme.split("### Flag names").nth(1).expect("README: ### Flag names").split("\n#").next().unwrap();
+        readme.split("## Flag names").nth(1).expect("docs: ## Flag names").split("\n#").next().unwrap();
     let parts_line =
         rule.split("The parts:").nth(1).expect("the rule names the parts").split('.').next().unwrap();
     let parts = parts_line.split('`').skip(1).step_by(2).map(String::from).collect();
@@ -240,7 +242,7 @@ fn is_words(s: &str) -> bool {
 #[test]
 fn flag_names_follow_the_readmes_rule() {
     let (parts, rule) = readme_rule();
-    assert!(parts.len() >= 5, "parts read from the README: {parts:?}");
+    assert!(parts.len() >= 5, "parts read from the docs: {parts:?}");
     let mut pages = vec![(String::from("bbrtop"), bbrtop(&["--help"]))];
     let cmds = commands();
     assert!(cmds.len() >= 8, "{cmds:?}");
@@ -255,7 +257,7 @@ fn flag_names_follow_the_readmes_rule() {
             let bare = flag.strip_prefix("no-").unwrap_or(flag);
             // 1, 3: lowercase words joined by hyphens, between dots.
             assert!(bare.split('.').all(is_words), "{page}: --{flag} breaks rules 1 and 3");
-            // 2: a dotted flag starts with a part the README lists.
+            // 2: a dotted flag starts with a part the docs list.
             if let Some((part, _)) = bare.split_once('.') {
                 assert!(parts.iter().any(|p| p == part), "{page}: --{flag}: {part} is not a part (rule 2)");
             }
@@ -278,7 +280,7 @@ fn flag_names_follow_the_readmes_rule() {
         ("--peer-groups", &["export", "--peer-groups", "/nonexistent/groups.yml"]),
         ("--log-file", &["--log-file", "/nonexistent/log"]),
     ] {
-        assert!(rule.contains(&format!("`{old}")), "README rule 7 does not name {old}");
+        assert!(rule.contains(&format!("`{old}")), "the docs' rule 7 does not name {old}");
         let o = bbrtop(args);
         assert!(!stderr(&o).contains("unexpected argument"), "{args:?}: {}", stderr(&o));
         for (page, out) in &pages {

@@ -277,8 +277,8 @@ fn with_runbook_urls(text: &str, pattern: &str) -> String {
 }
 
 /// The rules' runbook links are the setting's pattern (regenerated from it with
-/// BBRTOP_WRITE_RULES=1), every alert has one, and each anchor is a heading of the README's
-/// Runbook, which /runbook serves.
+/// BBRTOP_WRITE_RULES=1), every alert has one, and each anchor (the alert's name in lowercase,
+/// GitHub's slug of its heading) is a heading of docs/runbook.md, which /runbook serves.
 #[test]
 fn runbook_urls_follow_the_rules_setting() {
     let file = path(RULE_FILES[0]);
@@ -292,13 +292,12 @@ fn runbook_urls_follow_the_rules_setting() {
         "{} is out of date with settings.yml: BBRTOP_WRITE_RULES=1 cargo test --test dashboards runbook",
         file.display()
     );
-    let readme = fs::read_to_string(path("README.md")).expect("README.md");
-    let runbook = bbrtop::export::server::section(&readme, "## Runbook");
+    let runbook = fs::read_to_string(path("docs/runbook.md")).expect("docs/runbook.md");
     for rule in rules(RULE_FILES[0]) {
         let name = str_of(&rule, "alert").expect("alert");
         let url = rule.get("annotations").and_then(|a| str_of(a, "runbook_url"));
         assert!(url.is_some(), "{name}: no runbook_url");
-        assert!(runbook.contains(&format!("\n### {name}\n")), "{name}: no runbook section");
+        assert!(runbook.contains(&format!("\n## {name}\n")), "{name}: no runbook section");
     }
 }
 

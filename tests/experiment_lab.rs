@@ -215,7 +215,7 @@ fn root_experiment_verdict_follows_the_guides_on_lossy_and_deep_paths() {
     // Keep-alive connections as `lab rollout`'s clients: the distant ones ask the guide's mix
     // every 250 ms beside a download; the mobile ones ask the guide's p99 size, 200 kB, every
     // 100 ms, since on this lab's random loss the mix's small answers are a toss-up between the
-    // two (README, "Rolling out BBR") and a lossy path's difference is in its longer answers.
+    // two (docs/roll-out.md) and a lossy path's difference is in its longer answers.
     let distant_ask = Ask { conns: 4, interval: "0.25", per_conn: 200, sizes: "mix", downloads: 1 };
     let mobile_ask = Ask { conns: 4, interval: "0.1", per_conn: 200, sizes: "200000", downloads: 0 };
     let timings: Vec<std::path::PathBuf> =

@@ -6,7 +6,7 @@
 //! tests of this very binary inside each (scripts/guest.sh), one after another.
 //!
 //! Each test expects of a kernel what the feature catalog (`bbrtop_core::seam::Feature`, the
-//! README's kernel table) says it carries, from its release: on, and agreeing with `ss` and the
+//! kernel table of docs/kernels.md) says it carries, from its release: on, and agreeing with `ss` and the
 //! clients' own clocks; or off, with the reason that the kernel lacks it. Emulation runs several
 //! times slower than the host, so the tests assert what loads, what agrees, and directions, never
 //! timings. One guest at a time (one vCPU, 1 GiB), and nothing else of this file beside it.

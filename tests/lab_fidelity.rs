@@ -1,7 +1,7 @@
 //! The lab's path measured as a path: delay error, the bottleneck's rate over 10 ms windows and
 //! the bursts that leave it (src/lab/fidelity.rs), and the meter every run carries
 //! (src/lab/meter.rs) naming a machine too loaded to keep the path. Privileged. The figures are
-//! printed (README, "How faithful the lab is"); the checks are on what the configuration bounds,
+//! printed (docs/lab.md, "How faithful the lab is"); the checks are on what the configuration bounds,
 //! not on speed. The tests take turns: the loaded one would disturb the other.
 
 mod support;

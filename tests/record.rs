@@ -45,7 +45,7 @@ fn root_a_killed_recorder_leaves_its_chunks_readable_by_bbrtop_and_duckdb() {
         return;
     };
     let top = tempfile::tempdir().expect("tempdir");
-    // DuckDB runs in `top`, the README's SQL reading `rec/`.
+    // DuckDB runs in `top`, the SQL of docs/recordings.md reading `rec/`.
     let dir = &top.path().join("rec");
     std::fs::create_dir(dir).expect("rec/");
     let rec = Command::new(BIN)
@@ -244,7 +244,7 @@ fn connect(l: &std::net::TcpListener) -> (std::net::TcpStream, std::net::TcpStre
     (c, l.accept().unwrap().0)
 }
 
-/// The README's SQL, run by DuckDB on a recording of real loopback sockets (idle ones, two that
+/// The SQL of docs/recordings.md, run by DuckDB on a recording of real loopback sockets (idle ones, two that
 /// move, some that close mid-recording and some that open), gives each socket's state at each
 /// poll exactly as bbrtop's reader rebuilds it: the same sockets, counters and ages.
 #[test]
@@ -378,7 +378,7 @@ fn a_killed_recorder_loses_at_most_its_last_segment() {
     assert_eq!(got, vec![format!("{}\t{ours}\t{last_ms}", polls.len())], "DuckDB reads what bbrtop reads");
 }
 
-/// The README's SQL where real sockets leave it to chance: a socket that goes just as a chunk
+/// The SQL of docs/recordings.md where real sockets leave it to chance: a socket that goes just as a chunk
 /// begins (no tombstone: the keyframe leaves it out), one that goes inside a chunk, one that
 /// comes, an idle one and a moving one, over three chunks of segments; DuckDB's states are
 /// bbrtop's reader's, poll by poll.

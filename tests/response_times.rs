@@ -116,7 +116,7 @@ fn root_response_times_agree_with_the_clients() {
     });
     assert!(sent.is_some(), "no bbrtop_sent_bytes_total of AS64501 in BR");
     // Response times per AS and country are native histograms; a text scrape has them summed
-    // over AS and country (the series budget, README "Series per host").
+    // over AS and country (the series budget, docs/export-and-alert.md, "Series per host").
     assert!(
         metrics
             .contains(r#"bbrtop_response_delivery_seconds_count{cc="bbr",peer_group="other",size="le15kB"}"#)

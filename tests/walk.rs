@@ -111,7 +111,7 @@ fn disagreements(cc: &str, w: &SocketRecord, n: &SocketRecord) -> Vec<(&'static 
 
 /// With the refresh at zero each ACK refills the record, so the walk's values are those of the
 /// socket just before its latest ACK (tcp_probe fires before the ACK is processed): what is
-/// compared is the computation, not the staleness bound (250 ms by default, in the README). A
+/// compared is the computation, not the staleness bound (250 ms by default, in docs/fleet.md). A
 /// flow through a deep queue gets its ACKs in bursts, and a burst may land between the walk and
 /// the reads it is compared with; so each field must agree in most reads, not all. A wrong
 /// offset or unit disagrees in every read.

@@ -50,7 +50,7 @@ pub struct FilterArgs {
     /// Default: every state but listen and time-wait (every state when --filter names one).
     #[arg(long, value_name = "STATE", value_parser = parse_state)]
     pub state: Vec<TcpState>,
-    /// Only sockets this expression matches, in the TUI's filter language (README, "Filters"):
+    /// Only sockets this expression matches, in the TUI's filter language (docs/watch-live.md):
     /// cc NAME, port/sport/dport [OP] N, src/dst ADDR[/LEN], state S, netns, pod, cgroup, lo,
     /// joined by and, or, not and parentheses (not binds tightest, then and, then or), e.g.
     /// 'cc bbr and not (dport = 22 or lo)'. It decides which sockets are tracked at all, so the

@@ -49,3 +49,90 @@ fn write_stdout(bytes: &[u8]) -> Result<(), Failure> {
     stdout.write_all(bytes).and_then(|()| stdout.flush()).context("writing to stdout")?;
     Ok(())
 }
+
+/// docs/reference/flags.md: every command's flags from the same definitions as `--help`, held to
+/// the file by a test (`BBRTOP_WRITE_DOCS=1 cargo test -p bbrtop --lib cli::generate` rewrites it).
+pub fn flags_markdown() -> String {
+    let mut root = super::Cli::command();
+    root.build();
+    let mut out = String::from(
+        "# Flags\n\nEvery command's flags, generated from the definitions `--help` prints (`bbrtop man` \
+         has the same as manual pages). How they are named: \
+         [Flag names](exit-codes-and-files.md#flag-names).\n",
+    );
+    let global: Vec<&clap::Arg> = root.get_arguments().filter(|a| a.is_global_set()).collect();
+    section(&mut out, "Every command", None, &global);
+    let own = |c: &clap::Command| -> Vec<clap::Arg> {
+        c.get_arguments().filter(|a| !a.is_global_set()).cloned().collect()
+    };
+    let tui = own(&root);
+    section(&mut out, "`bbrtop` (the terminal UI)", root.get_about(), &tui.iter().collect::<Vec<_>>());
+    for sub in root.get_subcommands().filter(|s| s.get_name() != "help") {
+        let args = own(sub);
+        let heading = format!("`bbrtop {}`", sub.get_name());
+        section(&mut out, &heading, sub.get_about(), &args.iter().collect::<Vec<_>>());
+    }
+    out
+}
+
+/// One command's table: its visible arguments, `--help` and `--version` left out.
+fn section(out: &mut String, heading: &str, about: Option<&clap::builder::StyledStr>, args: &[&clap::Arg]) {
+    out.push_str(&format!("\n## {heading}\n\n"));
+    if let Some(about) = about {
+        out.push_str(&format!("{}\n\n", cell(&about.to_string())));
+    }
+    out.push_str("| flag | value | default | what |\n| --- | --- | --- | --- |\n");
+    let shown =
+        args.iter().filter(|a| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version"));
+    for a in shown {
+        let values: Vec<String> =
+            a.get_value_names().unwrap_or_default().iter().map(|v| v.to_string()).collect();
+        // A switch's value and its `false` default say nothing.
+        let takes = a.get_action().takes_values();
+        let (flag, value) = match a.get_long() {
+            Some(long) if takes => (format!("--{long}"), values.join(" ")),
+            Some(long) => (format!("--{long}"), String::new()),
+            None => (values.join(" "), String::new()),
+        };
+        let defaults: Vec<String> = match takes {
+            true => a.get_default_values().iter().map(|d| d.to_string_lossy().into_owned()).collect(),
+            false => Vec::new(),
+        };
+        let help = a.get_long_help().or(a.get_help()).map(ToString::to_string).unwrap_or_default();
+        let code =
+            |s: &str| if s.is_empty() { String::new() } else { format!("`{}`", s.replace('|', "\\|")) };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            code(&flag),
+            code(&value),
+            code(&defaults.join(", ")),
+            cell(&help)
+        ));
+    }
+}
+
+/// Help text as one table cell: its lines joined, a pipe escaped.
+fn cell(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|")
+}
+
+#[cfg(test)]
+mod tests {
+    /// docs/reference/flags.md is the CLI's own, as generated.
+    #[test]
+    fn the_flags_reference_is_generated() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference/flags.md");
+        let want = super::flags_markdown();
+        if std::env::var_os("BBRTOP_WRITE_DOCS").is_some() {
+            std::fs::write(path, &want).expect("write docs/reference/flags.md");
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/reference/flags.md differs from the CLI: BBRTOP_WRITE_DOCS=1 cargo test -p bbrtop --lib cli::generate"
+        );
+        for flag in ["`--log.level`", "`--interval`", "`--web.listen-address`", "`--arm`", "`--bdp`"] {
+            assert!(want.contains(flag), "{flag} missing from the generated reference");
+        }
+    }
+}

@@ -81,7 +81,7 @@ pub struct LabArgs {
     #[arg(long)]
     pub strict: bool,
     /// lab rollout: the client populations, from a YAML file (name, rate, rtt, loss, buffer,
-    /// cross_traffic, asn each; the README's schema). By default the guide's mobile, distant and
+    /// cross_traffic, asn each; the schema in docs/roll-out.md). By default the guide's mobile, distant and
     /// local.
     #[arg(long = "lab.populations.file", value_name = "FILE")]
     pub populations: Option<PathBuf>,

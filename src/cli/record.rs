@@ -133,7 +133,7 @@ pub fn run(a: RecordArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// What recording cost, beside what polling did: the figures `bench/` and the README quote.
+/// What recording cost, beside what polling did: the figures `bench/` and docs/recordings.md quote.
 #[derive(Default)]
 struct Cost {
     polls: u64,

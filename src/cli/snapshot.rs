@@ -20,7 +20,7 @@ use std::sync::{Mutex, mpsc};
 pub struct SnapshotArgs {
     #[command(flatten)]
     pub poll: PollArgs,
-    /// Print JSON (field names carry their units; see README) instead of a table.
+    /// Print JSON (field names carry their units; see docs/reference/json.md) instead of a table.
     #[arg(long)]
     pub json: bool,
 }

@@ -83,7 +83,7 @@ fn kernel(release: &str, ver: Option<(u32, u32)>) -> Check {
 }
 
 /// Each eBPF feature against this kernel's release and BBR (the catalog `bbrtop check`, the
-/// README's kernel table and the kernel matrix share): on from its floor, else what bbrtop does
+/// kernel table of docs/kernels.md and the kernel matrix share): on from its floor, else what bbrtop does
 /// without it. `bbrtop check` loads the programs and says what actually ran.
 fn features(ver: Option<(u32, u32)>, module: Option<BbrModule>) -> Vec<Check> {
     let Some(v) = ver else { return Vec::new() };

@@ -338,7 +338,7 @@ mod tests {
         assert!((t.goodput_bytes_per_sec / c.goodput_bytes_per_sec - 9.0).abs() < 1e-9);
     }
 
-    /// The call as the README words it: `worse` if any of p50, p95 and p99 is surely worse,
+    /// The call as docs/experiment.md words it: `worse` if any of p50, p95 and p99 is surely worse,
     /// `better` if one is surely better and none worse, `no clear difference` when all three are
     /// within their margins, `not yet known` otherwise.
     #[test]

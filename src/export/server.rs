@@ -352,19 +352,9 @@ pub const RESERVED_PATHS: [&str; 8] = [
     "/runbook",
 ];
 
-/// What each alert means and what to do: the README's runbook section, served with the binary so
-/// it matches the version that fired.
-static RUNBOOK: std::sync::LazyLock<&'static str> =
-    std::sync::LazyLock::new(|| section(include_str!("../../README.md"), "## Runbook"));
-
-/// The part of a markdown document from the line `heading` to the next heading of the same level
-/// (empty when the document has no such line).
-pub fn section<'a>(doc: &'a str, heading: &str) -> &'a str {
-    let Some(start) = doc.find(&format!("\n{heading}\n")).map(|i| i + 1) else { return "" };
-    let level = format!("\n{} ", heading.split(' ').next().unwrap_or("#"));
-    let end = doc[start + heading.len()..].find(&level).map_or(doc.len(), |i| start + heading.len() + i + 1);
-    &doc[start..end]
-}
+/// What each alert means and what to do: docs/runbook.md, served with the binary so it matches
+/// the version that fired.
+static RUNBOOK: &str = include_str!("../../docs/runbook.md");
 
 /// Answers one request; a request that passes auth (any but the probes, without users) holds
 /// `slot` until its response is sent.
@@ -408,7 +398,7 @@ async fn handle(app: &App, req: Request<Incoming>, slot: &Arc<Slot>) -> Resp {
         path @ ("/api/sockets" | "/api/alerts") => api_response(app, snap, path),
         "/api/hindsight" => hindsight_response(app).await,
         crate::record::frame::PATH => frame_response(app, snap, req.uri().query()).await,
-        "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", *RUNBOOK),
+        "/runbook" => respond(StatusCode::OK, "text/markdown; charset=utf-8", RUNBOOK),
         "/" => respond(StatusCode::OK, "text/html; charset=utf-8", app.landing.clone()),
         _ => respond(StatusCode::NOT_FOUND, "text/plain", "Not Found\n"),
     };
@@ -630,12 +620,7 @@ mod tests {
     }
 
     #[test]
-    fn the_runbook_is_the_readmes_section() {
-        let doc = "# T\n## A\na\n### A1\nx\n## Runbook\nr\n### X\nx\n## After\nz\n";
-        assert_eq!(section(doc, "## Runbook"), "## Runbook\nr\n### X\nx\n");
-        assert_eq!(section(doc, "## After"), "## After\nz\n");
-        assert_eq!(section(doc, "## None"), "");
-        assert!(RUNBOOK.starts_with("## Runbook\n") && RUNBOOK.contains("\n### TcpRttInflation\n"));
-        assert!(!RUNBOOK.contains("\n## Performance"), "the section ends at the next one");
+    fn the_runbook_is_the_runbook_document() {
+        assert!(RUNBOOK.starts_with("# Runbook\n") && RUNBOOK.contains("\n## TcpRttInflation\n"));
     }
 }

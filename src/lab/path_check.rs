@@ -10,7 +10,7 @@ use serde::Serialize;
 use std::time::Duration;
 
 /// The delay error allowed at p95: 5% of the one-way delay, and never less than 1 ms (a quiet
-/// machine's p99 is 0.2-1 ms up to 200 Mbit/s; README, "How faithful the lab is").
+/// machine's p99 is 0.2-1 ms up to 200 Mbit/s; docs/lab.md, "How faithful the lab is").
 pub fn allowed_delay_error_ms(one_way: Duration) -> f64 {
     (one_way.as_secs_f64() * 1e3 * 0.05).max(1.0)
 }

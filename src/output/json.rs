@@ -1,7 +1,7 @@
 //! JSON for `snapshot --json` and `/api/sockets`, and NDJSON lines for `watch`.
 //!
 //! Field names are stable and carry their units (`srtt_us`, `pacing_rate_bytes_per_sec`). A field
-//! the kernel did not send is absent, never zero. The README documents every field.
+//! the kernel did not send is absent, never zero. docs/reference/json.md documents every field.
 
 use bbrtop_core::snapshot::responses::ResponseRow;
 use bbrtop_core::snapshot::{CcAggregate, CollectorStatus, Snapshot, SocketView};

@@ -49,14 +49,14 @@ mod tests {
     use super::*;
     use bbrtop_core::testing::record;
 
-    /// The README's table of columns is the catalog's, row for row.
+    /// docs/reference/columns.md's table of columns is the catalog's, row for row.
     #[test]
-    fn the_readme_lists_the_catalog() {
-        let readme = include_str!("../../README.md");
+    fn the_columns_reference_lists_the_catalog() {
+        let doc = include_str!("../../docs/reference/columns.md");
         let table = columns::markdown();
         assert!(
-            readme.contains(&table),
-            "README.md's column table differs from the catalog; it should read:\n{table}"
+            doc.contains(&table),
+            "docs/reference/columns.md's column table differs from the catalog; it should read:\n{table}"
         );
     }
 

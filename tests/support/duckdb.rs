@@ -1,5 +1,5 @@
 //! DuckDB (scripts/setup.sh installs it into target/duckdb-venv), which reads recordings knowing
-//! nothing of bbrtop, and the README's SQL for them.
+//! nothing of bbrtop, and the SQL of docs/recordings.md for them.
 
 use super::guard;
 use std::path::{Path, PathBuf};
@@ -28,15 +28,16 @@ pub fn duckdb(python: &Path, dir: &Path, sql: &str) -> Vec<String> {
     String::from_utf8(out.stdout).expect("utf-8").lines().map(String::from).collect()
 }
 
-/// The README's view of each socket's state at each poll (the SQL block that creates
+/// docs/recordings.md's view of each socket's state at each poll (the SQL block that creates
 /// `socket_states`), which reads the recording in `rec/` of DuckDB's directory.
 pub fn readme_states_sql() -> String {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let block = readme
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/recordings.md")).unwrap();
+    let block = doc
         .split("```sql\n")
         .skip(1)
         .filter_map(|b| b.split("```").next())
         .find(|b| b.contains("CREATE VIEW socket_states"))
-        .expect("the README's recordings section has the socket_states view");
+        .expect("docs/recordings.md has the socket_states view");
     block.to_string()
 }

@@ -12,7 +12,8 @@ use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-/// Kinds of file, each with its bound. The README's "Files a flag names" lists them.
+/// Kinds of file, each with its bound. docs/reference/exit-codes-and-files.md ("Files a flag
+/// names") lists them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// YAML settings (`--web.config.file`, `--peer-groups.file`): hand-written, a few KiB.

@@ -580,7 +580,7 @@ pub fn by_key(key: &str) -> Option<&'static Column> {
     ALL.iter().copied().find(|c| c.key == key)
 }
 
-/// The catalog as a Markdown table (the README's, which a test holds to this).
+/// The catalog as a Markdown table (docs/reference/columns.md's, which a test holds to this).
 pub fn markdown() -> String {
     let code = |v: Option<&str>| v.map_or_else(|| "-".to_string(), |v| format!("`{v}`"));
     let mut out = String::from(

@@ -163,7 +163,7 @@ enum Quantity {
     Text(String),
 }
 
-/// The file's schema (README, "The rollout").
+/// The file's schema (docs/roll-out.md, "The rollout").
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {

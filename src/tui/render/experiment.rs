@@ -13,7 +13,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &Screen) {
     let block = Block::default().borders(Borders::TOP).title(" experiment: arms and verdict ");
     let Some(s) = v.experiment else {
         let msg = "No experiment runs in this bbrtop. `bbrtop experiment --cgroup PATH --arm CC=PERCENT \
-                   --arm CC=PERCENT --tui` runs one and shows it here (README, \"Experiments\").";
+                   --arm CC=PERCENT --tui` runs one and shows it here (docs/experiment.md).";
         f.render_widget(Paragraph::new(msg).wrap(Wrap { trim: true }).block(block), area);
         return;
     };

@@ -1,5 +1,5 @@
 //! What the kernel half of bbrtop can do on a host, feature by feature: declared once here, so
-//! `check`, `doctor`, the TUI header, `/metrics`, the logs and the README's kernel table say the
+//! `check`, `doctor`, the TUI header, `/metrics`, the logs and docs/kernels.md's table say the
 //! same. A kernel that cannot carry a feature loses that feature only, and says why.
 
 use super::health::Reason;
@@ -102,7 +102,7 @@ impl Feature {
 /// under QEMU, and the CI machine's own 6.18.
 pub const MATRIX: [(u32, u32); 4] = [(5, 10), (6, 1), (6, 12), (6, 18)];
 
-/// The README's kernel table (between its `kernel-table` markers; a test holds it to this).
+/// docs/kernels.md's kernel table (between its `kernel-table` markers; a test holds it to this).
 pub fn kernel_table() -> String {
     let mut t = String::from(
         "| feature | what it gives | needs Linux | below that, bbrtop | on the matrix |\n| --- | --- | --- | --- | --- |\n",
@@ -197,15 +197,19 @@ mod tests {
         assert!(Feature::COLLECTOR.iter().all(|f| Feature::ALL.contains(f)));
     }
 
-    /// The README's table is this catalog's, as generated.
+    /// docs/kernels.md's table is this catalog's, as generated.
     #[test]
-    fn the_readme_table_is_the_catalog() {
-        let readme =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    fn the_docs_kernel_table_is_the_catalog() {
+        let doc =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/kernels.md")).unwrap();
         let (start, end) = ("<!-- kernel-table:start -->\n", "<!-- kernel-table:end -->");
-        let at = readme.find(start).expect("the README's kernel-table:start marker") + start.len();
-        let len = readme[at..].find(end).expect("its end marker");
-        assert_eq!(&readme[at..at + len], kernel_table(), "README.md's kernel table: paste kernel_table()");
+        let at = doc.find(start).expect("docs/kernels.md's kernel-table:start marker") + start.len();
+        let len = doc[at..].find(end).expect("its end marker");
+        assert_eq!(
+            &doc[at..at + len],
+            kernel_table(),
+            "docs/kernels.md's kernel table: paste kernel_table()"
+        );
     }
 
     #[test]
