@@ -3,7 +3,7 @@
  * congestion control drawn by a seeded hash of its unit (the connection, the peer, or the peer's
  * /24 or /64), so the assignment is random across units, stable within one, and predictable by
  * userspace (src/experiment/mod.rs has the same hash). Existing connections are never touched:
- * sock_ops sees a connection only as it is established. */
+ * sock_ops sees a connection only from its handshake on. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
@@ -28,6 +28,8 @@ const volatile __u16 ports[MAX_PORTS] = {};
 /* Cumulative upper bounds in parts per 10,000: arm i takes buckets below cum[i]. */
 const volatile __u32 cum[MAX_ARMS] = {};
 const volatile char cc[MAX_ARMS][CC_LEN] = {};
+/* 1 for an arm whose cc needs ECN negotiated in the handshake (the kernel's TCP_CONG_NEEDS_ECN). */
+const volatile __u8 ecn[MAX_ARMS] = {};
 
 /* Userspace may close an arm while running (1 open, 0 closed): its units get arm 0. */
 __u32 open[MAX_ARMS] = { 1, 1, 1, 1 };
@@ -81,20 +83,18 @@ static __always_inline int port_wanted(__u16 lport)
 	return 0;
 }
 
-SEC("sockops")
-int experiment(struct bpf_sock_ops *skops)
+/* The arm a connection's unit draws, before closed arms are redirected; -1 for a connection the
+ * experiment leaves alone. The same for every op of one connection: the 4-tuple is known from
+ * the SYN on (on the passive side, from the request socket's). */
+static __always_inline int draw(struct bpf_sock_ops *skops)
 {
-	__u32 op = skops->op;
-
-	if (op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB && op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB)
-		return 1;
 	__u32 family = skops->family;
 	if (family != AF_INET && family != AF_INET6)
-		return 1;
+		return -1;
 	__u16 lport = skops->local_port;
 	__u16 rport = bpf_ntohl(skops->remote_port) & 0xffff;
 	if (!port_wanted(lport))
-		return 1;
+		return -1;
 
 	__u32 lip6[4] = { skops->local_ip6[0], skops->local_ip6[1], skops->local_ip6[2], skops->local_ip6[3] };
 	__u32 rip6[4] = { skops->remote_ip6[0], skops->remote_ip6[1], skops->remote_ip6[2], skops->remote_ip6[3] };
@@ -125,13 +125,46 @@ int experiment(struct bpf_sock_ops *skops)
 	h = mix(h ^ rlo);
 	__u32 bucket = h % 10000;
 
-	__u32 arm = 0;
+	int arm = 0;
 #pragma unroll
 	for (int i = MAX_ARMS - 1; i >= 0; i--)
 		if (i < n_arms && bucket < cum[i])
 			arm = i;
-	if (arm >= MAX_ARMS)
+	return arm;
+}
+
+/* A cc that needs ECN (dctcp) falls back to its Reno mode when it is set on a connection whose
+ * handshake did not negotiate ECN, and the cc is set at the handshake's end. The kernel asks
+ * this op as it builds a SYN (and a request socket's SYN-ACK): the answer 1 asks for ECN there,
+ * for the connections of an arm whose cc needs it. A closed arm's units go to arm 0 and ask as
+ * arm 0 would. */
+static __always_inline int needs_ecn(struct bpf_sock_ops *skops)
+{
+	int arm = draw(skops);
+	if (arm < 0 || arm >= MAX_ARMS || dry_run)
+		return 0;
+	if (!open[arm])
+		arm = 0;
+	asm volatile("" : "+r"(arm));
+	arm &= MAX_ARMS - 1;
+	return ecn[arm];
+}
+
+SEC("sockops")
+int experiment(struct bpf_sock_ops *skops)
+{
+	__u32 op = skops->op;
+
+	if (op == BPF_SOCK_OPS_NEEDS_ECN) {
+		skops->reply = needs_ecn(skops);
 		return 1;
+	}
+	if (op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB && op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB)
+		return 1;
+	int drawn = draw(skops);
+	if (drawn < 0 || drawn >= MAX_ARMS)
+		return 1;
+	__u32 arm = drawn;
 	if (!open[arm]) {
 		__sync_fetch_and_add(&redirected[arm], 1);
 		arm = 0;

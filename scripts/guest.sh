@@ -2,8 +2,9 @@
 # Runs inside a kernel-matrix guest (tests/kernel_matrix.rs boots it with virtme-ng: one of
 # Debian's kernels, the host's filesystem shared read-only, OUT shared read-write). Makes the
 # guest look like a Debian host running that kernel, then runs each given test of TEST_BINARY
-# alone, in order, and leaves its output in OUT/output and the first failing exit status (or 0)
-# in OUT/exit, which the host reads: virtme-ng's own exit status says nothing here (255).
+# alone (ignored or not: some run only in a guest), in order, and leaves its output in
+# OUT/output and the first failing exit status (or 0) in OUT/exit, which the host reads:
+# virtme-ng's own exit status says nothing here (255).
 #
 #   scripts/guest.sh TREE OUT TEST_BINARY TEST...
 #   scripts/guest.sh --run TREE OUT COMMAND...      # one command instead (bench/response_hooks.sh)
@@ -34,7 +35,7 @@ shift
 status=0
 for t in "$@"; do
     echo "guest: running $t"
-    "$binary" --exact "$t" --test-threads=1 --nocapture
+    "$binary" --exact "$t" --include-ignored --test-threads=1 --nocapture
     rc=$?
     echo "guest: $t exited $rc"
     [ "$status" -eq 0 ] && status=$rc

@@ -32,7 +32,7 @@ const BBRTOP: &str = env!("CARGO_BIN_EXE_bbrtop");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The tests a guest runs, in this order: the first needs tcp_bbr not loaded yet.
-const GUEST_TESTS: [&str; 8] = [
+const GUEST_TESTS: [&str; 9] = [
     "root_matrix_bbr_state_read_once_tcp_bbr_loads",
     "root_matrix_check_says_what_this_kernel_carries",
     "root_matrix_bbr_and_cubic_agree_with_ss",
@@ -41,6 +41,7 @@ const GUEST_TESTS: [&str; 8] = [
     "root_matrix_response_times_agree_with_the_clients",
     "root_matrix_kernel_judges_prompt_samples",
     "root_matrix_experiment_gives_each_connection_its_arm",
+    "root_matrix_experiment_asks_ecn_for_an_ecn_cc",
 ];
 
 /// One test of this file at a time: a guest takes a core of two, and the native tests time
@@ -390,6 +391,28 @@ fn root_matrix_experiment_gives_each_connection_its_arm() {
     }
     ensure_bbr();
     support::experiment::run_arms(false, 40);
+}
+
+/// An arm whose cc needs ECN (dctcp) gets ECN negotiated on the connections the cgroup opens,
+/// so the cc is not its Reno fallback; the other arm's connections ask for nothing. Inside the
+/// guests only (scripts/guest.sh runs the ignored tests it names): Debian's kernels build
+/// tcp_dctcp as a module, this host's kernel has no dctcp.
+#[test]
+#[ignore = "runs inside the kernel matrix's guests: this host's kernel has no tcp_dctcp"]
+fn root_matrix_experiment_asks_ecn_for_an_ecn_cc() {
+    let _one = serial();
+    if !guard::root("an experiment") {
+        return;
+    }
+    if !carries(Feature::Experiment) {
+        return off_for_the_kernel(Feature::Experiment);
+    }
+    let modprobe = Command::new("modprobe").arg("tcp_dctcp").status();
+    assert!(
+        modprobe.is_ok_and(|s| s.success()),
+        "modprobe tcp_dctcp: the matrix's kernels build it as a module"
+    );
+    support::experiment::run_ecn_arm(40);
 }
 
 // ---- Booting each kernel -------------------------------------------------------------------

@@ -274,8 +274,15 @@ mod imp {
                 *d = s as i8;
             }
             ro.cc[i] = name;
+            ro.ecn[i] = u8::from(needs_ecn(&a.cc));
         }
         bbrtop_collect::bpf::loader::logged_load(|| open.load()).map_err(|e| err("load", e))
+    }
+
+    /// Whether a cc needs ECN negotiated in the handshake (the kernel's `TCP_CONG_NEEDS_ECN`,
+    /// which it does not export): mainline's dctcp, and L4S's prague out of tree.
+    fn needs_ecn(cc: &str) -> bool {
+        matches!(cc, "dctcp" | "prague")
     }
 
     /// The experiment's cookie → arm map, read by the engine (one lookup per socket it starts

@@ -103,7 +103,7 @@ fn parse_details(line: &str, s: &mut SsSocket) {
         } else if s.cc.is_none()
             && s.rtt_ms.is_none()
             && !FLAGS.contains(&w)
-            && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
             && !w.chars().all(|c| c.is_ascii_digit())
         {
             // The congestion control is the first bare word of the details.
@@ -242,6 +242,9 @@ ESTAB 0 0 [::1]:443 [::ffff:10.0.0.9]:80
         assert_eq!(s.local, "10.77.1.1:38718".parse().ok());
         assert_eq!(s.peer, "10.77.2.2:36741".parse().ok());
         assert_eq!((s.ecn, s.delivered_ce, s.cc.as_deref()), (true, Some(12), Some("cubic")));
+        // dctcp without ECN negotiated runs as its fallback, whose name has a dash.
+        let s = &parse_ss_tin(&text.replace("ecn ecnseen cubic", "dctcp-reno"))[0];
+        assert_eq!((s.ecn, s.cc.as_deref()), (false, Some("dctcp-reno")));
     }
 
     #[test]
