@@ -237,7 +237,7 @@ static __always_inline void note_move(struct sock *sk, struct sock_state *st, __
 	if (!r)
 		return;
 	*depth = level + 1;
-	fill_record(r, sk, tp, st, bpf_ktime_get_ns());
+	fill_record(r, sk, tp, &st->w[epoch & 1], bpf_ktime_get_ns());
 	if (acking)
 		((struct tcpi *)r->info)->last_ack_recv = 0;
 	if (state >= 0) {
@@ -457,28 +457,35 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	st->samples++;
 
 	__u32 epoch = current_epoch();
-	if (st->w.epoch != epoch || !st->w.samples) {
-		st->w.epoch = epoch;
-		st->w.samples = 0;
-		st->w.min_srtt_us = srtt;
-		st->w.max_srtt_us = srtt;
-		st->w.rtt_samples = 0;
-		st->w.prompt_samples = 0;
+	struct bbrtop_rtt_window *w = &st->w[epoch & 1];
+	if (w->epoch != epoch || !w->samples) {
+		/* BBR's state is read every 8th ACK: until then, the latest is the other window's. */
+		const struct bbrtop_rtt_window *prev = &st->w[(epoch & 1) ^ 1];
+		w->bbr = prev->bbr;
+		w->bbr_mode = prev->bbr_mode;
+		w->cycle_idx = prev->cycle_idx;
+		w->bbr_flags = prev->bbr_flags;
+		w->epoch = epoch;
+		w->samples = 0;
+		w->min_srtt_us = srtt;
+		w->max_srtt_us = srtt;
+		w->rtt_samples = 0;
+		w->prompt_samples = 0;
 	}
-	st->w.samples++;
-	st->w.last_srtt_us = srtt;
-	if (srtt < st->w.min_srtt_us)
-		st->w.min_srtt_us = srtt;
-	if (srtt > st->w.max_srtt_us)
-		st->w.max_srtt_us = srtt;
+	w->samples++;
+	w->last_srtt_us = srtt;
+	if (srtt < w->min_srtt_us)
+		w->min_srtt_us = srtt;
+	if (srtt > w->max_srtt_us)
+		w->max_srtt_us = srtt;
 	if (sample) {
-		if (!st->w.rtt_samples || sample < st->w.rtt_min_us)
-			st->w.rtt_min_us = sample;
-		st->w.rtt_samples++;
+		if (!w->rtt_samples || sample < w->rtt_min_us)
+			w->rtt_min_us = sample;
+		w->rtt_samples++;
 		if (prompt) {
-			if (!st->w.prompt_samples || sample < st->w.prompt_min_us)
-				st->w.prompt_min_us = sample;
-			st->w.prompt_samples++;
+			if (!w->prompt_samples || sample < w->prompt_min_us)
+				w->prompt_min_us = sample;
+			w->prompt_samples++;
 		}
 	}
 	note_move(sk, st, epoch, 1, -1);
@@ -492,7 +499,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	if (ops != st->ca_ops) {
 		st->ca_ops = ops;
 		st->is_bbr = is_bbr_ops(ops);
-		st->w.bbr = 0; /* set again below if it still runs BBR */
+		w->bbr = 0; /* set again below if it still runs BBR */
 		fresh = 1;
 		if (st->is_bbr)
 			bbr_read = BBR_READ_MASK;
@@ -540,10 +547,10 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	cycle = BPF_CORE_READ_BITFIELD(bbr, cycle_idx);
 	/* The latest state rides in the window, which userspace reads at every poll: PROBE_BW
 	 * steps every round trip, too often for an event each on a short path. */
-	st->w.bbr = 1;
-	st->w.bbr_mode = mode;
-	st->w.cycle_idx = cycle;
-	st->w.bbr_flags = bbr_flags(bbr);
+	w->bbr = 1;
+	w->bbr_mode = mode;
+	w->cycle_idx = cycle;
+	w->bbr_flags = bbr_flags(bbr);
 	if (st->seen_phase && mode == st->mode)
 		return 0;
 
@@ -563,10 +570,10 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	fill_hdr(&e->h, BBRTOP_PHASE, sk, now);
 	e->mode = mode;
 	e->cycle_idx = cycle;
-	e->full_bw_reached = !!(st->w.bbr_flags & BBR_FLAG_FULL_BW);
-	e->lt_use_bw = !!(st->w.bbr_flags & BBR_FLAG_LT_BW);
+	e->full_bw_reached = !!(w->bbr_flags & BBR_FLAG_FULL_BW);
+	e->lt_use_bw = !!(w->bbr_flags & BBR_FLAG_LT_BW);
 	e->prev_mode = prev_mode;
-	e->cycle_v3 = !!(st->w.bbr_flags & BBR_FLAG_V3_CYCLE);
+	e->cycle_v3 = !!(w->bbr_flags & BBR_FLAG_V3_CYCLE);
 	e->_pad = 0;
 	e->prev_began_ns = prev_began;
 	e->min_rtt_us = bbr_min_rtt(bbr);

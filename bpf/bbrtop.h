@@ -113,11 +113,11 @@ struct bbrtop_resp {
 	char cc[16];
 };
 
-/* The RTT window of one socket, first in its socket-local storage, which userspace reads with
- * each inet_diag dump (INET_DIAG_REQ_SK_BPF_STORAGES): 40 bytes. Userspace bumps the epoch
- * (map read_epoch) after each dump, and the socket's next ACK starts a new window, so a window
- * holds the RTT samples since the last read. A window whose epoch is not the current one saw no
- * ACK since the last read. For BBR sockets it also holds BBR's state at the latest ACK, so
+/* The RTT window of one socket over one read epoch: 40 bytes. Its socket-local storage starts
+ * with two, by the epoch's parity (bpf/sock_state.h), which userspace reads with each inet_diag
+ * dump (INET_DIAG_REQ_SK_BPF_STORAGES). Userspace bumps the epoch (map read_epoch) before each
+ * dump and reads the previous epoch's window, which the socket's ACKs no longer write: they
+ * start the new epoch's. A window whose epoch is not the one read saw no ACK in that epoch. For BBR sockets it also holds BBR's state at the latest ACK, so
  * PROBE_BW's steps need no event of their own.
  *
  * Besides srtt after each ACK, it keeps the RTT samples themselves (what tcp_rtt_estimator was

@@ -211,9 +211,9 @@ static __always_inline void fill_identity(struct bbrtop_sock *r, struct sock *sk
 }
 
 
-/* Fills `r` for `sk` as of now. */
+/* Fills `r` for `sk` as of now, with the RTT window `w` (the current epoch's). */
 static __always_inline void fill_record(struct bbrtop_sock *r, struct sock *sk, struct tcp_sock *tp,
-					 struct sock_state *st, __u64 now)
+					 const struct bbrtop_rtt_window *w, __u64 now)
 {
 	__u32 hz = CONFIG_HZ;
 
@@ -222,7 +222,7 @@ static __always_inline void fill_record(struct bbrtop_sock *r, struct sock *sk, 
 	r->filled_ns = now;
 	r->state = sk->__sk_common.skc_state;
 	r->hz = hz;
-	r->w = st->w;
+	r->w = *w;
 	const struct tcp_congestion_ops *ops = tp->inet_conn.icsk_ca_ops;
 	if (ops)
 		bpf_probe_read_kernel_str(r->cc, sizeof(r->cc), ops->name);

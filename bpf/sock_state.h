@@ -7,7 +7,11 @@
 
 struct sock_state {
 	/* Touched on every ACK, kept together at the start (next to the storage's own header). */
-	struct bbrtop_rtt_window w; /* first: userspace reads it at this offset */
+	/* The RTT windows, by the read epoch's parity: the hooks write the current epoch's while a
+	 * dump reads the previous one's, which no hook writes any more (userspace bumps the epoch
+	 * before it dumps), so a read is never torn and no sample falls between a read and the
+	 * bump. First: userspace reads both at this offset. */
+	struct bbrtop_rtt_window w[2];
 	__u32 filled_epoch;        /* the read epoch of the socket's latest walk record */
 	__u64 filled_ns;           /* ... and when it was filled */
 	__u32 samples;             /* lifetime */
@@ -40,8 +44,9 @@ struct {
 	__type(value, struct sock_state);
 } socks SEC(".maps");
 
-/* The read epoch: userspace bumps it after each read of the windows (an inet_diag dump, or a
- * walk); a socket's first move in a new epoch refills its walk record. */
+/* The read epoch: userspace bumps it before each read of the windows (an inet_diag dump, or a
+ * walk); a socket's first move in a new epoch starts its window of that epoch's parity, and
+ * refills its walk record. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

@@ -99,6 +99,7 @@ impl InetDiag {
     /// it is parsed. A family the kernel interrupts is read again, and its records handed over
     /// again from the restart's first place.
     fn dump_observed(&mut self, observe: &mut dyn FnMut(u32, &SocketRecord)) -> Result<Dump, CollectError> {
+        let next = self.next_windows();
         let d = match self.dump_once(observe) {
             // The kernel checks CAP_BPF before it hands storage over, at the dump's start.
             Err(CollectError::Wire(WireError::Kernel { errno: libc::EPERM })) if self.storage.is_some() => {
@@ -106,9 +107,11 @@ impl InetDiag {
                 self.dump_once(observe)
             }
             d => d,
-        }?;
-        self.windows_read();
-        Ok(d)
+        };
+        if let Some(next) = next {
+            self.parser.set_epoch(next);
+        }
+        d
     }
 
     /// Reads bbrtop's eBPF RTT windows with every dump from now on ([`bbrtop_core::model::RttWindow`]).
@@ -117,14 +120,19 @@ impl InetDiag {
         self.storage = Some(storage);
     }
 
-    /// Starts new windows: the programs begin one at each socket's next ACK.
-    fn windows_read(&mut self) {
-        let Some(s) = &mut self.storage else { return };
+    /// Starts the next epoch's windows before a dump: the programs begin one at each socket's
+    /// next ACK, so the dump reads the current epoch's whole, written by no hook any more
+    /// (bpf/sock_state.h). The next epoch, which the parser reads from the next dump on.
+    fn next_windows(&mut self) -> Option<u32> {
+        let s = self.storage.as_mut()?;
         let next = self.parser.epoch().wrapping_add(1);
         match (s.set_epoch)(next) {
-            Ok(()) => self.parser.set_epoch(next),
+            Ok(()) => Some(next),
             // Windows that never end would claim samples since a read long past: drop them.
-            Err(_) => self.storage = None,
+            Err(_) => {
+                self.storage = None;
+                None
+            }
         }
     }
 

@@ -36,6 +36,7 @@ fn fuzz_kernel_records() {
     fuzz("kernel records", vec![window, walked, bbr], |b| {
         let _ = crate::wire::walk::parse([b], 7, u64::MAX, &mut crate::wire::CcNames::default());
         let _ = crate::model::RttWindow::parse(b, 7);
+        let _ = crate::model::RttWindow::parse_stored(b, 7);
         let _ = crate::model::BbrInfo::parse(b, Some("bbr"));
         let _ = crate::model::BbrInfo::parse(b, Some("bbr2"));
         let _ = crate::model::DctcpInfo::parse(b);

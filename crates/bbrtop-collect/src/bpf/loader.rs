@@ -542,6 +542,9 @@ mod tests {
         at!(bbrtop_rtt_window, cycle_idx, w::CYCLE_IDX);
         at!(bbrtop_rtt_window, bbr_flags, w::BBR_FLAGS);
         assert_eq!(size_of::<[std::ffi::c_char; c::CC_LEN]>(), size_of_val(&bbrtop_close::default().cc));
+        // The storage value starts with the two windows RttWindow::parse_stored reads.
+        assert_eq!(offset_of!(types::sock_state, w), 0);
+        assert_eq!(size_of_val(&types::sock_state::default().w), 2 * bbrtop_core::model::RttWindow::LEN);
     }
 
     /// The socket walk's record, field by field, against the offsets its parser reads.

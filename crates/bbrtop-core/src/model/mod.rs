@@ -167,7 +167,7 @@ impl RttWindow {
     /// Size of `struct bbrtop_rtt_window` (bpf/bbrtop.h), first in the storage value.
     pub const LEN: usize = 40;
 
-    /// Decodes the window at the start of a storage value, read while the epoch was `epoch`: a
+    /// Decodes one window (a walk record's, or one of a storage value's two), read at `epoch`: a
     /// window of another epoch saw no ACK since the last read. `None` if too short, or if no
     /// ACK ever came with data in flight (a window's count restarts at 1, so 0 means never).
     pub fn parse(b: &[u8], epoch: u32) -> Option<RttWindow> {
@@ -205,6 +205,24 @@ impl RttWindow {
             prompt_samples,
             prompt_min_us: (prompt_samples > 0).then(|| u(o::PROMPT_MIN_US)).flatten(),
         })
+    }
+}
+
+impl RttWindow {
+    /// Decodes a socket's storage value, which starts with two windows by the read epoch's
+    /// parity (bpf/sock_state.h), dumped after the epoch was bumped past `read`: the window of
+    /// `read` is whole, and no hook writes it any more. Without an ACK in that epoch, the newer
+    /// of the two still says the latest srtt and BBR state, with no samples.
+    pub fn parse_stored(b: &[u8], read: u32) -> Option<RttWindow> {
+        let (first, second) = (b.get(..Self::LEN)?, b.get(Self::LEN..2 * Self::LEN)?);
+        let (this, other) = if read & 1 == 0 { (first, second) } else { (second, first) };
+        // Epochs back from the current one (read + 1); a window never begun is the oldest.
+        let age = |w: &[u8]| match (u32_at(w, window_off::SAMPLES / 4), u32_at(w, window_off::EPOCH / 4)) {
+            (Some(1..), Some(e)) => read.wrapping_add(1).wrapping_sub(e),
+            _ => u32::MAX,
+        };
+        let whole = u32_at(this, window_off::EPOCH / 4) == Some(read);
+        Self::parse(if whole || age(this) < age(other) { this } else { other }, read)
     }
 }
 
@@ -335,6 +353,34 @@ mod tests {
         assert!(RttWindow::parse(&b[..19], 7).is_none());
         // Storage made at connect time, before any ACK with data in flight: no window.
         assert_eq!(RttWindow::parse(&[0; RttWindow::LEN], 0), None);
+    }
+
+    /// A window of `epoch` with `samples` ACKs and srtt `last`, as the hooks write it.
+    fn window(epoch: u32, samples: u32, last: u32) -> Vec<u8> {
+        let mut b: Vec<u8> =
+            [epoch, samples, last, last, last, 0].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        b.resize(RttWindow::LEN, 0);
+        b
+    }
+
+    #[test]
+    fn stored_windows_are_read_by_parity() {
+        let stored = |even: Vec<u8>, odd: Vec<u8>| [even, odd].concat();
+        let seen = |w: Option<RttWindow>| w.map(|w| (w.samples, w.last_srtt_us));
+        // Read 6 (dumped after the bump to 7): the even window is whole, whatever 7's ACKs wrote.
+        let b = stored(window(6, 4, 1000), window(7, 2, 3000));
+        assert_eq!(seen(RttWindow::parse_stored(&b, 6)), Some((4, 1000)));
+        // Read 7: no ACK in 7, whose window is older (5): the even one (6) says the latest srtt.
+        let b = stored(window(6, 4, 1000), window(5, 9, 900));
+        assert_eq!(seen(RttWindow::parse_stored(&b, 7)), Some((0, 1000)));
+        // ... and a window of 8, begun since the bump, is newer still.
+        let b = stored(window(8, 1, 1100), window(5, 9, 900));
+        assert_eq!(seen(RttWindow::parse_stored(&b, 7)), Some((0, 1100)));
+        // A window never begun (storage made at connect) is older than any.
+        let b = stored(window(0, 0, 0), window(1, 3, 2000));
+        assert_eq!(seen(RttWindow::parse_stored(&b, 2)), Some((0, 2000)));
+        assert_eq!(RttWindow::parse_stored(&[0; 2 * RttWindow::LEN], 0), None);
+        assert_eq!(RttWindow::parse_stored(&b[..RttWindow::LEN], 0), None, "one window: too short");
     }
 
     #[test]

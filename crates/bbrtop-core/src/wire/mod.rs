@@ -226,7 +226,7 @@ pub fn parse_socket(
             }
             INET_DIAG_SKMEMINFO => rec.skmem = MemInfo::parse(v),
             INET_DIAG_SK_BPF_STORAGES => {
-                rec.kernel_rtt = storage_value(v)?.and_then(|b| RttWindow::parse(b, epoch))
+                rec.kernel_rtt = storage_value(v)?.and_then(|b| RttWindow::parse_stored(b, epoch))
             }
             // Everything else (and anything a newer kernel adds) is skipped.
             _ => {}
