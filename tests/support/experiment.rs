@@ -232,12 +232,56 @@ pub fn run_arms(dry_run: bool, n: usize) {
     assert!(sock_ops(&cg.0).is_empty(), "still attached after the experiment ended: {:?}", sock_ops(&cg.0));
 }
 
-/// `n` connections opened from inside a cgroup under `bbrtop experiment --arm dctcp=30% --arm
-/// cubic=70%`, to a dctcp server outside it on loopback (a data centre's: the kernel accepts a
-/// SYN that asks for ECN as dctcp sends it, ECT-marked, only on a listener whose cc needs ECN):
-/// each drawn into dctcp runs dctcp with ECN negotiated (the program asked for it in the SYN),
-/// not its Reno fallback; each drawn into cubic runs cubic and asked for nothing. Needs
-/// tcp_dctcp loaded.
+/// Python: `n` connections to 127.0.0.1:PORT with cc CC (the default when empty), their local
+/// ports said on one line, held. Arguments: PORT N CC.
+const CLIENTS: &str = "import socket,sys,time\nc=[]\nfor _ in range(int(sys.argv[2])):\n s=socket.socket()\n \
+                       if sys.argv[3]:\n  s.setsockopt(socket.IPPROTO_TCP,socket.TCP_CONGESTION,sys.argv[3].encode())\n \
+                       s.connect(('127.0.0.1',int(sys.argv[1])))\n c.append(s)\n\
+                       print(' '.join(str(s.getsockname()[1]) for s in c),flush=True)\ntime.sleep(60)\n";
+
+/// `cmd` (CLIENTS) started: it and the ports its connections have.
+fn clients(mut cmd: Command, n: usize) -> (Proc, Vec<u16>) {
+    let mut p = Proc(cmd.stdout(Stdio::piped()).spawn().expect("python3"));
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(p.0.stdout.take().unwrap()), &mut line).unwrap();
+    let ports: Vec<u16> = line.split_whitespace().filter_map(|p| p.parse().ok()).collect();
+    assert_eq!(ports.len(), n, "the clients' ports: {line:?}");
+    (p, ports)
+}
+
+/// The established sockets `ss` lists with `filter` whose local or peer port is one of `ports`,
+/// each against the arm the hash predicts for it: dctcp with ECN negotiated, or cubic without.
+/// How many each arm has.
+fn ecn_arms(filter: &str, ports: &[u16]) -> [u64; 2] {
+    // ss prints `ecn` only with -e or -o.
+    let o = Command::new("ss").args(["-tieoH", "state", "established", filter]).output().expect("ss");
+    let lo: IpAddr = "127.0.0.1".parse().unwrap();
+    let (mut k, mut wrong) = ([0u64; 2], Vec::new());
+    for s in parse_ss_tin(&String::from_utf8_lossy(&o.stdout)) {
+        let (Some(local), Some(peer)) = (s.local, s.peer) else { continue };
+        if !ports.contains(&local.port()) && !ports.contains(&peer.port()) {
+            continue;
+        }
+        let arm = predicted_for(Unit::Connection, (lo, local.port()), (lo, peer.port()));
+        k[arm] += 1;
+        let (want, got) = ((["dctcp", "cubic"][arm], arm == 0), (s.cc.clone().unwrap_or_default(), s.ecn));
+        if got.0 != want.0 || got.1 != want.1 {
+            wrong.push((local.port(), peer.port(), got, want));
+        }
+    }
+    assert_eq!(k.iter().sum::<u64>(), ports.len() as u64, "ss lists every socket ({filter}): {k:?}");
+    assert!(k[0] > 0 && k[1] > 0, "both arms drawn ({filter}): {k:?}");
+    assert!(wrong.is_empty(), "(local, peer, (cc, ecn), wanted) ({filter}): {wrong:?}");
+    k
+}
+
+/// `bbrtop experiment --arm dctcp=30% --arm cubic=70%` on a cgroup, with `n` connections each
+/// way on loopback: each drawn into dctcp runs dctcp with ECN negotiated, not its Reno fallback;
+/// each drawn into cubic runs cubic and asked for nothing. Outward, from the cgroup to a dctcp
+/// listener (the program asks for ECN in the SYN; the kernel accepts a SYN that asks for it as
+/// dctcp sends it, ECT-marked, only on a listener whose cc needs ECN: a data centre's, both ends
+/// dctcp). Inward, from dctcp clients to a listener in the cgroup (the program accepts ECN for
+/// the request socket). Needs tcp_dctcp loaded.
 pub fn run_ecn_arm(n: usize) {
     if !can_run("an experiment with an ECN cc") {
         return;
@@ -248,8 +292,9 @@ pub fn run_ecn_arm(n: usize) {
                   c=[]\nwhile True:\n c.append(s.accept()[0])\n";
     let mut cmd = Command::new("python3");
     cmd.args(["-c", script]);
-    let (_server, port) = super::serving(cmd);
+    let (_outside, port) = super::serving(cmd);
     let cg = Cg2::new("ecn");
+    let (_inside, inside_port) = server(&cg);
     let exp = Proc(
         Command::new(BBRTOP)
             .args(["experiment", "--cgroup"])
@@ -262,41 +307,17 @@ pub fn run_ecn_arm(n: usize) {
             .expect("bbrtop"),
     );
     wait_attached(&cg.0);
-    // The clients join the cgroup, connect, say their ports and hold the connections.
-    let script = "import socket,sys,time\n\
-                  c=[socket.create_connection(('127.0.0.1',int(sys.argv[1]))) for _ in range(int(sys.argv[2]))]\n\
-                  print(' '.join(str(s.getsockname()[1]) for s in c),flush=True)\ntime.sleep(60)\n";
-    let mut cmd = cg.shell("exec python3 -c \"$1\" \"$2\" \"$3\"");
-    cmd.arg(script).arg(port.to_string()).arg(n.to_string()).stdout(Stdio::piped());
-    let mut clients = Proc(cmd.spawn().expect("python3"));
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(clients.0.stdout.take().unwrap()), &mut line)
-        .unwrap();
-    let ports: Vec<u16> = line.split_whitespace().filter_map(|p| p.parse().ok()).collect();
-    assert_eq!(ports.len(), n, "the clients' ports: {line:?}");
-    // ss prints `ecn` only with -e or -o.
-    let o = Command::new("ss")
-        .args(["-tieoH", "state", "established", &format!("( dport = :{port} )")])
-        .output()
-        .expect("ss");
-    let lo: IpAddr = "127.0.0.1".parse().unwrap();
-    let mut k = [0u64; 2];
-    let mut wrong = Vec::new();
-    for s in parse_ss_tin(&String::from_utf8_lossy(&o.stdout)) {
-        let Some(local) = s.local.filter(|a| ports.contains(&a.port())) else { continue };
-        let arm = predicted_for(Unit::Connection, (lo, local.port()), (lo, port));
-        k[arm] += 1;
-        let want = (["dctcp", "cubic"][arm], arm == 0);
-        let got = (s.cc.clone().unwrap_or_default(), s.ecn);
-        if got.0 != want.0 || got.1 != want.1 {
-            wrong.push((local.port(), got, want));
-        }
-    }
-    assert_eq!(k.iter().sum::<u64>(), n as u64, "ss lists every client socket: {k:?}");
-    assert!(k[0] > 0 && k[1] > 0, "both arms drawn: {k:?}");
-    assert!(wrong.is_empty(), "(port, (cc, ecn), wanted) of {n}: {wrong:?}");
-    drop(clients);
+    let mut out = cg.shell("exec python3 -c \"$1\" \"$2\" \"$3\" \"$4\"");
+    out.args([CLIENTS, &port.to_string(), &n.to_string(), ""]);
+    let (out, out_ports) = clients(out, n);
+    let mut into = Command::new("python3");
+    into.args(["-c", CLIENTS, &inside_port.to_string(), &n.to_string(), "dctcp"]);
+    let (into, into_ports) = clients(into, n);
+    let outward = ecn_arms(&format!("( dport = :{port} )"), &out_ports);
+    let inward = ecn_arms(&format!("( sport = :{inside_port} )"), &into_ports);
+    drop((out, into));
     let s = summary(exp, Duration::from_secs(60));
     let counted: Vec<u64> = (0..2).map(|i| s["arms"][i]["assigned"].as_u64().unwrap()).collect();
-    assert_eq!(counted, k.to_vec(), "the program's counts against the predicted arms: {s}");
+    let want: Vec<u64> = (0..2).map(|i| outward[i] + inward[i]).collect();
+    assert_eq!(counted, want, "the program's counts against the predicted arms: {s}");
 }
