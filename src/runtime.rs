@@ -2,14 +2,14 @@
 //! snapshot published for any number of readers. Readers never block the poller: they clone an
 //! `Arc` under a lock held for nanoseconds, never across a syscall.
 
+use crate::worker::Worker;
 use bbrtop_core::seam::Now;
 use bbrtop_core::seam::Source;
 use bbrtop_core::snapshot::Snapshot;
 use bbrtop_engine::Engine;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::ops::ControlFlow;
 use std::sync::{Arc, Condvar, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The latest snapshot, and a way to wait for the next one.
 pub struct Published {
@@ -42,11 +42,10 @@ impl Published {
     }
 }
 
-/// The poller thread. Dropping it stops the thread and waits for it.
+/// The poller thread, on the one periodic worker. Dropping it stops the thread and waits for it.
 pub struct Runtime {
     published: Arc<Published>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    poller: Option<Worker>,
 }
 
 impl Runtime {
@@ -70,26 +69,12 @@ impl Runtime {
         mut poll: impl FnMut(&Published) + Send + 'static,
     ) -> std::io::Result<Runtime> {
         let published = Published::new(first);
-        let stop = Arc::new(AtomicBool::new(false));
-        let (p, s) = (Arc::clone(&published), Arc::clone(&stop));
-        let thread = std::thread::Builder::new().name("bbrtop-poller".into()).spawn(move || {
-            let mut next = Instant::now();
-            while !s.load(Ordering::Relaxed) {
-                poll(&p);
-                next += interval;
-                // Sleep in short steps so that stop is prompt.
-                while !s.load(Ordering::Relaxed) {
-                    let now = Instant::now();
-                    if now >= next {
-                        break;
-                    }
-                    std::thread::sleep((next - now).min(Duration::from_millis(50)));
-                }
-                // After a long stall, do not try to catch up with a burst of polls.
-                next = next.max(Instant::now() - interval);
-            }
+        let p = Arc::clone(&published);
+        let poller = Worker::start("bbrtop-poller", interval, move |_| {
+            poll(&p);
+            ControlFlow::Continue(())
         })?;
-        Ok(Runtime { published, stop, thread: Some(thread) })
+        Ok(Runtime { published, poller: Some(poller) })
     }
 
     pub fn published(&self) -> Arc<Published> {
@@ -103,14 +88,14 @@ impl Runtime {
     /// Stops polling without waiting for a poll under way: for a process about to exit, whose
     /// poll may be a request to a slow remote (up to its 20 s timeout).
     pub fn abandon(mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        drop(self.thread.take());
+        if let Some(p) = self.poller.take() {
+            p.abandon();
+        }
     }
 
     pub fn stop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        if let Some(p) = self.poller.take() {
+            p.join();
         }
     }
 }

@@ -24,17 +24,25 @@ pub fn run(every: Duration, stopped: impl Fn() -> bool, mut tick: impl FnMut(Ins
             return;
         }
         next += every;
-        loop {
-            if stopped() {
-                return;
-            }
-            let now = Instant::now();
-            if now >= next {
-                break;
-            }
-            std::thread::sleep((next - now).min(STEP));
+        if !wait_until(next, &stopped) {
+            return;
         }
         next = next.max(Instant::now() - every);
+    }
+}
+
+/// Waits until `deadline` unless `stopped()` comes first (false then), looking every [`STEP`]:
+/// the wait between ticks, and a retry's backoff that a stop cuts short.
+pub fn wait_until(deadline: Instant, stopped: impl Fn() -> bool) -> bool {
+    loop {
+        if stopped() {
+            return false;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return true;
+        }
+        std::thread::sleep((deadline - now).min(STEP));
     }
 }
 
@@ -73,6 +81,13 @@ impl Worker {
     /// Stops the thread and waits for it; false if the job panicked.
     pub fn join(mut self) -> bool {
         self.stop_and_join()
+    }
+
+    /// Stops the thread without waiting for it: for a process about to exit, whose tick under
+    /// way may be a request to a slow remote. The thread ends after that tick.
+    pub fn abandon(mut self) {
+        self.stop();
+        drop(self.thread.take());
     }
 
     fn stop_and_join(&mut self) -> bool {
@@ -131,6 +146,37 @@ mod tests {
         assert_eq!(seen.load(Ordering::Relaxed), 1);
     }
 
+    /// Abandoning returns while a tick is still under way; that tick is the last.
+    #[test]
+    fn an_abandoned_worker_ends_after_its_tick_under_way() {
+        let (release, held) = mpsc::channel::<()>();
+        let (started, ticking) = mpsc::channel();
+        let ticks = Arc::new(AtomicUsize::new(0));
+        let (t, seen) = (Arc::clone(&ticks), Arc::clone(&ticks));
+        let w = Worker::start("bbrtop-test", Duration::from_millis(1), move |_| {
+            t.fetch_add(1, Ordering::Relaxed);
+            let _ = started.send(());
+            let _ = held.recv();
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        ticking.recv_timeout(Duration::from_secs(30)).expect("the first tick runs at once");
+        let (done, abandoned) = mpsc::channel();
+        std::thread::spawn(move || {
+            w.abandon();
+            let _ = done.send(());
+        });
+        abandoned.recv_timeout(Duration::from_secs(30)).expect("abandon does not wait for the tick");
+        release.send(()).unwrap();
+        // The thread holds a clone until it ends: the count of owners says it ended.
+        let waited = Instant::now();
+        while Arc::strong_count(&seen) > 2 && waited.elapsed() < Duration::from_secs(30) {
+            std::thread::yield_now();
+        }
+        assert_eq!(Arc::strong_count(&seen), 2, "the thread ended after its tick");
+        assert_eq!(seen.load(Ordering::Relaxed), 1, "no tick after the abandon, though the period is 1 ms");
+    }
+
     #[test]
     fn ticks_repeat_until_the_job_breaks() {
         let mut at = Vec::new();
@@ -144,6 +190,19 @@ mod tests {
         );
         assert_eq!(at.len(), 3);
         assert!(at.windows(2).all(|w| w[1] > w[0]), "each tick is handed the time it starts at");
+    }
+
+    #[test]
+    fn a_wait_ends_at_its_deadline_or_at_a_stop_first() {
+        assert!(wait_until(Instant::now(), || false), "a deadline passed");
+        assert!(!wait_until(Instant::now() + HOUR, || true), "a stop before an hour's deadline");
+        let looks = std::cell::Cell::new(0);
+        let stopped = || {
+            looks.set(looks.get() + 1);
+            looks.get() > 2
+        };
+        assert!(!wait_until(Instant::now() + HOUR, stopped), "a stop seen while waiting");
+        assert_eq!(looks.get(), 3, "the stop is looked at again after each step");
     }
 
     #[test]

@@ -10,15 +10,15 @@
 //! after a fork). Sockets coming and going off screen cost nothing here, unless the filter says
 //! `process`: it is then true or false of every socket, and the scan runs every few seconds.
 
+use crate::worker::Worker;
 use bbrtop_core::columns::Column;
 use bbrtop_core::filter::{Place, Process, Subject};
 use bbrtop_core::model::TcpState;
 use bbrtop_core::snapshot::SocketView;
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Socket inode to (pid, command).
@@ -116,12 +116,14 @@ fn missing(shown: &[u32], owners: &Owners, searched: &HashSet<u32>) -> bool {
     shown.iter().any(|i| *i != 0 && !owners.contains_key(i) && !searched.contains(i))
 }
 
-/// The scanner thread and its latest result.
+/// How often the scanner looks whether a scan is due.
+const LOOK: Duration = Duration::from_millis(100);
+
+/// The scanner thread (stopped and joined when dropped) and its latest result.
 pub struct ProcTable {
     latest: Arc<Mutex<Arc<Owners>>>,
-    stop: Arc<AtomicBool>,
     wanted: Arc<Mutex<Wanted>>,
-    thread: Option<JoinHandle<()>>,
+    scanner: Option<Worker>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -133,41 +135,36 @@ impl ProcTable {
     /// each [`REFRESH`] (see the module's words).
     pub fn start(every: Duration) -> ProcTable {
         let latest = Arc::new(Mutex::new(Arc::new(Owners::new())));
-        let stop = Arc::new(AtomicBool::new(false));
         let wanted = Arc::new(Mutex::new(Wanted::default()));
-        let (l, s, w) = (Arc::clone(&latest), Arc::clone(&stop), Arc::clone(&wanted));
-        let thread = std::thread::Builder::new()
-            .name("bbrtop-procs".into())
-            .spawn(move || {
-                let mut last: Option<Instant> = None;
-                while !s.load(Ordering::Relaxed) {
-                    let want = {
-                        let w = locked(&w);
-                        w.missing || w.all
-                    };
-                    if last.is_none_or(|t| due(t.elapsed(), want, every)) {
-                        // What is on screen now is what this scan looks for; a socket that comes
-                        // on screen during it asks for the next.
-                        {
-                            let mut w = locked(&w);
-                            w.missing = false;
-                            w.searched = w.shown.iter().copied().collect();
-                        }
-                        last = Some(Instant::now());
-                        let owners = Arc::new(scan());
-                        *locked(&l) = owners;
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
+        let (l, w) = (Arc::clone(&latest), Arc::clone(&wanted));
+        let mut last: Option<Instant> = None;
+        let scanner = Worker::start("bbrtop-procs", LOOK, move |now| {
+            let want = {
+                let w = locked(&w);
+                w.missing || w.all
+            };
+            if last.is_none_or(|t| due(now - t, want, every)) {
+                // What is on screen now is what this scan looks for; a socket that comes on
+                // screen during it asks for the next.
+                {
+                    let mut w = locked(&w);
+                    w.missing = false;
+                    w.searched = w.shown.iter().copied().collect();
                 }
-            })
-            .ok();
-        ProcTable { latest, stop, wanted, thread }
+                last = Some(now);
+                let owners = Arc::new(scan());
+                *locked(&l) = owners;
+            }
+            ControlFlow::Continue(())
+        })
+        .ok();
+        ProcTable { latest, wanted, scanner }
     }
 
     /// Tells the scanner the inodes of the sockets on screen: one whose owner no scan has looked
     /// for makes a scan due. Nothing without a scanner.
     pub fn shown(&self, inodes: Vec<u32>) {
-        if self.thread.is_none() {
+        if self.scanner.is_none() {
             return;
         }
         let owners = self.owners();
@@ -185,26 +182,16 @@ impl ProcTable {
     /// No scan: the sockets shown are not this host's now (another host's, a recording's).
     pub fn none() -> ProcTable {
         let latest = Arc::new(Mutex::new(Arc::new(Owners::new())));
-        let (stop, wanted) = (Arc::new(AtomicBool::new(true)), Arc::new(Mutex::new(Wanted::default())));
-        ProcTable { latest, stop, wanted, thread: None }
+        ProcTable { latest, wanted: Arc::new(Mutex::new(Wanted::default())), scanner: None }
     }
 
     /// Whether it scans at all (it reads this host's /proc for this host's sockets).
     pub fn scans_here(&self) -> bool {
-        self.thread.is_some()
+        self.scanner.is_some()
     }
 
     pub fn owners(&self) -> Arc<Owners> {
         Arc::clone(&locked(&self.latest))
-    }
-}
-
-impl Drop for ProcTable {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

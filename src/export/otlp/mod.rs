@@ -16,6 +16,7 @@ pub mod record;
 pub mod send;
 
 use crate::runtime::Published;
+use crate::worker;
 use bbrtop_core::geo::{GeoCell, PeerGeo};
 use bbrtop_core::model::{ClosedFlow, Origin};
 use bbrtop_core::peer_groups::PeerGroups;
@@ -321,24 +322,15 @@ fn send_with_retries(
                 }
             }
         }
-        if attempt == ATTEMPTS || !pause(backoff, stop) {
+        // A stop cuts the backoff short.
+        if attempt == ATTEMPTS
+            || !worker::wait_until(Instant::now() + backoff, || stop.load(Ordering::Relaxed))
+        {
             break;
         }
         backoff *= 2;
     }
     Err(Dropped::ExportFailed)
-}
-
-/// Sleeps `d` unless a stop comes first (false then).
-fn pause(d: Duration, stop: &AtomicBool) -> bool {
-    let until = Instant::now() + d;
-    while Instant::now() < until {
-        if stop.load(Ordering::Relaxed) {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(50).min(until.saturating_duration_since(Instant::now())));
-    }
-    true
 }
 
 #[cfg(test)]
