@@ -54,9 +54,15 @@ fn otlp_counts() -> OtlpCounts {
 }
 
 fn scrape(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> String {
+    render_openmetrics(scrape_of(snap, top_k, groups))
+}
+
+/// A scrape of `snap` with every process-wide figure given (an Alertmanager post, the process,
+/// hindsight, OTLP), no experiment.
+fn scrape_of(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> Scrape {
     let groups =
         Arc::new(if groups.is_empty() { PeerGroups::default() } else { PeerGroups::parse(groups).unwrap() });
-    render_openmetrics(Scrape {
+    Scrape {
         snap,
         groups,
         top_k,
@@ -75,7 +81,7 @@ fn scrape(snap: Arc<Snapshot>, top_k: usize, groups: &str) -> String {
         otlp: Some(otlp_counts()),
         experiment: None,
         response_classic: false,
-    })
+    }
 }
 
 /// A classic histogram's buckets in a text scrape: (le, cumulative count), in order, for the
@@ -687,23 +693,8 @@ pub(super) fn populated() -> Scrape {
         ..Status::default()
     };
     Scrape {
-        snap: Arc::new(snap),
-        groups: Arc::new(PeerGroups::parse(groups).unwrap()),
-        top_k: 5,
         by_pod_namespace: true,
-        posts: vec![(("http://am:9093".into(), "success"), 3)],
-        process: Some(crate::export::process::Process {
-            cpu_seconds: 1.5,
-            resident_memory_bytes: 15_000_000,
-            virtual_memory_bytes: 900_000_000,
-            open_fds: 12,
-            max_fds: Some(1024),
-            start_time_seconds: 1_763_900_000.0,
-        }),
-        hindsight_memory_bytes: Some(48_000_000),
-        hindsight_spool_bytes: Some(90_000_000),
-        otlp: Some(otlp_counts()),
         experiment: Some(experiment),
-        response_classic: false,
+        ..scrape_of(Arc::new(snap), 5, groups)
     }
 }
