@@ -201,7 +201,9 @@ proptest! {
 /// The eBPF RTT window comes as a socket-local storage value, two attributes deep.
 #[test]
 fn bpf_storage_window() {
-    let window: Vec<u8> = [0u32, 4, 900, 800, 1100, 0].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    // The storage value starts with two windows, by the read epoch's parity: epoch 0's is read.
+    let mut window: Vec<u8> = [0u32, 4, 900, 800, 1100, 0].iter().flat_map(|v| v.to_ne_bytes()).collect();
+    window.resize(2 * crate::model::RttWindow::LEN, 0);
     let storage = nla(1, &[nla(2, &7u32.to_ne_bytes()), nla(3, &window)].concat());
     let (res, d) = parse_all(&[[v4(1, &[nla(20, &storage)]), done(2)].concat()]);
     assert_eq!(res, Ok(Progress::Done { interrupted: false }));
