@@ -692,9 +692,5 @@ pub(super) fn populated() -> Scrape {
         }],
         ..Status::default()
     };
-    Scrape {
-        by_pod_namespace: true,
-        experiment: Some(experiment),
-        ..scrape_of(Arc::new(snap), 5, groups)
-    }
+    Scrape { by_pod_namespace: true, experiment: Some(experiment), ..scrape_of(Arc::new(snap), 5, groups) }
 }
