@@ -256,7 +256,7 @@ fn bad_sides_are_one_line_errors() {
         (format!("{a}@+5s..+5s"), "the range is empty"),
         (format!("{a}@+1h.."), "outside the recording"),
         (format!("{a}@2026-11-22T00:00:00Z..2026-11-22T01:00:00Z"), "outside the recording"),
-        (format!("{a}@later.."), "neither an RFC 3339 time"),
+        (format!("{a}@later.."), "expected an RFC 3339 time"),
         (format!("{a}@..+10000000000000000000s"), "longer than 100 years"),
         (format!("{a}@+10000000000000000000s.."), "longer than 100 years"),
     ] {

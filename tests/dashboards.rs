@@ -3,6 +3,7 @@
 
 mod support;
 
+use bbrtop::export::metrics::catalog;
 use serde_json::Value as Json;
 use serde_norway::Value as Yaml;
 use std::collections::{BTreeMap, BTreeSet};
@@ -15,50 +16,6 @@ use support::tools::tool;
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const RULE_FILES: [&str; 2] =
     ["dashboards/prometheus/bbrtop-alerts.rules.yml", "dashboards/prometheus/bbrtop-recording.rules.yml"];
-
-/// The exporter's metric families (the contract with `bbrtop export`). A name used in a rule or a
-/// panel that is not here is a typo that would silently match nothing.
-const EXPORTED: &[&str] = &[
-    "bbrtop_sockets",
-    "bbrtop_sockets_by_role",
-    "bbrtop_inflated_goodput_bytes_per_second",
-    "bbrtop_srtt_seconds",
-    "bbrtop_min_rtt_seconds",
-    "bbrtop_rtt_inflation_ratio",
-    "bbrtop_bbr_bandwidth_bytes_per_second",
-    "bbrtop_delivery_rate_bytes_per_second",
-    "bbrtop_response_delivery_seconds",
-    "bbrtop_sockets_inflated",
-    "bbrtop_alerts_firing",
-    "bbrtop_inflation_onsets_total",
-    "bbrtop_closed_flows_total",
-    "bbrtop_closed_flow_srtt_seconds",
-    "bbrtop_closed_flow_throughput_bytes_per_second",
-    "bbrtop_collector_up",
-    "bbrtop_collector_last_duration_seconds",
-    "bbrtop_collector_polls_total",
-    "bbrtop_collector_errors_total",
-    "bbrtop_collector_degraded",
-    "bbrtop_collector_last_success_timestamp_seconds",
-    "bbrtop_netlink_dump_intr_retries_total",
-    "bbrtop_netlink_tcp_info_size_mismatch_total",
-    "bbrtop_bpf_programs_attached",
-    "bbrtop_bpf_ringbuf_lost_events_total",
-    "bbrtop_bpf_undecodable_events_total",
-    "bbrtop_bpf_recursion_misses_total",
-    "bbrtop_alertmanager_posts_total",
-    "bbrtop_build_info",
-    "bbrtop_sent_segments_total",
-    "bbrtop_sent_bytes_total",
-    "bbrtop_retransmitted_segments_total",
-    "bbrtop_retransmitted_bytes_total",
-    "bbrtop_acked_bytes_total",
-    "bbrtop_received_bytes_total",
-    "bbrtop_rto_timeouts_total",
-    "bbrtop_spurious_retransmitted_segments_total",
-    "bbrtop_delivered_segments_total",
-    "bbrtop_delivered_ce_segments_total",
-];
 
 fn path(rel: &str) -> PathBuf {
     Path::new(ROOT).join(rel)
@@ -130,25 +87,33 @@ fn identifiers(expr: &str) -> BTreeSet<String> {
     out
 }
 
-/// The exporter metric families an expression reads, histogram suffixes removed.
+/// The exporter metric families an expression reads (a histogram's series as its family); a
+/// `bbrtop_` name the catalog does not declare stays as written, to be reported.
 fn metric_families(expr: &str) -> BTreeSet<String> {
     identifiers(expr)
         .into_iter()
         .filter(|id| id.starts_with("bbrtop_") && !id.contains(':'))
-        .map(|id| {
-            ["_bucket", "_sum", "_count"]
-                .iter()
-                .find_map(|s| id.strip_suffix(s).filter(|base| EXPORTED.contains(base)))
-                .map(str::to_owned)
-                .unwrap_or(id)
-        })
+        .map(|id| catalog::family_of(&id).map(|f| f.name.to_owned()).unwrap_or(id))
         .collect()
 }
 
+/// Fails on a name the exporter's catalog (the contract with `bbrtop export`) does not declare: a
+/// typo that would silently match nothing.
 fn assert_known_metrics(what: &str, expr: &str) {
     for family in metric_families(expr) {
-        assert!(EXPORTED.contains(&family.as_str()), "{what}: unknown metric {family} in {expr}");
+        assert!(catalog::family_of(&family).is_some(), "{what}: unknown metric {family} in {expr}");
     }
+}
+
+/// The names come from the catalog: a histogram's series read as its family, and a typo fails.
+#[test]
+fn metric_names_are_checked_against_the_catalog() {
+    let expr = "histogram_quantile(0.95, rate(bbrtop_srtt_seconds_bucket[5m])) > bbrtop_sockets";
+    let families: Vec<String> = metric_families(expr).into_iter().collect();
+    assert_eq!(families, ["bbrtop_sockets", "bbrtop_srtt_seconds"]);
+    assert_known_metrics("ok", expr);
+    let typo = std::panic::catch_unwind(|| assert_known_metrics("typo", "rate(bbrtop_srt_seconds_sum[5m])"));
+    assert!(typo.is_err(), "an undeclared name passed");
 }
 
 #[test]

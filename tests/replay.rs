@@ -228,7 +228,7 @@ fn bad_recordings_are_one_line_errors() {
         (vec![empty.display().to_string()], "no complete chunk"),
         (vec![text.display().to_string()], "not a recording"),
         (vec![fake.display().to_string()], "not a readable Parquet file"),
-        (vec![good.path().display().to_string(), "--at".into(), "noon".into()], "--at: time \"noon\""),
+        (vec![good.path().display().to_string(), "--at".into(), "noon".into()], "'--at <TIME>': \"noon\""),
         (vec![good.path().display().to_string(), "--speed".into(), "0".into()], "speed \"0\""),
         // A good recording, but no terminal here.
         (vec![good.path().display().to_string()], "replay needs a terminal"),
@@ -327,7 +327,7 @@ fn replay_in_tmux_answers_the_time_keys() {
     t.type_text("g");
     t.type_text("teatime");
     t.keys(&["Enter"]);
-    t.wait_for("time \"teatime\": expected HH:MM:SS");
+    t.wait_for("time \"teatime\": expected an RFC 3339 time");
     // f pauses and plays in a replay; + doubles the speed.
     t.type_text("+");
     t.type_text("f");

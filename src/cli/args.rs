@@ -237,19 +237,7 @@ pub fn parse_filter(s: &str) -> Result<Expr, String> {
     Expr::parse_tracked(s).map_err(|e| e.to_string())
 }
 
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("invalid duration {s:?}: {e} (try 1s, 250ms)"))
-}
-
-/// A duration between `min` and `max`, named `what` in the error.
-pub fn parse_duration_in(s: &str, what: &str, min: Duration, max: Duration) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
-    if d < min || d > max {
-        let show = |d: Duration| humantime::format_duration(d).to_string();
-        return Err(format!("{what} {s:?} out of range ({} to {})", show(min), show(max)));
-    }
-    Ok(d)
-}
+pub use bbrtop_core::time_input::{parse_duration, parse_duration_in};
 
 /// A size in bytes: a number with an optional unit, B, KB, MB, GB, TB (powers of 1000) or KiB,
 /// MiB, GiB, TiB (powers of 1024).

@@ -7,6 +7,7 @@
 pub use crate::experiment::summary::{Summary, text};
 
 use super::Failure;
+use super::args::parse_duration;
 use super::peers::PeerArgs;
 use crate::experiment::attach::{Plan, StartError, preflight};
 use crate::experiment::status::Status;
@@ -27,7 +28,7 @@ pub struct ExperimentArgs {
     #[arg(long = "arm", value_name = "CC=PERCENT", required = true, value_parser = |s: &str| s.parse::<Arm>())]
     pub arms: Vec<Arm>,
     /// Stop after this long (default: until SIGINT or SIGTERM).
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
     /// What one draw is for: each peer address (the default), each peer's /24 or /64, or each
     /// connection. A client's connections share its bottleneck: drawn per connection, one arm's
@@ -47,7 +48,7 @@ pub struct ExperimentArgs {
     #[arg(long)]
     pub whole_host: bool,
     /// How often to log a status line.
-    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration)]
     pub interval: Duration,
     /// Print the summary as JSON.
     #[arg(long)]
@@ -85,7 +86,7 @@ pub struct GuardArgs {
     #[arg(long = "guard.control-share", value_name = "PERCENT", default_value = "35%", value_parser = parse_fraction)]
     pub control_share: f64,
     /// How long a bound must be crossed without a break before the guard stops the arm.
-    #[arg(long = "guard.hold", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    #[arg(long = "guard.hold", value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub hold: Duration,
 }
 

@@ -98,7 +98,20 @@ fn section(out: &mut String, heading: &str, about: Option<&clap::builder::Styled
             true => a.get_default_values().iter().map(|d| d.to_string_lossy().into_owned()).collect(),
             false => Vec::new(),
         };
-        let help = a.get_long_help().or(a.get_help()).map(ToString::to_string).unwrap_or_default();
+        let mut help = a.get_long_help().or(a.get_help()).map(ToString::to_string).unwrap_or_default();
+        // An enum's values (a lab scenario) with what each is, as `--help` lists them.
+        let possible: Vec<String> = a
+            .get_possible_values()
+            .iter()
+            .filter(|p| !p.is_hide_set())
+            .map(|p| match p.get_help() {
+                Some(h) => format!("`{}`: {h}", p.get_name()),
+                None => format!("`{}`", p.get_name()),
+            })
+            .collect();
+        if !possible.is_empty() {
+            help.push_str(&format!(" (one of {})", possible.join("; ")));
+        }
         let code =
             |s: &str| if s.is_empty() { String::new() } else { format!("`{}`", s.replace('|', "\\|")) };
         out.push_str(&format!(

@@ -30,24 +30,44 @@ pub enum Which {
     Rollout,
 }
 
-fn parse_which(s: &str) -> Result<Which, String> {
-    match s {
-        "rollout" => Ok(Which::Rollout),
-        _ => s.parse().map(Which::Guide).map_err(|_| {
-            format!("unknown scenario {s:?} (expected bufferbloat, lossy, ab, shallow or rollout)")
-        }),
+/// The rollout's line in `--help`.
+const ROLLOUT: (&str, &str) = (
+    "rollout",
+    "the edge guide's rollout: four boxes (one BBR, three CUBIC) answering request/response \
+     traffic to mobile, distant and local clients, with the response times per box and who got the \
+     win per AS (--quick, --duration and --json apply)",
+);
+
+/// Every scenario the argument takes: the guides' (their one list) and the rollout.
+const WHICH: [Which; Scenario::ALL.len() + 1] = {
+    let mut all = [Which::Rollout; Scenario::ALL.len() + 1];
+    let mut i = 0;
+    while i < Scenario::ALL.len() {
+        all[i] = Which::Guide(Scenario::ALL[i].0);
+        i += 1;
+    }
+    all
+};
+
+impl clap::ValueEnum for Which {
+    fn value_variants<'a>() -> &'a [Self] {
+        &WHICH
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let (name, about) = match self {
+            Which::Guide(s) => (s.name(), s.about()),
+            Which::Rollout => ROLLOUT,
+        };
+        Some(clap::builder::PossibleValue::new(name).help(about))
     }
 }
 
 #[derive(Args, Debug)]
 pub struct LabArgs {
-    /// bufferbloat (10 Mbit/s, 40 ms, 1000-packet buffer), lossy (200 Mbit/s, 100 ms, 1% loss),
-    /// ab (one BBR and one CUBIC flow sharing a path) or shallow (the two sharing 20 Mbit/s,
-    /// 40 ms, a 7-packet buffer: BBR's retransmits and CUBIC's share).
-    /// Or rollout: the edge guide's rollout, four boxes (one BBR, three CUBIC) answering
-    /// request/response traffic to mobile, distant and local clients, with the response times per
-    /// box and who got the win per AS (--quick, --duration and --json apply).
-    #[arg(value_parser = parse_which, required_unless_present = "cleanup")]
+    /// The scenario: one of the BBR guides' (each flow's RTT, throughput and retransmits set
+    /// beside the guide's figures), or the edge guide's rollout.
+    #[arg(value_enum, required_unless_present = "cleanup")]
     pub scenario: Option<Which>,
     /// Remove the namespaces of labs whose process is gone (killed, or cut short), and run no
     /// scenario. A run does this too before it builds its own; a live lab's are never touched.
@@ -420,6 +440,23 @@ fn rollout(a: &LabArgs, shape: &Shape) -> Result<(), Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every scenario is in `bbrtop lab --help` (clap's list, from [`WHICH`]) and in the docs'
+    /// table, and parses back from its name.
+    #[test]
+    fn help_and_docs_name_every_scenario() {
+        use clap::{CommandFactory, ValueEnum};
+        let mut cli = super::super::Cli::command();
+        let help = cli.find_subcommand_mut("lab").expect("lab").render_long_help().to_string();
+        let docs = include_str!("../../docs/lab.md");
+        assert_eq!(WHICH.len(), Scenario::ALL.len() + 1);
+        for w in WHICH {
+            let name = w.to_possible_value().expect("named").get_name().to_string();
+            assert!(help.contains(&format!("{name}:")), "lab --help misses {name}:\n{help}");
+            assert!(docs.contains(&format!("| `{name}` |")), "docs/lab.md's table misses {name}");
+            assert_eq!(Which::from_str(&name, false), Ok(w));
+        }
+    }
 
     #[test]
     fn recordings_are_a_directory_per_group_and_never_mixed_with_an_earlier_run() {

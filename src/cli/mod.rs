@@ -77,7 +77,7 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Load and attach the eBPF programs, poll once, report what attached: exit 0 or 1.
     Check(check::CheckArgs),
-    /// Run a BBR guide's scenario (bufferbloat, lossy, ab, shallow) in network namespaces and report.
+    /// Run a lab scenario (a BBR guide's, or the edge guide's rollout) in network namespaces and report.
     Lab(lab::LabArgs),
     /// Give each new connection of one cgroup a congestion control drawn by arm shares, until
     /// stopped, with a harm guard and a verdict per arm and group.
@@ -188,6 +188,12 @@ mod tests {
             (&["watch", "--alert.for", "1000000000h"], "hold"),
             (&["experiment", "--cgroup", "x", "--arm", "bbr"], "expected CC=PERCENT"),
             (&["experiment", "--cgroup", "x", "--arm", "bbr=30%", "--unit", "host"], "--unit"),
+            // Typed-in times and durations: one grammar, the flag named.
+            (&["replay", "rec", "--at", "noon"], "--at <TIME>"),
+            (&["replay", "rec", "--at", "+10000000000000000000s"], "longer than 100 years"),
+            (&["experiment", "--cgroup", "x", "--arm", "bbr=100%", "--interval", "5"], "--interval"),
+            (&["experiment", "--cgroup", "x", "--arm", "bbr=100%", "--guard.hold", "x"], "try 1s, 250ms"),
+            (&["compare", "a@later..", "b"], "expected an RFC 3339 time"),
         ] {
             let line = usage(args);
             assert!(line.starts_with("bbrtop: error: ") && line.contains(says), "{args:?}: {line}");

@@ -3,7 +3,8 @@
 use super::Failure;
 use super::startup;
 use crate::record::Recording;
-use crate::replay::{Control, Player, PlayerOptions, Polls, parse_time};
+use crate::replay::{Control, Player, PlayerOptions, Polls};
+use bbrtop_core::time_input::{Time, parse_time};
 use clap::Args;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -20,9 +21,10 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "POLLS", default_value = "300",
           value_parser = clap::value_parser!(u32).range(1..=86_400))]
     pub history: u32,
-    /// Start at this time: HH:MM:SS (UTC, on the recording's first day) or RFC 3339.
-    #[arg(long, value_name = "TIME")]
-    pub at: Option<String>,
+    /// Start at this time: HH:MM:SS (UTC, on the recording's first day), RFC 3339, or an offset
+    /// from the first poll (+90s).
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub at: Option<Time>,
 }
 
 fn parse_speed(s: &str) -> Result<f64, String> {
@@ -39,8 +41,10 @@ pub fn run(a: ReplayArgs) -> Result<(), Failure> {
     let rec = Recording::open(&a.path).map_err(bad)?;
     super::failure::warn_skipped(&a.path, rec.skipped());
     let sys = rec.system().clone();
-    let start = match &a.at {
-        Some(text) => Some(parse_time(text, rec.at(0)).map_err(|e| Failure::Usage(format!("--at: {e}")))?),
+    let start = match a.at {
+        Some(t) => {
+            Some(crate::replay::resolve(t, rec.at(0)).map_err(|e| Failure::Usage(format!("--at: {e}")))?)
+        }
         None => None,
     };
     use std::io::IsTerminal;

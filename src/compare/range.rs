@@ -1,27 +1,21 @@
 //! One side of a comparison on the command line, `PATH[@FROM..TO]`, and the polls it selects.
 //!
-//! FROM and TO are each an RFC 3339 time (`2026-11-23T03:12:00Z`), an offset from the
-//! recording's first poll (`+90s`, `+2m`, or `90s`), or empty for the recording's start or end.
+//! FROM and TO are each a typed-in time (`bbrtop_core::time_input`): an RFC 3339 time
+//! (`2026-11-23T03:12:00Z`), an offset from the recording's first poll (`+90s`, `+2m`, or `90s`),
+//! a time of day on its first day (`03:12`), or empty for the recording's start or end.
 //! The range is half open: polls at or after FROM and before TO. Pure: the caller reads the
 //! poll times from the recording.
 
+use bbrtop_core::time_input::{Time, parse_time};
 use std::ops::Range;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-/// One end of a range.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Bound {
-    At(SystemTime),
-    /// From the recording's first poll.
-    Offset(Duration),
-}
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SideSpec {
     pub path: PathBuf,
-    pub from: Option<Bound>,
-    pub to: Option<Bound>,
+    pub from: Option<Time>,
+    pub to: Option<Time>,
     /// As given, for messages and the report.
     pub text: String,
 }
@@ -64,24 +58,11 @@ impl std::str::FromStr for SideSpecs {
     }
 }
 
-/// The longest offset: adding a longer one to a recording's first poll can overflow the clock
-/// (`+10000000000000000000s` panicked), and no recording is that long.
-const MAX_OFFSET: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
-
-fn bound(s: &str) -> Result<Option<Bound>, String> {
+fn bound(s: &str) -> Result<Option<Time>, String> {
     if s.is_empty() {
         return Ok(None);
     }
-    let offset = s.strip_prefix('+').unwrap_or(s);
-    if let Ok(d) = humantime::parse_duration(offset) {
-        if d > MAX_OFFSET {
-            return Err(format!("{s:?}: an offset longer than 100 years"));
-        }
-        return Ok(Some(Bound::Offset(d)));
-    }
-    humantime::parse_rfc3339_weak(s)
-        .map(|t| Some(Bound::At(t)))
-        .map_err(|_| format!("{s:?} is neither an RFC 3339 time (2026-11-23T03:12:00Z) nor an offset (+90s)"))
+    parse_time(s).map(Some)
 }
 
 /// `t` as RFC 3339, to the second.
@@ -96,11 +77,8 @@ impl SideSpec {
         let (Some(&first), Some(&last)) = (times.first(), times.last()) else {
             return Err(format!("{}: the recording has no polls", self.path.display()));
         };
-        let at = |b: Bound| match b {
-            Bound::At(t) => t,
-            // An offset is at most MAX_OFFSET; a clock that still overflows is past every poll.
-            Bound::Offset(d) => first.checked_add(d).unwrap_or(last + Duration::from_secs(1)),
-        };
+        // An offset is at most MAX_OFFSET; a clock that still overflows is past every poll.
+        let at = |b: Time| b.resolve(first).unwrap_or(last + Duration::from_secs(1));
         let from = self.from.map_or(first, at);
         // Open at the end: the last poll is in a range with no TO.
         let to = self.to.map(at);
@@ -139,7 +117,7 @@ mod tests {
         assert_eq!(paths, [Path::new("edge-2"), Path::new("edge-3")]);
         assert_eq!(
             (s.specs[1].from, s.text.as_str()),
-            (Some(Bound::Offset(Duration::from_secs(60))), "edge-2,edge-3@+1m..")
+            (Some(Time::After(Duration::from_secs(60))), "edge-2,edge-3@+1m..")
         );
         for bad in ["a,,b", "a,", ",a", "a,b@x..y"] {
             assert!(bad.parse::<SideSpecs>().is_err(), "{bad}");
@@ -152,13 +130,13 @@ mod tests {
         assert_eq!((s.path, s.from, s.to), ("rec/a".into(), None, None));
         let s: SideSpec = "rec@+30s..+2m".parse().unwrap();
         assert_eq!(s.path, PathBuf::from("rec"));
-        assert_eq!(s.from, Some(Bound::Offset(Duration::from_secs(30))));
-        assert_eq!(s.to, Some(Bound::Offset(Duration::from_secs(120))));
+        assert_eq!(s.from, Some(Time::After(Duration::from_secs(30))));
+        assert_eq!(s.to, Some(Time::After(Duration::from_secs(120))));
         let s: SideSpec = "me@host/rec@2026-11-23T03:12:00Z..".parse().unwrap();
         assert_eq!(s.path, PathBuf::from("me@host/rec"));
-        assert_eq!((s.from, s.to), (Some(Bound::At(t("2026-11-23T03:12:00Z"))), None));
+        assert_eq!((s.from, s.to), (Some(Time::At(t("2026-11-23T03:12:00Z"))), None));
         let s: SideSpec = "rec@..90s".parse().unwrap();
-        assert_eq!((s.from, s.to), (None, Some(Bound::Offset(Duration::from_secs(90)))));
+        assert_eq!((s.from, s.to), (None, Some(Time::After(Duration::from_secs(90)))));
         // An '@' with no range is part of the path.
         assert_eq!("a@b".parse::<SideSpec>().unwrap().path, PathBuf::from("a@b"));
         for bad in ["rec@soon..later", "@1s..2s", "rec@+1x.."] {
@@ -176,6 +154,7 @@ mod tests {
         assert_eq!(sel("r@+20s..+50s"), Ok(2..5));
         assert_eq!(sel("r@..+15s"), Ok(0..2));
         assert_eq!(sel("r@2026-11-23T03:01:00Z.."), Ok(6..10));
+        assert_eq!(sel("r@03:00:30..03:01"), Ok(3..6), "times of day, on the first poll's day");
         assert!(sel("r@+50s..+20s").unwrap_err().contains("empty"));
         assert!(sel("r@+30s..+30s").unwrap_err().contains("empty"));
         let e = sel("r@+5m..").unwrap_err();

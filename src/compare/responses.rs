@@ -42,11 +42,7 @@ pub fn over_range(host: &str, before: Option<&[CcTotals]>, last: &[CcTotals]) ->
     last.iter()
         .filter(|t| !t.responses.is_empty())
         .map(|t| {
-            let earlier = before.and_then(|b| {
-                b.iter().find(|e| {
-                    (&e.cc, &e.peer_group, &e.asn, &e.country) == (&t.cc, &t.peer_group, &t.asn, &t.country)
-                })
-            });
+            let earlier = before.and_then(|b| b.iter().find(|e| e.key() == t.key()));
             ResponseBucket {
                 host: host.to_string(),
                 cc: t.cc.clone(),

@@ -533,20 +533,12 @@ pub fn count_metric(c: Count) -> (&'static str, &'static str) {
 /// socket's last, so they never fall when sockets close (the engine's `totals`).
 fn encode_totals(enc: &mut Enc, totals: &[CcTotals]) -> std::fmt::Result {
     for c in Count::ALL {
-        let rows = totals.iter().map(|t| (totals_labels(t), t.counts[c]));
+        // The labels of one bucket: `asn` and `country` where their database is given, `arm` for
+        // an experiment's sockets.
+        let rows = totals.iter().map(|t| (t.key().labels(), t.counts[c]));
         counters(enc, catalog::count_family(c), rows)?;
     }
     Ok(())
-}
-
-/// The labels of one (cc, peer group) bucket of the counters: `asn` and `country` too where
-/// their database is given, and `arm` for an experiment's sockets (`bbrtop experiment`).
-fn totals_labels(t: &CcTotals) -> Vec<(&'static str, &str)> {
-    let mut l = vec![("cc", t.cc.as_str()), ("peer_group", t.peer_group.as_str())];
-    l.extend(t.asn.as_deref().map(|a| ("asn", a)));
-    l.extend(t.country.as_deref().map(|c| ("country", c)));
-    l.extend(t.arm.as_deref().map(|a| ("arm", a)));
-    l
 }
 
 /// ECN per cc, from the snapshot's aggregates: sockets that negotiated it, and the CE-marked

@@ -23,27 +23,43 @@ pub enum Scenario {
     Shallow,
 }
 
+impl Scenario {
+    /// Every scenario, with its name and what it runs, in variant order: the one list the
+    /// parser, `bbrtop lab --help` and the docs' check follow. A new scenario is a line here.
+    pub const ALL: [(Scenario, &'static str, &'static str); 4] = [
+        (Scenario::Bufferbloat, "bufferbloat", "10 Mbit/s, 40 ms, a 1000-packet buffer"),
+        (Scenario::Lossy, "lossy", "200 Mbit/s, 100 ms, 1% loss"),
+        (Scenario::Ab, "ab", "one BBR and one CUBIC flow sharing a path"),
+        (
+            Scenario::Shallow,
+            "shallow",
+            "the two sharing 20 Mbit/s, 40 ms, a 7-packet buffer: BBR's retransmits and CUBIC's share",
+        ),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::ALL[self as usize].1
+    }
+
+    /// What it runs, in a line.
+    pub fn about(self) -> &'static str {
+        Self::ALL[self as usize].2
+    }
+}
+
 impl FromStr for Scenario {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "bufferbloat" => Ok(Scenario::Bufferbloat),
-            "lossy" => Ok(Scenario::Lossy),
-            "ab" => Ok(Scenario::Ab),
-            "shallow" => Ok(Scenario::Shallow),
-            _ => Err(format!("unknown scenario {s:?} (expected bufferbloat, lossy, ab or shallow)")),
-        }
+        Self::ALL.iter().find(|(_, name, _)| *name == s).map(|e| e.0).ok_or_else(|| {
+            let names: Vec<&str> = Self::ALL.iter().map(|e| e.1).collect();
+            format!("unknown scenario {s:?} (expected one of {})", names.join(", "))
+        })
     }
 }
 
 impl fmt::Display for Scenario {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Scenario::Bufferbloat => "bufferbloat",
-            Scenario::Lossy => "lossy",
-            Scenario::Ab => "ab",
-            Scenario::Shallow => "shallow",
-        })
+        f.write_str(self.name())
     }
 }
 
@@ -387,9 +403,19 @@ mod tests {
     #[test]
     fn scenarios_parse() {
         assert_eq!("bufferbloat".parse::<Scenario>(), Ok(Scenario::Bufferbloat));
-        assert!("nope".parse::<Scenario>().unwrap_err().contains("expected bufferbloat"));
+        assert!("nope".parse::<Scenario>().unwrap_err().contains("expected one of bufferbloat, lossy"));
         assert_eq!(Scenario::Bufferbloat.plan().buffer_packets, 1000);
         assert_eq!(Scenario::Ab.plan().flows, vec!["bbr", "cubic"]);
+    }
+
+    /// The table is in variant order (names are looked up by position), and names read back.
+    #[test]
+    fn the_table_names_each_scenario_once() {
+        for (i, (s, name, about)) in Scenario::ALL.iter().enumerate() {
+            assert_eq!(*s as usize, i, "{name} out of order");
+            assert_eq!((s.name(), s.to_string(), name.parse()), (*name, name.to_string(), Ok(*s)));
+            assert!(!about.is_empty());
+        }
     }
 
     #[test]

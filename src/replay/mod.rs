@@ -13,7 +13,7 @@ mod time;
 
 pub use history::Histories;
 pub use player::{Control, MAX_SPEED, MIN_SPEED, Player, PlayerOptions, Status};
-pub use time::{format_time, parse_time};
+pub use time::{format_time, parse_time, resolve};
 
 use bbrtop_core::snapshot::Snapshot;
 use std::ops::Range;

@@ -1,55 +1,26 @@
-//! Times as the replay shows them and as the go-to prompt takes them: RFC 3339 in UTC, or a time
-//! of day (`HH:MM[:SS]`, UTC) on the day of the poll shown.
+//! Times as the replay shows them and as `--at` and the go-to prompt take them: the one grammar
+//! of typed-in times (`bbrtop_core::time_input`), a time of day and an offset counted from the
+//! poll shown (for `--at`, the first).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-const DAY: u64 = 86_400;
+use bbrtop_core::time_input::Time;
+use std::time::SystemTime;
 
 /// A poll's time, to the millisecond: `2026-11-23T16:02:11.250Z` (which the prompt takes back).
 pub fn format_time(t: SystemTime) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
-/// The time `text` names: RFC 3339 (`2026-11-23T16:02:11Z`, an offset, or a space for the T), or
-/// `HH:MM` / `HH:MM:SS` in UTC on the day of `shown`.
+/// The time `text` names (RFC 3339, `HH:MM[:SS]` in UTC on the day of `shown`, or `+90s` after
+/// it).
 pub fn parse_time(text: &str, shown: SystemTime) -> Result<SystemTime, String> {
-    let text = text.trim();
-    if let Some(t) = time_of_day(text) {
-        let since = shown.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
-        return Ok(UNIX_EPOCH + Duration::from_secs(since - since % DAY + t));
-    }
-    rfc3339(text).ok_or_else(|| format!("time {text:?}: expected HH:MM:SS (UTC) or an RFC 3339 time"))
+    // The prompt has no flag to name: the message says what it read.
+    let t = bbrtop_core::time_input::parse_time(text).map_err(|e| format!("time {e}"))?;
+    resolve(t, shown)
 }
 
-/// Seconds since midnight of `HH:MM` or `HH:MM:SS`.
-fn time_of_day(text: &str) -> Option<u64> {
-    let parts: Vec<&str> = text.split(':').collect();
-    if !(2..=3).contains(&parts.len()) || parts.iter().any(|p| p.len() != 2) {
-        return None;
-    }
-    let n: Vec<u64> = parts.iter().map(|p| p.parse().ok()).collect::<Option<_>>()?;
-    let (h, m, s) = (n[0], n[1], n.get(2).copied().unwrap_or(0));
-    (h < 24 && m < 60 && s < 60).then_some(h * 3600 + m * 60 + s)
-}
-
-/// RFC 3339 with `Z` or an offset (`+02:00`); humantime reads UTC only, so the offset is
-/// taken off here.
-fn rfc3339(text: &str) -> Option<SystemTime> {
-    let text = text.replacen(' ', "T", 1);
-    if let Ok(t) = humantime::parse_rfc3339(&text) {
-        return Some(t);
-    }
-    // "...+HH:MM" or "...-HH:MM" after the seconds.
-    let (head, tail) = text.split_at(text.len().checked_sub(6)?);
-    let sign = match tail.as_bytes().first()? {
-        b'+' => 1i64,
-        b'-' => -1,
-        _ => return None,
-    };
-    let off = time_of_day(&tail[1..])? as i64 * sign;
-    let t = humantime::parse_rfc3339(&format!("{head}Z")).ok()?;
-    let secs = Duration::from_secs(off.unsigned_abs());
-    if off >= 0 { t.checked_sub(secs) } else { t.checked_add(secs) }
+/// A parsed time, counted from `shown`.
+pub fn resolve(t: Time, shown: SystemTime) -> Result<SystemTime, String> {
+    t.resolve(shown).ok_or_else(|| "past the clock's end".to_string())
 }
 
 #[cfg(test)]
@@ -60,28 +31,13 @@ mod tests {
         humantime::parse_rfc3339(s).unwrap()
     }
 
+    /// The grammar's forms are tested in `bbrtop_core::time_input`; here, what they count from.
     #[test]
-    fn the_prompt_takes_a_time_of_day_or_rfc3339() {
+    fn the_prompt_counts_from_the_poll_shown() {
         let shown = t("2026-11-23T16:02:11.250Z");
-        let cases = [
-            ("16:05:00", Some("2026-11-23T16:05:00Z")),
-            ("03:12", Some("2026-11-23T03:12:00Z")),
-            (" 23:59:59 ", Some("2026-11-23T23:59:59Z")),
-            ("2026-11-22T03:12:05Z", Some("2026-11-22T03:12:05Z")),
-            ("2026-11-22 03:12:05Z", Some("2026-11-22T03:12:05Z")),
-            ("2026-11-22T03:12:05.5Z", Some("2026-11-22T03:12:05.5Z")),
-            ("2026-11-22T05:12:05+02:00", Some("2026-11-22T03:12:05Z")),
-            ("2026-11-22T01:12:05-02:00", Some("2026-11-22T03:12:05Z")),
-            ("24:00:00", None),
-            ("12:60", None),
-            ("1:2:3", None),
-            ("noon", None),
-            ("", None),
-            ("2026-11-22T03:12:05+2:00", None),
-        ];
-        for (text, want) in cases {
-            assert_eq!(parse_time(text, shown).ok(), want.map(t), "{text:?}");
-        }
+        assert_eq!(parse_time("03:12", shown), Ok(t("2026-11-23T03:12:00Z")));
+        assert_eq!(parse_time("+90s", shown), Ok(t("2026-11-23T16:03:41.250Z")));
+        assert_eq!(parse_time("2026-11-22T03:12:05Z", shown), Ok(t("2026-11-22T03:12:05Z")));
         assert!(parse_time("noon", shown).unwrap_err().contains("HH:MM:SS"));
     }
 

@@ -72,5 +72,6 @@ pub mod stats;
 pub mod system;
 #[cfg(any(test, feature = "test-support"))]
 pub mod testing;
+pub mod time_input;
 pub mod units;
 pub mod wire;

@@ -11,7 +11,7 @@ use crate::labels::PeerLabels;
 use bbrtop_core::model::{ClosedFlow, Cookie, Count, Tally};
 use bbrtop_core::peer_groups::PeerGroups;
 use bbrtop_core::seam::Arms;
-use bbrtop_core::snapshot::CcTotals;
+use bbrtop_core::snapshot::{CcTotals, GroupKey};
 use rustc_hash::FxHashMap;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::IpAddr;
@@ -112,17 +112,15 @@ impl Totals {
             .iter()
             .position(|(b, g, l, a)| *g == group && *l == shown && *a == arm && b.cc == cc);
         found.unwrap_or_else(|| {
-            let (asn, country) = self.labels.labels(shown).clone();
+            let (asn, country) = self.labels.labels(shown);
             let names = self.arms.as_ref().map(|a| a.0.names());
-            let t = CcTotals {
-                cc: cc.to_string(),
-                peer_group: self.groups.name(group).to_string(),
-                asn,
-                country,
-                arm: arm.and_then(|i| names?.get(usize::from(i)).cloned()),
-                counts: Tally::default(),
-                responses: Default::default(),
-            };
+            let t = CcTotals::of(GroupKey {
+                cc,
+                peer_group: self.groups.name(group),
+                asn: asn.as_deref(),
+                country: country.as_deref(),
+                arm: arm.and_then(|i| names?.get(usize::from(i))).map(String::as_str),
+            });
             self.buckets.push((t, group, shown, arm));
             self.buckets.len() - 1
         }) as u32
@@ -187,15 +185,7 @@ impl Totals {
 
     pub fn snapshot(&self) -> Vec<CcTotals> {
         let mut v: Vec<CcTotals> = self.buckets.iter().map(|(b, ..)| b.clone()).collect();
-        v.sort_by(|a, b| {
-            (&a.cc, &a.peer_group, &a.asn, &a.country, &a.arm).cmp(&(
-                &b.cc,
-                &b.peer_group,
-                &b.asn,
-                &b.country,
-                &b.arm,
-            ))
-        });
+        v.sort_by(|a, b| a.key().cmp(&b.key()));
         v
     }
 

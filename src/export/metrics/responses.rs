@@ -15,9 +15,9 @@
 //!   before.
 
 use super::live_hist::{LiveHist, RESPONSE};
-use super::{Enc, catalog, live_histograms, totals_labels};
-use bbrtop_core::snapshot::CcTotals;
-use bbrtop_core::snapshot::responses::{Responses, SizeClass};
+use super::{Enc, catalog, live_histograms};
+use bbrtop_core::snapshot::responses::SizeClass;
+use bbrtop_core::snapshot::{CcTotals, GroupKey};
 use std::collections::BTreeMap;
 
 /// How a scrape carries the rows that have an AS or country label.
@@ -43,7 +43,7 @@ pub(super) fn encode(enc: &mut Enc, totals: &[CcTotals], form: Form) -> std::fmt
         .flat_map(|t| SizeClass::ALL.map(|c| (t, c)))
         .filter(|(t, c)| t.responses.get(*c).count() > 0)
         .map(|(t, c)| {
-            let mut labels = totals_labels(t);
+            let mut labels = t.key().labels();
             labels.push(("size", c.label()));
             let per_peer = t.asn.is_some() || t.country.is_some();
             let classic = !form.native || form.classic_per_peer || !per_peer;
@@ -59,18 +59,10 @@ pub(super) fn encode(enc: &mut Enc, totals: &[CcTotals], form: Form) -> std::fmt
 
 /// The rows summed over AS and country: one per (cc, peer group, arm), in the totals' order.
 fn summed_over_peers(totals: &[CcTotals]) -> Vec<CcTotals> {
-    let mut out: BTreeMap<(&str, &str, Option<&str>), CcTotals> = BTreeMap::new();
+    let mut out: BTreeMap<GroupKey, CcTotals> = BTreeMap::new();
     for t in totals {
-        let key = (t.cc.as_str(), t.peer_group.as_str(), t.arm.as_deref());
-        let sum = out.entry(key).or_insert_with(|| CcTotals {
-            cc: t.cc.clone(),
-            peer_group: t.peer_group.clone(),
-            asn: None,
-            country: None,
-            arm: t.arm.clone(),
-            counts: Default::default(),
-            responses: Responses::default(),
-        });
+        let key = t.key().without_peers();
+        let sum = out.entry(key).or_insert_with(|| CcTotals::of(key));
         sum.responses.add(&t.responses);
     }
     out.into_values().collect()

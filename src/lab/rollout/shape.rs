@@ -220,7 +220,7 @@ fn population(e: &Entry, net: u8) -> Result<Population, String> {
         Quantity::Number(n) => parse_rate(&format!("{n}bit"))?,
         Quantity::Text(t) => parse_rate(t)?,
     };
-    let rtt = humantime::parse_duration(&e.rtt)
+    let rtt = bbrtop_core::time_input::parse_duration(&e.rtt)
         .map_err(|_| format!("rtt {:?}: expected a time such as 70ms", e.rtt))?;
     if rtt.is_zero() || rtt > Duration::from_secs(2) {
         return Err(format!("rtt {:?}: above 0 and at most 2s", e.rtt));

@@ -6,6 +6,7 @@
 pub mod aggregate;
 pub mod closed;
 pub mod entry;
+pub mod group_key;
 pub mod hist;
 pub mod history;
 pub mod kernel;
@@ -21,6 +22,7 @@ pub mod verdict;
 pub use aggregate::{CcAggregate, Recent};
 pub use closed::ClosedAggregate;
 pub use entry::{Entry, Facts, ViewAt};
+pub use group_key::GroupKey;
 pub use history::{HistoryView, Sample};
 pub use kernel::KernelSocket;
 pub use socket::{Derived, RecordRef, Role, SocketView};

@@ -3,6 +3,7 @@
 //! kernel, `bpf/bbrtop.bpf.c`), kept per size class as exponential histograms that never fall.
 //! The size classes are the rollout guides': up to 15 KB, 15-200 KB, 200 KB-2 MB, larger.
 
+use super::group_key::GroupKey;
 use super::loghist::{LogHist, Z_OF_TWO};
 use crate::stats::{Interval, Margin, Verdict};
 use serde::{Deserialize, Serialize};
@@ -210,17 +211,8 @@ pub struct ResponseRow {
     pub p99_seconds: f64,
 }
 
-/// Whose responses: a cc's to one peer group, AS and country.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Whose<'a> {
-    pub cc: &'a str,
-    pub peer_group: &'a str,
-    pub asn: Option<&'a str>,
-    pub country: Option<&'a str>,
-}
-
 impl ResponseRow {
-    fn of(w: Whose, size: &str, h: &LogHist) -> Option<ResponseRow> {
+    fn of(w: GroupKey, size: &str, h: &LogHist) -> Option<ResponseRow> {
         let [p50, p95, p99] = percentiles(h)?;
         Some(ResponseRow {
             cc: w.cc.to_string(),
@@ -239,19 +231,19 @@ impl ResponseRow {
 /// The rows of `groups`, sorted by cc: per cc, every group and size together (`all`, `all`)
 /// first, then every group's responses of each size class (`all`, a size), then each group's
 /// size classes; only what saw a response.
-pub fn rows(groups: &[(Whose, &Responses)]) -> Vec<ResponseRow> {
+pub fn rows(groups: &[(GroupKey, &Responses)]) -> Vec<ResponseRow> {
     rows_of(groups, true)
 }
 
 /// [`rows`] without each group's own: per cc, every group together (the TUI's table).
-pub fn cc_rows(groups: &[(Whose, &Responses)]) -> Vec<ResponseRow> {
+pub fn cc_rows(groups: &[(GroupKey, &Responses)]) -> Vec<ResponseRow> {
     rows_of(groups, false)
 }
 
-fn rows_of(groups: &[(Whose, &Responses)], per_group: bool) -> Vec<ResponseRow> {
+fn rows_of(groups: &[(GroupKey, &Responses)], per_group: bool) -> Vec<ResponseRow> {
     let mut out = Vec::new();
     for cc in groups.chunk_by(|a, b| a.0.cc == b.0.cc) {
-        let everyone = Whose { cc: cc[0].0.cc, peer_group: "all", asn: None, country: None };
+        let everyone = GroupKey::everyone(cc[0].0.cc);
         let mut all = Responses::default();
         for (_, r) in cc {
             all.add(r);

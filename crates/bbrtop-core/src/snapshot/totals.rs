@@ -1,7 +1,8 @@
 //! Counts per congestion control and peer group since bbrtop started, closed sockets included:
 //! they never fall, as Prometheus counters must (the engine keeps them so).
 
-use super::responses::{ResponseRow, Responses, Whose, cc_rows, rows};
+use super::group_key::GroupKey;
+use super::responses::{ResponseRow, Responses, cc_rows, rows};
 use crate::model::Tally;
 use serde::{Deserialize, Serialize};
 
@@ -27,12 +28,27 @@ pub struct CcTotals {
 }
 
 impl CcTotals {
-    pub fn whose(&self) -> Whose<'_> {
-        Whose {
+    /// Nothing counted yet for `key`.
+    pub fn of(key: GroupKey) -> CcTotals {
+        CcTotals {
+            cc: key.cc.to_string(),
+            peer_group: key.peer_group.to_string(),
+            asn: key.asn.map(str::to_string),
+            country: key.country.map(str::to_string),
+            arm: key.arm.map(str::to_string),
+            counts: Tally::default(),
+            responses: Responses::default(),
+        }
+    }
+
+    /// Whose counts these are.
+    pub fn key(&self) -> GroupKey<'_> {
+        GroupKey {
             cc: &self.cc,
             peer_group: &self.peer_group,
             asn: self.asn.as_deref(),
             country: self.country.as_deref(),
+            arm: self.arm.as_deref(),
         }
     }
 }
@@ -48,6 +64,6 @@ pub fn cc_response_rows(totals: &[CcTotals]) -> Vec<ResponseRow> {
     cc_rows(&groups_of(totals))
 }
 
-fn groups_of(totals: &[CcTotals]) -> Vec<(Whose<'_>, &Responses)> {
-    totals.iter().map(|t| (t.whose(), &t.responses)).collect()
+fn groups_of(totals: &[CcTotals]) -> Vec<(GroupKey<'_>, &Responses)> {
+    totals.iter().map(|t| (t.key(), &t.responses)).collect()
 }
