@@ -111,28 +111,13 @@ fn stats<'a>(c: &Tally, delivery: &'a LogHist) -> ArmStats<'a> {
 mod tests {
     use super::*;
     use crate::experiment::verdict::arms;
-    use bbrtop_core::snapshot::responses::Responses;
+    use bbrtop_core::snapshot::GroupKey;
     use std::time::Duration;
 
     /// A bucket of `arm` in `group` and `asn`: `segs` (retransmitted, sent), `responses` of 50 ms.
     fn bucket(arm: &str, group: &str, asn: &str, segs: (u64, u64), responses: usize) -> CcTotals {
-        let mut r = Responses::default();
-        for _ in 0..responses {
-            r.observe(10_000, 0.05);
-        }
-        CcTotals {
-            cc: arm.into(),
-            peer_group: group.into(),
-            asn: Some(asn.into()),
-            country: None,
-            arm: Some(arm.into()),
-            counts: Tally::from_counts([
-                (Count::RetransSegs, segs.0),
-                (Count::SegsOut, segs.1),
-                (Count::BytesAcked, segs.1 * 1448),
-            ]),
-            responses: r,
-        }
+        let key = GroupKey { cc: arm, peer_group: group, asn: Some(asn), country: None, arm: Some(arm) };
+        crate::experiment::arm_totals(key, segs, segs.1 * 1448, std::iter::repeat_n(0.05, responses))
     }
 
     fn bounds() -> Bounds {

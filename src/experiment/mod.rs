@@ -188,6 +188,28 @@ pub struct ArmCount {
     pub redirected: u64,
 }
 
+/// Test data for the experiment's modules: one arm's totals in one group, with `segs`
+/// (retransmitted, sent), `acked` bytes, and a 10 kB response delivered in each of `times`.
+#[cfg(test)]
+pub(crate) fn arm_totals(
+    key: bbrtop_core::snapshot::GroupKey,
+    segs: (u64, u64),
+    acked: u64,
+    times: impl IntoIterator<Item = f64>,
+) -> bbrtop_core::snapshot::CcTotals {
+    use bbrtop_core::model::{Count, Tally};
+    let mut t = bbrtop_core::snapshot::CcTotals::of(key);
+    t.counts = Tally::from_counts([
+        (Count::RetransSegs, segs.0),
+        (Count::SegsOut, segs.1),
+        (Count::BytesAcked, acked),
+    ]);
+    for time in times {
+        t.responses.observe(10_000, time);
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -284,25 +284,11 @@ pub fn verdicts(totals: &[CcTotals], names: &[String]) -> Vec<GroupVerdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bbrtop_core::snapshot::GroupKey;
 
     fn bucket(arm: &str, cc: &str, group: &str, times: &[f64], segs: (u64, u64), acked: u64) -> CcTotals {
-        let mut responses = Responses::default();
-        for t in times {
-            responses.observe(10_000, *t);
-        }
-        CcTotals {
-            cc: cc.into(),
-            peer_group: group.into(),
-            asn: None,
-            country: None,
-            arm: Some(arm.into()),
-            counts: Tally::from_counts([
-                (Count::RetransSegs, segs.0),
-                (Count::SegsOut, segs.1),
-                (Count::BytesAcked, acked),
-            ]),
-            responses,
-        }
+        let key = GroupKey { cc, peer_group: group, asn: None, country: None, arm: Some(arm) };
+        crate::experiment::arm_totals(key, segs, acked, times.iter().copied())
     }
 
     fn spread(center: f64, n: usize) -> Vec<f64> {

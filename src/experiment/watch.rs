@@ -146,9 +146,8 @@ impl Program for super::attach::Running<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bbrtop_core::model::{Count, Tally};
     use bbrtop_core::rule::RuleConfig;
-    use bbrtop_core::snapshot::responses::Responses;
+    use bbrtop_core::snapshot::GroupKey;
     use std::cell::Cell;
 
     /// The program as the loop sees it, in memory: its counts, the arms closed, and a cgroup
@@ -178,23 +177,8 @@ mod tests {
 
     /// An arm's totals: `segs` (retransmitted, sent) and 500 responses of 50 ms.
     fn totals(arm: &str, segs: (u64, u64)) -> CcTotals {
-        let mut r = Responses::default();
-        for _ in 0..500 {
-            r.observe(10_000, 0.05);
-        }
-        CcTotals {
-            cc: arm.into(),
-            peer_group: "edge".into(),
-            asn: None,
-            country: None,
-            arm: Some(arm.into()),
-            counts: Tally::from_counts([
-                (Count::RetransSegs, segs.0),
-                (Count::SegsOut, segs.1),
-                (Count::BytesAcked, segs.1 * 1448),
-            ]),
-            responses: r,
-        }
+        let key = GroupKey { cc: arm, peer_group: "edge", asn: None, country: None, arm: Some(arm) };
+        crate::experiment::arm_totals(key, segs, segs.1 * 1448, std::iter::repeat_n(0.05, 500))
     }
 
     /// The test arm retransmits 10% of 100,000 segments against a 1% bound with no hold: the
