@@ -183,7 +183,12 @@ fn root_tui_on_a_lab_flow_answers_keys_and_restores_the_shell() {
     t.keys(&["1", "c"]);
     t.wait_for("sockets (2)");
     t.keys(&["Enter"]);
-    let p = t.wait_for("  pacing ");
+    // A capture can catch the terminal mid-frame (a CI run saw the charts without the ribbon
+    // below them): wait for the pane's charts and its ribbon both.
+    let p = support::poll_until(Duration::from_secs(30), || {
+        Some(t.pane()).filter(|p| p.contains("  pacing ") && p.contains("phases"))
+    })
+    .unwrap_or_else(|| panic!("the detail pane never showed its charts and ribbon:\n{}", t.pane()));
     assert!(p.contains("srtt ") && p.contains("cwnd "), "the detail pane's charts:\n{p}");
     assert!(p.contains("phases over") || p.contains("no BBR phases: cubic"), "the ribbon:\n{p}");
     t.keys(&["2"]);
