@@ -27,7 +27,10 @@ pub fn run(every: Duration, stopped: impl Fn() -> bool, mut tick: impl FnMut(Ins
         if !wait_until(next, &stopped) {
             return;
         }
-        next = next.max(Instant::now() - every);
+        // (Within `every` of boot there is nothing earlier to catch up from.)
+        if let Some(floor) = Instant::now().checked_sub(every) {
+            next = next.max(floor);
+        }
     }
 }
 
