@@ -67,6 +67,17 @@ pub fn text(s: &Summary) -> String {
             f.goodput_share * 100.0
         );
     }
+    // An arm whose connections ran another cc than its own says so: dctcp without ECN runs as
+    // dctcp-reno, and its figures are that cc's.
+    for f in s.figures.iter().filter(|f| f.ccs.iter().any(|r| r.cc != f.arm)) {
+        let all: u64 = f.ccs.iter().map(|r| r.segs_out).sum::<u64>().max(1);
+        let ran: Vec<String> = f
+            .ccs
+            .iter()
+            .map(|r| format!("{} {:.0}%", r.cc, r.segs_out as f64 * 100.0 / all as f64))
+            .collect();
+        t += &format!("\narm {}'s connections ran, by segments sent: {}\n", f.arm, ran.join(", "));
+    }
     for st in &s.stopped {
         t += &format!("\nharm guard stopped {} at {:.1}s: {}\n", st.arm, st.at, st.why);
     }
@@ -141,5 +152,34 @@ mod tests {
         assert!(t.contains("harm guard stopped bbr at 9.0s: test arm's retransmit ratio 21.20%"), "{t}");
         assert!(t.contains("100.0..?"), "an unbounded end reads ?: {t}");
         assert!(t.contains("bbr                   50%                    2            0           4"), "{t}");
+        assert!(!t.contains("connections ran"), "no figures, nothing to say of their ccs: {t}");
+    }
+
+    /// An arm that ran its own cc says nothing more; one whose connections ran another says
+    /// which, by segments sent.
+    #[test]
+    fn an_arm_that_ran_another_cc_says_so() {
+        let run = |cc: &str, segs_out| crate::experiment::verdict::CcRun { cc: cc.into(), segs_out };
+        let fig = |arm: &str, ccs| ArmFigures { arm: arm.into(), ccs, ..ArmFigures::default() };
+        let s = Summary {
+            cgroup: "/sys/fs/cgroup/unified/exp".into(),
+            unit: Unit::default(),
+            seed: 7,
+            dry_run: false,
+            seconds: 10.0,
+            arms: Vec::new(),
+            figures: vec![
+                fig("cubic", vec![run("cubic", 900)]),
+                fig("dctcp", vec![run("dctcp-reno", 300), run("dctcp", 100)]),
+            ],
+            stopped: Vec::new(),
+            verdicts: Vec::new(),
+        };
+        let t = text(&s);
+        assert!(
+            t.contains("arm dctcp's connections ran, by segments sent: dctcp-reno 75%, dctcp 25%"),
+            "{t}"
+        );
+        assert!(!t.contains("arm cubic's"), "{t}");
     }
 }

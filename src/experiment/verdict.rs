@@ -36,8 +36,19 @@ pub struct ArmFigures {
     pub goodput_bytes_per_sec: f64,
     /// Its share of every arm's goodput.
     pub goodput_share: f64,
+    /// The ccs its connections ran, by the segments each sent: the arm's own, or what the kernel
+    /// made of it (`dctcp-reno`, dctcp without ECN), or the cc a connection was given since.
+    #[serde(default)]
+    pub ccs: Vec<CcRun>,
     #[serde(skip)]
     pub hist: LogHist,
+}
+
+/// One cc an arm's connections ran, and the segments they sent with it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CcRun {
+    pub cc: String,
+    pub segs_out: u64,
 }
 
 impl ArmFigures {
@@ -82,6 +93,7 @@ pub fn arms(totals: &[CcTotals], names: &[String], connections: &[u64], seconds:
                     .then(|| c[Count::RetransSegs] as f64 / c[Count::SegsOut] as f64),
                 goodput_bytes_per_sec: c[Count::BytesAcked] as f64 / seconds.max(1e-9),
                 goodput_share: 0.0,
+                ccs: ccs_run(totals, arm),
                 hist,
             }
         })
@@ -89,6 +101,19 @@ pub fn arms(totals: &[CcTotals], names: &[String], connections: &[u64], seconds:
     let total: f64 = out.iter().map(|a| a.goodput_bytes_per_sec).sum();
     for a in &mut out {
         a.goodput_share = if total > 0.0 { a.goodput_bytes_per_sec / total } else { 0.0 };
+    }
+    out
+}
+
+/// The ccs `arm`'s connections ran, in the totals' order, by segments sent.
+fn ccs_run(totals: &[CcTotals], arm: &str) -> Vec<CcRun> {
+    let mut out: Vec<CcRun> = Vec::new();
+    for t in totals.iter().filter(|t| t.arm.as_deref() == Some(arm)) {
+        let segs = t.counts[Count::SegsOut];
+        match out.iter_mut().find(|r| r.cc == t.cc) {
+            Some(r) => r.segs_out += segs,
+            None => out.push(CcRun { cc: t.cc.clone(), segs_out: segs }),
+        }
     }
     out
 }
@@ -322,6 +347,28 @@ mod tests {
         // Per connection, the test arm's 10 connections each carried nine times the control's.
         let (c, t) = (a[0].guard_stats(), a[1].guard_stats());
         assert!((t.goodput_bytes_per_sec / c.goodput_bytes_per_sec - 9.0).abs() < 1e-9);
+        // Each arm ran its own cc, summed over its groups; the socket outside is no arm's.
+        let run = |cc: &str, segs_out| CcRun { cc: cc.into(), segs_out };
+        assert_eq!(
+            (a[0].ccs.clone(), a[1].ccs.clone()),
+            (vec![run("cubic", 101_000)], vec![run("bbr", 101_000)])
+        );
+    }
+
+    /// An arm's connections that run another cc than the arm's (dctcp without ECN becomes
+    /// dctcp-reno) are counted under the cc they ran.
+    #[test]
+    fn an_arms_ccs_are_those_its_connections_ran() {
+        let totals = vec![
+            bucket("dctcp", "dctcp", "dc", &[], (0, 400), 0),
+            bucket("dctcp", "dctcp-reno", "dc", &[], (0, 100), 0),
+            bucket("dctcp", "dctcp-reno", "edge", &[], (0, 50), 0),
+            bucket("cubic", "cubic", "dc", &[], (0, 700), 0),
+        ];
+        let a = arms(&totals, &["cubic".into(), "dctcp".into()], &[1, 1], 1.0);
+        let run = |cc: &str, segs_out| CcRun { cc: cc.into(), segs_out };
+        assert_eq!(a[1].ccs, [run("dctcp", 400), run("dctcp-reno", 150)]);
+        assert_eq!(a[0].ccs, [run("cubic", 700)]);
     }
 
     /// The call as docs/experiment.md words it: `worse` if any of p50, p95 and p99 is surely worse,
