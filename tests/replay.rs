@@ -314,7 +314,7 @@ fn replay_in_tmux_answers_the_time_keys() {
         t.wait_for(&format!("poll {want} of 400"));
     }
     t.type_text("g");
-    t.wait_for("go to (HH:MM:SS UTC or RFC 3339):");
+    t.wait_for("go to (HH:MM:SS UTC, RFC 3339 or +90s):");
     t.type_text("03:10:42");
     t.keys(&["Enter"]);
     let p = t.wait_for("poll 43 of 400");

@@ -95,7 +95,7 @@ pub const REPLAY_BINDINGS: &[Binding] = &[
     (KeyCode::Char('['), NONE, Action::Time(Control::Skip(-10)), "10 s forward / back"),
     (KeyCode::Char('}'), NONE, Action::Time(Control::Skip(60)), "1 min forward / back"),
     (KeyCode::Char('{'), NONE, Action::Time(Control::Skip(-60)), "1 min forward / back"),
-    (KeyCode::Char('g'), NONE, Action::StartGoto, "go to a time: HH:MM:SS (UTC) or RFC 3339"),
+    (KeyCode::Char('g'), NONE, Action::StartGoto, "go to a time: HH:MM:SS (UTC), RFC 3339 or +90s"),
     (KeyCode::Char('n'), NONE, Action::Time(Control::Onset { forward: true }), "next / previous alert onset"),
     (
         KeyCode::Char('N'),

@@ -105,7 +105,7 @@ fn draw_footer(f: &mut Frame, area: Rect, app: &App, replay: bool) {
     let line = if let Some(e) = &app.editing {
         let prompt = match app.prompt {
             Prompt::Filter => "/",
-            Prompt::Time => "go to (HH:MM:SS UTC or RFC 3339): ",
+            Prompt::Time => "go to (HH:MM:SS UTC, RFC 3339 or +90s): ",
         };
         let room = usize::from(area.width).saturating_sub(prompt.chars().count());
         let mut spans = vec![Span::styled(prompt, Style::new().fg(Color::Yellow))];
