@@ -167,4 +167,46 @@ mod tests {
             );
         }
     }
+
+    /// docs/reference/json.md names every field a document's sockets, per-cc aggregates,
+    /// response rows and collectors carry, each in its own section: a field the code adds
+    /// without a word there fails here.
+    #[test]
+    fn the_json_reference_names_every_field() {
+        let doc = include_str!("../../docs/reference/json.md");
+        let section = |heading: &str| {
+            let at = doc.find(heading).unwrap_or_else(|| panic!("json.md has no {heading:?}"));
+            let rest = &doc[at + heading.len()..];
+            &rest[..rest.find("\n## ").unwrap_or(rest.len())]
+        };
+        let mut e = Engine::new(EngineConfig::default());
+        let now = Now::system();
+        let rec = record(1, "bbr").local("10.0.0.1:4001").peer("192.0.2.1:80").srtt_us(20_000).build();
+        feed_dump(&mut e, Dump { sockets: vec![rec], ..Dump::default() }, now);
+        e.apply(bbrtop_core::seam::Update::Response(bbrtop_core::seam::Response {
+            cookie: 1,
+            netns: 0,
+            cc: "bbr".into(),
+            peer: "192.0.2.1".parse().unwrap(),
+            bytes: 15_000,
+            took: std::time::Duration::from_millis(30),
+            served: true,
+        }));
+        let snap = e.tick(now);
+        let responses = bbrtop_core::snapshot::totals::response_rows(&snap.totals);
+        let views = snap.sockets.to_vec();
+        let v = serde_json::to_value(SnapshotDoc::new(&snap, views.iter().collect(), &responses)).unwrap();
+        for (key, heading) in [
+            ("sockets", "## A socket"),
+            ("by_cc", "## Per-cc aggregates"),
+            ("responses", "## Response delivery times"),
+            ("collectors", "## Collectors"),
+        ] {
+            let first = v[key].as_array().and_then(|a| a.first()).unwrap_or_else(|| panic!("no {key}: {v}"));
+            let text = section(heading);
+            let missing: Vec<&String> =
+                first.as_object().unwrap().keys().filter(|f| !text.contains(&format!("`{f}`"))).collect();
+            assert!(missing.is_empty(), "docs/reference/json.md, {heading:?}, does not name {missing:?}");
+        }
+    }
 }
