@@ -19,6 +19,7 @@ pub mod export;
 #[cfg(test)]
 mod fuzz;
 pub mod lab;
+pub mod latest;
 pub mod log;
 pub mod mem;
 pub mod output;

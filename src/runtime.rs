@@ -2,43 +2,27 @@
 //! snapshot published for any number of readers. Readers never block the poller: they clone an
 //! `Arc` under a lock held for nanoseconds, never across a syscall.
 
+use crate::latest::Latest;
 use crate::worker::Worker;
 use bbrtop_core::seam::Now;
 use bbrtop_core::seam::Source;
 use bbrtop_core::snapshot::Snapshot;
 use bbrtop_engine::Engine;
 use std::ops::ControlFlow;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The latest snapshot, and a way to wait for the next one.
-pub struct Published {
-    latest: Mutex<Arc<Snapshot>>,
-    changed: Condvar,
-}
+pub type Published = Latest<Snapshot>;
 
-impl Published {
+impl Latest<Snapshot> {
     pub fn new(first: Arc<Snapshot>) -> Arc<Published> {
-        Arc::new(Published { latest: Mutex::new(first), changed: Condvar::new() })
-    }
-
-    pub fn latest(&self) -> Arc<Snapshot> {
-        Arc::clone(&self.latest.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    pub fn publish(&self, snap: Arc<Snapshot>) {
-        *self.latest.lock().unwrap_or_else(|e| e.into_inner()) = snap;
-        self.changed.notify_all();
+        Arc::new(Latest::with(first))
     }
 
     /// Waits up to `timeout` for a snapshot newer than `seq`.
     pub fn wait_newer(&self, seq: u64, timeout: Duration) -> Option<Arc<Snapshot>> {
-        let guard = self.latest.lock().unwrap_or_else(|e| e.into_inner());
-        let (guard, _) = self
-            .changed
-            .wait_timeout_while(guard, timeout, |s| s.seq <= seq)
-            .unwrap_or_else(|e| e.into_inner());
-        (guard.seq > seq).then(|| Arc::clone(&guard))
+        self.wait_for(timeout, |s| s.seq > seq)
     }
 }
 

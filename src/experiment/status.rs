@@ -6,23 +6,9 @@
 
 use super::ArmCount;
 use super::verdict::{ArmFigures, GroupVerdict};
-use std::sync::{Arc, Mutex};
 
-/// The latest status: the loop swaps in a new one under a lock held for a pointer's copy.
-#[derive(Default)]
-pub struct Latest(Mutex<Arc<Status>>);
-
-impl Latest {
-    pub fn latest(&self) -> Arc<Status> {
-        Arc::clone(&self.0.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    pub fn publish(&self, status: Status) {
-        let old = std::mem::replace(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()), Arc::new(status));
-        // The one it replaced is freed here, after the lock, if no reader holds it.
-        drop(old);
-    }
-}
+/// The latest status: the loop publishes a new one at each look.
+pub type Latest = crate::latest::Latest<Status>;
 
 #[derive(Clone, Debug, Default)]
 pub struct Status {
@@ -54,19 +40,4 @@ pub struct Stopped {
     /// The bound's figures, after the part of the arm that crossed it when that is a peer group
     /// or AS (`in asn=AS64500: ...`).
     pub why: String,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_reader_keeps_the_status_it_took_while_a_new_one_is_published() {
-        let latest = Latest::default();
-        let held = latest.latest();
-        // Held as the TUI holds it across a frame: were it a lock's guard, this would deadlock.
-        latest.publish(Status { seconds: 2.0, ..Status::default() });
-        assert_eq!(held.seconds, 0.0, "what a reader took does not change under it");
-        assert_eq!(latest.latest().seconds, 2.0);
-    }
 }

@@ -78,7 +78,7 @@ impl Watch {
             let status = self.step(now, program, &latest().totals, shown.is_some());
             tracing::info!(arms = %status_line(&status.figures), "experiment running");
             if let Some(shown) = shown {
-                shown.publish(status);
+                shown.publish(Arc::new(status));
             }
             ControlFlow::Continue(())
         });
