@@ -124,6 +124,19 @@ mod tests {
     use bbrtop_core::wire::Dump;
     use bbrtop_engine::{Engine, EngineConfig};
 
+    /// One 15 kB response the BBR socket of cookie 1 served, in 30 ms.
+    fn served_one(e: &mut Engine) {
+        e.apply(bbrtop_core::seam::Update::Response(bbrtop_core::seam::Response {
+            cookie: 1,
+            netns: 0,
+            cc: "bbr".into(),
+            peer: "192.0.2.1".parse().unwrap(),
+            bytes: 15_000,
+            took: std::time::Duration::from_millis(30),
+            served: true,
+        }));
+    }
+
     #[test]
     fn streamed_document_is_the_whole_one() {
         let mut e = Engine::new(EngineConfig::default());
@@ -138,15 +151,7 @@ mod tests {
             })
             .collect();
         feed_dump(&mut e, Dump { sockets: recs, ..Dump::default() }, now);
-        e.apply(bbrtop_core::seam::Update::Response(bbrtop_core::seam::Response {
-            cookie: 1,
-            netns: 0,
-            cc: "bbr".into(),
-            peer: "192.0.2.1".parse().unwrap(),
-            bytes: 15_000,
-            took: std::time::Duration::from_millis(30),
-            served: true,
-        }));
+        served_one(&mut e);
         let snap = e.tick(now);
         let responses = bbrtop_core::snapshot::totals::response_rows(&snap.totals);
         assert_eq!(responses.len(), 3, "{responses:?}");
@@ -183,15 +188,7 @@ mod tests {
         let now = Now::system();
         let rec = record(1, "bbr").local("10.0.0.1:4001").peer("192.0.2.1:80").srtt_us(20_000).build();
         feed_dump(&mut e, Dump { sockets: vec![rec], ..Dump::default() }, now);
-        e.apply(bbrtop_core::seam::Update::Response(bbrtop_core::seam::Response {
-            cookie: 1,
-            netns: 0,
-            cc: "bbr".into(),
-            peer: "192.0.2.1".parse().unwrap(),
-            bytes: 15_000,
-            took: std::time::Duration::from_millis(30),
-            served: true,
-        }));
+        served_one(&mut e);
         let snap = e.tick(now);
         let responses = bbrtop_core::snapshot::totals::response_rows(&snap.totals);
         let views = snap.sockets.to_vec();
