@@ -2,7 +2,8 @@
 //! (its window closed, its ssh session dropped), crossterm's reader loops on the failed read
 //! without returning, so the UI would spin a core and never see its stop flag.
 
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use rustix::event::{PollFd, PollFlags, Timespec};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
 
 /// What the terminal had for us within the wait.
@@ -17,37 +18,45 @@ pub enum Ready {
 }
 
 /// The terminal crossterm reads: stdin when it is one, else /dev/tty (as crossterm chooses).
-pub struct Tty {
-    fd: RawFd,
-    _owned: Option<OwnedFd>,
+pub struct Tty(Source);
+
+enum Source {
+    Stdin(std::io::Stdin),
+    Owned(OwnedFd),
+}
+
+impl AsFd for Tty {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match &self.0 {
+            Source::Stdin(s) => s.as_fd(),
+            Source::Owned(f) => f.as_fd(),
+        }
+    }
 }
 
 impl Tty {
     pub fn open() -> std::io::Result<Tty> {
         use std::io::IsTerminal;
-        if std::io::stdin().is_terminal() {
-            return Ok(Tty { fd: 0, _owned: None });
+        let stdin = std::io::stdin();
+        if stdin.is_terminal() {
+            return Ok(Tty(Source::Stdin(stdin)));
         }
         let f = std::fs::OpenOptions::new().read(true).open("/dev/tty")?;
-        let owned = OwnedFd::from(f);
-        Ok(Tty { fd: owned.as_raw_fd(), _owned: Some(owned) })
+        Ok(Tty(Source::Owned(OwnedFd::from(f))))
     }
 
     /// Waits up to `timeout` for input (unless `input` is false: a hangup only) or a hangup.
     /// EINTR (a signal) counts as quiet, so the caller looks at its stop flag at once.
-    #[allow(unsafe_code)]
     pub fn wait(&self, timeout: Duration, input: bool) -> std::io::Result<Ready> {
         // POLLHUP, POLLERR and POLLNVAL are reported whatever is asked for.
-        let events = if input { libc::POLLIN } else { 0 };
-        let mut p = libc::pollfd { fd: self.fd, events, revents: 0 };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: one pollfd that lives on this stack frame for the whole call.
-        let n = unsafe { libc::poll(&mut p, 1, ms) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            return if e.kind() == std::io::ErrorKind::Interrupted { Ok(Ready::Quiet) } else { Err(e) };
+        let events = if input { PollFlags::IN } else { PollFlags::empty() };
+        let mut fds = [PollFd::new(self, events)];
+        let timeout = Timespec::try_from(timeout).unwrap_or(Timespec { tv_sec: i64::MAX, tv_nsec: 0 });
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(n) => Ok(readiness(n, fds[0].revents())),
+            Err(rustix::io::Errno::INTR) => Ok(Ready::Quiet),
+            Err(e) => Err(e.into()),
         }
-        Ok(readiness(n, p.revents))
     }
 
     /// Makes crossterm look at the terminal again. Its reader is edge-triggered (mio) and takes at
@@ -56,40 +65,33 @@ impl Tty {
     /// once, again and again (the filter prompt spun a core holding a 1,500-character paste). Setting
     /// the terminal's attributes to what they are wakes its readers (Linux's n_tty does so on every
     /// change), which is the new edge crossterm waits for.
-    #[allow(unsafe_code)]
     pub fn nudge(&self) -> std::io::Result<()> {
-        // SAFETY: tcgetattr fills one termios, zeroed here, through a valid pointer; tcsetattr reads it.
-        unsafe {
-            let mut t: libc::termios = std::mem::zeroed();
-            if libc::tcgetattr(self.fd, &mut t) != 0 || libc::tcsetattr(self.fd, libc::TCSANOW, &t) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
+        let t = rustix::termios::tcgetattr(self)?;
+        rustix::termios::tcsetattr(self, rustix::termios::OptionalActions::Now, &t)?;
         Ok(())
     }
 }
 
 /// Points stdin, stdout and stderr at /dev/null once the terminal has hung up: the restore, the
 /// lab's teardown and the exit path still write there, and a failed write to stderr panics.
-#[allow(unsafe_code)]
 pub fn detach() {
     let Ok(null) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/null") else {
         return;
     };
-    for fd in 0..=2 {
-        // SAFETY: dup2 onto the standard descriptors, which stay open for the process's life.
-        unsafe { libc::dup2(null.as_raw_fd(), fd) };
-    }
+    // Best effort: a descriptor that cannot be replaced stays as it was.
+    let _ = rustix::stdio::dup2_stdin(&null);
+    let _ = rustix::stdio::dup2_stdout(&null);
+    let _ = rustix::stdio::dup2_stderr(&null);
 }
 
 /// poll(2)'s answer for one descriptor, in our terms. A hangup wins over pending input: the
 /// input of a terminal that is gone cannot be answered.
-fn readiness(n: i32, revents: i16) -> Ready {
+fn readiness(n: usize, revents: PollFlags) -> Ready {
     if n == 0 {
         Ready::Quiet
-    } else if revents & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+    } else if revents.intersects(PollFlags::HUP | PollFlags::ERR | PollFlags::NVAL) {
         Ready::Gone
-    } else if revents & libc::POLLIN != 0 {
+    } else if revents.contains(PollFlags::IN) {
         Ready::Input
     } else {
         Ready::Quiet
@@ -99,15 +101,15 @@ fn readiness(n: i32, revents: i16) -> Ready {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::FromRawFd;
+    use std::os::fd::{AsRawFd, FromRawFd};
 
     #[test]
     fn a_hangup_wins_over_input_and_nothing_is_quiet() {
-        assert_eq!(readiness(0, 0), Ready::Quiet);
-        assert_eq!(readiness(1, libc::POLLIN), Ready::Input);
-        assert_eq!(readiness(1, libc::POLLIN | libc::POLLHUP), Ready::Gone);
-        assert_eq!(readiness(1, libc::POLLERR), Ready::Gone);
-        assert_eq!(readiness(1, libc::POLLNVAL), Ready::Gone);
+        assert_eq!(readiness(0, PollFlags::empty()), Ready::Quiet);
+        assert_eq!(readiness(1, PollFlags::IN), Ready::Input);
+        assert_eq!(readiness(1, PollFlags::IN | PollFlags::HUP), Ready::Gone);
+        assert_eq!(readiness(1, PollFlags::ERR), Ready::Gone);
+        assert_eq!(readiness(1, PollFlags::NVAL), Ready::Gone);
     }
 
     /// A burst longer than crossterm's read (a paste) left in the terminal past an edge-triggered
@@ -158,7 +160,7 @@ mod tests {
             let mut buf = [0u8; 1024];
             assert_eq!(libc::read(slave.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()), 1024);
             assert_eq!(edges(0), 0, "476 bytes left and no new edge: the reader would never look");
-            let tty = Tty { fd: slave.as_raw_fd(), _owned: None };
+            let tty = Tty(Source::Owned(slave.try_clone().unwrap()));
             assert_eq!(tty.wait(Duration::ZERO, true).unwrap(), Ready::Input, "what made the loop spin");
             assert_eq!(tty.wait(Duration::ZERO, false).unwrap(), Ready::Quiet, "a hangup only");
             tty.nudge().expect("nudge");
@@ -172,7 +174,7 @@ mod tests {
         // A pipe whose writer is closed answers POLLHUP, as a pty does once its master closes.
         let (r, w) = std::io::pipe().unwrap();
         drop(w);
-        let t = Tty { fd: r.as_raw_fd(), _owned: Some(OwnedFd::from(r)) };
+        let t = Tty(Source::Owned(OwnedFd::from(r)));
         assert_eq!(t.wait(Duration::from_millis(1000), true).unwrap(), Ready::Gone);
     }
 }
