@@ -160,6 +160,7 @@ pub fn run(a: ExperimentArgs) -> Result<(), Failure> {
 
 /// The poll settings the experiment's engine runs with: the long-running commands' defaults
 /// (every namespace through the walk where eBPF allows it, a poll a second).
+#[cfg(feature = "bpf")]
 fn poll_defaults() -> super::args::PollArgs {
     #[derive(clap::Parser)]
     struct Only {
