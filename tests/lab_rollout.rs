@@ -111,8 +111,14 @@ fn root_lab_rollout_refuses_what_does_not_apply() {
         assert_eq!(o.status.code(), Some(2), "{flag}: {err}");
         assert!(err.contains("does not apply to lab rollout") && err.lines().count() == 1, "{err}");
     }
+    // An unknown scenario: one line naming it and every scenario there is.
     let o = bbrtop(&["lab", "rollin"]);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("shallow or rollout"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("'rollin'") && err.contains("shallow, rollout") && err.lines().count() == 1,
+        "{err}"
+    );
 }
 
 /// The databases the binary carries read as a real writer's output of their specs does.
