@@ -117,8 +117,9 @@ struct bbrtop_resp {
  * with two, by the epoch's parity (bpf/sock_state.h), which userspace reads with each inet_diag
  * dump (INET_DIAG_REQ_SK_BPF_STORAGES). Userspace bumps the epoch (map read_epoch) before each
  * dump and reads the previous epoch's window, which the socket's ACKs no longer write: they
- * start the new epoch's. A window whose epoch is not the one read saw no ACK in that epoch. For BBR sockets it also holds BBR's state at the latest ACK, so
- * PROBE_BW's steps need no event of their own.
+ * start the new epoch's. A window whose epoch is not the one read saw no ACK in that epoch.
+ * For BBR sockets it also holds BBR's state at the latest ACK, so PROBE_BW's steps need no
+ * event of their own.
  *
  * Besides srtt after each ACK, it keeps the RTT samples themselves (what tcp_rtt_estimator was
  * handed, recovered from srtt's step), and apart the "prompt" ones: taken by an ACK that left

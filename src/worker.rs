@@ -77,7 +77,8 @@ impl Worker {
     }
 
     /// Whether the thread ended (stopped, or `tick` broke).
-    pub fn finished(&self) -> bool {
+    #[cfg(test)]
+    fn finished(&self) -> bool {
         self.thread.as_ref().is_none_or(JoinHandle::is_finished)
     }
 

@@ -28,11 +28,6 @@ impl<'a> GroupKey<'a> {
         GroupKey { asn: None, country: None, ..self }
     }
 
-    /// The key with the arm left out: the same peers whichever arm drew them.
-    pub fn without_arm(self) -> GroupKey<'a> {
-        GroupKey { arm: None, ..self }
-    }
-
     /// As labels (`cc`, `peer_group`, then `asn`, `country` and `arm` where given): a series'
     /// labels on `/metrics`.
     pub fn labels(self) -> Vec<(&'static str, &'a str)> {
@@ -72,7 +67,6 @@ mod tests {
         );
         let full = k("bbr", "near", Some("AS2"), Some("test"));
         assert_eq!(full.without_peers(), k("bbr", "near", None, Some("test")));
-        assert_eq!(full.without_arm(), k("bbr", "near", Some("AS2"), None));
         assert_eq!(GroupKey::everyone("bbr"), k("bbr", "all", None, None));
         // The records built from a key lend the same key back.
         assert_eq!(crate::snapshot::CcTotals::of(full).key(), full);
