@@ -291,7 +291,12 @@ fn read_chunk(stem: &Path, after: Option<i64>) -> anyhow::Result<(Meta, Chunk, V
     let (Some(first), Some(last)) = (rows.first().map(|r| r.at_ms), rows.last().map(|r| r.at_ms)) else {
         anyhow::bail!("{}: no polls", polls_file.display());
     };
-    let show = |ms: i64| humantime::format_rfc3339_millis(from_unix_ms(ms));
+    // RFC 3339 has four-digit years: a damaged chunk's time past 9999 is shown as it is (its
+    // Display would fail, and format! panic on that).
+    let show = |ms: i64| match ms {
+        0..=253_402_300_799_999 => humantime::format_rfc3339_millis(from_unix_ms(ms)).to_string(),
+        _ => format!("{ms} ms since the epoch"),
+    };
     anyhow::ensure!(
         rows.windows(2).all(|w| w[0].at_ms < w[1].at_ms) && after.is_none_or(|a| first > a),
         "{}: polls from {} to {} repeat or go back in time (a copy of another chunk's?)",
