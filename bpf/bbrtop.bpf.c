@@ -607,16 +607,30 @@ int BPF_PROG(tcp_established, const struct sock *sk, const int oldstate, const i
 	return 0;
 }
 
+/* Whether tcp_probe saw this socket's data acked within refresh_ns of its last segment, and so
+ * moved it in the walk then: RACK's mstamp is the send time of the newest segment an ACK covered,
+ * and only an ACK of data, which tcp_probe runs for, advances it. A request/response client's
+ * reads (its request was acked by the answer) and a busy server's are such, a pure receiver's
+ * are not. Loads only: the storage lookup it saves is most of a read's cost. */
+static __always_inline bool acked_lately(const struct tcp_sock *tp)
+{
+	return (tp->tcp_mstamp - tp->rack.mstamp) * 1000 < refresh_ns;
+}
+
 /* A receiver's move: the application read data (tcp_recvmsg adjusts the receive space each
  * time). tcp_probe skips a pure receiver's segments, and this fires once per read, not per
- * segment. */
+ * segment. A socket tcp_probe moved lately is left to it: what a read changes then is within the
+ * walk's refresh of its last record, the bound the refresh already sets (docs/fleet.md). */
 SEC("tp_btf/tcp_rcv_space_adjust")
 int BPF_PROG(tcp_rcv_space_adjust, struct sock *sk)
 {
-	struct sock_state *st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	struct tcp_sock *tp = TCP_SK(sk);
+	struct sock_state *st;
 
-	if (!st || !tp)
+	if (!tp || acked_lately(tp))
+		return 0;
+	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!st)
 		return 0;
 	if (!st->opened)
 		adopt(tp, st);

@@ -549,3 +549,35 @@ fn root_records_of_two_sockets_are_never_mixed() {
         &mixed[..mixed.len().min(5)]
     );
 }
+
+/// A pure receiver moves the walk at its reads: tcp_probe skips the segments of a socket with
+/// nothing in flight, and tcp_rcv_space_adjust leaves a read to tcp_probe only when the socket's
+/// own data was acked lately, which a receiver's never is. So the lab flow's receiving end, with
+/// the default refresh, is in every walk while it reads, its bytes received growing with the
+/// flow's. Without the read hook, or with its gate taking receivers too, it is in none after its
+/// establishment.
+#[test]
+fn root_a_pure_receivers_record_follows_its_reads() {
+    if !guard::lab("the receiver walk test") || !guard::bpf("the socket walk") {
+        return;
+    }
+    let mut lab = Lab::new(LabConfig::default()).unwrap();
+    let cfg = LoadConfig { walk: true, ..LoadConfig::from_rule(&Default::default()) };
+    let loaded = loader::load(&cfg).expect("load");
+    let mut walker = loaded
+        .walker(StateSet::default_filter(), bbrtop_collect::attrib::Resolver::new(None))
+        .expect("the walk");
+    let flow = lab.start_flow("cubic").unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    walker.walk().unwrap();
+    let mut received = Vec::new();
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_secs(1));
+        let walked = walker.walk().unwrap().sockets;
+        let receiver = walked.iter().find(|r| r.local == flow.peer && r.peer == flow.local);
+        let receiver = receiver.expect("the receiving end moved since the last walk");
+        received.push(receiver.tcp_info.bytes_received().expect("bytes received"));
+    }
+    // The lab's bottleneck carries well over 100 kB a second.
+    assert!(received.windows(2).all(|w| w[1] >= w[0] + 100_000), "bytes received at each walk: {received:?}");
+}
