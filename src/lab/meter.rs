@@ -9,6 +9,7 @@ use super::path_check::{Measured, QdiscSample, parse_tbf};
 use super::{Lab, LabError};
 use bbrtop_collect::netns::{NetnsSpec, run_in};
 use std::net::{SocketAddr, UdpSocket};
+use std::ops::ControlFlow;
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -136,21 +137,20 @@ fn receive(s: &UdpSocket, stop: &AtomicBool) -> Vec<Arrival> {
 fn sample(router: &str, stop: &AtomicBool) -> Vec<QdiscSample> {
     let mut out = Vec::new();
     let start = Instant::now();
-    let mut next = start;
-    while !stop.load(Ordering::Relaxed) {
-        let now = Instant::now();
-        if now < next {
-            std::thread::sleep((next - now).min(TICK));
-            continue;
-        }
-        next += SAMPLE_EVERY;
-        let before = start.elapsed().as_secs_f64();
-        let o = Command::new("tc").args(["-n", router, "-s", "-j", "qdisc", "show", "dev", "lan0"]).output();
-        // tc read the counters some time between its start and its end: the midpoint.
-        let at = (before + start.elapsed().as_secs_f64()) / 2.0;
-        if let Some(s) = o.ok().and_then(|o| parse_tbf(&String::from_utf8_lossy(&o.stdout), at)) {
-            out.push(s);
-        }
-    }
+    crate::worker::run(
+        SAMPLE_EVERY,
+        || stop.load(Ordering::Relaxed),
+        |_| {
+            let before = start.elapsed().as_secs_f64();
+            let o =
+                Command::new("tc").args(["-n", router, "-s", "-j", "qdisc", "show", "dev", "lan0"]).output();
+            // tc read the counters some time between its start and its end: the midpoint.
+            let at = (before + start.elapsed().as_secs_f64()) / 2.0;
+            if let Some(s) = o.ok().and_then(|o| parse_tbf(&String::from_utf8_lossy(&o.stdout), at)) {
+                out.push(s);
+            }
+            ControlFlow::Continue(())
+        },
+    );
     out
 }

@@ -42,6 +42,7 @@ use bbrtop_core::snapshot::loghist::LogHist;
 use bbrtop_core::wire::Dump;
 use report::{Collected, PopulationRun, Report};
 use shape::Shape;
+use std::ops::ControlFlow;
 use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -255,22 +256,26 @@ pub fn run(
     // the last poll; the clients' clocks count the same window (not the same number of
     // responses per connection: a distant one answers in seconds, a local one in milliseconds).
     let (mut counted_from, mut counted_until) = (started, started);
-    while ran < cfg.duration && !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(250));
-        ran = started.elapsed();
-        let counting = ran >= cfg.warmup;
-        let mut feed =
-            Responses { paths: &inodes, hists: &mut hists, geo: &geo, labels: &mut labels, counting };
-        for s in &mut sources {
-            s.poll(&mut feed);
-        }
-        if counting {
-            counted_until = Instant::now();
-        } else {
-            counted_from = Instant::now();
-        }
-        progress(ran);
-    }
+    crate::worker::run(
+        Duration::from_millis(250),
+        || stop.load(Ordering::Relaxed),
+        |_| {
+            ran = started.elapsed();
+            let counting = ran >= cfg.warmup;
+            let mut feed =
+                Responses { paths: &inodes, hists: &mut hists, geo: &geo, labels: &mut labels, counting };
+            for s in &mut sources {
+                s.poll(&mut feed);
+            }
+            if counting {
+                counted_until = Instant::now();
+            } else {
+                counted_from = Instant::now();
+            }
+            progress(ran);
+            if ran < cfg.duration { ControlFlow::Continue(()) } else { ControlFlow::Break(()) }
+        },
+    );
     labs.iter().filter_map(|l| l.meter.as_ref()).for_each(Meter::stop);
     let mut client: Vec<Vec<Vec<Duration>>> = vec![vec![Vec::new(); pops.len()]; BOXES.len()];
     for (b, p, ex) in &exchanges {
