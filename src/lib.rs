@@ -18,6 +18,8 @@ pub mod experiment;
 pub mod export;
 #[cfg(test)]
 mod fuzz;
+#[cfg(test)]
+mod generated_docs;
 pub mod lab;
 pub mod latest;
 pub mod log;

@@ -134,15 +134,11 @@ mod tests {
     /// docs/reference/flags.md is the CLI's own, as generated.
     #[test]
     fn the_flags_reference_is_generated() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference/flags.md");
         let want = super::flags_markdown();
-        if std::env::var_os("BBRTOP_WRITE_DOCS").is_some() {
-            std::fs::write(path, &want).expect("write docs/reference/flags.md");
-        }
-        let have = std::fs::read_to_string(path).unwrap_or_default();
-        assert!(
-            have == want,
-            "docs/reference/flags.md differs from the CLI: BBRTOP_WRITE_DOCS=1 cargo test -p bbrtop --lib cli::generate"
+        crate::generated_docs::hold(
+            "docs/reference/flags.md",
+            &want,
+            "cargo test -p bbrtop --lib cli::generate",
         );
         for flag in ["`--log.level`", "`--interval`", "`--web.listen-address`", "`--arm`", "`--bdp`"] {
             assert!(want.contains(flag), "{flag} missing from the generated reference");

@@ -640,7 +640,8 @@ fn where_view_groups_sockets_by_place_and_cc() {
 }
 
 /// The README's picture of the TUI is this buffer as SVG: the screen the tests above compare.
-/// `BBRTOP_WRITE_DOCS=1 cargo test --lib tui::tests::screen_as_svg` rewrites docs/img/tui.svg.
+/// It is held to docs/img/tui.svg; `BBRTOP_WRITE_DOCS=1 cargo test --lib tui::tests::screen_as_svg`
+/// rewrites it.
 #[test]
 fn screen_as_svg() {
     let b = render(&app_with(|a| a.detail = true), &fixture(), 120, 40);
@@ -653,11 +654,11 @@ fn screen_as_svg() {
     assert!(svg.contains(word), "{word}");
     assert!(svg.matches("<text").count() > 40, "a run of text per style per row");
     assert!(svg.contains("fill=\"#"), "colours");
-    if std::env::var_os("BBRTOP_WRITE_DOCS").is_some() {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/img/tui.svg");
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, svg).unwrap();
-    }
+    crate::generated_docs::hold(
+        "docs/img/tui.svg",
+        &svg,
+        "cargo test -p bbrtop --lib tui::tests::screen_as_svg",
+    );
 }
 
 fn playback(index: usize, playing: bool, speed: f64, note: Option<&str>) -> Status {

@@ -8,8 +8,6 @@ use prometheus_client::encoding::prometheus_protobuf::prometheus_data_model::{se
 use prost::Message;
 use std::collections::{BTreeMap, BTreeSet};
 
-const DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference/metrics.md");
-
 /// Each family of an OpenMetrics text as (name as Prometheus stores it, `# TYPE`), with the
 /// label names and values of its samples.
 struct Served {
@@ -148,12 +146,9 @@ fn series_resolve_to_their_family() {
 #[test]
 fn the_reference_is_generated_from_the_catalog() {
     let want = markdown();
-    if std::env::var_os("BBRTOP_WRITE_DOCS").is_some() {
-        std::fs::write(DOC, &want).expect("write docs/reference/metrics.md");
-    }
-    let have = std::fs::read_to_string(DOC).unwrap_or_default();
-    assert!(
-        have == want,
-        "docs/reference/metrics.md differs from the catalog; rewrite it with\n  BBRTOP_WRITE_DOCS=1 cargo test -p bbrtop --lib export::metrics::catalog"
+    crate::generated_docs::hold(
+        "docs/reference/metrics.md",
+        &want,
+        "cargo test -p bbrtop --lib export::metrics::catalog",
     );
 }
