@@ -65,7 +65,7 @@ fn root_sockets_of_a_deleted_namespace_leave_the_view() {
 /// them, so the walk never sees them again): their closes are the only word of their end, and
 /// a ring buffer too small for them (4 KiB, some 20 closes) loses most. The loss makes netlink
 /// reconcile at the next poll, so none stays listed more than a few polls; before, they stayed
-/// until the scheduled reconcile, 60 polls (15 s here) later.
+/// until the scheduled reconcile, then 60 polls (15 s here) later, now 600.
 #[test]
 fn root_a_mass_close_that_loses_events_leaves_no_phantom() {
     if !guard::root("the mass-close test") {

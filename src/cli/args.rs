@@ -87,8 +87,9 @@ pub struct SourceArgs {
     #[arg(long = "no-collector.bpf", overrides_with = "collector_bpf")]
     pub no_collector_bpf: bool,
     /// The socket walk: eBPF notes the sockets that moved, in every network namespace, and
-    /// netlink seeds and reconciles the host's every minute. On by default when eBPF runs and
-    /// neither --netns nor --lab narrows the view to one namespace. Given, it must run.
+    /// netlink seeds the host's and reconciles them every 10 minutes and after eBPF lost events.
+    /// On by default when eBPF runs and neither --netns nor --lab narrows the view to one
+    /// namespace. Given, it must run.
     #[arg(long = "collector.walk", overrides_with = "no_collector_walk")]
     pub collector_walk: bool,
     /// Turn the socket walk off: netlink dumps every socket of one namespace each poll.

@@ -76,7 +76,7 @@ pub fn start(
             sources.push(Box::new(Every::new(diag, RECONCILE_EVERY).or_when(lost)));
             sources.extend(bpf_sources);
             sources.push(walker);
-            engine.set_roles(NETLINK_SEEDS.into(), Some(WALK_READS.into()));
+            engine.set_roles(netlink_seeds(), Some(WALK_READS.into()));
         }
         None => {
             if let Some(w) = windows {
@@ -96,8 +96,13 @@ pub fn start(
 /// session that goes away) and SIGQUIT set the returned flag instead of killing the process, so
 /// it can restore the terminal and tear the lab down. Registered before anything is set up.
 use bbrtop_collect::bpf::RECONCILE_EVERY;
-const NETLINK_SEEDS: &str = "seeds the host namespace's sockets at start and reconciles them every 60 polls, \
-    and at the poll after eBPF lost events";
+/// What netlink does beside the walk, for the header.
+fn netlink_seeds() -> String {
+    format!(
+        "seeds the host namespace's sockets at start and reconciles them every {RECONCILE_EVERY} polls, \
+         and at the poll after eBPF lost events"
+    )
+}
 const WALK_READS: &str = "reads the sockets that moved since the last poll, in every network namespace";
 
 /// Whether to ask for the kernel walk: always for `--collector.walk` (an error with a narrowed

@@ -25,14 +25,24 @@ pub struct Collector {
     walk_off: Option<Reason>,
     /// Why reloading for tcp_bbr failed, once it did (it is not tried again).
     reload_failed: Option<Reason>,
-    /// Events the ring had no room for may be closes: netlink then reconciles at once.
+    /// Events the ring had no room for may be closes, and a close run the kernel skipped is a
+    /// close record that never was: netlink then reconciles at once.
     reconcile: Reconcile,
     lost_seen: u64,
+    closes_skipped_seen: u64,
 }
 
 impl Collector {
     pub fn new(loaded: Loaded, walk_off: Option<Reason>, reconcile: Reconcile) -> Collector {
-        Collector { loaded, undecodable_total: 0, walk_off, reload_failed: None, reconcile, lost_seen: 0 }
+        Collector {
+            loaded,
+            undecodable_total: 0,
+            walk_off,
+            reload_failed: None,
+            reconcile,
+            lost_seen: 0,
+            closes_skipped_seen: 0,
+        }
     }
 
     /// tcp_bbr loaded after the programs: load them again against its BTF, once.
@@ -140,6 +150,9 @@ impl Source for Collector {
         self.undecodable_total += undecodable;
         let lost = self.loaded.lost_total();
         self.reconcile.on_growth(&mut self.lost_seen, lost);
+        let misses = self.loaded.recursion_misses();
+        let closes_skipped = misses.get("tcp_destroy_sock").copied().unwrap_or(0);
+        self.reconcile.on_growth(&mut self.closes_skipped_seen, closes_skipped);
         let (status, limit) = self.status();
         feed.apply(Update::BpfStatus(BpfPoll {
             at: Some(wall),
@@ -147,7 +160,7 @@ impl Source for Collector {
             judges_inflation: self.loaded.links.iter().any(|(name, _)| *name == "tcp_probe"),
             ringbuf_lost_total: lost,
             undecodable_events_total: self.undecodable_total,
-            recursion_misses_total: self.loaded.recursion_misses(),
+            recursion_misses_total: misses,
             failure: poll_failure(consumed, undecodable),
             limit,
             features: status.features,
