@@ -24,6 +24,14 @@ use serde_json::Value;
 use std::time::Duration;
 use support::guard;
 
+/// The busy server test's unshaped traffic loads both cores: the timing tests, which compare two
+/// clocks to 10%, run beside each other but never beside it.
+static TRAFFIC: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn quiet() -> std::sync::RwLockReadGuard<'static, ()> {
+    TRAFFIC.read().unwrap_or_else(|e| e.into_inner())
+}
+
 /// AS and country databases that place the lab's client in AS64501 and BR, written by a real
 /// MMDB writer into `dir`: (AS file, country file), or None once its absence is said.
 fn client_databases(lab: &Lab, dir: &std::path::Path) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
@@ -60,6 +68,7 @@ fn root_response_times_agree_with_the_clients() {
     if !guard::lab("the response time test") || !guard::bpf("the response time test") {
         return;
     }
+    let _quiet = quiet();
     let lab = Lab::new(LabConfig { delay: Some(Duration::from_millis(20)), ..LabConfig::default() })
         .expect("a lab");
     let tmp = tempfile::tempdir().unwrap();
@@ -138,6 +147,7 @@ fn root_recorded_response_times_compare_by_as() {
     if !guard::lab("the recorded response time test") || !guard::bpf("the recorded response time test") {
         return;
     }
+    let _quiet = quiet();
     let lab = Lab::new(LabConfig { delay: Some(Duration::from_millis(10)), ..LabConfig::default() })
         .expect("a lab");
     let tmp = tempfile::tempdir().unwrap();
@@ -188,6 +198,7 @@ fn root_held_acks_are_not_delivery_time() {
     if !guard::lab("the held-ACK test") || !guard::bpf("the held-ACK test") {
         return;
     }
+    let _quiet = quiet();
     let lab = Lab::new(LabConfig::default()).expect("a lab");
     let (_export, port) = support::lab::exporter_with(&lab, &["--web.enable-api"]);
     let ask = ExchangeConfig {
@@ -216,4 +227,137 @@ fn root_held_acks_are_not_delivery_time() {
     times.sort();
     assert!(times.len() >= 100, "the clients timed {} responses", times.len());
     agree("le15kB", row, row["count"].as_u64().unwrap(), before, &times, 2);
+}
+
+/// `TcpExt: TCPBacklogCoalesce` of the lab's sender namespace: the segments the kernel merged
+/// into the one before them in a socket's backlog (`tcp_add_backlog`), while the server held
+/// the socket.
+fn backlog_coalesced(lab: &Lab) -> u64 {
+    let o = std::process::Command::new("ip")
+        .args(["netns", "exec", lab.sender_name(), "cat", "/proc/net/netstat"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "netstat: {}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut tcp_ext = text.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (names, values) = (tcp_ext.next().unwrap_or(""), tcp_ext.next().unwrap_or(""));
+    let at = names.split_whitespace().position(|n| n == "TCPBacklogCoalesce");
+    let value = at.and_then(|i| values.split_whitespace().nth(i)?.parse().ok());
+    value.unwrap_or_else(|| panic!("no TCPBacklogCoalesce in {text}"))
+}
+
+/// Drops the lab's client's requests from now on: the receiver's segments that carry the PSH
+/// flag (a write's last segment: each 8-byte request, and never a pure ACK), turned by a tc
+/// filter on its egress to its own loopback, where nothing takes them. The responses under way
+/// finish, ACKs and all; no new one starts.
+fn hold_requests(lab: &Lab) {
+    let ns = lab.receiver_name();
+    let tc = |args: &[&str]| {
+        let o = std::process::Command::new("tc").args(["-n", ns]).args(args).output().unwrap();
+        assert!(o.status.success(), "tc {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    tc(&["qdisc", "add", "dev", "lan0", "clsact"]);
+    // IPv4 with a 20-byte header (0x45), TCP, and PSH in the flags byte (13 bytes into TCP).
+    tc(&[
+        "filter", "add", "dev", "lan0", "egress", "protocol", "ip", "prio", "1", "u32", "match", "u8",
+        "0x45", "0xff", "at", "0", "match", "ip", "protocol", "6", "0xff", "match", "u8", "0x08", "0x08",
+        "at", "33", "action", "mirred", "egress", "redirect", "dev", "lo",
+    ]);
+}
+
+/// Responses counted by `bbrtop_response_delivery_seconds_count` of congestion control `cc`,
+/// every peer group and size together.
+fn counted(port: u16, cc: &str) -> u64 {
+    let (status, metrics) = support::http::get(port, "/metrics", None).expect("the metrics");
+    assert_eq!(status, 200, "{metrics}");
+    let ours = format!(r#"bbrtop_response_delivery_seconds_count{{cc="{cc}","#);
+    metrics
+        .lines()
+        .filter(|l| l.starts_with(&ours))
+        .map(|l| l.rsplit(' ').next().and_then(|n| n.parse::<u64>().ok()).expect("a count"))
+        .sum()
+}
+
+/// `bbrtop_bpf_recursion_misses_total{program="tcp_probe"}`: the segments whose hook the kernel
+/// skipped because the program was already running on that CPU (preempted or interrupted).
+fn probe_skips(port: u16) -> u64 {
+    let (_, metrics) = support::http::get(port, "/metrics", None).expect("the metrics");
+    let line =
+        metrics.lines().find(|l| l.starts_with(r#"bbrtop_bpf_recursion_misses_total{program="tcp_probe"}"#));
+    line.and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0)
+}
+
+/// `read`'s value once two readings `apart` are equal, within five seconds.
+fn settled(apart: Duration, read: impl Fn() -> u64) -> u64 {
+    let mut last = read();
+    let still = support::poll_until(Duration::from_secs(5), || {
+        std::thread::sleep(apart);
+        let now = read();
+        (std::mem::replace(&mut last, now) == now).then_some(now)
+    });
+    still.expect("a count that settles")
+}
+
+/// A busy server's responses are all counted (issue 39): twelve keep-alive connections ask for
+/// 200 KB answers back to back, unshaped (10 Gbit/s), so the client's ACKs often come while the
+/// server thread holds its socket (copying a write, or preempted on two busy cores) and wait in
+/// its backlog, where the kernel merges each into the one before (`TCPBacklogCoalesce`, asserted
+/// to rise: the busy condition held). A merged segment's ACK is in its control block, not its
+/// header.
+///
+/// The exporter starts first, so every connection and response is its to see. The server's
+/// send buffer holds a whole answer (tcp_wmem 4 MB), so an answer is one write that never waits
+/// for room: a server that fell behind mid-answer would let everything written be acked, and the
+/// kernel rightly counts two responses there. Then the client's requests are held (dropped on
+/// its egress): the answers under way finish, no new one starts, and the clients' count and
+/// the kernel's settle.
+///
+/// None is counted that the clients did not receive. Of what they received, the kernel may miss
+/// the answers whose last ACK's hook it skipped (the program already running on that CPU: its
+/// recursion misses) and 1 in 500 more: on a loaded 2-core VM a few in ten thousand still go
+/// uncounted with no miss counted (issue 39 stays open for them).
+#[test]
+fn root_a_busy_servers_responses_are_all_counted() {
+    if !guard::lab("the busy server test") || !guard::bpf("the busy server test") {
+        return;
+    }
+    let _alone = TRAFFIC.write().unwrap_or_else(|e| e.into_inner());
+    let rate = 10_000_000_000;
+    let lab = Lab::new(LabConfig {
+        rate_bit_per_sec: rate,
+        burst_bytes: bbrtop::lab::burst_for(rate),
+        ..LabConfig::default()
+    })
+    .expect("a lab");
+    let o = std::process::Command::new("ip")
+        .args(["netns", "exec", lab.sender_name(), "sysctl", "-qw", "net.ipv4.tcp_wmem=4096 4194304 4194304"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "sysctl: {}", String::from_utf8_lossy(&o.stderr));
+    let (_export, port) = support::lab::exporter_with(&lab, &["--interval=250ms"]);
+    let (coalesced, skipped) = (backlog_coalesced(&lab), probe_skips(port));
+    let ask = ExchangeConfig {
+        response_bytes: 200_000,
+        interval: Duration::ZERO,
+        think: Duration::ZERO,
+        ..ExchangeConfig::default()
+    };
+    let exchanges: Vec<_> = (0..12).map(|_| lab.start_exchange("cubic", ask).expect("an exchange")).collect();
+    std::thread::sleep(Duration::from_secs(4));
+    hold_requests(&lab);
+    let clients =
+        settled(Duration::from_millis(300), || exchanges.iter().map(|e| e.times().len() as u64).sum());
+    // A last answer whose ACK rode on a held request is acked again once the server probes.
+    let kernel = settled(Duration::from_millis(600), || counted(port, "cubic"));
+    let (coalesced, skipped) = (backlog_coalesced(&lab) - coalesced, probe_skips(port) - skipped);
+    eprintln!(
+        "the clients received {clients}, the kernel counted {kernel}; {coalesced} coalesced, {skipped} skipped"
+    );
+    assert!(coalesced > 0, "no segment waited in a backlog: the server was not busy");
+    assert!(clients > 1000, "the clients received {clients}");
+    assert!(kernel <= clients, "{kernel} counted, {clients} received");
+    assert!(
+        clients - kernel <= clients / 500 + skipped,
+        "{kernel} counted, {clients} received, {skipped} skipped"
+    );
 }
