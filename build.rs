@@ -1,7 +1,8 @@
-//! Compiles the lab's loss program (bpf/lab_loss.bpf.c), `bbrtop experiment`'s sock_ops program
-//! (bpf/experiment.bpf.c) and a program the verifier rejects (for the tests) into libbpf-rs
-//! skeletons in OUT_DIR, only with the `bpf` feature; bbrtop's own collectors' programs are built
-//! by crates/bbrtop-collect/build.rs.
+//! Compiles the lab's loss program (src/lab/lab_loss.bpf.c), `bbrtop experiment`'s sock_ops
+//! program (src/experiment/experiment.bpf.c), each beside the Rust that loads it, and a program the
+//! verifier rejects (tests/bpf/reject.bpf.c, for the tests) into libbpf-rs skeletons in OUT_DIR,
+//! only with the `bpf` feature; bbrtop's own collectors' programs are built by
+//! crates/bbrtop-collect/build.rs, in that crate's bpf/.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -25,9 +26,9 @@ mod bpf {
     use std::path::PathBuf;
 
     pub fn build() {
-        const LOSS: &str = "bpf/lab_loss.bpf.c";
-        const EXPERIMENT: &str = "bpf/experiment.bpf.c";
-        const REJECT: &str = "bpf/tests/reject.bpf.c";
+        const LOSS: &str = "src/lab/lab_loss.bpf.c";
+        const EXPERIMENT: &str = "src/experiment/experiment.bpf.c";
+        const REJECT: &str = "tests/bpf/reject.bpf.c";
         for f in [LOSS, EXPERIMENT, REJECT] {
             println!("cargo:rerun-if-changed={f}");
         }

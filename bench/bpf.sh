@@ -3,7 +3,7 @@
 #  1. single-flow loopback iperf3 throughput without and with bbrtop tracing (ROUNDS each);
 #  2. ns per run of each program, from bpf_stats (run_time_ns / run_cnt), during the traced runs,
 #     of an empty program on the same tracepoint (bench/floor.bpf.c): the measurement's floor;
-#     and of bpftrace running bpf/rtt_inflation.bt (the same alert): the reference;
+#     and of bpftrace running tests/bpftrace/rtt_inflation.bt (the same alert): the reference;
 #  3. short loopback connections at the top churn rate: closes captured vs sockets closed.
 # Needs root (CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN for bpf_stats), iperf3, python3, bpftool, clang,
 # and `cargo build --release --example bpf_floor`.
@@ -26,7 +26,8 @@ esac
 FLOOR_LOADER=target/release/examples/bpf_floor
 [ -x "$FLOOR_LOADER" ] || { echo "build the floor loader first (cargo build --release --example bpf_floor)" >&2; exit 1; }
 FLOOR_OBJ=$(mktemp --suffix=.o)
-clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I bpf -c bench/floor.bpf.c -o "$FLOOR_OBJ"
+clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I crates/bbrtop-collect/bpf -c bench/floor.bpf.c \
+    -o "$FLOOR_OBJ"
 PORT=$((20000 + RANDOM % 20000))
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
@@ -93,10 +94,10 @@ for r in $(seq "$ROUNDS"); do
   floor+=("$(python3 -c "print(round($ft/max($fc,1),1))")")
   exec {FLOOR[1]}>&-; wait "$FLOOR_PID" 2>/dev/null || true
   gone floor_probe
-  # The reference: bpftrace running the same alert (bpf/rtt_inflation.bt) on the same flow.
+  # The reference: bpftrace running the same alert (tests/bpftrace/rtt_inflation.bt) on the same flow.
   if command -v bpftrace >/dev/null; then
     bt_out=$(mktemp)
-    bt_start "$bt_out" bpf/rtt_inflation.bt
+    bt_start "$bt_out" tests/bpftrace/rtt_inflation.bt
     gbps >/dev/null
     read -r bt_t bt_c <<<"$(prog_stats tcp_probe tracepoint)"
     bpftrace_ns+=("$(python3 -c "print(round($bt_t/max($bt_c,1),1))")")
@@ -126,7 +127,7 @@ print(f"throughput change: {100*(st.mean(wi)/st.mean(wo)-1):+.2f}% (means); per 
 print(f"tcp_probe ns/run per round: {ns}  median {st.median(ns):.1f}")
 print(f"empty tcp_probe program (the floor) ns/run per round: {fl}  median {st.median(fl):.1f}")
 if bt:
-    print(f"bpftrace bpf/rtt_inflation.bt ns/run per round: {bt}  median {st.median(bt):.1f}")
+    print(f"bpftrace tests/bpftrace/rtt_inflation.bt ns/run per round: {bt}  median {st.median(bt):.1f}")
 PY
 
 # Churn: CONNS short connections as fast as python can make them; both ends close in this

@@ -55,7 +55,8 @@ forget() { # PID: no longer ours to end
 }
 stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; forget "$1"; }
 
-clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I bpf -c bench/floor_edge.bpf.c -o "$tmp/floor.o"
+clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I crates/bbrtop-collect/bpf -c bench/floor_edge.bpf.c \
+    -o "$tmp/floor.o"
 
 # Two namespaces and a veth pair; deleting the namespaces (cleanup) deletes the pair.
 ip netns add "$ns_srv"
@@ -175,8 +176,8 @@ with_object() { # KIND OBJECT PROGRAM: OBJECT's programs attached by the floor l
     stop "$f"
 }
 # Candidate objects measured beside bbrtop and the floor: EDGE_OBJECTS="LABEL=OBJECT.o ...",
-# e.g. a build of bpf/bbrtop.bpf.c with a change under test (walk_on set in its source: the
-# loader sets no read-only data).
+# e.g. a build of crates/bbrtop-collect/bpf/bbrtop.bpf.c with a change under test (walk_on set in
+# its source: the loader sets no read-only data).
 arms=(bbrtop floor)
 declare -A object=([floor]="$tmp/floor.o")
 for o in ${EDGE_OBJECTS:-}; do
@@ -205,7 +206,7 @@ python3 - "$tmp/results" "$ROUNDS" "$SECS" "$(uname -r)" <<'PY'
 import json, statistics as st, sys
 
 path, rounds, secs, kernel = sys.argv[1:5]
-# Which hook each program runs on: bbrtop's (bpf/bbrtop.bpf.c) and the floor's.
+# Which hook each program runs on: bbrtop's (crates/bbrtop-collect/bpf/bbrtop.bpf.c) and the floor's.
 HOOK = {
     "tcp_probe": "tcp_probe", "floor_probe": "tcp_probe",
     "tcp_sendmsg_locked": "tcp_sendmsg_locked", "tcp_sendmsg_fentry": "tcp_sendmsg_locked",

@@ -15,7 +15,8 @@ if [ "${1:-}" = --guest ]; then guest=1; shift; fi
 ROUNDS=${1:-6} REQUESTS=${2:-3000}
 cargo build --locked --example response_hooks >&2
 floor=target/bench-floor-sendmsg.o
-clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I bpf -c bench/floor_sendmsg.bpf.c -o "$floor"
+clang -O2 -g -target bpf -D__TARGET_ARCH_x86 -I crates/bbrtop-collect/bpf -c bench/floor_sendmsg.bpf.c \
+    -o "$floor"
 run=(target/debug/examples/response_hooks "$PWD/$floor" "$ROUNDS" "$REQUESTS")
 if [ "$guest" = 0 ]; then
     exec "${run[@]}"

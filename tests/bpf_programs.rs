@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use support::events::{closes, collect_until, netns_inode};
 use support::guard;
 
-// The object the verifier rejects (bpf/tests/reject.bpf.c).
+// The object the verifier rejects (tests/bpf/reject.bpf.c).
 bbrtop_collect::bpf_skeleton!(reject, "reject.skel.rs");
 
 fn load_with(btf: Option<std::path::PathBuf>) -> Loaded {

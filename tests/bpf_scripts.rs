@@ -1,4 +1,4 @@
-//! The bpftrace scripts in bpf/, run with the real bpftrace on lab flows.
+//! The bpftrace scripts in tests/bpftrace/, run with the real bpftrace on lab flows.
 
 mod support;
 
@@ -19,7 +19,7 @@ struct Bpftrace {
 
 impl Bpftrace {
     fn start(script: &str) -> Bpftrace {
-        let path = format!("{}/bpf/{script}", env!("CARGO_MANIFEST_DIR"));
+        let path = format!("{}/tests/bpftrace/{script}", env!("CARGO_MANIFEST_DIR"));
         let mut child = Command::new("bpftrace")
             .arg(path)
             .stdout(Stdio::piped())

@@ -1,6 +1,6 @@
-//! Compiles bpf/bbrtop.bpf.c (at the repository's root, beside the lab's program) into a
-//! libbpf-rs skeleton in OUT_DIR, only with the `bpf` feature. Nothing is fetched: the kernel
-//! types come from the vendored bpf/vmlinux_min.h.
+//! Compiles the collectors' programs (bpf/bbrtop.bpf.c, in this crate beside src/bpf/, which loads
+//! them) into a libbpf-rs skeleton in OUT_DIR, only with the `bpf` feature. Nothing is fetched: the
+//! kernel types come from the vendored bpf/vmlinux_min.h.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -13,8 +13,7 @@ mod bpf {
     use std::path::PathBuf;
 
     pub fn build() {
-        let dir =
-            PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it")).join("../../bpf");
+        let dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it")).join("bpf");
         for f in ["bbrtop.bpf.c", "bbrtop.h", "sock_state.h", "sock_record.h", "vmlinux_min.h"] {
             println!("cargo:rerun-if-changed={}", dir.join(f).display());
         }

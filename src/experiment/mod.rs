@@ -1,5 +1,5 @@
 //! `bbrtop experiment`: a congestion control per new connection of one cgroup, drawn by a seeded
-//! hash of its unit (bpf/experiment.bpf.c). This file is pure: the arms and their parsing, the
+//! hash of its unit (experiment.bpf.c, beside it). This file is pure: the arms and their parsing, the
 //! unit, and the hash, the same function as the BPF program's, so an assignment can be predicted.
 //! `attach.rs` holds the I/O: the checks made before anything is attached, and the link;
 //! `watch.rs` the loop that watches a running experiment; `summary.rs` what it prints at the end.
@@ -125,7 +125,7 @@ impl fmt::Display for Unit {
     }
 }
 
-/// splitmix64's finalizer, as bpf/experiment.bpf.c's `mix`.
+/// splitmix64's finalizer, as experiment.bpf.c's `mix`.
 pub fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
@@ -275,7 +275,7 @@ mod tests {
 
     const PINNED: [u32; 3] = [8708, 4658, 7445];
 
-    /// The peer is the default, per connection warns, and the codes stay bpf/experiment.bpf.c's.
+    /// The peer is the default, per connection warns, and the codes stay experiment.bpf.c's.
     #[test]
     fn the_default_unit_keeps_a_client_in_one_arm() {
         assert_eq!(Unit::default(), Unit::Peer);

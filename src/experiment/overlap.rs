@@ -37,7 +37,7 @@ pub struct Other {
     pub name: Option<String>,
 }
 
-/// The program's name in bpf/experiment.bpf.c (the kernel keeps 15 characters of a name).
+/// The program's name in experiment.bpf.c (the kernel keeps 15 characters of a name).
 pub const OUR_PROGRAM: &str = "experiment";
 
 impl Other {

@@ -1,5 +1,5 @@
 //! Random loss and CE marks on a lab link, and a receiver's ACKs thinned: a tc eBPF program
-//! (bpf/lab_loss.bpf.c) on an interface's egress. Netem and a marking AQM would do the first two
+//! (src/lab/lab_loss.bpf.c) on an interface's egress. Netem and a marking AQM would do the first two
 //! elsewhere; this kernel has neither.
 
 use super::LabError;

@@ -122,7 +122,8 @@ impl InetDiag {
 
     /// Starts the next epoch's windows before a dump: the programs begin one at each socket's
     /// next ACK, so the dump reads the current epoch's whole, written by no hook any more
-    /// (bpf/sock_state.h). The next epoch, which the parser reads from the next dump on.
+    /// (crates/bbrtop-collect/bpf/sock_state.h). The next epoch, which the parser reads from the
+    /// next dump on.
     fn next_windows(&mut self) -> Option<u32> {
         let s = self.storage.as_mut()?;
         let next = self.parser.epoch().wrapping_add(1);

@@ -18,8 +18,9 @@
 //! also sends one long download to the distant clients, as an edge box serves files beside its
 //! API: the deep buffer fills with what the box's own congestion control lets queue, and its
 //! responses wait behind it. The
-//! responses are timed in the kernel by bbrtop's eBPF programs (`bpf/bbrtop.bpf.c`), as the
-//! exporter times them; the clients time them too, as a check. [`report`] turns them into the
+//! responses are timed in the kernel by bbrtop's eBPF programs
+//! (`crates/bbrtop-collect/bpf/bbrtop.bpf.c`), as the exporter times them; the clients time them
+//! too, as a check. [`report`] turns them into the
 //! guide's table (p50/p95/p99 per box) and who got the win per AS. Each path is measured while
 //! it runs ([`super::meter`]), and the report says where it fell behind its target.
 //!

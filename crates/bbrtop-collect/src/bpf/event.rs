@@ -1,4 +1,5 @@
-//! Ring-buffer events (layouts in bpf/bbrtop.h), decoded by a pure function that never panics.
+//! Ring-buffer events (layouts in crates/bbrtop-collect/bpf/bbrtop.h), decoded by a pure function
+//! that never panics.
 
 use bbrtop_core::model::{BbrState, Count, Tally};
 use bbrtop_core::wire::record::Reader;
@@ -10,8 +11,9 @@ pub const PHASE_LEN: usize = 56;
 pub const CLOSE_LEN: usize = 192;
 pub const RESP_LEN: usize = 80;
 
-/// Byte offsets of every field the decoder reads, one module per struct of bpf/bbrtop.h; a test
-/// checks each against the skeleton's types, which come from the object's BTF.
+/// Byte offsets of every field the decoder reads, one module per struct of
+/// crates/bbrtop-collect/bpf/bbrtop.h; a test checks each against the skeleton's types, which come
+/// from the object's BTF.
 pub mod off {
     /// `struct bbrtop_hdr`, first in every event.
     pub mod hdr {

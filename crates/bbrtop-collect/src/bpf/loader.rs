@@ -70,7 +70,7 @@ pub const BBR_STATE_OFF: &str = "BBR state off: struct bbr is in no kernel BTF (
     and tcp_bbr is not loaded: read from when it loads); BBR phases are inferred from netlink";
 
 /// What the programs cannot read of `struct bbr` as this kernel has it (`None` when they read
-/// all they need): each read sits behind a CO-RE check of its field (bpf/bbrtop.bpf.c).
+/// all they need): each read sits behind a CO-RE check of its field (crates/bbrtop-collect/bpf/bbrtop.bpf.c).
 pub fn bbr_limit(s: Option<&StructBbr>) -> Option<Reason> {
     match s {
         None => Some(Reason::new(Cause::BbrStateOff, BBR_STATE_OFF)),
@@ -85,8 +85,8 @@ pub fn bbr_limit(s: Option<&StructBbr>) -> Option<Reason> {
     }
 }
 
-/// The members of `struct bbr` the programs report they read (bpf/bbrtop.h, `bbr_read`), as
-/// [`STRUCT_BBR_FIELDS`] names them.
+/// The members of `struct bbr` the programs report they read (crates/bbrtop-collect/bpf/bbrtop.h,
+/// `bbr_read`), as [`STRUCT_BBR_FIELDS`] names them.
 pub fn bbr_read_fields(mask: u32) -> Vec<&'static str> {
     let bit = |f: &str| match f {
         "mode" => mask & 1 != 0,

@@ -1,5 +1,5 @@
-//! The socket walk as a poller [`Source`]: the TCP hooks (bpf/bbrtop.bpf.c) write a record for
-//! each socket that moves, in any network namespace, into a map keyed by cookie; each poll
+//! The socket walk as a poller [`Source`]: the TCP hooks (crates/bbrtop-collect/bpf/bbrtop.bpf.c) write a
+//! record for each socket that moves, in any network namespace, into a map keyed by cookie; each poll
 //! bumps the read epoch, takes every record out of the map (read and deleted in batches), and
 //! hands the engine the sockets that moved. A socket that did not move costs nothing here.
 
@@ -16,7 +16,7 @@ use std::time::Instant;
 
 /// Records per batch syscall.
 const BATCH: u32 = 1024;
-/// The `moved` map's size (bpf/bbrtop.bpf.c).
+/// The `moved` map's size (crates/bbrtop-collect/bpf/bbrtop.bpf.c).
 const MAX_ENTRIES: usize = 1 << 18;
 
 pub struct Walker {

@@ -236,7 +236,8 @@ impl DctcpInfo {
 }
 
 /// The `struct bbr` fields bbrtop's eBPF programs read, each behind a CO-RE field check
-/// (bpf/bbrtop.bpf.c): v1 has all but `bw_hi`; v3 has no `lt_use_bw` and no `bw` filter.
+/// (crates/bbrtop-collect/bpf/bbrtop.bpf.c): v1 has all but `bw_hi`; v3 has no `lt_use_bw` and
+/// no `bw` filter.
 pub const STRUCT_BBR_FIELDS: [&str; 7] =
     ["min_rtt_us", "mode", "cycle_idx", "full_bw_reached", "lt_use_bw", "bw", "bw_hi"];
 
