@@ -298,31 +298,25 @@ fn settled(apart: Duration, read: impl Fn() -> u64) -> u64 {
     still.expect("a count that settles")
 }
 
-/// A busy server's responses are all counted (issue 39): twelve keep-alive connections ask for
-/// 200 KB answers back to back, unshaped (10 Gbit/s), so the client's ACKs often come while the
-/// server thread holds its socket (copying a write, or preempted on two busy cores) and wait in
-/// its backlog, where the kernel merges each into the one before (`TCPBacklogCoalesce`, asserted
-/// to rise: the busy condition held). A merged segment's ACK is in its control block, not its
-/// header.
-///
-/// The exporter starts first, so every connection and response is its to see. The server's
-/// send buffer holds a whole answer (tcp_wmem 4 MB), so an answer is one write that never waits
-/// for room: a server that fell behind mid-answer would let everything written be acked, and the
-/// kernel rightly counts two responses there. Then the client's requests are held (dropped on
-/// its egress): the answers under way finish, no new one starts, and the clients' count and
-/// the kernel's settle.
-///
-/// None is counted that the clients did not receive. Of what they received, the kernel may miss
-/// the answers whose last ACK's hook it skipped (the program already running on that CPU: its
-/// recursion misses) and 1 in 500 more: on a loaded 2-core VM a few in ten thousand still go
-/// uncounted with no miss counted (issue 39 stays open for them).
-#[test]
-fn root_a_busy_servers_responses_are_all_counted() {
-    if !guard::lab("the busy server test") || !guard::bpf("the busy server test") {
-        return;
-    }
-    let _alone = TRAFFIC.write().unwrap_or_else(|e| e.into_inner());
-    let rate = 10_000_000_000;
+/// What [`answers_against_clients`] saw: the answers the clients received and the kernel counted
+/// (while the connections were open, and once closed), the segments merged in the server's
+/// backlog and the tcp_probe runs the kernel skipped.
+struct Counted {
+    clients: u64,
+    open: u64,
+    closed: u64,
+    coalesced: u64,
+    skipped: u64,
+}
+
+/// Twelve keep-alive connections ask for `bytes` answers back to back through a lab path of
+/// `rate` for 4 s, `bbrtop export` started first, so every connection and answer is its to see.
+/// The server's send buffer holds a whole answer (tcp_wmem 4 MB), so an answer is one write that
+/// never waits for room: a server that fell behind mid-answer would let everything written be
+/// acked, and the kernel rightly counts two responses there. Then the clients' requests are held
+/// (dropped on their egress): the answers under way finish, no new one starts, and the clients'
+/// count and the kernel's settle; then the connections close.
+fn answers_against_clients(rate: u64, bytes: u64) -> Counted {
     let lab = Lab::new(LabConfig {
         rate_bit_per_sec: rate,
         burst_bytes: bbrtop::lab::burst_for(rate),
@@ -337,7 +331,7 @@ fn root_a_busy_servers_responses_are_all_counted() {
     let (_export, port) = support::lab::exporter_with(&lab, &["--interval=250ms"]);
     let (coalesced, skipped) = (backlog_coalesced(&lab), probe_skips(port));
     let ask = ExchangeConfig {
-        response_bytes: 200_000,
+        response_bytes: bytes,
         interval: Duration::ZERO,
         think: Duration::ZERO,
         ..ExchangeConfig::default()
@@ -348,16 +342,60 @@ fn root_a_busy_servers_responses_are_all_counted() {
     let clients =
         settled(Duration::from_millis(300), || exchanges.iter().map(|e| e.times().len() as u64).sum());
     // A last answer whose ACK rode on a held request is acked again once the server probes.
-    let kernel = settled(Duration::from_millis(600), || counted(port, "cubic"));
+    let open = settled(Duration::from_millis(600), || counted(port, "cubic"));
     let (coalesced, skipped) = (backlog_coalesced(&lab) - coalesced, probe_skips(port) - skipped);
+    drop(exchanges);
+    let closed = settled(Duration::from_millis(600), || counted(port, "cubic"));
     eprintln!(
-        "the clients received {clients}, the kernel counted {kernel}; {coalesced} coalesced, {skipped} skipped"
+        "the clients received {clients}, the kernel counted {open}, {closed} once closed; \
+         {coalesced} coalesced, {skipped} skipped"
     );
-    assert!(coalesced > 0, "no segment waited in a backlog: the server was not busy");
     assert!(clients > 1000, "the clients received {clients}");
-    assert!(kernel <= clients, "{kernel} counted, {clients} received");
+    Counted { clients, open, closed, coalesced, skipped }
+}
+
+/// None is counted that the clients did not receive, and every answer they received is counted:
+/// while the connections are open, all but at most each connection's last, and all once they
+/// closed. An answer whose end no tcp_probe run saw is counted at the server's next write to the
+/// socket, dated by RACK, and a connection's last as its socket closes.
+fn all_counted(c: &Counted) {
+    assert!(c.open <= c.clients, "{} counted, {} received", c.open, c.clients);
     assert!(
-        clients - kernel <= clients / 500 + skipped,
-        "{kernel} counted, {clients} received, {skipped} skipped"
+        c.clients - c.open <= 12,
+        "{} counted, {} received, {} runs skipped",
+        c.open,
+        c.clients,
+        c.skipped
     );
+    assert_eq!(c.closed, c.clients, "counted once the connections closed, against the clients' count");
+}
+
+/// A busy server's responses are all counted (issue 39): 200 KB answers unshaped (10 Gbit/s), so
+/// the client's ACKs often come while the server thread holds its socket (copying a write, or
+/// preempted on two busy cores) and wait in its backlog, where the kernel merges each into the
+/// one before (`TCPBacklogCoalesce`, asserted to rise: the busy condition held). A merged
+/// segment's ACK is in its control block, not its header.
+#[test]
+fn root_a_busy_servers_responses_are_all_counted() {
+    if !guard::lab("the busy server test") || !guard::bpf("the busy server test") {
+        return;
+    }
+    let _alone = TRAFFIC.write().unwrap_or_else(|e| e.into_inner());
+    let c = answers_against_clients(10_000_000_000, 200_000);
+    assert!(c.coalesced > 0, "no segment waited in a backlog: the server was not busy");
+    all_counted(&c);
+}
+
+/// Answers whose end no tcp_probe run saw are counted all the same. Through a 1 Gbit/s
+/// bottleneck, 15 KB answers back to back end about one in a thousand with the ACK that covered
+/// them never seen by tcp_probe, with no run skipped (the cause is not known): the server's next
+/// write finds everything acked and counts it. Without that count, 19 and 30 of some 32,000 went
+/// uncounted (two runs); with it, none.
+#[test]
+fn root_answers_whose_end_no_probe_saw_are_counted() {
+    if !guard::lab("the unseen end test") || !guard::bpf("the unseen end test") {
+        return;
+    }
+    let _alone = TRAFFIC.write().unwrap_or_else(|e| e.into_inner());
+    all_counted(&answers_against_clients(1_000_000_000, 15_000));
 }

@@ -308,6 +308,23 @@ static __always_inline void adopt(struct tcp_sock *tp, struct sock_state *st)
 		st->first_ns = bpf_ktime_get_ns();
 }
 
+/* The response before a new one, if its end went unseen: everything written is acked, yet no
+ * tcp_probe run saw the ACK that covered it (a run the kernel skipped, or one that read another
+ * ACK: a few in ten thousand on a busy server). It ended as that ACK arrived, which RACK dated:
+ * the newest acked segment's send time plus its round trip, in tcp_clock's microseconds
+ * (CLOCK_MONOTONIC, bpf_ktime_get_ns's clock). */
+static __always_inline void end_unseen(struct sock *sk, struct tcp_sock *tp, struct sock_state *st)
+{
+	__u32 written = tp->write_seq;
+	__u64 end = (tp->rack.mstamp + tp->rack.rtt_us) * 1000;
+
+	if (written == st->resp_start_seq)
+		return;
+	if (end <= st->resp_start_ns)
+		end = bpf_ktime_get_ns();
+	emit_response(sk, tp, st, written - st->resp_start_seq, end, 0);
+}
+
 /* The start of a response: the application writes to a socket with nothing unacknowledged and
  * nothing queued, one it accepted. A write that finds data outstanding joins the response under
  * way and returns before the storage lookup. */
@@ -326,6 +343,8 @@ static __always_inline int start_response(struct sock *sk)
 	/* A client's request is not a response. */
 	if (st->opened == 1)
 		return 0;
+	if (st->resp_start_ns)
+		end_unseen(sk, tp, st);
 	st->resp_start_ns = bpf_ktime_get_ns();
 	st->resp_start_seq = tp->write_seq;
 	return 0;
