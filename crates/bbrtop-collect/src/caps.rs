@@ -67,45 +67,19 @@ pub fn names(caps: &[Cap]) -> String {
     }
 }
 
-#[repr(C)]
-struct CapHeader {
-    version: u32,
-    pid: i32,
-}
-
-#[repr(C)]
-#[derive(Clone, Copy, Default)]
-struct CapData {
-    effective: u32,
-    permitted: u32,
-    inheritable: u32,
-}
-
-const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-
 /// Removes `caps` from this thread's effective and permitted sets, for good: once the eBPF
 /// programs are attached, the links, ring buffer and maps are open file descriptors, and using
 /// them needs no capability. Threads started later inherit
 /// the reduced sets; call it before starting them.
-#[allow(unsafe_code)]
 pub fn drop(caps: &[Cap]) -> std::io::Result<()> {
-    let mut hdr = CapHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
-    let mut data = [CapData::default(); 2];
-    // SAFETY: capget writes two CapData (version 3 layout) into `data` and reads `hdr`; both
-    // live across the call and have the kernel's layout (repr(C), three u32s per word).
-    if unsafe { libc::syscall(libc::SYS_capget, &mut hdr as *mut CapHeader, data.as_mut_ptr()) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    use rustix::thread::{CapabilitySet, capabilities, set_capabilities};
+    let mut sets = capabilities(None)?;
     for &c in caps {
-        let (word, bit) = ((c as usize) / 32, 1u32 << ((c as u32) % 32));
-        data[word].effective &= !bit;
-        data[word].permitted &= !bit;
+        let bit = CapabilitySet::from_bits_retain(1 << (c as u32));
+        sets.effective.remove(bit);
+        sets.permitted.remove(bit);
     }
-    // SAFETY: as above; capset only reads `hdr` and `data`.
-    if unsafe { libc::syscall(libc::SYS_capset, &mut hdr as *mut CapHeader, data.as_ptr()) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
+    Ok(set_capabilities(None, sets)?)
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! collector, the lab, doctor and the TUI's header all enter namespaces through it.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::path::PathBuf;
 
 /// Why a namespace could not be entered.
@@ -47,16 +47,16 @@ pub fn run_in<T: Send + 'static>(
     let handle = std::thread::Builder::new()
         .name("bbrtop-netns".into())
         .spawn(move || -> Result<T, NetnsError> {
-            #[allow(unsafe_code)]
-            // SAFETY: setns takes a valid open fd (kept alive by `file`) and a flag; it changes only
-            // this thread's namespace, and the thread ends when `f` returns.
-            let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-            if rc != 0 {
-                let err = std::io::Error::last_os_error();
-                return Err(if err.raw_os_error() == Some(libc::EPERM) {
+            // setns changes only this thread's namespace, and the thread ends when `f` returns.
+            let moved = rustix::thread::move_into_link_name_space(
+                file.as_fd(),
+                Some(rustix::thread::LinkNameSpaceType::Network),
+            );
+            if let Err(e) = moved {
+                return Err(if e == rustix::io::Errno::PERM {
                     NetnsError::Privilege(path)
                 } else {
-                    NetnsError::Open { path, source: err }
+                    NetnsError::Open { path, source: e.into() }
                 });
             }
             Ok(f())
@@ -74,15 +74,7 @@ fn open(ns: &NetnsSpec) -> std::io::Result<File> {
     let not = |what: &str| {
         std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("not a network namespace ({what})"))
     };
-    #[allow(unsafe_code)]
-    // SAFETY: fstatfs writes one statfs, zeroed here, through a valid pointer; the fd is open.
-    let fs_type = unsafe {
-        let mut st: libc::statfs = std::mem::zeroed();
-        if libc::fstatfs(file.as_raw_fd(), &mut st) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        st.f_type
-    };
+    let fs_type = rustix::fs::fstatfs(&file)?.f_type;
     // f_type and the magic are of types that differ by architecture.
     #[allow(clippy::unnecessary_cast)]
     let nsfs = fs_type as i64 == libc::NSFS_MAGIC as i64;

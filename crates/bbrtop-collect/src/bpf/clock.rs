@@ -4,11 +4,8 @@
 use std::time::{Duration, Instant};
 
 /// CLOCK_MONOTONIC in ns: the clock of `bpf_ktime_get_ns()`.
-#[allow(unsafe_code)]
 pub fn ktime_now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes only into the timespec we pass, which outlives the call.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
