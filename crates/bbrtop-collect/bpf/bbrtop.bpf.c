@@ -308,6 +308,16 @@ static __always_inline void adopt(struct tcp_sock *tp, struct sock_state *st)
 		st->first_ns = bpf_ktime_get_ns();
 }
 
+/* The socket's storage, made if it has none, with how it was opened known. */
+static __always_inline struct sock_state *state_of(struct sock *sk, struct tcp_sock *tp)
+{
+	struct sock_state *st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+
+	if (st && !st->opened)
+		adopt(tp, st);
+	return st;
+}
+
 /* The response before a new one, if its end went unseen: everything written is acked, yet no
  * tcp_probe run saw the ACK that covered it (a run the kernel skipped, or one that read another
  * ACK: a few in ten thousand on a busy server). It ended as that ACK arrived, which RACK dated:
@@ -335,11 +345,9 @@ static __always_inline int start_response(struct sock *sk)
 
 	if (!tp || tp->write_seq != tp->snd_una)
 		return 0;
-	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	st = state_of(sk, tp);
 	if (!st)
 		return 0;
-	if (!st->opened)
-		adopt(tp, st);
 	/* A client's request is not a response. */
 	if (st->opened == 1)
 		return 0;
@@ -447,7 +455,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	 * (packets_out shares a cache line with srtt_us.) */
 	if (!tp->packets_out)
 		return 0;
-	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	st = state_of(sk, tp);
 	if (!st)
 		return 0;
 	/* Only when everything written was sent can this ACK cover it: a bulk sender always has
@@ -471,8 +479,6 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	}
 	st->prev_rack_mstamp = rack_sent;
 	st->prev_snd_nxt = tp->snd_nxt;
-	if (!st->opened)
-		adopt(tp, st);
 	st->samples++;
 
 	__u32 epoch = current_epoch();
@@ -648,11 +654,9 @@ int BPF_PROG(tcp_rcv_space_adjust, struct sock *sk)
 
 	if (!tp || acked_lately(tp))
 		return 0;
-	st = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	st = state_of(sk, tp);
 	if (!st)
 		return 0;
-	if (!st->opened)
-		adopt(tp, st);
 	note_move(sk, st, current_epoch(), 0, -1);
 	return 0;
 }
