@@ -166,8 +166,8 @@ static __always_inline __u8 fill_bbr(__u8 *out, struct tcp_sock *tp)
 	    !bpf_core_field_exists(struct bbr, pacing_gain) || !bpf_core_field_exists(struct bbr, cwnd_gain))
 		return 0;
 	struct bbr *bbr = (struct bbr *)&tp->inet_conn.icsk_ca_priv;
-	__u64 bw = BPF_CORE_READ_BITFIELD(bbr, lt_use_bw) ? bbr->lt_bw : bbr->bw.s[0].v;
-	bw = bw * tp->mss_cache * USEC_PER_SEC >> 24; /* BW_SCALE */
+	/* bbrtop.bpf.c's: lt_bw while v1 polices, as bbr_get_info takes it. */
+	__u64 bw = bbr_bw(bbr) * tp->mss_cache * USEC_PER_SEC >> 24; /* BW_SCALE */
 	__u32 *o = (__u32 *)out;
 	o[0] = (__u32)bw;
 	o[1] = (__u32)(bw >> 32);
