@@ -319,8 +319,9 @@ static __always_inline struct sock_state *state_of(struct sock *sk, struct tcp_s
 }
 
 /* The response before a new one, if its end went unseen: everything written is acked, yet no
- * tcp_probe run saw the ACK that covered it (a run the kernel skipped, or one that read another
- * ACK: a few in ten thousand on a busy server). It ended as that ACK arrived, which RACK dated:
+ * tcp_probe run saw the ACK that covered it (a run the kernel skipped; or, through a bottleneck,
+ * about one response in a thousand with no run skipped, for a cause not found: the tests in
+ * tests/response_times.rs show it). It ended as that ACK arrived, which RACK dated:
  * the newest acked segment's send time plus its round trip, in tcp_clock's microseconds
  * (CLOCK_MONOTONIC, bpf_ktime_get_ns's clock). */
 static __always_inline void end_unseen(struct sock *sk, struct tcp_sock *tp, struct sock_state *st)
