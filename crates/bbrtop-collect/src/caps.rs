@@ -12,6 +12,11 @@ pub enum Cap {
 }
 
 impl Cap {
+    /// Its bit in a capability set.
+    pub fn bit(self) -> u64 {
+        1 << self as u64
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Cap::NetAdmin => "CAP_NET_ADMIN",
@@ -48,7 +53,7 @@ impl CapSet {
     }
 
     pub fn has(self, c: Cap) -> bool {
-        self.0 & (1 << c as u64) != 0
+        self.0 & c.bit() != 0
     }
 
     /// The ones of `wanted` this set lacks.
@@ -75,7 +80,7 @@ pub fn drop(caps: &[Cap]) -> std::io::Result<()> {
     use rustix::thread::{CapabilitySet, capabilities, set_capabilities};
     let mut sets = capabilities(None)?;
     for &c in caps {
-        let bit = CapabilitySet::from_bits_retain(1 << (c as u32));
+        let bit = CapabilitySet::from_bits_retain(c.bit());
         sets.effective.remove(bit);
         sets.permitted.remove(bit);
     }

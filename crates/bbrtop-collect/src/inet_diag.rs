@@ -114,8 +114,9 @@ impl InetDiag {
         d
     }
 
-    /// Reads bbrtop's eBPF RTT windows with every dump from now on ([`bbrtop_core::model::RttWindow`]).
-    /// Without CAP_BPF the kernel refuses; the dumps then go on without them.
+    /// Reads bbrtop's eBPF RTT windows with every dump from now on
+    /// ([`bbrtop_core::model::RttWindow`]). Without CAP_BPF the kernel refuses; the dumps then go
+    /// on without them.
     pub fn read_windows(&mut self, storage: WindowStorage) {
         self.storage = Some(storage);
     }

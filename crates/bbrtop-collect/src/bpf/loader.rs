@@ -69,8 +69,9 @@ impl LoadConfig {
 pub const BBR_STATE_OFF: &str = "BBR state off: struct bbr is in no kernel BTF (BBR is not built in \
     and tcp_bbr is not loaded: read from when it loads); BBR phases are inferred from netlink";
 
-/// What the programs cannot read of `struct bbr` as this kernel has it (`None` when they read
-/// all they need): each read sits behind a CO-RE check of its field (crates/bbrtop-collect/bpf/bbrtop.bpf.c).
+/// What the programs cannot read of `struct bbr` as this kernel has it (`None` when they read all
+/// they need): each read sits behind a CO-RE check of its field
+/// (crates/bbrtop-collect/bpf/bbrtop.bpf.c).
 pub fn bbr_limit(s: Option<&StructBbr>) -> Option<Reason> {
     match s {
         None => Some(Reason::new(Cause::BbrStateOff, BBR_STATE_OFF)),

@@ -100,7 +100,8 @@ impl fmt::Display for Need {
     }
 }
 
-/// One program of `crates/bbrtop-collect/bpf/bbrtop.bpf.c`, by its name there (and in `bpftool prog show`).
+/// One program of `crates/bbrtop-collect/bpf/bbrtop.bpf.c`, by its name there (and in
+/// `bpftool prog show`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Program {
     pub name: &'static str,

@@ -1,7 +1,7 @@
-//! The socket walk as a poller [`Source`]: the TCP hooks (crates/bbrtop-collect/bpf/bbrtop.bpf.c) write a
-//! record for each socket that moves, in any network namespace, into a map keyed by cookie; each poll
-//! bumps the read epoch, takes every record out of the map (read and deleted in batches), and
-//! hands the engine the sockets that moved. A socket that did not move costs nothing here.
+//! The socket walk as a poller [`Source`]: the TCP hooks (crates/bbrtop-collect/bpf/bbrtop.bpf.c)
+//! write a record for each socket that moves, in any network namespace, into a map keyed by cookie;
+//! each poll bumps the read epoch, takes every record out of the map (read and deleted in batches),
+//! and hands the engine the sockets that moved. A socket that did not move costs nothing here.
 
 use super::clock::ktime_now_ns;
 use crate::attrib::Resolver;

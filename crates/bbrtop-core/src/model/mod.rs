@@ -145,8 +145,8 @@ impl BbrState {
     }
 }
 
-/// Byte offsets of `struct bbrtop_rtt_window` (crates/bbrtop-collect/bpf/bbrtop.h); a test checks each
-/// against the eBPF skeleton's types.
+/// Byte offsets of `struct bbrtop_rtt_window` (crates/bbrtop-collect/bpf/bbrtop.h); a test checks
+/// each against the eBPF skeleton's types.
 pub mod window_off {
     pub const EPOCH: usize = 0;
     pub const SAMPLES: usize = 4;
@@ -164,7 +164,8 @@ pub mod window_off {
 }
 
 impl RttWindow {
-    /// Size of `struct bbrtop_rtt_window` (crates/bbrtop-collect/bpf/bbrtop.h), first in the storage value.
+    /// Size of `struct bbrtop_rtt_window` (crates/bbrtop-collect/bpf/bbrtop.h), first in the
+    /// storage value.
     pub const LEN: usize = 40;
 
     /// Decodes one window (a walk record's, or one of a storage value's two), read at `epoch`: a
@@ -209,10 +210,10 @@ impl RttWindow {
 }
 
 impl RttWindow {
-    /// Decodes a socket's storage value, which starts with two windows by the read epoch's
-    /// parity (crates/bbrtop-collect/bpf/sock_state.h), dumped after the epoch was bumped past `read`: the
-    /// window of `read` is whole, and no hook writes it any more. Without an ACK in that epoch, the newer
-    /// of the two still says the latest srtt and BBR state, with no samples.
+    /// Decodes a socket's storage value, which starts with two windows by the read epoch's parity
+    /// (crates/bbrtop-collect/bpf/sock_state.h), dumped after the epoch was bumped past `read`: the
+    /// window of `read` is whole, and no hook writes it any more. Without an ACK in that epoch, the
+    /// newer of the two still says the latest srtt and BBR state, with no samples.
     pub fn parse_stored(b: &[u8], read: u32) -> Option<RttWindow> {
         let (first, second) = (b.get(..Self::LEN)?, b.get(Self::LEN..2 * Self::LEN)?);
         let (this, other) = if read & 1 == 0 { (first, second) } else { (second, first) };

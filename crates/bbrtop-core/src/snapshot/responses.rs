@@ -1,7 +1,8 @@
-//! Response delivery times: for each response a socket sends, from the first byte the
-//! application writes to an idle socket to the ACK of the last byte it wrote (both timed in the
-//! kernel, `crates/bbrtop-collect/bpf/bbrtop.bpf.c`), kept per size class as exponential histograms that
-//! never fall. The size classes are the rollout guides': up to 15 KB, 15-200 KB, 200 KB-2 MB, larger.
+//! Response delivery times: for each response a socket sends, from the first byte the application
+//! writes to an idle socket to the ACK of the last byte it wrote (both timed in the kernel,
+//! `crates/bbrtop-collect/bpf/bbrtop.bpf.c`), kept per size class as exponential histograms that
+//! never fall. The size classes are the rollout guides': up to 15 KB, 15-200 KB, 200 KB-2 MB,
+//! larger.
 
 use super::group_key::GroupKey;
 use super::loghist::{LogHist, Z_OF_TWO};

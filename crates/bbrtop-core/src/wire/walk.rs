@@ -1,7 +1,7 @@
-//! The socket walk's records (`struct bbrtop_sock`, crates/bbrtop-collect/bpf/bbrtop.h): one fixed-size
-//! record per socket that moved, filled by the TCP hooks, with tcp_info and tcp_bbr_info in the kernel's
-//! own layouts, so they are decoded by the same code as netlink's copies. Pure: bytes in,
-//! records out.
+//! The socket walk's records (`struct bbrtop_sock`, crates/bbrtop-collect/bpf/bbrtop.h): one
+//! fixed-size record per socket that moved, filled by the TCP hooks, with tcp_info and tcp_bbr_info
+//! in the kernel's own layouts, so they are decoded by the same code as netlink's copies. Pure:
+//! bytes in, records out.
 
 use super::CcNames;
 use super::record::Reader;
