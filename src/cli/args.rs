@@ -105,10 +105,11 @@ pub struct SourceArgs {
     /// 64 MiB.
     #[arg(long = "kubernetes.pods", value_name = "URL|PATH", value_parser = parse_pod_source)]
     pub kubernetes_pods: Option<bbrtop_collect::attrib::PodSource>,
-    /// The eBPF ring buffer, which holds every event between two polls (a close takes 200
-    /// bytes, a response 88): a power of two from 4KiB to 1GiB. Events it has no room for are
-    /// counted as lost, and the netlink collector then reconciles at once.
-    #[arg(long = "bpf.ring-buffer-size", value_name = "SIZE", default_value = "16MiB",
+    /// The eBPF ring buffer, which holds the events between two drains (every 50 ms while
+    /// events come; a close takes 200 bytes, a response 88): a power of two from 4KiB to 1GiB.
+    /// Events it has no room for are counted as lost, and the netlink collector then reconciles
+    /// at once.
+    #[arg(long = "bpf.ring-buffer-size", value_name = "SIZE", default_value = "4MiB",
           value_parser = parse_ring_size)]
     pub ring_bytes: u32,
 }

@@ -1,8 +1,9 @@
 //! The BPF collector as a poller [`Source`]: each poll drains the ring buffer without blocking
-//! and turns events into engine updates. Dropping it drops the links, which detaches.
+//! (as its drain thread does between polls, `drain.rs`) and turns events into engine updates. Dropping it drops the links, which detaches.
 
 use super::BpfStatus;
 use super::clock::{instant_of, ktime_now_ns};
+use super::drain::Drain;
 use super::event::{Close, Event};
 use super::loader::Loaded;
 use crate::every::Reconcile;
@@ -30,11 +31,15 @@ pub struct Collector {
     reconcile: Reconcile,
     lost_seen: u64,
     closes_skipped_seen: u64,
+    /// Drains the ring between polls; `Err`: why it could not start (the polls alone drain it).
+    drain: Result<Drain, String>,
 }
 
 impl Collector {
     pub fn new(loaded: Loaded, walk_off: Option<Reason>, reconcile: Reconcile) -> Collector {
+        let drain = start_drain(&loaded);
         Collector {
+            drain,
             loaded,
             undecodable_total: 0,
             walk_off,
@@ -53,7 +58,15 @@ impl Collector {
         {
             return;
         }
-        if let Err(e) = self.loaded.reload() {
+        // The new programs' ring is the same map: stop draining it through the old one, and
+        // keep what the old one took for this poll, ahead of what the new one takes.
+        self.drain = Err("reloading".into());
+        let _ = self.loaded.consume();
+        let taken = std::mem::take(&mut *self.loaded.inbox.lock().unwrap_or_else(|e| e.into_inner()));
+        let reloaded = self.loaded.reload();
+        self.loaded.inbox.lock().unwrap_or_else(|e| e.into_inner()).splice(0..0, taken);
+        self.drain = start_drain(&self.loaded);
+        if let Err(e) = reloaded {
             self.reload_failed = Some(Reason::new(
                 Cause::BbrStateOff,
                 format!(
@@ -161,18 +174,29 @@ impl Source for Collector {
             ringbuf_lost_total: lost,
             undecodable_events_total: self.undecodable_total,
             recursion_misses_total: misses,
-            failure: poll_failure(consumed, undecodable),
+            failure: poll_failure(consumed, undecodable, self.drain.as_ref().err()),
             limit,
             features: status.features,
         }));
     }
 }
 
+/// The drain thread for the programs' ring, or why it could not start.
+fn start_drain(loaded: &Loaded) -> Result<Drain, String> {
+    Drain::start(std::sync::Arc::clone(&loaded.ringbuf)).map_err(|e| format!("no drain thread: {e}"))
+}
+
 /// What went wrong in one poll, if anything: the count of bad records goes in a counter, and a
 /// later clean poll clears the verdict.
-fn poll_failure(consumed: Result<(), String>, undecodable: u64) -> Option<Reason> {
+fn poll_failure(
+    consumed: Result<(), String>,
+    undecodable: u64,
+    drain_off: Option<&String>,
+) -> Option<Reason> {
     match consumed {
         Err(e) => Some(Reason::new(Cause::RingBuffer, format!("ring buffer: {e}"))),
+        Ok(()) if drain_off.is_some() => drain_off
+            .map(|e| Reason::new(Cause::RingBuffer, format!("ring buffer: drained only at polls: {e}"))),
         Ok(()) if undecodable > 0 => Some(Reason::new(
             Cause::UndecodableEvents,
             format!("{undecodable} undecodable events in the last poll"),
@@ -187,10 +211,12 @@ mod tests {
 
     #[test]
     fn one_bad_record_degrades_one_poll_not_the_rest() {
-        let bad = poll_failure(Ok(()), 1).expect("a poll with a bad record is degraded");
+        let bad = poll_failure(Ok(()), 1, None).expect("a poll with a bad record is degraded");
         assert_eq!(bad.cause, Cause::UndecodableEvents);
-        assert_eq!(poll_failure(Ok(()), 0), None, "the next clean poll recovers");
-        assert_eq!(poll_failure(Err("EIO".into()), 0).map(|r| r.cause), Some(Cause::RingBuffer));
+        assert_eq!(poll_failure(Ok(()), 0, None), None, "the next clean poll recovers");
+        assert_eq!(poll_failure(Err("EIO".into()), 0, None).map(|r| r.cause), Some(Cause::RingBuffer));
+        let undrained = poll_failure(Ok(()), 0, Some(&"EMFILE".to_string()));
+        assert_eq!(undrained.map(|r| r.cause), Some(Cause::RingBuffer), "a ring left to the polls alone");
     }
 
     /// A listener closes with its minimums at ~0, never sampled: the record says 0 (none), not

@@ -7,6 +7,7 @@
 //! owned values (and `Send`). When tcp_bbr is loaded after the programs, [`Loaded::reload`] loads
 //! them again over the same maps, relocated against its BTF.
 
+use super::drain::{self, SharedRing};
 use super::event::{self, DecodeError, Event};
 use super::libbpf_log::{Failed, failed_program, load_logged, program_log_path};
 pub use super::libbpf_log::{LoadError, last_load_log, logged_load, verifier_log_path};
@@ -19,7 +20,7 @@ use bbrtop_core::model::{BbrLayout, StructBbr};
 use bbrtop_core::rule::RuleConfig;
 use bbrtop_core::snapshot::status::{Cause, Reason};
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
-use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, ProgramHandle, RingBuffer, RingBufferBuilder};
+use libbpf_rs::{Link, MapCore, MapFlags, MapHandle, ProgramHandle, RingBufferBuilder};
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -43,8 +44,8 @@ pub struct LoadConfig {
     /// Tracepoints to plan as if this kernel lacked them: a test drives the fallbacks (fentry,
     /// a refused program left out) on a kernel that has them.
     pub hide_tracepoints: Vec<&'static str>,
-    /// The ring buffer's size in bytes (a power of two, at least a page): it holds every event
-    /// between two polls (`--bpf.ring-buffer-size`).
+    /// The ring buffer's size in bytes (a power of two, at least a page): it holds the events
+    /// between two drains (`--bpf.ring-buffer-size`, `drain.rs`).
     pub ring_bytes: u32,
 }
 
@@ -113,7 +114,8 @@ pub struct Loaded {
     pub prog_ids: Vec<(&'static str, u32)>,
     /// The programs, for what the kernel counts of them.
     handles: Vec<(&'static str, ProgramHandle)>,
-    pub ringbuf: RingBuffer<'static>,
+    /// Drained by the collector's poll and, between polls, by its drain thread (`drain.rs`).
+    pub ringbuf: SharedRing,
     pub inbox: Inbox,
     /// `struct bbr` as the programs were relocated against it: its layout and which of the
     /// fields they read it has (`None`: no BTF has it, see [`BBR_STATE_OFF`]).
@@ -251,7 +253,7 @@ impl Loaded {
 
     /// Drains the ring buffer without blocking, into the inbox.
     pub fn consume(&self) -> Result<(), String> {
-        self.ringbuf.consume().map_err(|e| e.to_string())
+        drain::lock(&self.ringbuf).consume().map_err(|e| e.to_string())
     }
 }
 
@@ -393,7 +395,7 @@ fn load_once(
         0
     })
     .map_err(ring)?;
-    let ringbuf = rb.build().map_err(ring)?;
+    let ringbuf = Arc::new(Mutex::new(rb.build().map_err(ring)?));
     let maps = skel
         .object()
         .maps()
