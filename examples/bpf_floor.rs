@@ -1,9 +1,10 @@
 //! Loads a BPF object file and attaches its programs until stdin closes. `bench/bpf.sh` and
 //! `bench/edge.sh` use it for the floor of their ns-per-run figures: empty programs on the same
 //! hooks. It also runs a candidate build of bbrtop's own object (`bench/edge.sh`'s
-//! EDGE_OBJECTS) roughly as bbrtop does at its default interval: each second its ring buffers are
-//! read and a `read_epoch` array is bumped, so that the programs' cost is the one they have under
-//! bbrtop (a full ring buffer would make every event a cheap failure). The socket walk's records
+//! EDGE_OBJECTS) roughly as bbrtop does at its default interval: its ring buffers are read every
+//! 100 ms (bbrtop's drain thread: every 50 ms while events come) and a `read_epoch` array is
+//! bumped each second, so that the programs' cost is the one they have under bbrtop (a full ring
+//! buffer would make every event a cheap failure). The socket walk's records
 //! are left in their map, not taken.
 //!
 //!     cargo run --release --example bpf_floor -- OBJECT.o
@@ -45,13 +46,13 @@ fn main() -> anyhow::Result<()> {
             break;
         }
         std::thread::sleep(Duration::from_millis(100));
-        if tick % 10 != 0 {
-            continue;
-        }
-        // Read at each poll, as bbrtop does: a reader waiting in epoll would make every event's
-        // submit wake it, a cost bbrtop's programs do not have.
+        // Drained in batches, as bbrtop's drain thread does: a reader that consumed each record
+        // as it came would make each submit wake it, a cost bbrtop's programs do not have.
         if let Some(r) = &rings {
             r.consume().context("reading the ring buffers")?;
+        }
+        if tick % 10 != 0 {
+            continue;
         }
         if let Some(m) = epoch {
             let key = 0u32.to_ne_bytes();
