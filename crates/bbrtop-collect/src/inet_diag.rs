@@ -74,14 +74,17 @@ impl InetDiag {
 
     /// One full dump of IPv4 and IPv6 TCP sockets, whole (for commands that feed no engine).
     pub fn dump(&mut self) -> Result<Dump, CollectError> {
+        self.parser.stream(false);
         self.dump_observed(&mut |_, _| {})
     }
 
     /// One full dump into `sink`, each record handed over as soon as it is parsed, while the
-    /// kernel still dumps the rest. A failure aborts the dump in the sink, with the error, and
-    /// is returned too.
+    /// kernel still dumps the rest, and dropped then: the collector holds a buffer's records,
+    /// not the dump's (at 100k sockets those were 83 MB of the first seed's 144 MB heap peak).
+    /// A failure aborts the dump in the sink, with the error, and is returned too.
     pub fn dump_into<S: DumpSink + ?Sized>(&mut self, sink: &mut S, now: Now) -> Result<(), CollectError> {
         let start = Instant::now();
+        self.parser.stream(true);
         let mut d = Dumping::begin(sink, now);
         match self.dump_observed(&mut |i, r| d.record(i, r)) {
             Ok(dump) => {
@@ -140,7 +143,7 @@ impl InetDiag {
 
     fn dump_once(&mut self, observe: &mut dyn FnMut(u32, &SocketRecord)) -> Result<Dump, CollectError> {
         let start = Instant::now();
-        // Room for both families at once: the vector is allocated once and never regrown.
+        // Room for both families at once: a whole dump's vector is allocated once, never regrown.
         let [v4, v6] = self.last_count;
         let mut observed = |p: &mut DumpParser| {
             let (from, fresh) = p.fresh();

@@ -98,6 +98,9 @@ pub struct Engine {
     hidden: FxHashMap<Cookie, Arc<Entry>>,
     /// Sockets first seen in the dump being read: they go if it fails.
     fresh: Vec<Cookie>,
+    /// The cookie at each place of the dump being read, for the check after a restart: the
+    /// collector keeps no records, so the engine keeps their cookies (8 bytes a socket).
+    places: Vec<Cookie>,
     /// Whether the dump being read needs no filtering.
     unfiltered: bool,
     generation: u64,
@@ -138,6 +141,7 @@ impl Engine {
             pending: None,
             hidden: FxHashMap::default(),
             fresh: Vec::new(),
+            places: Vec::new(),
             unfiltered: true,
             generation: 0,
             seq: 0,
@@ -416,11 +420,11 @@ impl Engine {
         // A restarted family was observed twice: a socket seen only the first time may point at
         // another socket's place now. It is gone; the check costs a pass only after a restart.
         let recheck = dump.stats.intr_retries > 0;
-        let records = &dump.sockets;
+        let places = std::mem::take(&mut self.places);
         let mut missing = Vec::new();
         for (&cookie, t) in &self.tracked {
-            let listed = t.generation == generation
-                && (!recheck || records.get(t.next_idx as usize).is_some_and(|r| r.cookie == cookie));
+            let listed =
+                t.generation == generation && (!recheck || places.get(t.next_idx as usize) == Some(&cookie));
             if listed {
                 continue;
             }
@@ -641,6 +645,7 @@ impl Engine {
                 t.account.keep(Some(&Tally::of(&e.record().tcp_info)));
             }
         }
+        self.places = Vec::new();
         for cookie in std::mem::take(&mut self.fresh) {
             self.unpublish(cookie);
             self.hidden.remove(&cookie);
@@ -702,6 +707,8 @@ impl seam::DumpSink for Engine {
     fn begin(&mut self, now: Now) {
         self.reading = now;
         self.pending = Some(FxHashMap::default());
+        self.places.clear();
+        self.places.reserve(self.tracked.len());
         self.generation += 1;
         // The collector already asked the kernel for these states: with no other filter, every
         // record is kept without a look.
@@ -709,6 +716,9 @@ impl seam::DumpSink for Engine {
     }
 
     fn record(&mut self, idx: u32, rec: &SocketRecord) {
+        // A place before the last ones is a restarted family's: the places after it go.
+        self.places.truncate(idx as usize);
+        self.places.push(rec.cookie);
         self.observe(idx, rec, self.reading);
     }
 

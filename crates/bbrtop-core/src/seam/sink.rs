@@ -30,11 +30,12 @@ pub enum Aborted {
 pub trait DumpSink {
     /// A dump begins; its records were read at `now`.
     fn begin(&mut self, now: Now);
-    /// One socket; `idx` is its place in the vector [`DumpSink::end`] hands over. After the
-    /// kernel restarts a family (NLM_F_DUMP_INTR), that family's records come again from the
-    /// restart's first place: a socket may then be seen twice, the last time at its final place.
+    /// One socket; `idx` is its place in the dump, counted from 0 with no gap. After the kernel
+    /// restarts a family (NLM_F_DUMP_INTR), that family's records come again from the restart's
+    /// first place: a socket may then be seen twice, the last time at its final place.
     fn record(&mut self, idx: u32, rec: &SocketRecord);
-    /// The dump is complete: every record, in the vector the places point into.
+    /// The dump is complete: its stats, and its records if the collector kept them (a dump in
+    /// hand); a collector that streams keeps none, so a sink keeps what it needs of each record.
     fn end(&mut self, dump: Dump);
     /// The dump is dropped; places handed over since [`DumpSink::begin`] point nowhere.
     fn abort(&mut self, why: Aborted);

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 #[derive(Clone, Debug, Default)]
 pub struct Dump {
-    /// The records, in one allocation: the engine keeps the vector whole and every snapshot built
-    /// from it shares it, so a poll allocates once, not once per socket.
+    /// The records, in one allocation, when the reader kept them (a whole dump); a dump streamed
+    /// into a sink handed each over as it came and keeps none.
     pub sockets: Vec<SocketRecord>,
     pub stats: DumpStats,
     /// The inode of the network namespace dumped, when known: the dump speaks for its sockets only.

@@ -47,11 +47,18 @@ pub enum Progress {
 }
 
 /// Accumulates one dump across the buffers of a multi-part reply, and across families: records
-/// land in one vector, so a whole poll is a single allocation. A collector keeps its parser, so
-/// the interned names and the duplicate set's capacity carry over from poll to poll.
+/// land in one vector, so a whole poll is a single allocation. A streaming parser
+/// ([`DumpParser::stream`]) drops each record once handed over instead, keeping its cookie. A
+/// collector keeps its parser, so the interned names and the duplicate set's capacity carry over
+/// from poll to poll.
 #[derive(Default)]
 pub struct DumpParser {
     sockets: Vec<SocketRecord>,
+    /// The place in the dump of `sockets[0]`: the records before it were handed over and dropped.
+    base: usize,
+    /// The cookies of those dropped records, by place, for a rewind to forget.
+    dropped: Vec<Cookie>,
+    streaming: bool,
     seen: FxHashSet<Cookie>,
     stats: DumpStats,
     interrupted: bool,
@@ -101,38 +108,63 @@ impl DumpParser {
         self.epoch = epoch;
     }
 
+    /// Whether each record handed over by [`DumpParser::fresh`] is dropped at its next call, and
+    /// [`DumpParser::finish`] hands over none (set before a dump begins): a collector that feeds
+    /// a sink then holds a buffer's records at a time, not the whole dump's.
+    pub fn stream(&mut self, on: bool) {
+        self.streaming = on;
+    }
+
+    /// The records parsed so far in this dump, dropped ones included.
+    fn len(&self) -> usize {
+        self.base + self.sockets.len()
+    }
+
     /// Starts a family's dump, expecting about `sockets` more records (the last dump's count),
-    /// so the vector is not regrown and copied as it fills.
+    /// so the vector is not regrown and copied as it fills (a streaming one holds no more than
+    /// a buffer's).
     pub fn begin(&mut self, sockets: usize) -> Mark {
-        self.sockets.reserve(sockets);
+        if !self.streaming {
+            self.sockets.reserve(sockets);
+        }
         self.interrupted = false;
-        Mark(self.sockets.len())
+        Mark(self.len())
     }
 
     /// Forgets what was parsed since `m`: the kernel interrupted that part, and it is read again.
     pub fn rewind(&mut self, m: Mark) {
-        for r in self.sockets.drain(m.0..) {
+        let kept = m.0.saturating_sub(self.base);
+        for r in self.sockets.drain(kept.min(self.sockets.len())..) {
             self.seen.remove(&r.cookie);
         }
+        for c in self.dropped.drain(m.0.min(self.base)..) {
+            self.seen.remove(&c);
+        }
+        self.base = self.base.min(m.0);
         self.handed = self.handed.min(m.0);
     }
 
     /// The records parsed since the last call, and the place of the first: a collector hands
     /// them over as they come. After a rewind they come again from the mark.
     pub fn fresh(&mut self) -> (usize, &[SocketRecord]) {
-        let from = self.handed.min(self.sockets.len());
-        self.handed = self.sockets.len();
-        (from, &self.sockets[from..])
+        if self.streaming {
+            let handed = self.handed.saturating_sub(self.base).min(self.sockets.len());
+            self.dropped.extend(self.sockets.drain(..handed).map(|r| r.cookie));
+            self.base += handed;
+        }
+        let from = self.handed.clamp(self.base, self.len());
+        self.handed = self.len();
+        (from, &self.sockets[from - self.base..])
     }
 
-    /// The records of the dump so far.
+    /// The records of the dump so far (a streaming parser's not yet dropped).
     pub fn records(&self) -> &[SocketRecord] {
         &self.sockets
     }
 
     /// Records parsed since `m`.
     pub fn since(&self, m: Mark) -> usize {
-        self.sockets.len() - m.0
+        self.len() - m.0
     }
 
     /// Parses every message in one receive buffer. Never panics on any input.
@@ -176,14 +208,19 @@ impl DumpParser {
     }
 
     /// Hands over the dump so far and starts afresh. `stats.duration` is left for the caller.
+    /// A streaming parser hands over no records: they went through [`DumpParser::fresh`].
     pub fn finish(&mut self) -> Dump {
         self.seen.clear();
-        self.handed = 0;
-        Dump {
-            sockets: std::mem::take(&mut self.sockets),
-            stats: std::mem::take(&mut self.stats),
-            netns: self.netns,
-        }
+        (self.handed, self.base) = (0, 0);
+        self.dropped.clear();
+        let sockets = if self.streaming {
+            // Its vector holds a buffer's records: kept, with its capacity, for the next dump.
+            self.sockets.clear();
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.sockets)
+        };
+        Dump { sockets, stats: std::mem::take(&mut self.stats), netns: self.netns }
     }
 }
 

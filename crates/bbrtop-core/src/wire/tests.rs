@@ -126,6 +126,43 @@ fn rewind_forgets_an_interrupted_family() {
     assert!(p.finish().sockets.is_empty(), "finish starts afresh");
 }
 
+/// A streaming parser drops what it handed over, and a rewind past dropped records forgets
+/// them too: the re-read's sockets come again from the mark, none counted a duplicate.
+#[test]
+fn a_streaming_parser_hands_each_record_over_and_keeps_none() {
+    let intr = NLM_F_DUMP_INTR | 2;
+    let mut p = DumpParser::new();
+    p.stream(true);
+    let mut handed = Vec::new();
+    let mut take = |p: &mut DumpParser| {
+        let (from, fresh) = p.fresh();
+        handed.extend(fresh.iter().enumerate().map(|(i, r)| (from + i, r.cookie)));
+    };
+    p.begin(0);
+    assert_eq!(p.feed(&[v4(1, &[]), done(2)].concat()), Ok(Progress::Done { interrupted: false }));
+    take(&mut p);
+    let mark = p.begin(0);
+    assert_eq!(p.feed(&v4(2, &[])), Ok(Progress::More));
+    take(&mut p);
+    let mut m = v4(3, &[]);
+    m[6..8].copy_from_slice(&intr.to_ne_bytes());
+    assert_eq!(p.feed(&[m, done(2)].concat()), Ok(Progress::Done { interrupted: true }));
+    take(&mut p);
+    assert_eq!(p.records().len(), 1, "only the last buffer's record is held");
+    p.rewind(mark);
+    let mark = p.begin(0);
+    assert_eq!(
+        p.feed(&[v4(3, &[]), v4(2, &[]), done(2)].concat()),
+        Ok(Progress::Done { interrupted: false })
+    );
+    take(&mut p);
+    assert_eq!(p.since(mark), 2);
+    assert_eq!(handed, [(0, 1), (1, 2), (2, 3), (1, 3), (2, 2)]);
+    let d = p.finish();
+    assert!(d.sockets.is_empty() && p.records().is_empty());
+    assert_eq!(d.stats.duplicates, 0);
+}
+
 #[test]
 fn truncated_message_is_an_error() {
     let m = v4(1, &full_attrs(1));
