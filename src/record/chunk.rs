@@ -79,12 +79,35 @@ const DELTA: [&str; 2] = ["cookie", "inode"];
 /// (`127.0.0.1:4`...): stored as the prefix's length and the rest.
 const PREFIXED: [&str; 2] = ["local", "peer"];
 
+/// How a stream's pages are compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pages {
+    Zstd,
+    /// Not at all: for a chunk's later segments, whose rows compaction decodes and encodes again
+    /// (`segments.rs`). Each zstd column chunk holds a compressor and a decompressor while it is
+    /// written or read (the decompressor alone 48 KB; some 190 columns a row group), which a
+    /// segment of a few changed rows paid for a few KB saved: beside 10k idle sockets an exporter
+    /// whose heap was trimmed went from 64 back to 95 MB within a minute of such segments.
+    Plain,
+}
+
 /// A Parquet stream of `schema` into `out`. Pages keep Parquet's default of 20,000 rows: a
 /// dictionary-encoded column holds 8 bytes per row of its page in memory until the page is
 /// written, so longer pages (better compressed) would cost memory in proportion to the chunk.
-pub fn writer<W: Write + Send>(out: W, schema: Schema, meta: &Meta) -> anyhow::Result<ArrowWriter<W>> {
+/// (Pages of 2048 rows, measured at 10k sockets, left the peak of a keyframe's encoding where it
+/// was and made its file 7% larger.)
+pub fn writer<W: Write + Send>(
+    out: W,
+    schema: Schema,
+    meta: &Meta,
+    pages: Pages,
+) -> anyhow::Result<ArrowWriter<W>> {
+    let compression = match pages {
+        Pages::Zstd => Compression::ZSTD(ZstdLevel::try_new(3)?),
+        Pages::Plain => Compression::UNCOMPRESSED,
+    };
     let mut props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
+        .set_compression(compression)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         // Statistics per column chunk (the reader checks a chunk's times by them), not per page:
         // page indexes would double the footer, a chunk's fixed cost, for no reader.
@@ -144,9 +167,19 @@ pub struct Pair<W: Write + Send> {
 
 impl<W: Write + Send> Pair<W> {
     pub fn new(sockets: W, polls: W, meta: Meta, started: SystemTime) -> anyhow::Result<Pair<W>> {
+        Pair::with_pages(sockets, polls, meta, started, Pages::Zstd)
+    }
+
+    fn with_pages(
+        sockets: W,
+        polls: W,
+        meta: Meta,
+        started: SystemTime,
+        pages: Pages,
+    ) -> anyhow::Result<Pair<W>> {
         Ok(Pair {
-            sockets: writer(sockets, sockets::schema(), &meta)?,
-            polls: writer(polls, polls::schema(), &meta)?,
+            sockets: writer(sockets, sockets::schema(), &meta, pages)?,
+            polls: writer(polls, polls::schema(), &meta, pages)?,
             meta,
             started,
             polls_written: 0,
@@ -160,7 +193,8 @@ impl<W: Write + Send> Pair<W> {
     /// with the chunk's changes when the chunk closes: an encoder holds some 8 bytes per row of
     /// each dictionary-encoded column until then (17 MB for 10k sockets' keyframe, where the
     /// encoded rows take 0.15 MB), for the price of a second row group's footer (some 35 KB). For
-    /// a chunk kept in memory (hindsight); a recording's segments are finished every few seconds.
+    /// a chunk kept in memory (hindsight), and a recorder's first segment, so that the keyframe's
+    /// encoders are freed, and their memory handed back (`mem::trim`), once it is written.
     pub fn keyframe_apart(mut self) -> Pair<W> {
         self.keyframe_apart = true;
         self
@@ -242,8 +276,9 @@ impl<W: Write + Send> Pair<W> {
         meta: Meta,
         started: SystemTime,
         carry: Carry,
+        pages: Pages,
     ) -> anyhow::Result<Pair<W>> {
-        let mut p = Pair::new(sockets, polls, meta, started)?;
+        let mut p = Pair::with_pages(sockets, polls, meta, started, pages)?;
         (p.last, p.key_at_ms) = (carry.last, carry.key_at_ms);
         Ok(p)
     }

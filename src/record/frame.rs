@@ -34,7 +34,7 @@ pub fn encode(snap: &Snapshot, sys: &SystemInfo, since: Option<&Snapshot>) -> an
         None => chunk::Pair::new(Vec::new(), Vec::new(), meta, snap.taken_at)?,
         Some(base) => {
             let carry = chunk::Carry::since(base.sockets.clone(), unix_ms(base.taken_at));
-            chunk::Pair::resume(Vec::new(), Vec::new(), meta, snap.taken_at, carry)?
+            chunk::Pair::resume(Vec::new(), Vec::new(), meta, snap.taken_at, carry, chunk::Pages::Zstd)?
         }
     };
     pair.write(snap, &snap.closed)?;

@@ -8,7 +8,7 @@
 //! and at most one chunk's segments; a recorder that starts does the same for the segments a
 //! killed one left.
 
-use super::chunk::{self, Meta};
+use super::chunk::{self, Meta, Pages};
 use super::chunk::{POLLS_SUFFIX, SOCKETS_SUFFIX, TMP, put_in_place};
 use super::{polls, sockets};
 use anyhow::Context;
@@ -16,6 +16,7 @@ use arrow_array::RecordBatch;
 use arrow_schema::Schema;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::arrow_writer::{ArrowColumnWriter, compute_leaves};
+use parquet::basic::Compression;
 use parquet::column::writer::ColumnCloseResult;
 use parquet::file::metadata::RowGroupMetaData;
 use parquet::file::writer::SerializedFileWriter;
@@ -96,15 +97,16 @@ pub fn compact(dir: &Path, stem: &str, parts: &[String]) -> anyhow::Result<u64> 
     Ok(bytes)
 }
 
-/// Row groups of at least this many rows (a keyframe's, which a poll writes out a group at a
-/// time) are copied as they are; smaller ones (a segment's changes) are decoded and encoded
-/// again together, so that a chunk of few changes keeps one row group, and one footer (some
-/// 35 KB), rather than one a segment.
+/// Compressed row groups of at least this many rows (a keyframe's, which a poll writes out a
+/// group at a time) are copied as they are; smaller ones and a later segment's (its changes, not
+/// compressed) are decoded and encoded again together, so that a chunk of few changes keeps one
+/// row group, and one footer (some 35 KB), rather than one a segment.
 const COPIED: usize = chunk::ROWS_PER_GROUP;
 
-/// Files `paths` as one Parquet file of `schema` written to `out`: their rows, in order. A row
-/// group of `copied` rows or more is copied as it is, column chunk by column chunk, nothing decoded or encoded again:
-/// a chunk whose keyframe holds 100k sockets closes in the time its bytes take to copy, where
+/// Files `paths` as one Parquet file of `schema` written to `out`: their rows, in order. A
+/// compressed row group of `copied` rows or more is copied as it is, column chunk by column
+/// chunk, nothing decoded or encoded again: a chunk whose keyframe holds 100k sockets closes in
+/// the time its bytes take to copy, where
 /// decoding and encoding them again took some 0.3 s of CPU and an encoder's 8 bytes per row of
 /// each column (some 100 MB) at once. Smaller ones are merged into row groups of up to `copied`
 /// rows, which bounds the encoder's memory the same way.
@@ -116,7 +118,7 @@ pub(super) fn splice(
     copied: usize,
 ) -> anyhow::Result<File> {
     let (mut w, factory) =
-        chunk::writer(BufWriter::new(out), schema.clone(), meta)?.into_serialized_writer()?;
+        chunk::writer(BufWriter::new(out), schema.clone(), meta, Pages::Zstd)?.into_serialized_writer()?;
     let mut merged: Option<Merged> = None;
     for p in paths {
         let what = || p.display().to_string();
@@ -130,7 +132,9 @@ pub(super) fn splice(
         );
         let groups = builder.metadata().row_groups().to_vec();
         for (i, rg) in groups.iter().enumerate() {
-            if rg.num_rows() as usize >= copied {
+            // A later segment's pages are not compressed (`Pages::Plain`), whatever its size.
+            let packed = rg.columns().iter().all(|c| c.compression() != Compression::UNCOMPRESSED);
+            if rg.num_rows() as usize >= copied && packed {
                 flush(&mut w, &mut merged)?;
                 copy(&mut w, &file, rg).with_context(|| format!("copying {}", what()))?;
                 continue;

@@ -9,6 +9,7 @@ use bbrtop_core::system::SystemInfo;
 use bbrtop_core::testing::record;
 use bbrtop_core::wire::Dump;
 use bbrtop_engine::{Engine, EngineConfig};
+use parquet::basic::Compression;
 use std::time::{Duration, Instant, SystemTime};
 
 fn sock(cookie: u64, cc: &str, srtt: u32, acked: u64) -> SocketRecord {
@@ -403,11 +404,19 @@ fn a_chunks_segments_read_before_it_closes_and_become_the_chunk() {
             .parse_and_finish(&std::fs::File::open(f).unwrap())
             .unwrap();
         let kv = m.file_metadata().key_value_metadata().cloned().unwrap_or_default();
-        (m.row_groups().iter().map(|g| g.num_rows()).collect::<Vec<_>>(), kv)
+        let packed = m
+            .row_groups()
+            .iter()
+            .flat_map(|g| g.columns())
+            .all(|c| c.compression() != Compression::UNCOMPRESSED);
+        (m.row_groups().iter().map(|g| g.num_rows()).collect::<Vec<_>>(), kv, packed)
     };
     let before: Vec<_> = parts.iter().map(|p| groups(&file(p, writer::SOCKETS_SUFFIX))).collect();
-    let each: Vec<i64> = before.iter().flat_map(|(r, _)| r.clone()).collect();
-    // Row groups as big as a keyframe's are copied as they are (here: every one).
+    let each: Vec<i64> = before.iter().flat_map(|(r, ..)| r.clone()).collect();
+    let packed: Vec<bool> = before.iter().map(|g| g.2).collect();
+    assert_eq!(packed, [true, false, false], "a chunk's later segments are not compressed");
+    // Compressed row groups as big as a keyframe's are copied as they are (here: the first
+    // segment's); the later segments' are encoded again (here: each on its own), compressed.
     let copied = tempfile::tempdir().unwrap();
     let stem = parts[0].file_name().unwrap().to_string_lossy().replace(".part0000", "");
     for (suffix, schema) in
@@ -418,8 +427,8 @@ fn a_chunks_segments_read_before_it_closes_and_become_the_chunk() {
         let out = std::fs::File::create(copied.path().join(format!("{stem}{suffix}"))).unwrap();
         segments::splice(&paths, out, schema, &meta, 1).unwrap();
     }
-    let (rows, kv) = groups(&copied.path().join(format!("{stem}{}", writer::SOCKETS_SUFFIX)));
-    assert_eq!(rows, each, "every row group copied");
+    let (rows, kv, packed) = groups(&copied.path().join(format!("{stem}{}", writer::SOCKETS_SUFFIX)));
+    assert_eq!((rows, packed), (each.clone(), true), "every row group kept, compressed");
     assert_eq!(kv, before[0].1, "the first segment's metadata");
     let mut rec = Recording::open(copied.path()).unwrap();
     assert_eq!(
@@ -430,8 +439,8 @@ fn a_chunks_segments_read_before_it_closes_and_become_the_chunk() {
     segments::recover(dir.path()).unwrap();
     let chunks = writer::chunks(dir.path()).unwrap();
     assert_eq!(chunks.len(), 1, "one chunk");
-    let (rows, _) = groups(&file(&dir.path().join(&chunks[0].stem), writer::SOCKETS_SUFFIX));
-    assert_eq!(rows, vec![each.iter().sum::<i64>()], "small row groups merged into one");
+    let (rows, _, packed) = groups(&file(&dir.path().join(&chunks[0].stem), writer::SOCKETS_SUFFIX));
+    assert_eq!((rows, packed), (vec![each.iter().sum::<i64>()], true), "small row groups merged into one");
     let mut rec = Recording::open(dir.path()).unwrap();
     let again = rec.read(0..9).unwrap();
     assert_eq!(again.iter().map(socks).collect::<Vec<_>>(), back.iter().map(socks).collect::<Vec<_>>());

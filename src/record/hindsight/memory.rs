@@ -120,6 +120,8 @@ impl Memory {
             let (polls, first_at) = (pair.polls_written, pair.started);
             let (sockets_file, polls_file) = pair.finish()?;
             self.held.push_back(Held { stem, first_at, last_at, polls, sockets_file, polls_file });
+            // The chunk's encoders are gone: their memory goes back rather than wait for the next.
+            crate::mem::trim();
         }
         Ok(self.span())
     }
