@@ -11,7 +11,7 @@ pub fn collect_until(l: &Loaded, limit: Duration, mut done: impl FnMut(&[Event])
     let mut all = Vec::new();
     loop {
         l.consume().expect("consume");
-        let batch = std::mem::take(&mut *l.inbox.lock().unwrap());
+        let batch = l.take_events();
         all.extend(batch.into_iter().map(|e| e.expect("every kernel event decodes")));
         if done(&all) || start.elapsed() > limit {
             return all;

@@ -1,5 +1,6 @@
 //! The BPF collector as a poller [`Source`]: each poll drains the ring buffer without blocking
-//! (as its drain thread does between polls, `drain.rs`) and turns events into engine updates. Dropping it drops the links, which detaches.
+//! (as its drain thread does between polls, `drain.rs`) and turns events into engine updates.
+//! Dropping it drops the links, which detaches.
 
 use super::BpfStatus;
 use super::clock::{instant_of, ktime_now_ns};
@@ -58,13 +59,10 @@ impl Collector {
         {
             return;
         }
-        // The new programs' ring is the same map: stop draining it through the old one, and
-        // keep what the old one took for this poll, ahead of what the new one takes.
+        // The drain reads the old programs' reader of the ring: it stops before they go, and
+        // starts again on the new one's (the same map).
         self.drain = Err("reloading".into());
-        let _ = self.loaded.consume();
-        let taken = std::mem::take(&mut *self.loaded.inbox.lock().unwrap_or_else(|e| e.into_inner()));
         let reloaded = self.loaded.reload();
-        self.loaded.inbox.lock().unwrap_or_else(|e| e.into_inner()).splice(0..0, taken);
         self.drain = start_drain(&self.loaded);
         if let Err(e) = reloaded {
             self.reload_failed = Some(Reason::new(
@@ -152,7 +150,7 @@ impl Source for Collector {
         self.follow_bbr_module();
         let consumed = self.loaded.consume();
         let (now, wall, know) = (Instant::now(), SystemTime::now(), ktime_now_ns());
-        let events = std::mem::take(&mut *self.loaded.inbox.lock().unwrap_or_else(|e| e.into_inner()));
+        let events = self.loaded.take_events();
         let mut undecodable = 0;
         for e in events {
             match e {
@@ -193,15 +191,15 @@ fn poll_failure(
     undecodable: u64,
     drain_off: Option<&String>,
 ) -> Option<Reason> {
-    match consumed {
-        Err(e) => Some(Reason::new(Cause::RingBuffer, format!("ring buffer: {e}"))),
-        Ok(()) if drain_off.is_some() => drain_off
-            .map(|e| Reason::new(Cause::RingBuffer, format!("ring buffer: drained only at polls: {e}"))),
-        Ok(()) if undecodable > 0 => Some(Reason::new(
+    let ring = |what: String| Some(Reason::new(Cause::RingBuffer, format!("ring buffer: {what}")));
+    match (consumed, drain_off) {
+        (Err(e), _) => ring(e),
+        (Ok(()), Some(e)) => ring(format!("drained only at polls: {e}")),
+        (Ok(()), None) if undecodable > 0 => Some(Reason::new(
             Cause::UndecodableEvents,
             format!("{undecodable} undecodable events in the last poll"),
         )),
-        Ok(()) => None,
+        (Ok(()), None) => None,
     }
 }
 

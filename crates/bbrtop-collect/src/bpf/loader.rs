@@ -191,11 +191,14 @@ impl Loaded {
 
     /// Loads the programs again, over the same maps (socket state, ring buffer, the walk's),
     /// relocated against the BTF there is now: tcp_bbr loaded after them. The new programs
-    /// attach, then the old ones go. Needs CAP_BPF and CAP_PERFMON still.
+    /// attach, then the old ones go. Needs CAP_BPF and CAP_PERFMON still. What the old reader
+    /// has not taken yet is taken first, into the inbox the new one fills after it.
     pub fn reload(&mut self) -> Result<(), LoadError> {
         let btf = RelocationBtf::find(self.cfg.btf.as_deref());
         let fates = self.fates.clone();
-        let again = load_once(&self.cfg, &btf, &fates, Some(&self.maps)).map_err(|f| f.error)?;
+        let _ = self.consume();
+        let again = load_once(&self.cfg, &btf, &fates, Some(&self.maps), Arc::clone(&self.inbox))
+            .map_err(|f| f.error)?;
         *self = again;
         Ok(())
     }
@@ -255,6 +258,11 @@ impl Loaded {
     pub fn consume(&self) -> Result<(), String> {
         drain::lock(&self.ringbuf).consume().map_err(|e| e.to_string())
     }
+
+    /// The events the inbox holds, taken out of it.
+    pub fn take_events(&self) -> Vec<Result<Event, DecodeError>> {
+        std::mem::take(&mut *self.inbox.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 /// What the kernel counts of one program: its runs and their time (while bpf_stats is on:
@@ -311,7 +319,7 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     let btf = RelocationBtf::find(cfg.btf.as_deref());
     let mut fates = plan::plan(&kernel_offers()?.without_tracepoints(&cfg.hide_tracepoints));
     loop {
-        let failed = match load_once(cfg, &btf, &fates, None) {
+        let failed = match load_once(cfg, &btf, &fates, None, Inbox::default()) {
             Ok(l) => return Ok(l),
             Err(f) => f,
         };
@@ -332,12 +340,14 @@ pub fn load(cfg: &LoadConfig) -> Result<Loaded, LoadError> {
     }
 }
 
-/// One open, load and attach with `fates`; with `reuse`, over those maps.
+/// One open, load and attach with `fates`; with `reuse`, over those maps. The ring's records go
+/// to `inbox`.
 fn load_once(
     cfg: &LoadConfig,
     btf: &RelocationBtf,
     fates: &[(&'static str, Fate)],
     reuse: Option<&[(String, MapHandle)]>,
+    inbox: Inbox,
 ) -> Result<Loaded, Failed> {
     let open_failed =
         |e: libbpf_rs::Error| Failed { error: LoadError::Open(e.to_string()), messages: String::new() };
@@ -387,7 +397,6 @@ fn load_once(
 
     let ring =
         |e: libbpf_rs::Error| Failed { error: LoadError::RingBuf(e.to_string()), messages: String::new() };
-    let inbox: Inbox = Arc::default();
     let sink = Arc::clone(&inbox);
     let mut rb = RingBufferBuilder::new();
     rb.add(&skel.maps.events, move |data: &[u8]| {
