@@ -1,7 +1,7 @@
-//! One chunk's two Parquet streams: how they are written (zstd; row groups of up to 8192 rows,
-//! a keyframe's written as it is encoded and copied as they are when the chunk closes, its
-//! changes merged then into groups as big, so that a socket's values repeat within a dictionary)
-//! and the metadata every file carries.
+//! One chunk's two Parquet streams: how they are written (zstd, no dictionaries; row groups of up
+//! to 8192 rows, a keyframe's written as it is encoded and copied as they are when the chunk
+//! closes, its changes merged then into groups as big, so that a socket's values repeat within
+//! the pages zstd compresses) and the metadata every file carries.
 
 use super::{polls, sockets};
 use anyhow::Context;
@@ -71,8 +71,7 @@ impl Meta {
 const ROW_GROUP_ROWS: usize = 64 << 20;
 
 /// Integer columns that differ from socket to socket and rise with the cookie, the rows' order
-/// (inodes, roughly): their deltas are small. A chunk's rows are mostly its keyframe's, a row per
-/// socket, so a dictionary would hold every value once and an index beside it.
+/// (inodes, roughly): their deltas are small.
 const DELTA: [&str; 2] = ["cookie", "inode"];
 
 /// Address columns, different in every row but sharing their prefix with the row before
@@ -91,11 +90,16 @@ pub enum Pages {
     Plain,
 }
 
-/// A Parquet stream of `schema` into `out`. Pages keep Parquet's default of 20,000 rows: a
-/// dictionary-encoded column holds 8 bytes per row of its page in memory until the page is
-/// written, so longer pages (better compressed) would cost memory in proportion to the chunk.
-/// (Pages of 2048 rows, measured at 10k sockets, left the peak of a keyframe's encoding where it
-/// was and made its file 7% larger.)
+/// A Parquet stream of `schema` into `out`.
+///
+/// Without dictionaries: a keyframe has a row per socket, so a dictionary would hold each value
+/// once and an index beside it, and each column's dictionary keeps a hash table (some 36 KB, 190
+/// columns a row group) while it encodes. Beside 10k idle sockets the exporter's peak (VmHWM)
+/// went from 59 to 51 MB over 3 minutes, for a keyframe 6% larger.
+///
+/// Pages keep Parquet's default of 20,000 rows, so a row group's pages are compressed one column
+/// at a time as it is written: pages that fill sooner hold a zstd context per column at once
+/// (pages of 1024 rows, measured at 10k sockets, raised a keyframe's peak from 15 to 26 MB).
 pub fn writer<W: Write + Send>(
     out: W,
     schema: Schema,
@@ -112,14 +116,14 @@ pub fn writer<W: Write + Send>(
         // Statistics per column chunk (the reader checks a chunk's times by them), not per page:
         // page indexes would double the footer, a chunk's fixed cost, for no reader.
         .set_statistics_enabled(EnabledStatistics::Chunk)
+        .set_dictionary_enabled(false)
         .set_key_value_metadata(Some(meta.key_values()));
     let encodings = DELTA.map(|c| (c, Encoding::DELTA_BINARY_PACKED)).into_iter();
     for (col, encoding) in encodings.chain(PREFIXED.map(|c| (c, Encoding::DELTA_BYTE_ARRAY))) {
         if schema.field_with_name(col).is_err() {
             continue;
         }
-        let path = ColumnPath::from(col);
-        props = props.set_column_dictionary_enabled(path.clone(), false).set_column_encoding(path, encoding);
+        props = props.set_column_encoding(ColumnPath::from(col), encoding);
     }
     Ok(ArrowWriter::try_new(out, Arc::new(schema), Some(props.build()))?)
 }
@@ -190,8 +194,8 @@ impl<W: Write + Send> Pair<W> {
     }
 
     /// Writes the keyframe out as a row group of its own as soon as it is encoded, rather than
-    /// with the chunk's changes when the chunk closes: an encoder holds some 8 bytes per row of
-    /// each dictionary-encoded column until then (17 MB for 10k sockets' keyframe, where the
+    /// with the chunk's changes when the chunk closes: an encoder holds up to 8 bytes per row of
+    /// each column until then (17 MB for 10k sockets' keyframe, where the
     /// encoded rows take 0.15 MB), for the price of a second row group's footer (some 35 KB). For
     /// a chunk kept in memory (hindsight), and a recorder's first segment, so that the keyframe's
     /// encoders are freed, and their memory handed back (`mem::trim`), once it is written.
