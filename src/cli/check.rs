@@ -177,7 +177,7 @@ fn bpf(r: &mut Report) -> bool {
         format!("{s}{from}: reads {}", s.fields.join(", "))
     });
     let polled = l.consume();
-    let events = l.inbox.lock().map(|v| v.len()).unwrap_or(0);
+    let events = l.take_events().len();
     r.ring_buffer = match &polled {
         Ok(()) => Step { ok: true, detail: format!("{events} events, {} lost", l.lost_total()) },
         Err(e) => Step { ok: false, detail: e.clone() },

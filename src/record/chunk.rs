@@ -195,8 +195,8 @@ impl<W: Write + Send> Pair<W> {
 
     /// Writes the keyframe out as a row group of its own as soon as it is encoded, rather than
     /// with the chunk's changes when the chunk closes: an encoder holds up to 8 bytes per row of
-    /// each column until then (17 MB for 10k sockets' keyframe, where the
-    /// encoded rows take 0.15 MB), for the price of a second row group's footer (some 35 KB). For
+    /// each column until then (1.1 MB for 2,000 sockets' keyframe in `record::tests`), for the
+    /// price of a second row group's footer (some 35 KB). For
     /// a chunk kept in memory (hindsight), and a recorder's first segment, so that the keyframe's
     /// encoders are freed, and their memory handed back (`mem::trim`), once it is written.
     pub fn keyframe_apart(mut self) -> Pair<W> {

@@ -116,7 +116,8 @@ pub struct Loaded {
     handles: Vec<(&'static str, ProgramHandle)>,
     /// Drained by the collector's poll and, between polls, by its drain thread (`drain.rs`).
     pub ringbuf: SharedRing,
-    pub inbox: Inbox,
+    /// What the ring's reader decoded, until [`Loaded::take_events`] takes it.
+    inbox: Inbox,
     /// `struct bbr` as the programs were relocated against it: its layout and which of the
     /// fields they read it has (`None`: no BTF has it, see [`BBR_STATE_OFF`]).
     pub struct_bbr: Option<StructBbr>,
