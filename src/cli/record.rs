@@ -127,9 +127,10 @@ pub fn run(a: RecordArgs) -> Result<(), Failure> {
         cost.add(&snap, t.elapsed());
     }
     let t = Instant::now();
+    let copied = rec.rows_copied();
     let bytes = rec.finish().with_context(|| format!("finishing the recording in {}", a.dir.display()))?;
     cost.writing += t.elapsed();
-    cost.report(bytes);
+    cost.report(bytes, copied);
     Ok(())
 }
 
@@ -151,7 +152,8 @@ impl Cost {
         self.polling += Duration::try_from_secs_f64(polled).unwrap_or_default();
     }
 
-    fn report(&self, bytes: u64) {
+    /// `copied`: keyframe rows copied from the chunk before (the sockets that did not move).
+    fn report(&self, bytes: u64, copied: u64) {
         let per = |d: Duration| d.as_secs_f64() * 1e3 / self.polls.max(1) as f64;
         tracing::info!(
             polls = self.polls,
@@ -160,6 +162,7 @@ impl Cost {
             bytes_per_socket_poll = format!("{:.2}", bytes as f64 / self.socket_polls.max(1) as f64),
             record_ms_per_poll = format!("{:.3}", per(self.writing)),
             collect_ms_per_poll = format!("{:.3}", per(self.polling)),
+            keyframe_rows_copied = copied,
             "recording ended"
         );
     }

@@ -1,8 +1,11 @@
 //! One chunk's two Parquet streams: how they are written (zstd, no dictionaries; row groups of up
-//! to 8192 rows, a keyframe's written as it is encoded and copied as they are when the chunk
-//! closes, its changes merged then into groups as big, so that a socket's values repeat within
-//! the pages zstd compresses) and the metadata every file carries.
+//! to 8192 rows, a keyframe's written as it is encoded, or copied from the chunk before's where
+//! none of its sockets moved (`keyframe.rs`), and copied as they are when the chunk closes, its
+//! changes merged then into groups as big, so that a socket's values repeat within the pages zstd
+//! compresses) and the metadata every file carries.
 
+use super::keyframe::{self, Base, KeyGroups, Step};
+use super::stream::Stream;
 use super::{polls, sockets};
 use anyhow::Context;
 use arrow_array::RecordBatch;
@@ -16,7 +19,7 @@ use bbrtop_core::system::SystemInfo;
 use bbrtop_core::units::unix_ms;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::file::metadata::KeyValue;
+use parquet::file::metadata::{KeyValue, ParquetMetaData};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 use sockets::{Kind, Row};
@@ -150,12 +153,13 @@ pub fn put_in_place(dir: &Path, stem: &str, suffix: &str, file: File) -> anyhow:
 /// A chunk being written: its two tables, into files (a recording), memory (hindsight) or one
 /// body (a frame).
 ///
-/// Its first poll is a keyframe (every live socket's row); each later poll has the rows of the
+/// Its first poll is a keyframe (every live socket's row, copied from the chunk before's keyframe
+/// where none of a row group's sockets moved: `with_base`); each later poll has the rows of the
 /// sockets that came, moved or went since the poll before. A keyframe at each chunk's start, and
 /// nowhere else: a chunk is what retention deletes and where a reader starts (replay seeking,
 /// compare's `@FROM`), so each must stand alone, and within one the deltas cost what moved.
 pub struct Pair<W: Write + Send> {
-    sockets: ArrowWriter<W>,
+    sockets: Stream<W>,
     polls: ArrowWriter<W>,
     pub meta: Meta,
     /// The first poll's time, and how many polls so far.
@@ -167,6 +171,11 @@ pub struct Pair<W: Write + Send> {
     key_at_ms: i64,
     /// Whether the keyframe is a row group of its own (see [`Pair::keyframe_apart`]).
     keyframe_apart: bool,
+    /// The keyframe's row groups, and which moved since (`keyframe.rs`).
+    key_groups: KeyGroups,
+    /// The chunk before's keyframe row groups, for this one's keyframe to copy.
+    base: Option<Base>,
+    rows_copied: u64,
 }
 
 impl<W: Write + Send> Pair<W> {
@@ -182,7 +191,7 @@ impl<W: Write + Send> Pair<W> {
         pages: Pages,
     ) -> anyhow::Result<Pair<W>> {
         Ok(Pair {
-            sockets: writer(sockets, sockets::schema(), &meta, pages)?,
+            sockets: Stream::new(sockets, sockets::schema(), &meta, pages)?,
             polls: writer(polls, polls::schema(), &meta, pages)?,
             meta,
             started,
@@ -190,6 +199,9 @@ impl<W: Write + Send> Pair<W> {
             last: None,
             key_at_ms: 0,
             keyframe_apart: false,
+            key_groups: KeyGroups::default(),
+            base: None,
+            rows_copied: 0,
         })
     }
 
@@ -204,6 +216,13 @@ impl<W: Write + Send> Pair<W> {
         self
     }
 
+    /// The keyframe copies `base`'s row groups in which no socket moved (`keyframe.rs`), if the
+    /// base's chunk was written with the same metadata.
+    pub fn with_base(mut self, base: Option<Base>) -> Pair<W> {
+        self.base = base.filter(|b| b.meta == self.meta);
+        self
+    }
+
     /// Adds one poll, with the closed flows to write beside it.
     pub fn write(&mut self, snap: &Snapshot, closed: &[ClosedFlow]) -> anyhow::Result<()> {
         if self.polls_written == 0 {
@@ -211,34 +230,74 @@ impl<W: Write + Send> Pair<W> {
             self.started = snap.taken_at;
         }
         let at_ms = unix_ms(snap.taken_at);
-        let before = self.last.replace(snap.sockets.clone());
-        if before.is_none() {
-            self.key_at_ms = at_ms;
-        }
-        let mut rows = rows(&snap.sockets, before.as_ref());
-        let (mut written, mut unflushed) = (0, 0);
-        loop {
-            // A poll's rows are derived and encoded a slice at a time, and written out as a row
-            // group every ROWS_PER_GROUP: a keyframe of 100k sockets never holds 100k views, nor
-            // an encoder's 8 bytes per row of each column (some 170 MB), at once.
-            let slice: Vec<Row> = rows.by_ref().take(ROWS_PER_SLICE).collect();
-            if slice.is_empty() {
-                break;
+        let written = match self.last.replace(snap.sockets.clone()) {
+            None => {
+                self.key_at_ms = at_ms;
+                self.write_keyframe(snap, at_ms)?
             }
-            (written, unflushed) = (written + slice.len() as u64, unflushed + slice.len());
-            write(&mut self.sockets, &sockets::batch(snap.seq, at_ms, &slice)?)?;
-            if unflushed >= ROWS_PER_GROUP {
-                self.sockets.flush().context("writing a poll's rows")?;
-                unflushed = 0;
-            }
-        }
-        if before.is_none() && self.keyframe_apart {
-            self.sockets.flush().context("writing a keyframe")?;
-        }
+            Some(before) => self.write_changes(snap, at_ms, &before)?,
+        };
         let poll = polls::Poll { snap, closed, rows: written, key_at_ms: self.key_at_ms };
         write(&mut self.polls, &polls::batch(&[poll])?)?;
         self.polls_written += 1;
         Ok(())
+    }
+
+    /// Every socket's row, a row group at a time (`keyframe::plan`): copied from the base where
+    /// none of its sockets moved, else derived and encoded a slice at a time, so that a keyframe
+    /// of 100k sockets never holds 100k views, nor an encoder's 8 bytes per row of each column
+    /// (some 170 MB), at once. The last group stays open for the changes unless the keyframe is
+    /// apart. The rows written.
+    fn write_keyframe(&mut self, snap: &Snapshot, at_ms: i64) -> anyhow::Result<u64> {
+        let now = &snap.sockets;
+        let mut base = self.base.take();
+        let cookies: Vec<_> = now.entries().map(|e| e.cookie).collect();
+        let plan = keyframe::plan(cookies, base.as_mut().map(|b| b.settle(now)), ROWS_PER_GROUP);
+        let entries: Vec<&Entry> = now.entries().collect();
+        for (i, step) in plan.steps.iter().enumerate() {
+            match (step, &base) {
+                (Step::Copy { g, rows }, Some(b)) => {
+                    let rg = b.row_group(*g).context("a keyframe row group not in its file")?;
+                    self.sockets.copy(&b.from, rg, Some(&sockets::stamp(snap.seq, at_ms, *rows)?))?;
+                    self.rows_copied += *rows as u64;
+                    continue;
+                }
+                (Step::Copy { .. }, None) => anyhow::bail!("a keyframe row group to copy without its file"),
+                (Step::Encode(members), _) => {
+                    for slice in members.chunks(ROWS_PER_SLICE) {
+                        let rows: Vec<Row> =
+                            slice.iter().map(|&i| row(Kind::Key, entries[i as usize], now)).collect();
+                        self.sockets.write(&sockets::batch(snap.seq, at_ms, &rows)?)?;
+                    }
+                }
+            }
+            if self.keyframe_apart || i + 1 < plan.steps.len() {
+                self.sockets.flush().context("writing a keyframe")?;
+            }
+        }
+        self.key_groups = plan.key;
+        Ok(entries.len() as u64)
+    }
+
+    /// The rows of the sockets that came, moved or went since `before` (the poll written last),
+    /// a slice at a time, written out as a row group every `ROWS_PER_GROUP`; each marks its
+    /// keyframe group moved. The rows written.
+    fn write_changes(&mut self, snap: &Snapshot, at_ms: i64, before: &Sockets) -> anyhow::Result<u64> {
+        let mut rows = changes(&snap.sockets, before);
+        let mut written = 0;
+        loop {
+            let slice: Vec<Row> = rows.by_ref().take(ROWS_PER_SLICE).collect();
+            if slice.is_empty() {
+                break;
+            }
+            written += slice.len() as u64;
+            slice.iter().for_each(|r| self.key_groups.moved(r.cookie));
+            self.sockets.write(&sockets::batch(snap.seq, at_ms, &slice)?)?;
+            if self.sockets.rows_open() >= ROWS_PER_GROUP {
+                self.sockets.flush().context("writing a poll's rows")?;
+            }
+        }
+        Ok(written)
     }
 
     /// Whether `snap` belongs in a new chunk: this one is `chunk` long, or the metadata changed.
@@ -250,6 +309,11 @@ impl<W: Write + Send> Pair<W> {
     /// wrote out (a keyframe apart).
     pub fn in_memory(&self) -> usize {
         self.buffered() + self.sockets.bytes_written() + self.polls.bytes_written()
+    }
+
+    /// The keyframe's rows copied from the base rather than encoded.
+    pub fn rows_copied(&self) -> u64 {
+        self.rows_copied
     }
 
     /// Memory the encoders hold, not yet written out (for a chunk written into files).
@@ -264,9 +328,9 @@ impl<W: Write + Send> Pair<W> {
 
     /// Both files, finished, and what the chunk's next segment goes on from.
     pub fn finish_carrying(self) -> anyhow::Result<((W, W), Carry)> {
-        let carry = Carry { last: self.last, key_at_ms: self.key_at_ms };
+        let carry = Carry { last: self.last, key_at_ms: self.key_at_ms, key_groups: self.key_groups };
         let files = (
-            self.sockets.into_inner().context("finishing a chunk")?,
+            self.sockets.finish().context("finishing a chunk")?,
             self.polls.into_inner().context("finishing a chunk")?,
         );
         Ok((files, carry))
@@ -283,15 +347,17 @@ impl<W: Write + Send> Pair<W> {
         pages: Pages,
     ) -> anyhow::Result<Pair<W>> {
         let mut p = Pair::with_pages(sockets, polls, meta, started, pages)?;
-        (p.last, p.key_at_ms) = (carry.last, carry.key_at_ms);
+        (p.last, p.key_at_ms, p.key_groups) = (carry.last, carry.key_at_ms, carry.key_groups);
         Ok(p)
     }
 }
 
-/// Where a chunk's segment ended: its last poll's sockets, and the chunk's keyframe time.
+/// Where a chunk's segment ended: its last poll's sockets, and the chunk's keyframe time and
+/// row groups.
 pub struct Carry {
     last: Option<Sockets>,
     key_at_ms: i64,
+    key_groups: KeyGroups,
 }
 
 impl Carry {
@@ -299,27 +365,33 @@ impl Carry {
     /// next poll is written against: its rows are the changes since, and its `key_at_ms` that
     /// poll's time (a frame of changes, `frame.rs`).
     pub fn since(sockets: Sockets, at_ms: i64) -> Carry {
-        Carry { last: Some(sockets), key_at_ms: at_ms }
+        Carry { last: Some(sockets), key_at_ms: at_ms, key_groups: KeyGroups::default() }
+    }
+
+    /// What the next chunk's keyframe may copy of this chunk (closed, its sockets file `from`,
+    /// read as `metadata`): `None` before the chunk's first poll.
+    pub fn base(self, from: keyframe::Source, metadata: &ParquetMetaData, meta: Meta) -> Option<Base> {
+        Some(Base::new(from, metadata, self.key_groups, self.last?, meta))
     }
 }
 
-/// The rows of sockets `now`: every one's (`key`) without a poll `before`, else those of the
-/// sockets that came or moved (`change`) or went (`gone`) since, in cookie order. Entries shared
-/// with `before` are skipped without being looked at.
-pub fn rows<'a>(now: &'a Sockets, before: Option<&'a Sockets>) -> Box<dyn Iterator<Item = Row> + 'a> {
-    let row = move |kind, e: &Entry| Row { kind, cookie: e.cookie, view: Some(e.view(now.at())) };
-    match before {
-        None => Box::new(now.entries().map(move |e| row(Kind::Key, e))),
-        Some(before) => Box::new(now.changes_since(before).map(move |c| match c {
-            Change::Added(e) | Change::Changed { new: e, .. } => row(Kind::Change, e),
-            Change::Gone(e) => Row { kind: Kind::Gone, cookie: e.cookie, view: None },
-        })),
-    }
+/// Socket `e`'s row of `kind`, as of `now`.
+fn row(kind: Kind, e: &Entry, now: &Sockets) -> Row {
+    Row { kind, cookie: e.cookie, view: Some(e.view(now.at())) }
+}
+
+/// The rows of the sockets `now` that came or moved (`change`) or went (`gone`) since `before`,
+/// in cookie order. Entries shared with `before` are skipped without being looked at.
+fn changes<'a>(now: &'a Sockets, before: &'a Sockets) -> impl Iterator<Item = Row> + 'a {
+    now.changes_since(before).map(move |c| match c {
+        Change::Added(e) | Change::Changed { new: e, .. } => row(Kind::Change, e, now),
+        Change::Gone(e) => Row { kind: Kind::Gone, cookie: e.cookie, view: None },
+    })
 }
 
 /// Rows derived and encoded at a time, and rows a poll writes out as a row group once it has
 /// that many unwritten (see [`Pair::write`]); a row group's footer costs some 35 KB.
-const ROWS_PER_SLICE: usize = 1024;
+pub(super) const ROWS_PER_SLICE: usize = 1024;
 pub(super) const ROWS_PER_GROUP: usize = 8192;
 
 /// The closed flows of `snap` not written yet (each is written once, at the first poll that

@@ -17,12 +17,14 @@ mod columns;
 pub mod frame;
 pub mod glob;
 pub mod hindsight;
+mod keyframe;
 pub mod layout;
 pub mod polls;
 pub mod reader;
 mod rebuild;
 mod segments;
 pub mod sockets;
+mod stream;
 pub mod writer;
 
 pub use hindsight::{Hindsight, HindsightOptions, chunk_length as hindsight_chunk};

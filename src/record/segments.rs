@@ -10,16 +10,12 @@
 
 use super::chunk::{self, Meta, Pages};
 use super::chunk::{POLLS_SUFFIX, SOCKETS_SUFFIX, TMP, put_in_place};
-use super::{polls, sockets};
+use super::stream::Stream;
+use super::{keyframe, polls, sockets};
 use anyhow::Context;
-use arrow_array::RecordBatch;
 use arrow_schema::Schema;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::arrow_writer::{ArrowColumnWriter, compute_leaves};
 use parquet::basic::Compression;
-use parquet::column::writer::ColumnCloseResult;
-use parquet::file::metadata::RowGroupMetaData;
-use parquet::file::writer::SerializedFileWriter;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufWriter;
@@ -103,13 +99,18 @@ pub fn compact(dir: &Path, stem: &str, parts: &[String]) -> anyhow::Result<u64> 
 /// row group, and one footer (some 35 KB), rather than one a segment.
 const COPIED: usize = chunk::ROWS_PER_GROUP;
 
+/// A keyframe's row group of at least this many rows is copied too, whatever its size, so that
+/// the next chunk's keyframe can copy it in turn (`keyframe.rs`); smaller ones are not worth a
+/// footer of their own.
+const KEY_COPIED: usize = chunk::ROWS_PER_SLICE;
+
 /// Files `paths` as one Parquet file of `schema` written to `out`: their rows, in order. A
-/// compressed row group of `copied` rows or more is copied as it is, column chunk by column
-/// chunk, nothing decoded or encoded again: a chunk whose keyframe holds 100k sockets closes in
-/// the time its bytes take to copy, where
-/// decoding and encoding them again took some 0.3 s of CPU and an encoder's 8 bytes per row of
-/// each column (some 100 MB) at once. Smaller ones are merged into row groups of up to `copied`
-/// rows, which bounds the encoder's memory the same way.
+/// compressed row group of `copied` rows or more, or a keyframe's of `KEY_COPIED`, is copied as it
+/// is, column chunk by column chunk, nothing decoded or encoded again: a chunk whose keyframe
+/// holds 100k sockets closes in the time its bytes take to copy, where decoding and encoding them
+/// again took some 0.3 s of CPU and an encoder's 8 bytes per row of each column (some 100 MB) at
+/// once. Smaller ones are merged into row groups of up to `copied` rows, which bounds the
+/// encoder's memory the same way.
 pub(super) fn splice(
     paths: &[PathBuf],
     out: File,
@@ -117,9 +118,7 @@ pub(super) fn splice(
     meta: &Meta,
     copied: usize,
 ) -> anyhow::Result<File> {
-    let (mut w, factory) =
-        chunk::writer(BufWriter::new(out), schema.clone(), meta, Pages::Zstd)?.into_serialized_writer()?;
-    let mut merged: Option<Merged> = None;
+    let mut w = Stream::new(BufWriter::new(out), schema.clone(), meta, Pages::Zstd)?;
     for p in paths {
         let what = || p.display().to_string();
         let file = File::open(p).with_context(|| format!("opening {}", what()))?;
@@ -134,82 +133,22 @@ pub(super) fn splice(
         for (i, rg) in groups.iter().enumerate() {
             // A later segment's pages are not compressed (`Pages::Plain`), whatever its size.
             let packed = rg.columns().iter().all(|c| c.compression() != Compression::UNCOMPRESSED);
-            if rg.num_rows() as usize >= copied && packed {
-                flush(&mut w, &mut merged)?;
-                copy(&mut w, &file, rg).with_context(|| format!("copying {}", what()))?;
+            let rows = rg.num_rows() as usize;
+            let key = rows >= KEY_COPIED && keyframe::keyframe_span(rg).is_some();
+            if packed && (rows >= copied || key) {
+                w.copy(&file, rg, None).with_context(|| format!("copying {}", what()))?;
                 continue;
             }
             let rows = ParquetRecordBatchReaderBuilder::try_new(file.try_clone()?)?.with_row_groups(vec![i]);
             for batch in rows.build()? {
-                let batch = batch.with_context(|| format!("reading {}", what()))?;
-                let m = match &mut merged {
-                    Some(m) => m,
-                    None => merged.insert(Merged {
-                        writers: factory.create_column_writers(w.flushed_row_groups().len())?,
-                        rows: 0,
-                    }),
-                };
-                m.write(&schema, &batch)?;
-                if m.rows >= copied {
-                    flush(&mut w, &mut merged)?;
+                w.write(&batch.with_context(|| format!("reading {}", what()))?)?;
+                if w.rows_open() >= copied {
+                    w.flush()?;
                 }
             }
         }
     }
-    flush(&mut w, &mut merged)?;
-    w.into_inner().context("finishing a chunk")?.into_inner().context("finishing a chunk")
-}
-
-/// Small row groups' rows being encoded again into one.
-struct Merged {
-    writers: Vec<ArrowColumnWriter>,
-    rows: usize,
-}
-
-impl Merged {
-    fn write(&mut self, schema: &Schema, batch: &RecordBatch) -> anyhow::Result<()> {
-        let mut writers = self.writers.iter_mut();
-        for (field, column) in schema.fields().iter().zip(batch.columns()) {
-            for leaf in compute_leaves(field, column)? {
-                writers.next().context("a column without its writer")?.write(&leaf)?;
-            }
-        }
-        self.rows += batch.num_rows();
-        Ok(())
-    }
-}
-
-/// Writes the merged rows, if any, as a row group.
-fn flush(w: &mut SerializedFileWriter<BufWriter<File>>, merged: &mut Option<Merged>) -> anyhow::Result<()> {
-    let Some(m) = merged.take() else { return Ok(()) };
-    let mut out = w.next_row_group()?;
-    for writer in m.writers {
-        writer.close()?.append_to_row_group(&mut out)?;
-    }
-    out.close()?;
-    Ok(())
-}
-
-/// Row group `rg` of `file`, copied as it is.
-fn copy(
-    w: &mut SerializedFileWriter<BufWriter<File>>,
-    file: &File,
-    rg: &RowGroupMetaData,
-) -> anyhow::Result<()> {
-    let mut out = w.next_row_group()?;
-    for column in rg.columns() {
-        let close = ColumnCloseResult {
-            bytes_written: column.compressed_size() as u64,
-            rows_written: rg.num_rows() as u64,
-            metadata: column.clone(),
-            bloom_filter: None,
-            column_index: None,
-            offset_index: None,
-        };
-        out.append_column(file, close)?;
-    }
-    out.close()?;
-    Ok(())
+    w.finish()?.into_inner().context("finishing a chunk")
 }
 
 /// Segments are gone once the chunk is whole: polls files first, so none is left half a segment.

@@ -72,11 +72,8 @@ pub fn batch(seq: u64, at_ms: i64, rows: &[Row]) -> anyhow::Result<RecordBatch> 
     let ins: Vec<In<'_>> = rows.iter().map(|r| (Ctx { at_ms, cookie: r.cookie }, r.view.as_ref())).collect();
     let mut kinds = String::builder(n);
     rows.iter().for_each(|r| String::append(&mut kinds, Some(r.kind.label().to_string())));
-    let mut columns: Vec<ArrayRef> = vec![
-        u64::finish(&mut filled::<u64>(n, Some(seq))),
-        i64::finish(&mut filled::<i64>(n, Some(at_ms))),
-        String::finish(&mut kinds),
-    ];
+    let mut columns = poll_columns(seq, at_ms, n);
+    columns.push(String::finish(&mut kinds));
     columns.extend(view::encode(ins.iter(), n));
     for &(name, off, size) in TCP_INFO_LAYOUT {
         let age = AGES.contains(&name);
@@ -96,13 +93,25 @@ pub fn batch(seq: u64, at_ms: i64, rows: &[Row]) -> anyhow::Result<RecordBatch> 
     Ok(RecordBatch::try_new(Arc::new(schema()), columns)?)
 }
 
+/// The poll's columns, leading the table: `n` rows of `seq` and `at_ms`.
+fn poll_columns(seq: u64, at_ms: i64, n: usize) -> Vec<ArrayRef> {
+    vec![u64::finish(&mut filled::<u64>(n, Some(seq))), i64::finish(&mut filled::<i64>(n, Some(at_ms)))]
+}
+
+fn poll_fields() -> [Field; 2] {
+    [Field::new("seq", DataType::UInt64, true), Field::new("at_ms", DataType::Int64, true)]
+}
+
+/// The poll's columns alone, for `n` rows copied from another poll (a keyframe's row group of
+/// sockets that did not move, `keyframe.rs`).
+pub fn stamp(seq: u64, at_ms: i64, n: usize) -> anyhow::Result<RecordBatch> {
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(poll_fields().to_vec())), poll_columns(seq, at_ms, n))?)
+}
+
 /// The whole table's schema.
 pub fn schema() -> Schema {
-    let mut fields = vec![
-        Field::new("seq", DataType::UInt64, true),
-        Field::new("at_ms", DataType::Int64, true),
-        Field::new("row", DataType::Utf8, true),
-    ];
+    let mut fields = poll_fields().to_vec();
+    fields.push(Field::new("row", DataType::Utf8, true));
     fields.extend(view::schema().fields().iter().map(|f| f.as_ref().clone()));
     for &(name, _, size) in TCP_INFO_LAYOUT {
         let name = tcpi_column(name);

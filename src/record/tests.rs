@@ -30,28 +30,33 @@ fn sock(cookie: u64, cc: &str, srtt: u32, acked: u64) -> SocketRecord {
 
 /// Polls of a BBR socket whose RTT inflates (its alert fires) beside an idle CUBIC one.
 fn polls(n: u64) -> Vec<Snapshot> {
-    polls_from(SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000), n)
+    polls_from(t0(), n)
 }
 
 /// [`polls`], a second apart from `wall`.
 fn polls_from(wall: SystemTime, n: u64) -> Vec<Snapshot> {
+    polls_at(wall, n, |i| {
+        let srtt = if i >= 2 { 60_000 } else { 21_000 };
+        vec![sock(1, "bbr", srtt, i * 1_000_000), sock(2, "cubic", 25_000, 5)]
+    })
+}
+
+/// `n` polls a second apart from `wall` by one engine, of the sockets `socks(i)` at poll `i`.
+fn polls_at(wall: SystemTime, n: u64, socks: impl Fn(u64) -> Vec<SocketRecord>) -> Vec<Snapshot> {
     let mut e = Engine::new(EngineConfig::default());
     let t0 = Now { mono: Instant::now(), wall };
     (0..n)
         .map(|i| {
             let now = t0.after(Duration::from_secs(i));
-            let srtt = if i >= 2 { 60_000 } else { 21_000 };
-            feed_dump(
-                &mut e,
-                Dump {
-                    sockets: vec![sock(1, "bbr", srtt, i * 1_000_000), sock(2, "cubic", 25_000, 5)],
-                    ..Dump::default()
-                },
-                now,
-            );
+            feed_dump(&mut e, Dump { sockets: socks(i), ..Dump::default() }, now);
             (*e.tick(now)).clone()
         })
         .collect()
+}
+
+/// 2026-11-18T11:06:40Z: the tests' first poll.
+fn t0() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000)
 }
 
 fn doc(s: &Snapshot) -> serde_json::Value {
@@ -107,19 +112,11 @@ fn frames_of_changes_rebuild_every_poll() {
 #[test]
 fn a_frame_of_changes_costs_what_moved() {
     let sizes = |n: u64| {
-        let mut e = Engine::new(EngineConfig::default());
-        let t0 =
-            Now { mono: Instant::now(), wall: std::time::UNIX_EPOCH + Duration::from_secs(1_795_000_000) };
-        let snaps: Vec<Snapshot> = (0..2u64)
-            .map(|i| {
-                let now = t0.after(Duration::from_secs(i));
-                let socks = (1..=n).map(|c| {
-                    sock(c, "bbr", 20_000 + (c * 37 % 9_000) as u32, c * 1_234 + u64::from(c == 1) * i)
-                });
-                feed_dump(&mut e, Dump { sockets: socks.collect(), ..Dump::default() }, now);
-                (*e.tick(now)).clone()
-            })
-            .collect();
+        let snaps = polls_at(t0(), 2, |i| {
+            let socks = (1..=n)
+                .map(|c| sock(c, "bbr", 20_000 + (c * 37 % 9_000) as u32, c * 1_234 + u64::from(c == 1) * i));
+            socks.collect()
+        });
         let key = frame::encode(&snaps[1], &system(), None).unwrap();
         let changes = frame::encode(&snaps[1], &system(), Some(&snaps[0])).unwrap();
         let (held, _) = frame::decode(&frame::encode(&snaps[0], &system(), None).unwrap(), None).unwrap();
@@ -277,19 +274,13 @@ fn a_format_1_recording_still_reads() {
 /// Polls a second apart: socket 1 moves every poll, 2 never does, 3 goes after poll 3 (inside
 /// the first chunk), 4 after poll 5 (where the second chunk starts), 5 comes at poll 8.
 fn churn(n: u64) -> Vec<Snapshot> {
-    let mut e = Engine::new(EngineConfig::default());
-    let t0 = Now { mono: Instant::now(), wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000) };
-    (0..n)
-        .map(|i| {
-            let now = t0.after(Duration::from_secs(i));
-            let mut socks = vec![sock(1, "bbr", 21_000, i * 1_000_000), sock(2, "cubic", 25_000, 5)];
-            socks.extend((i < 3).then(|| sock(3, "cubic", 22_000, 7)));
-            socks.extend((i < 5).then(|| sock(4, "bbr", 22_000, 9)));
-            socks.extend((i >= 8).then(|| sock(5, "bbr", 22_000, 3)));
-            feed_dump(&mut e, Dump { sockets: socks, ..Dump::default() }, now);
-            (*e.tick(now)).clone()
-        })
-        .collect()
+    polls_at(t0(), n, |i| {
+        let mut socks = vec![sock(1, "bbr", 21_000, i * 1_000_000), sock(2, "cubic", 25_000, 5)];
+        socks.extend((i < 3).then(|| sock(3, "cubic", 22_000, 7)));
+        socks.extend((i < 5).then(|| sock(4, "bbr", 22_000, 9)));
+        socks.extend((i >= 8).then(|| sock(5, "bbr", 22_000, 3)));
+        socks
+    })
 }
 
 /// Format 2 writes a socket's row when it changed: an idle socket once per chunk (its keyframe
@@ -485,16 +476,7 @@ fn closed_chunks_are_two_files_each() {
 /// sockets held encoded takes far less than in the encoder's buffers, and reads the same.
 #[test]
 fn a_keyframe_apart_takes_less_memory_and_reads_the_same() {
-    let mut e = Engine::new(EngineConfig::default());
-    let t0 = Now { mono: Instant::now(), wall: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000) };
-    let snaps: Vec<Snapshot> = (0..5)
-        .map(|i| {
-            let now = t0.after(Duration::from_secs(i));
-            let socks = (1..=2000).map(|c| sock(c, "cubic", 25_000, 5)).collect();
-            feed_dump(&mut e, Dump { sockets: socks, ..Dump::default() }, now);
-            (*e.tick(now)).clone()
-        })
-        .collect();
+    let snaps = polls_at(t0(), 5, |_| (1..=2000).map(|c| sock(c, "cubic", 25_000, 5)).collect());
     let meta = chunk::Meta { system: system(), rule: snaps[0].rule };
     let mut whole = chunk::Pair::new(Vec::new(), Vec::new(), meta.clone(), snaps[0].taken_at).unwrap();
     let mut apart =
@@ -714,4 +696,85 @@ fn a_recorder_refuses_the_root_and_a_file() {
     let f = tempfile::NamedTempFile::new().unwrap();
     let e = Recorder::create(f.path(), RecordOptions::default(), &system()).err().map(|e| e.to_string());
     assert_eq!(e, Some(format!("{}: not a directory", f.path().display())));
+}
+
+/// Bytes `[offset, offset + len)` of column chunk `c`.
+fn column_bytes(file: &[u8], c: &parquet::file::metadata::ColumnChunkMetaData) -> Vec<u8> {
+    let start = c.dictionary_page_offset().unwrap_or(c.data_page_offset()) as usize;
+    file[start..start + c.compressed_size() as usize].to_vec()
+}
+
+/// A closed chunk's sockets file, and its row groups' cookie spans where they hold keyframe rows.
+fn key_spans(path: &std::path::Path) -> (Vec<u8>, parquet::file::metadata::ParquetMetaData) {
+    let bytes = std::fs::read(path).unwrap();
+    let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+        .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
+        .unwrap();
+    (bytes, meta)
+}
+
+/// Beside 9,300 idle sockets, a chunk's keyframe copies the row groups of the chunk before's in
+/// which no socket moved, as their bytes are but for the poll's columns, and encodes the sockets
+/// of the one in which a socket moved, those that did not move apart from it; every poll reads
+/// back as it was.
+#[test]
+fn a_keyframe_copies_the_row_groups_in_which_no_socket_moved() {
+    let snaps = polls_at(t0(), 12, |i| {
+        // Socket 5 moves at poll 4 (the second chunk), socket 9301 comes at poll 5.
+        let acked = |c| if c == 5 && i >= 4 { 6 } else { 5 };
+        let last = if i >= 5 { 9301 } else { 9300 };
+        (1..=last).map(|c| sock(c, "cubic", 25_000, acked(c))).collect()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let opts = RecordOptions {
+        chunk: Duration::from_secs(3),
+        segment: Duration::from_secs(1),
+        ..RecordOptions::default()
+    };
+    let mut r = Recorder::create(dir.path(), opts, &system()).unwrap();
+    let mut copied = Vec::new();
+    for s in &snaps {
+        r.write(s).unwrap();
+        copied.push(r.rows_copied());
+    }
+    r.finish().unwrap();
+    // Each chunk's keyframe: all 9,300 rows copied in the second; in the third the 1,108 of the
+    // row group in which no socket moved; in the fourth all 9,301, the third having written the
+    // 8,191 that did not move of the other apart from socket 5 and 9301, which came.
+    let chunk = |n| [n; 3];
+    let want = [chunk(0), chunk(9300), chunk(9300 + 1108), chunk(9300 + 1108 + 9301)].concat();
+    assert_eq!(copied, want);
+    let mut rec = Recording::open(dir.path()).unwrap();
+    let back = rec.read(0..12).unwrap();
+    for (a, b) in back.iter().zip(&snaps) {
+        assert_eq!(doc(a), doc(b), "poll {}", b.seq);
+    }
+
+    let chunks = writer::chunks(dir.path()).unwrap();
+    assert_eq!(chunks.len(), 4, "12 polls in chunks of 3 s");
+    let files: Vec<_> = chunks
+        .iter()
+        .map(|c| key_spans(&dir.path().join(format!("{}{}", c.stem, writer::SOCKETS_SUFFIX))))
+        .collect();
+    let spans = |k: usize| -> Vec<(u64, u64, i64)> {
+        let groups = files[k].1.row_groups().iter();
+        groups.filter_map(|g| keyframe::keyframe_span(g).map(|(a, b)| (a, b, g.num_rows()))).collect()
+    };
+    let (low, high) = ((1, 8192, 8192), (8193, 9300, 1108));
+    assert_eq!(spans(0), [low, high]);
+    assert_eq!(spans(1), [low, high], "copied");
+    // Copied first; then those that did not move; then those that moved or came.
+    assert_eq!(spans(2), [high, (1, 8192, 8191), (5, 9301, 2)]);
+    assert_eq!(spans(3), spans(2), "copied");
+    // Whether row group `a` of chunk `ka` holds the bytes of row group `b` of chunk `kb`, but
+    // for the poll's columns (`seq`, `at_ms`), which are each keyframe's own.
+    let same = |(ka, a): (usize, usize), (kb, b): (usize, usize)| -> bool {
+        let (ga, gb) = (files[ka].1.row_group(a), files[kb].1.row_group(b));
+        let bytes = |k: usize, g: &parquet::file::metadata::RowGroupMetaData, c| {
+            column_bytes(&files[k].0, g.column(c))
+        };
+        assert!((0..2).all(|c| bytes(ka, ga, c) != bytes(kb, gb, c)), "the poll's columns are each one's");
+        (2..ga.num_columns()).all(|c| bytes(ka, ga, c) == bytes(kb, gb, c))
+    };
+    assert!(same((1, 0), (0, 0)) && same((1, 1), (0, 1)) && same((2, 0), (0, 1)) && same((3, 1), (2, 1)));
 }

@@ -9,9 +9,10 @@
 
 use super::chunk::{self, Carry, Meta, Pages};
 use super::layout::{self, Layout};
-use super::segments;
+use super::{keyframe, segments};
 use anyhow::Context;
 use bbrtop_core::snapshot::Snapshot;
+use parquet::file::metadata::ParquetMetaDataReader;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -77,6 +78,10 @@ pub struct Recorder {
     written: u64,
     /// Segments ended and chunks closed so far: the directory's files change with it only.
     file_changes: u64,
+    /// What the next chunk's keyframe may copy of the chunk closed last (`keyframe.rs`).
+    base: Option<keyframe::Base>,
+    /// Keyframe rows copied from the chunk before, since start.
+    rows_copied: u64,
     _lock: File,
 }
 
@@ -125,6 +130,8 @@ impl Recorder {
             closed_seq: 0,
             written: 0,
             file_changes: 0,
+            base: None,
+            rows_copied: 0,
             _lock: lock,
         })
     }
@@ -143,13 +150,15 @@ impl Recorder {
             self.close()?;
         }
         let keyframe = self.open.is_none();
-        let open = match &mut self.open {
+        let open = match self.open.take() {
             Some(o) => o,
-            None => self.open.insert(self.start(snap, meta)?),
+            None => self.start(snap, meta)?,
         };
+        let open = self.open.insert(open);
         let fresh = chunk::fresh_closed(snap, &mut self.closed_seq);
         open.pair.write(snap, &fresh)?;
         if keyframe {
+            self.rows_copied += open.pair.rows_copied();
             // The keyframe's encoders, and the chunk before's compaction, are gone: their memory
             // goes back rather than stay the process's until the next chunk (some 20 MB at 10k
             // sockets, most of it a zstd context per column and row group).
@@ -183,6 +192,11 @@ impl Recorder {
         self.closed_seq = self.closed_seq.max(seq);
     }
 
+    /// Keyframe rows copied from the chunk before rather than encoded, since start.
+    pub fn rows_copied(&self) -> u64 {
+        self.rows_copied
+    }
+
     /// Where its chunks are: the directory it was given, or its host's tree there.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -210,7 +224,7 @@ impl Recorder {
         Ok((create(SOCKETS_SUFFIX)?, create(POLLS_SUFFIX)?))
     }
 
-    fn start(&self, snap: &Snapshot, meta: Meta) -> anyhow::Result<Open> {
+    fn start(&mut self, snap: &Snapshot, meta: Meta) -> anyhow::Result<Open> {
         let mut stem = chunk::stem_of(snap.taken_at, snap.seq);
         if self.dated {
             let partition = layout::date_partition(snap.taken_at);
@@ -220,7 +234,8 @@ impl Recorder {
         }
         let stem = unique_stem(&self.dir, &stem);
         let (socks, polls) = self.create_part(&stem, 0)?;
-        let pair = chunk::Pair::new(socks, polls, meta, snap.taken_at)?.keyframe_apart();
+        let pair =
+            chunk::Pair::new(socks, polls, meta, snap.taken_at)?.keyframe_apart().with_base(self.base.take());
         Ok(Open { pair, chunk: Chunk { stem, started: snap.taken_at, parts: Vec::new(), last_at: None } })
     }
 
@@ -265,11 +280,27 @@ impl Recorder {
     /// Finishes the last segment, makes the segments the chunk, and applies retention.
     fn close(&mut self) -> anyhow::Result<()> {
         let Some(Open { pair, mut chunk }) = self.open.take() else { return Ok(()) };
-        self.end_segment(pair, &mut chunk)?;
+        let meta = pair.meta.clone();
+        let carry = self.end_segment(pair, &mut chunk)?;
         self.file_changes += 1;
         self.written += segments::compact(&self.dir, &chunk.stem, &chunk.parts)?;
+        // Opened before retention, which may remove the chunk's name but not what is open.
+        let path = self.dir.join(format!("{}{SOCKETS_SUFFIX}", chunk.stem));
+        self.base = base_of(&path, carry, meta)
+            .inspect_err(|e| tracing::debug!("the next keyframe is encoded whole: {e:#}"))
+            .ok()
+            .flatten();
         retain(&self.dir, &self.opts, SystemTime::now())
     }
+}
+
+/// What the next keyframe may copy of the chunk whose sockets file is `path`.
+fn base_of(path: &Path, carry: Carry, meta: Meta) -> anyhow::Result<Option<keyframe::Base>> {
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let metadata = ParquetMetaDataReader::new()
+        .parse_and_finish(&file)
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(carry.base(keyframe::Source::File(file), &metadata, meta))
 }
 
 impl Drop for Recorder {

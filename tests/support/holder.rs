@@ -23,12 +23,12 @@ pub fn hold_if_asked() {
         keep.push(l.accept().unwrap().0);
         keep.push(c);
     }
-    println!("ready");
+    println!("ready {}", addr.port());
     let _ = std::io::stdin().read(&mut [0u8; 1]);
 }
 
-/// A child holding `n` connections (2n sockets), killed on drop.
-pub struct Holder(Child);
+/// A child holding `n` connections (2n sockets), killed on drop, and its listener's port.
+pub struct Holder(Child, pub u16);
 
 impl Holder {
     pub fn start(n: usize) -> Holder {
@@ -40,9 +40,12 @@ impl Holder {
             .spawn()
             .unwrap();
         let out = c.stdout.take().unwrap();
-        let holder = Holder(c);
-        let ready = BufReader::new(out).lines().map_while(Result::ok).any(|l| l.contains("ready"));
-        assert!(ready, "the holder did not open its connections");
+        let mut holder = Holder(c, 0);
+        let ready = BufReader::new(out)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|l| l.split_once("ready ").and_then(|(_, port)| port.trim().parse().ok()));
+        holder.1 = ready.expect("the holder did not open its connections");
         holder
     }
 

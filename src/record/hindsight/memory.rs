@@ -8,9 +8,12 @@
 use super::HindsightOptions;
 use crate::record::chunk::{self, Meta, Pair};
 use crate::record::chunk::{POLLS_SUFFIX, SOCKETS_SUFFIX, TMP, put_in_place};
+use crate::record::keyframe::{Base, Source};
 use anyhow::Context;
 use bbrtop_core::snapshot::Snapshot;
 use bbrtop_core::system::SystemInfo;
+use bytes::Bytes;
+use parquet::file::metadata::ParquetMetaDataReader;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::Path;
@@ -22,7 +25,7 @@ struct Held {
     first_at: SystemTime,
     last_at: SystemTime,
     polls: u64,
-    sockets_file: Vec<u8>,
+    sockets_file: Bytes,
     polls_file: Vec<u8>,
 }
 
@@ -37,14 +40,27 @@ pub struct Memory {
     system: SystemInfo,
     held: VecDeque<Held>,
     open: Option<(Pair<Vec<u8>>, String, SystemTime)>,
+    /// What the next chunk's keyframe may copy of the chunk finished last (`keyframe.rs`).
+    base: Option<Base>,
     closed_seq: u64,
     /// Polls dropped early to stay within the memory bound, since start.
     dropped_for_memory: u64,
+    /// Keyframe rows copied from the chunk before rather than encoded, since start.
+    rows_copied: u64,
 }
 
 impl Memory {
     pub fn new(opts: HindsightOptions, system: SystemInfo) -> Memory {
-        Memory { opts, system, held: VecDeque::new(), open: None, closed_seq: 0, dropped_for_memory: 0 }
+        Memory {
+            opts,
+            system,
+            held: VecDeque::new(),
+            open: None,
+            base: None,
+            closed_seq: 0,
+            dropped_for_memory: 0,
+            rows_copied: 0,
+        }
     }
 
     /// Adds one poll, then forgets what is out of the window or over the bound.
@@ -62,13 +78,18 @@ impl Memory {
             None => {
                 let stem = chunk::stem_of(snap.taken_at, snap.seq);
                 self.open.insert((
-                    Pair::new(Vec::new(), Vec::new(), meta, snap.taken_at)?.keyframe_apart(),
+                    Pair::new(Vec::new(), Vec::new(), meta, snap.taken_at)?
+                        .keyframe_apart()
+                        .with_base(self.base.take()),
                     stem,
                     snap.taken_at,
                 ))
             }
         };
         pair.write(snap, &chunk::fresh_closed(snap, &mut self.closed_seq))?;
+        if pair.polls_written == 1 {
+            self.rows_copied += pair.rows_copied();
+        }
         *last = snap.taken_at;
         self.forget(snap.taken_at);
         Ok(())
@@ -113,12 +134,23 @@ impl Memory {
         self.dropped_for_memory
     }
 
+    #[cfg(test)]
+    pub fn rows_copied(&self) -> u64 {
+        self.rows_copied
+    }
+
     /// Finishes the chunk under way, so that the newest poll is in what is held; the polls held,
     /// and the time they span.
     pub fn finish_open(&mut self) -> anyhow::Result<(u64, Option<SystemTime>, Option<SystemTime>)> {
         if let Some((pair, stem, last_at)) = self.open.take() {
-            let (polls, first_at) = (pair.polls_written, pair.started);
-            let (sockets_file, polls_file) = pair.finish()?;
+            let (polls, first_at, meta) = (pair.polls_written, pair.started, pair.meta.clone());
+            let ((sockets_file, polls_file), carry) = pair.finish_carrying()?;
+            let sockets_file = Bytes::from(sockets_file);
+            // Shared with what is held, not copied.
+            self.base = ParquetMetaDataReader::new()
+                .parse_and_finish(&sockets_file)
+                .ok()
+                .and_then(|m| carry.base(Source::Bytes(sockets_file.clone()), &m, meta));
             self.held.push_back(Held { stem, first_at, last_at, polls, sockets_file, polls_file });
             // The chunk's encoders are gone: their memory goes back rather than wait for the next.
             crate::mem::trim();
@@ -146,7 +178,7 @@ impl Memory {
     pub fn write_into(&self, dir: &Path) -> anyhow::Result<u64> {
         let mut bytes = 0;
         for h in &self.held {
-            for (suffix, data) in [(SOCKETS_SUFFIX, &h.sockets_file), (POLLS_SUFFIX, &h.polls_file)] {
+            for (suffix, data) in [(SOCKETS_SUFFIX, &h.sockets_file[..]), (POLLS_SUFFIX, &h.polls_file[..])] {
                 let tmp = dir.join(format!("{}{suffix}{TMP}", h.stem));
                 let mut f =
                     std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;

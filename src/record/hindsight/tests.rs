@@ -205,3 +205,35 @@ fn a_dump_leaves_out_a_spool_chunk_it_cannot_read_and_says_so() {
     assert!(d.errors.iter().any(|e| e.contains(&first)), "{d:?}");
     assert_eq!((d.polls, d.from, d.to), (90, Some(at(60)), Some(at(149))), "the other chunks: {d:?}");
 }
+
+/// Held in memory, a chunk's keyframe copies the row groups of the one before in which no socket
+/// moved (`keyframe.rs`): beside 2,000 idle sockets and one that moves, the second chunk's
+/// keyframe writes the idle ones apart from it, the third copies them; every poll dumps and reads
+/// back as it was.
+#[test]
+fn in_memory_a_keyframe_copies_the_sockets_that_did_not_move() {
+    let mut m = Memory::new(opts(25, u64::MAX), SystemInfo::default());
+    let mut e = Engine::new(EngineConfig::default());
+    let t0 = Now { mono: Instant::now(), wall: at(0) };
+    let mut snaps = Vec::new();
+    let mut copied = Vec::new();
+    for i in 0..15u64 {
+        let now = t0.after(Duration::from_secs(i));
+        let acked = |c: u64| if c == 1 { i * 1000 } else { 5 };
+        let socks = (1..=2000).map(|c| record(c, "cubic").srtt_us(25_000).bytes_acked(acked(c)).build());
+        bbrtop_core::seam::feed_dump(&mut e, Dump { sockets: socks.collect(), ..Dump::default() }, now);
+        let snap = (*e.tick(now)).clone();
+        m.push(&snap).unwrap();
+        copied.push(m.rows_copied());
+        snaps.push(snap);
+    }
+    // Chunks of 5 s (a fifth of the window): the third's keyframe copies the 1,999 still sockets.
+    assert_eq!(copied, [&[0u64; 10][..], &[1999; 5]].concat());
+    m.finish_open().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    m.write_into(dir.path()).unwrap();
+    let mut rec = Recording::open(dir.path()).unwrap();
+    let back = rec.read(0..15).unwrap();
+    let doc = |s: &Snapshot| serde_json::to_value(s).unwrap();
+    assert_eq!(back.iter().map(doc).collect::<Vec<_>>(), snaps.iter().map(doc).collect::<Vec<_>>());
+}
