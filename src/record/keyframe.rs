@@ -63,6 +63,15 @@ impl KeyGroups {
         &self.groups
     }
 
+    /// A row group of the sockets at places `m` of `cookies` (the keyframe's).
+    fn add(&mut self, cookies: &[Cookie], m: &[u32]) {
+        let g = self.groups.len() as u32;
+        let span = m.iter().map(|&i| cookies[i as usize]);
+        let (first, last) = (span.clone().min().unwrap_or(0), span.max().unwrap_or(0));
+        self.groups.push(KeyGroup { first, last, rows: m.len(), moved: false });
+        m.iter().for_each(|&i| self.group[i as usize] = g);
+    }
+
     /// The socket's row group, and whether it moved; `None` for a socket not in the keyframe.
     fn of(&self, cookie: Cookie) -> Option<(usize, bool)> {
         let i = self.cookies.binary_search(&cookie).ok()?;
@@ -199,14 +208,17 @@ pub fn plan(cookies: Vec<Cookie>, before: Option<(&KeyGroups, Vec<bool>)>, max_r
             _ => moved.push(i as u32),
         }
     }
+    let n = cookies.len();
+    let mut key = KeyGroups { group: vec![0; n], moved: vec![false; n], ..KeyGroups::default() };
     let mut steps = Vec::new();
     for (g, m) in members.into_iter().enumerate() {
-        // A socket of it went without a row (a guard: the marks say so first).
         if m.is_empty() {
             continue;
         }
+        // Short of a socket that went without a row: a guard, as the marks say so first.
         if base.is_some_and(|b| b.groups[g].rows == m.len()) {
-            steps.push((Step::Copy { g, rows: m.len() }, m));
+            key.add(&cookies, &m);
+            steps.push(Step::Copy { g, rows: m.len() });
         } else {
             still.extend(m);
         }
@@ -214,22 +226,13 @@ pub fn plan(cookies: Vec<Cookie>, before: Option<(&KeyGroups, Vec<bool>)>, max_r
     still.sort_unstable();
     // Apart, so that a socket that moves leaves those that did not copyable next time.
     for fresh in [still, moved] {
-        steps.extend(fresh.chunks(max_rows.max(1)).map(|m| (Step::Encode(m.to_vec()), m.to_vec())));
-    }
-    let mut key = KeyGroups {
-        group: vec![0; cookies.len()],
-        moved: vec![false; cookies.len()],
-        groups: Vec::with_capacity(steps.len()),
-        cookies: Vec::new(),
-    };
-    for (g, (_, m)) in steps.iter().enumerate() {
-        let span = m.iter().map(|&i| cookies[i as usize]);
-        let (first, last) = (span.clone().min().unwrap_or(0), span.max().unwrap_or(0));
-        key.groups.push(KeyGroup { first, last, rows: m.len(), moved: false });
-        m.iter().for_each(|&i| key.group[i as usize] = g as u32);
+        for m in fresh.chunks(max_rows.max(1)) {
+            key.add(&cookies, m);
+            steps.push(Step::Encode(m.to_vec()));
+        }
     }
     key.cookies = cookies;
-    Plan { steps: steps.into_iter().map(|(s, _)| s).collect(), key }
+    Plan { steps, key }
 }
 
 #[cfg(test)]
