@@ -28,7 +28,12 @@ pub fn hold_if_asked() {
 }
 
 /// A child holding `n` connections (2n sockets), killed on drop, and its listener's port.
-pub struct Holder(Child, pub u16);
+pub struct Holder(Child, pub u16, Out);
+
+/// The child's stdout, kept open past "ready" and unread: the test harness in the child writes
+/// to it later (its notice that a test has run for 60 s), and a closed pipe would end the child,
+/// and its sockets, there.
+type Out = std::io::Lines<BufReader<std::process::ChildStdout>>;
 
 impl Holder {
     pub fn start(n: usize) -> Holder {
@@ -39,11 +44,10 @@ impl Holder {
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
-        let out = c.stdout.take().unwrap();
-        let mut holder = Holder(c, 0);
-        let ready = BufReader::new(out)
-            .lines()
-            .map_while(Result::ok)
+        let out = BufReader::new(c.stdout.take().unwrap()).lines();
+        // Made first, so that a child that never gets ready is killed.
+        let mut holder = Holder(c, 0, out);
+        let ready = (holder.2.by_ref().map_while(Result::ok))
             .find_map(|l| l.split_once("ready ").and_then(|(_, port)| port.trim().parse().ok()));
         holder.1 = ready.expect("the holder did not open its connections");
         holder
