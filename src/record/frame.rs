@@ -8,7 +8,8 @@
 //! reader checks before it applies them. Beside idle sockets a frame of changes is a few KB where
 //! a keyframe is every socket.
 
-use super::chunk::{self, Meta};
+use super::chunk;
+use super::format::{Meta, Pages};
 use super::{polls, rebuild, sockets};
 use anyhow::Context;
 use bbrtop_core::snapshot::{Snapshot, Sockets};
@@ -34,7 +35,7 @@ pub fn encode(snap: &Snapshot, sys: &SystemInfo, since: Option<&Snapshot>) -> an
         None => chunk::Pair::new(Vec::new(), Vec::new(), meta, snap.taken_at)?,
         Some(base) => {
             let carry = chunk::Carry::since(base.sockets.clone(), unix_ms(base.taken_at));
-            chunk::Pair::resume(Vec::new(), Vec::new(), meta, snap.taken_at, carry, chunk::Pages::Zstd)?
+            chunk::Pair::resume(Vec::new(), Vec::new(), meta, snap.taken_at, carry, Pages::Zstd)?
         }
     };
     pair.write(snap, &snap.closed)?;

@@ -15,7 +15,7 @@
 //! nothing moved are the next keyframe's `Base`, which also takes what moved between the chunk's
 //! last poll and the next keyframe.
 
-use super::chunk::Meta;
+use super::format::Meta;
 use super::sockets;
 use bbrtop_core::model::Cookie;
 use bbrtop_core::snapshot::Sockets;

@@ -14,6 +14,7 @@
 
 mod chunk;
 mod columns;
+mod format;
 pub mod frame;
 pub mod glob;
 pub mod hindsight;

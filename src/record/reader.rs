@@ -3,7 +3,7 @@
 //! (a chunk's rows are in poll order, and each poll row says how many rows it has), and rebuilt
 //! from its keyframe's rows and the changes since (`rebuild.rs`).
 
-use super::chunk::Meta;
+use super::format::Meta;
 use super::writer::{POLLS_SUFFIX, SOCKETS_SUFFIX, chunks};
 use super::{layout, polls, rebuild, sockets};
 use anyhow::Context;

@@ -8,8 +8,9 @@
 //! and at most one chunk's segments; a recorder that starts does the same for the segments a
 //! killed one left.
 
-use super::chunk::{self, Meta, Pages};
+use super::chunk;
 use super::chunk::{POLLS_SUFFIX, SOCKETS_SUFFIX, TMP, put_in_place};
+use super::format::{Meta, Pages};
 use super::stream::Stream;
 use super::{keyframe, polls, sockets};
 use anyhow::Context;

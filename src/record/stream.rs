@@ -4,7 +4,7 @@
 //! row groups of sockets that did not move, `keyframe.rs`) and a chunk's compaction (`segments.rs`)
 //! both write.
 
-use super::chunk::{self, Meta, Pages};
+use super::format::{self, Meta, Pages};
 use anyhow::Context;
 use arrow_array::RecordBatch;
 use arrow_schema::Schema;
@@ -31,7 +31,7 @@ pub struct Stream<W: Write + Send> {
 
 impl<W: Write + Send> Stream<W> {
     pub fn new(out: W, schema: Schema, meta: &Meta, pages: Pages) -> anyhow::Result<Stream<W>> {
-        let (file, factory) = chunk::writer(out, schema.clone(), meta, pages)?.into_serialized_writer()?;
+        let (file, factory) = format::writer(out, schema.clone(), meta, pages)?.into_serialized_writer()?;
         Ok(Stream {
             file,
             factory,
@@ -127,7 +127,7 @@ impl<W: Write + Send> Stream<W> {
             Some(f) => f,
             None => {
                 let sink =
-                    chunk::writer(std::io::sink(), Schema::new(fields.clone()), &self.meta, self.pages)?;
+                    format::writer(std::io::sink(), Schema::new(fields.clone()), &self.meta, self.pages)?;
                 self.stamp.insert(sink.into_serialized_writer()?.1)
             }
         };

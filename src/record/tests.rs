@@ -477,7 +477,7 @@ fn closed_chunks_are_two_files_each() {
 #[test]
 fn a_keyframe_apart_takes_less_memory_and_reads_the_same() {
     let snaps = polls_at(t0(), 5, |_| (1..=2000).map(|c| sock(c, "cubic", 25_000, 5)).collect());
-    let meta = chunk::Meta { system: system(), rule: snaps[0].rule };
+    let meta = format::Meta { system: system(), rule: snaps[0].rule };
     let mut whole = chunk::Pair::new(Vec::new(), Vec::new(), meta.clone(), snaps[0].taken_at).unwrap();
     let mut apart =
         chunk::Pair::new(Vec::new(), Vec::new(), meta, snaps[0].taken_at).unwrap().keyframe_apart();

@@ -7,7 +7,8 @@
 //! (with its segments) sits in the `date=YYYY-MM-DD` partition of its first poll; a chunk's stem
 //! is then its path within the tree (`date=2026-11-23/20261123T171000Z-42`).
 
-use super::chunk::{self, Carry, Meta, Pages};
+use super::chunk::{self, Carry};
+use super::format::{Meta, Pages};
 use super::layout::{self, Layout};
 use super::{keyframe, segments};
 use anyhow::Context;

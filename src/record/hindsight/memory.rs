@@ -6,8 +6,9 @@
 //! encoder's own buffers are the floor: a bound below them keeps the chunk under way only.
 
 use super::HindsightOptions;
-use crate::record::chunk::{self, Meta, Pair};
+use crate::record::chunk::{self, Pair};
 use crate::record::chunk::{POLLS_SUFFIX, SOCKETS_SUFFIX, TMP, put_in_place};
+use crate::record::format::Meta;
 use crate::record::keyframe::{Base, Source};
 use anyhow::Context;
 use bbrtop_core::snapshot::Snapshot;
