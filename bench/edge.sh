@@ -8,7 +8,7 @@
 #           keep it off the host's port and directory);
 #   floor   empty programs on the same five hooks (bench/floor_edge.bpf.c, loaded by the
 #           bpf_floor example): the trampoline's call and bpf_stats' two clock reads;
-#   LABEL   each candidate object in EDGE_OBJECTS="LABEL=OBJECT.o ...", by the same loader.
+#   LABEL   each other build named in EDGE_BINARIES or EDGE_OBJECTS (see below), the same way.
 # For each: requests/s from wrk, and per program, from bpf_stats (kernel.bpf_stats_enabled=1 for
 # the run, restored after): runs and ns per request (run_time_ns delta / requests), pooled over
 # the rounds; the total, the ratio to the floor per hook and per round. The hooks fire for every
@@ -154,15 +154,16 @@ measure() {
     echo "$kind $(awk '/requests in/ {print $1}' <<<"$out") $(awk '/Requests\/sec/ {print $2}' <<<"$out") $before $after" >>"$tmp/results"
 }
 
-with_bbrtop() {
-    "$BIN" export --web.listen-address 127.0.0.1:0 \
+with_bbrtop() { # KIND BINARY: `BINARY export`, default flags
+    "$2" export --web.listen-address 127.0.0.1:0 \
         --hindsight.dir "$tmp/hindsight" >"$tmp/bbrtop.log" 2>&1 &
     local b=$!
     pids+=("$b")
     loaded "$b" tcp_probe || { tail -5 "$tmp/bbrtop.log" >&2; exit 1; }
     sleep 1 # its first poll and the walk's seeding, out of the measured run
-    measure bbrtop "$b"
+    measure "$1" "$b"
     stop "$b"
+    rm -rf "$tmp/hindsight"
 }
 with_object() { # KIND OBJECT PROGRAM: OBJECT's programs attached by the floor loader
     coproc LOADER { exec "$FLOOR_LOADER" "$2"; }
@@ -175,22 +176,34 @@ with_object() { # KIND OBJECT PROGRAM: OBJECT's programs attached by the floor l
     exec {fin}>&- # the loader detaches as its stdin closes
     stop "$f"
 }
-# Candidate objects measured beside bbrtop and the floor: EDGE_OBJECTS="LABEL=OBJECT.o ...",
-# e.g. a build of crates/bbrtop-collect/bpf/bbrtop.bpf.c with a change under test (walk_on set in
-# its source: the loader sets no read-only data).
+# Other builds measured beside bbrtop and the floor, in the same rounds:
+#   EDGE_BINARIES="LABEL=PATH ...": another bbrtop binary (the build before a change), whole;
+#   EDGE_OBJECTS="LABEL=OBJECT.o ...": a build of crates/bbrtop-collect/bpf/bbrtop.bpf.c with a
+#   change under test, by the floor's loader (walk_on set in its source: the loader sets no
+#   read-only data; and nothing drains its ring).
 arms=(bbrtop floor)
-declare -A object=([floor]="$tmp/floor.o")
+declare -A object=([floor]="$tmp/floor.o") binary=([bbrtop]="$BIN")
+label_ok() { [[ $1 != bbrtop && $1 != floor && -z ${object[$1]:-} && -z ${binary[$1]:-} ]]; }
+for o in ${EDGE_BINARIES:-}; do
+    [[ $o == ?*=?* && -x ${o#*=} ]] && label_ok "${o%%=*}" ||
+        { echo "bench/edge.sh: EDGE_BINARIES: $o is not a new LABEL=EXECUTABLE" >&2; exit 2; }
+    arms+=("${o%%=*}")
+    binary[${o%%=*}]=${o#*=}
+done
 for o in ${EDGE_OBJECTS:-}; do
-    [[ $o == ?*=?* && -r ${o#*=} ]] || { echo "bench/edge.sh: EDGE_OBJECTS: $o is not LABEL=READABLE_OBJECT" >&2; exit 2; }
+    [[ $o == ?*=?* && -r ${o#*=} ]] && label_ok "${o%%=*}" ||
+        { echo "bench/edge.sh: EDGE_OBJECTS: $o is not a new LABEL=READABLE_OBJECT" >&2; exit 2; }
     arms+=("${o%%=*}")
     object[${o%%=*}]=${o#*=}
 done
 arm() {
-    case $1 in
-    bbrtop) with_bbrtop ;;
-    floor) with_object floor "${object[floor]}" floor_probe ;;
-    *) with_object "$1" "${object[$1]}" tcp_probe ;;
-    esac
+    if [ -n "${binary[$1]:-}" ]; then
+        with_bbrtop "$1" "${binary[$1]}"
+    elif [ "$1" = floor ]; then
+        with_object floor "${object[floor]}" floor_probe
+    else
+        with_object "$1" "${object[$1]}" tcp_probe
+    fi
 }
 
 sysctl -qw kernel.bpf_stats_enabled=1
