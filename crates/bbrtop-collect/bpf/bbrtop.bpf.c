@@ -87,11 +87,31 @@ static __always_inline void count_lost(void)
 		*v += 1;
 }
 
+/* The socket's cookie: a load once it has one (given by the first event, walk record or
+ * inet_diag dump that asked), else the helper, which gives it. The helper is a call on every
+ * response otherwise. */
+static __always_inline __u64 cookie_of(struct sock *sk)
+{
+	__u64 c = sk->__sk_common.skc_cookie.counter;
+
+	return c ? c : bpf_get_socket_cookie(sk);
+}
+
+/* The cc's name, as the 16 bytes of its array (NUL-padded: the ops are static): two loads, not
+ * a probe-read helper call, on every response and walk record. */
+static __always_inline void copy_cc_name(char *dst, const struct tcp_congestion_ops *ops)
+{
+	const __u64 *name = (const __u64 *)ops->name;
+
+	((__u64 *)dst)[0] = name[0];
+	((__u64 *)dst)[1] = name[1];
+}
+
 static __always_inline void fill_hdr(struct bbrtop_hdr *h, __u32 kind, struct sock *sk, __u64 now)
 {
 	h->kind = kind;
 	h->netns = sk->__sk_common.skc_net.net->ns.inum;
-	h->cookie = bpf_get_socket_cookie(sk);
+	h->cookie = cookie_of(sk);
 	h->ts_ns = now;
 }
 
@@ -281,7 +301,7 @@ static __always_inline void emit_response(struct sock *sk, struct tcp_sock *tp, 
 		*(__u32 *)e->daddr = sk->__sk_common.skc_daddr;
 	const struct tcp_congestion_ops *ops = tp->inet_conn.icsk_ca_ops;
 	if (ops)
-		bpf_probe_read_kernel_str(e->cc, sizeof(e->cc), ops->name);
+		copy_cc_name(e->cc, ops);
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -693,7 +713,7 @@ int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 	}
 	const struct tcp_congestion_ops *ops = tp->inet_conn.icsk_ca_ops;
 	if (ops)
-		bpf_probe_read_kernel_str(e->cc, sizeof(e->cc), ops->name);
+		copy_cc_name(e->cc, ops);
 	e->bytes_acked = tp->bytes_acked;
 	e->bytes_received = tp->bytes_received;
 	e->total_retrans = tp->total_retrans;

@@ -180,7 +180,7 @@ static __always_inline __u8 fill_bbr(__u8 *out, struct tcp_sock *tp)
 static __always_inline void fill_identity(struct bbrtop_sock *r, struct sock *sk)
 {
 	struct sock_common *c = &sk->__sk_common;
-	r->cookie = bpf_get_socket_cookie(sk);
+	r->cookie = cookie_of(sk);
 	r->netns = c->skc_net.net->ns.inum;
 	r->family = c->skc_family;
 	r->lport = c->skc_num;
@@ -225,7 +225,7 @@ static __always_inline void fill_record(struct bbrtop_sock *r, struct sock *sk, 
 	r->w = *w;
 	const struct tcp_congestion_ops *ops = tp->inet_conn.icsk_ca_ops;
 	if (ops)
-		bpf_probe_read_kernel_str(r->cc, sizeof(r->cc), ops->name);
+		copy_cc_name(r->cc, ops);
 	r->chrono = BPF_CORE_READ_BITFIELD(tp, chrono_type);
 	if (hz) {
 		fill_info((struct tcpi *)r->info, sk, tp, hz);

@@ -59,6 +59,10 @@ typedef struct {
 	struct net *net;
 } possible_net_t;
 
+typedef struct {
+	__s64 counter;
+} atomic64_t;
+
 struct sock_common {
 	__be32 skc_daddr;
 	__be32 skc_rcv_saddr;
@@ -69,6 +73,7 @@ struct sock_common {
 	possible_net_t skc_net;
 	struct in6_addr skc_v6_daddr;
 	struct in6_addr skc_v6_rcv_saddr;
+	atomic64_t skc_cookie; /* 0 until first asked for (sock_gen_cookie) */
 };
 
 /* The socket walk's attribution: a socket's cgroup (v2) and its inode. */
