@@ -32,11 +32,12 @@ const BBRTOP: &str = env!("CARGO_BIN_EXE_bbrtop");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The tests a guest runs, in this order: the first needs tcp_bbr not loaded yet.
-const GUEST_TESTS: [&str; 9] = [
+const GUEST_TESTS: [&str; 10] = [
     "root_matrix_bbr_state_read_once_tcp_bbr_loads",
     "root_matrix_check_says_what_this_kernel_carries",
     "root_matrix_bbr_and_cubic_agree_with_ss",
     "root_matrix_walk_sees_another_namespace",
+    "root_matrix_walk_brings_a_quiet_socket_up_to_date",
     "root_matrix_closed_flows_are_recorded",
     "root_matrix_response_times_agree_with_the_clients",
     "root_matrix_kernel_judges_prompt_samples",
@@ -271,6 +272,20 @@ fn root_matrix_walk_sees_another_namespace() {
     let s = ss.iter().find(|s| s.local == Some(flow.local)).expect("the flow in ss");
     assert_eq!((r.cc.as_deref(), r.peer), (s.cc.as_deref(), s.peer.unwrap()), "{r:?}");
     assert!(r.tcp_info.snd_cwnd_segs().is_some_and(|c| c > 0), "{r:?}");
+}
+
+/// The walk's refill pass loads and brings a socket that stopped moving up to date, as `ss`
+/// shows it (tests/support/refill.rs).
+#[test]
+fn root_matrix_walk_brings_a_quiet_socket_up_to_date() {
+    let _one = serial();
+    if !guard::bpf("the socket walk") {
+        return;
+    }
+    if !carries(Feature::Walk) {
+        return off_for_the_kernel(Feature::Walk);
+    }
+    support::refill::a_quiet_senders_record_agrees_with_ss();
 }
 
 /// Short connections in another namespace each leave a close record with their bytes.

@@ -581,3 +581,13 @@ fn root_a_pure_receivers_record_follows_its_reads() {
     // The lab's bottleneck carries well over 100 kB a second.
     assert!(received.windows(2).all(|w| w[1] >= w[0] + 100_000), "bytes received at each walk: {received:?}");
 }
+
+/// A socket whose last moves fall within the refresh after its record was filled is brought up
+/// to date at the next read (tests/support/refill.rs says how, and what fails without it).
+#[test]
+fn root_a_record_is_brought_up_to_date_when_its_socket_stops_moving() {
+    if !guard::bpf("the socket walk") {
+        return;
+    }
+    support::refill::a_quiet_senders_record_agrees_with_ss();
+}

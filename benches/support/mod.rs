@@ -200,6 +200,18 @@ pub fn walk_rows(holders: &mut Holders, seen: usize, raw_ms: f64) -> Vec<WalkRow
         );
         rows.push(row);
     }
+    // Every connection moved in the last round, so every socket has storage now: what the
+    // refill pass costs at a read after which some record fell behind.
+    let refill: Vec<f64> = (0..ROUNDS)
+        .map_while(|_| {
+            let t = Instant::now();
+            walker.refill_now().map(|r| r.map(|()| t.elapsed().as_secs_f64() * 1e3).expect("refill"))
+        })
+        .collect();
+    if !refill.is_empty() {
+        let r = median(refill);
+        println!("         refill pass over every socket's storage: {r:.2} ms ({:.3}x raw)", r / raw_ms);
+    }
     println!("         (of {seen} sockets; raw dump {raw_ms:.2} ms)");
     rows
 }

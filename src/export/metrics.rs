@@ -787,6 +787,11 @@ fn encode_collector_totals(enc: &mut Enc, cs: &[CollectorStatus]) -> std::fmt::R
     )?;
     counters(
         enc,
+        &catalog::WALK_RECORDS_REFILLED,
+        [(NO_LABELS, sum(|c| c.walk_records_refilled_total.unwrap_or(0)))],
+    )?;
+    counters(
+        enc,
         &catalog::BPF_UNDECODABLE,
         [(NO_LABELS, sum(|c| c.undecodable_events_total.unwrap_or(0)))],
     )?;

@@ -19,6 +19,8 @@ pub mod lab;
 pub mod otelcol;
 pub mod packages;
 pub mod reference;
+#[cfg(feature = "bpf")]
+pub mod refill;
 pub mod servers;
 pub mod tmux;
 pub mod tools;

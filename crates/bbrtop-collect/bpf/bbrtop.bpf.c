@@ -13,6 +13,7 @@
 #define IPPROTO_TCP 6
 #define TCP_ESTABLISHED 1
 #define TCP_SYN_SENT 2
+#define TCP_CLOSE 7
 
 /* A verifier-inlined cast (no helper call, Linux 6.2): the result reads as an untrusted BTF
  * pointer, each load a PROBE_MEM load. The hooks only fire for full TCP sockets, so the cast
@@ -79,10 +80,10 @@ struct bbrtop_rtt_window _window_layout = {};
 struct bbrtop_sock _sock_layout = {};
 struct bbrtop_resp _resp_layout = {};
 
-static __always_inline void count_lost(void)
+/* Adds one to entry `k` of a per-CPU array of counts. */
+static __always_inline void count_in(void *map, __u32 k)
 {
-	__u32 k = 0;
-	__u64 *v = bpf_map_lookup_elem(&lost, &k);
+	__u64 *v = bpf_map_lookup_elem(map, &k);
 	if (v)
 		*v += 1;
 }
@@ -161,7 +162,7 @@ static __always_inline void emit_infl(struct sock *sk, __u32 kind, struct sock_s
 {
 	struct bbrtop_infl *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count_lost();
+		count_in(&lost, 0);
 		return;
 	}
 	fill_hdr(&e->h, kind, sk, now);
@@ -225,6 +226,48 @@ struct {
 	__type(value, __u64);
 } moved_full SEC(".maps");
 
+/* Per CPU: [0] sockets whose record fell behind (moves skipped since its fill, counted once per
+ * fill), [1] records the refill pass wrote. Userspace sums them; a rise of [0] since its last
+ * pass makes it run the next. */
+#define OWED_MARKS 0
+#define REFILLED 1
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} refill_counts SEC(".maps");
+
+/* The refill pass's record, apart from the hooks' levels: it runs preemptible (migration
+ * disabled only), where the levels assume a program runs to its end or is interrupted, and one
+ * thread of bbrtop's runs it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bbrtop_sock);
+} refill_scratch SEC(".maps");
+
+/* Fills `r` and writes it as the socket's walk record; `now` in TCP's clock (µs, as ns). */
+static __always_inline void write_moved(struct bbrtop_sock *r, struct sock *sk, struct tcp_sock *tp,
+					struct sock_state *st, __u32 epoch, bool acking, int state, __u64 now)
+{
+	fill_record(r, sk, tp, &st->w[epoch & 1], bpf_ktime_get_ns());
+	if (acking)
+		((struct tcpi *)r->info)->last_ack_recv = 0;
+	if (state >= 0) {
+		r->state = state;
+		((struct tcpi *)r->info)->state = state;
+	}
+	if (bpf_map_update_elem(&moved, &r->cookie, r, 0)) {
+		count_in(&moved_full, 0);
+		return;
+	}
+	st->filled_epoch = epoch;
+	st->filled_ns = now;
+	st->owed = 0;
+}
+
 /* `acking`: called from tcp_probe, which fires before the ACK is processed: the socket's
  * state is as of its previous segment, but the ACK is being received now. `state`: the TCP
  * state being entered (inet_sock_set_state fires before it is stored), or -1. */
@@ -242,9 +285,15 @@ static __always_inline void note_move(struct sock *sk, struct sock_state *st, __
 	 * bpf_ktime_get_ns() would be a helper call on every ACK. */
 	__u64 now = tp->tcp_mstamp * 1000;
 	/* A change of state is always written: a socket closed within refresh_ns of its last
-	 * record, whose path then went quiet, would otherwise stay ESTABLISHED for good. */
-	if (state < 0 && st->filled_epoch == epoch && now - st->filled_ns < refresh_ns)
+	 * record, whose path then went quiet, would otherwise stay ESTABLISHED for good. A move
+	 * skipped leaves the record behind: marked, once, for the refill pass. */
+	if (state < 0 && st->filled_epoch == epoch && now - st->filled_ns < refresh_ns) {
+		if (!st->owed) {
+			st->owed = 1;
+			count_in(&refill_counts, OWED_MARKS);
+		}
 		return;
+	}
 	/* An interrupting program takes the next level and gives it back before this one resumes,
 	 * so the count needs no atomics. */
 	__u32 *depth = bpf_map_lookup_elem(&scratch_depth, &k);
@@ -257,23 +306,40 @@ static __always_inline void note_move(struct sock *sk, struct sock_state *st, __
 	if (!r)
 		return;
 	*depth = level + 1;
-	fill_record(r, sk, tp, &st->w[epoch & 1], bpf_ktime_get_ns());
-	if (acking)
-		((struct tcpi *)r->info)->last_ack_recv = 0;
-	if (state >= 0) {
-		r->state = state;
-		((struct tcpi *)r->info)->state = state;
-	}
-	long err = bpf_map_update_elem(&moved, &r->cookie, r, 0);
+	write_moved(r, sk, tp, st, epoch, acking, state, now);
 	*depth = level;
-	if (err) {
-		__u64 *full = bpf_map_lookup_elem(&moved_full, &k);
-		if (full)
-			*full += 1;
-		return;
-	}
-	st->filled_epoch = epoch;
-	st->filled_ns = now;
+}
+
+/* The refill pass, which userspace runs before a walk's read when records fell behind: each
+ * socket whose moves were skipped since its record was filled (within refresh_ns of it) gets
+ * its record filled again, as it is now. Without it, a socket that stops moving right after a
+ * fill would show that fill's values (its counters up to refresh_ns of traffic short, and the
+ * RTT samples since) until it moved again. An iterator over the sockets' storage: what it costs
+ * is a look at each socket with storage, paid only at the reads that follow a skip. */
+SEC("iter/bpf_sk_storage_map")
+int refill(struct bpf_iter__bpf_sk_storage_map *ctx)
+{
+	struct sock *sk = ctx->sk;
+	struct sock_state *seen = ctx->value, *st;
+	__u32 k = 0;
+
+	if (!sk || !seen || !seen->owed)
+		return 0;
+	seen->owed = 0;
+	/* A closing socket's last record came with its change of state, and its close record
+	 * follows: a refill would bring it back. */
+	if (!walk_on || sk->__sk_common.skc_state == TCP_CLOSE)
+		return 0;
+	/* The same storage as a map value, which the window's index by epoch may address (the
+	 * iterator's own pointer takes constant offsets only). */
+	st = bpf_sk_storage_get(&socks, sk, 0, 0);
+	struct tcp_sock *tp = TCP_SK(sk);
+	struct bbrtop_sock *r = bpf_map_lookup_elem(&refill_scratch, &k);
+	if (!st || !tp || !r)
+		return 0;
+	write_moved(r, sk, tp, st, current_epoch(), 0, -1, tp->tcp_mstamp * 1000);
+	count_in(&refill_counts, REFILLED);
+	return 0;
 }
 
 /* One response delivered: from st->resp_start_ns to `now`. The cc's name and the peer ride
@@ -283,7 +349,7 @@ static __always_inline void emit_response(struct sock *sk, struct tcp_sock *tp, 
 {
 	struct bbrtop_resp *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count_lost();
+		count_in(&lost, 0);
 		return;
 	}
 	__builtin_memset(e, 0, sizeof(*e));
@@ -358,7 +424,9 @@ static __always_inline void end_unseen(struct sock *sk, struct tcp_sock *tp, str
 
 /* The start of a response: the application writes to a socket with nothing unacknowledged and
  * nothing queued, one it accepted. A write that finds data outstanding joins the response under
- * way and returns before the storage lookup. */
+ * way and returns before the storage lookup. A client's write still looks its storage up: for a
+ * client whose establishment run the kernel skipped, and whose data is acked after it leaves
+ * ESTABLISHED (a short request, then close), that lookup is what dates it. */
 static __always_inline int start_response(struct sock *sk)
 {
 	struct tcp_sock *tp = TCP_SK(sk); /* tcp_sendmsg_locked: always a full TCP socket */
@@ -610,7 +678,7 @@ int BPF_PROG(tcp_probe, struct sock *sk, const struct sk_buff *skb)
 
 	struct bbrtop_phase *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count_lost();
+		count_in(&lost, 0);
 		return 0;
 	}
 	fill_hdr(&e->h, BBRTOP_PHASE, sk, now);
@@ -695,7 +763,7 @@ int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 
 	struct bbrtop_close *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		count_lost();
+		count_in(&lost, 0);
 		return 0;
 	}
 	__builtin_memset(e, 0, sizeof(*e));

@@ -13,6 +13,7 @@ struct sock_state {
 	 * bump. First: userspace reads both at this offset. */
 	struct bbrtop_rtt_window w[2];
 	__u32 filled_epoch;        /* the read epoch of the socket's latest walk record */
+	__u8 owed;                 /* moved since that record, which is behind (refill, bbrtop.bpf.c) */
 	__u64 filled_ns;           /* ... and when it was filled */
 	__u32 samples;             /* lifetime */
 	__u8 is_bbr, mode, seen_phase;

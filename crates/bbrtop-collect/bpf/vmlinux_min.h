@@ -123,6 +123,17 @@ struct sock {
 	struct socket *sk_socket;
 };
 
+/* The context of an iterator over a socket storage map (iter/bpf_sk_storage_map, Linux 5.9):
+ * each socket that has storage in it, and that storage. */
+struct bpf_iter_meta;
+struct bpf_map;
+struct bpf_iter__bpf_sk_storage_map {
+	struct bpf_iter_meta *meta;
+	struct bpf_map *map;
+	struct sock *sk;
+	void *value;
+};
+
 struct sk_buff {
 	struct rb_node rbnode; /* in the retransmit queue */
 	char cb[48];

@@ -210,9 +210,16 @@ fn a_degraded_collector_exports_its_reason() {
         recursion_misses_total: [("tcp_destroy_sock", 7), ("tcp_probe", 0)].into_iter().collect(),
         ..Default::default()
     });
+    snap.collectors.push(CollectorStatus {
+        walk_records_dropped_total: Some(2),
+        walk_records_refilled_total: Some(5),
+        ..CollectorStatus::walk()
+    });
     let om = scrape(Arc::new(snap), 0, "");
     // Counts go in counters, the poller's progress in a timestamp.
     assert_eq!(value(&om, "bbrtop_bpf_undecodable_events_total"), Some(3.0));
+    assert_eq!(value(&om, "bbrtop_walk_records_dropped_total"), Some(2.0));
+    assert_eq!(value(&om, "bbrtop_walk_records_refilled_total"), Some(5.0));
     assert_eq!(value(&om, r#"bbrtop_bpf_recursion_misses_total{program="tcp_destroy_sock"}"#), Some(7.0));
     assert_eq!(
         value(&om, r#"bbrtop_collector_last_success_timestamp_seconds{collector="bpf"}"#),

@@ -107,8 +107,8 @@ pub fn bbr_read_fields(mask: u32) -> Vec<&'static str> {
 pub type Inbox = Arc<Mutex<Vec<Result<Event, DecodeError>>>>;
 
 pub struct Loaded {
-    /// Attached programs; dropping a link detaches it.
-    pub links: Vec<(&'static str, Link)>,
+    /// Attached programs; dropping a link detaches it. Shared: the walk holds the refill pass's.
+    pub links: Vec<(&'static str, Arc<Link>)>,
     pub failed: Vec<(&'static str, String)>,
     /// Kernel program ids (for bpf_stats and the exit check).
     pub prog_ids: Vec<(&'static str, u32)>,
@@ -131,9 +131,9 @@ pub struct Loaded {
     lost: MapHandle,
     socks: MapHandle,
     read_epoch: MapHandle,
-    /// The socket walk's records and its per-CPU count of records not written, when loaded
-    /// with it on.
-    moved: Option<(MapHandle, MapHandle)>,
+    /// The socket walk's records, its per-CPU count of records not written, and its refill
+    /// pass's counts, when loaded with it on.
+    moved: Option<(MapHandle, MapHandle, MapHandle)>,
     /// Every map a reload takes over, by name.
     maps: Vec<(String, MapHandle)>,
 }
@@ -245,14 +245,20 @@ impl Loaded {
         states: bbrtop_core::model::StateSet,
         resolver: crate::attrib::Resolver,
     ) -> Result<super::walk::Walker, String> {
-        let (moved, moved_full) = self.moved.as_ref().ok_or("socket walk off: not asked for at load")?;
+        let (moved, moved_full, refill_counts) =
+            self.moved.as_ref().ok_or("socket walk off: not asked for at load")?;
         let dup = |m: &MapHandle| MapHandle::try_from(m).map_err(|e| format!("socket walk off: {e}"));
         let maps = super::walk::WalkMaps {
             moved: dup(moved)?,
             moved_full: dup(moved_full)?,
             epoch: dup(&self.read_epoch)?,
         };
-        Ok(super::walk::Walker::new(maps, states, resolver))
+        let link = self.links.iter().find(|(n, _)| *n == plan::REFILL);
+        let refill = match link {
+            Some((_, link)) => Some(super::walk::Refill::new(Arc::clone(link), dup(refill_counts)?)),
+            None => None,
+        };
+        Ok(super::walk::Walker::new(maps, states, resolver, refill))
     }
 
     /// Drains the ring buffer without blocking, into the inbox.
@@ -380,6 +386,12 @@ fn load_once(
     }
     let skel = load_logged(verifier_log_path(), || open.load())?;
 
+    // The refill pass iterates the socket storage map: attached to it, by a descriptor of its own
+    // while the programs are borrowed.
+    let socks_fd = {
+        use std::os::fd::AsFd;
+        skel.maps.socks.as_fd().try_clone_to_owned()
+    };
     let (mut links, mut failed, mut prog_ids, mut handles) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for prog in skel.object().progs_mut() {
         let Some(name) = PROGRAMS.iter().map(|p| p.name).find(|n| prog.name() == *n) else { continue };
@@ -390,8 +402,13 @@ fn load_once(
             prog_ids.push((name, h.id()));
             handles.push((name, h));
         }
-        match prog.attach() {
-            Ok(l) => links.push((name, l)),
+        let attached = match (&socks_fd, name == plan::REFILL) {
+            (Ok(fd), true) => prog.attach_iter(std::os::fd::AsFd::as_fd(fd)),
+            (Err(e), true) => Err(libbpf_rs::Error::from(std::io::Error::new(e.kind(), e.to_string()))),
+            (_, false) => prog.attach(),
+        };
+        match attached {
+            Ok(l) => links.push((name, Arc::new(l))),
             Err(e) => failed.push((name, e.to_string())),
         }
     }
@@ -420,8 +437,11 @@ fn load_once(
         handle(&skel.maps.read_epoch)?,
         handle(&skel.maps.bss)?,
     );
-    let moved =
-        if cfg.walk { Some((handle(&skel.maps.moved)?, handle(&skel.maps.moved_full)?)) } else { None };
+    let moved = if cfg.walk {
+        Some((handle(&skel.maps.moved)?, handle(&skel.maps.moved_full)?, handle(&skel.maps.refill_counts)?))
+    } else {
+        None
+    };
     Ok(Loaded {
         links,
         failed,

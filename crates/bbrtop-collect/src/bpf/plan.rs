@@ -94,6 +94,9 @@ impl fmt::Display for Need {
                 write!(f, "no tracepoint tcp:{t} (Linux 6.16)")
             }
             Need::Tracepoint(t) => write!(f, "no BTF tracepoint {t}"),
+            Need::Function(func) if *func == SK_STORAGE_ITER => {
+                write!(f, "no socket storage iterator (Linux 5.9)")
+            }
             Need::Function(func) => write!(f, "no kernel function {func} in its BTF"),
             Need::Helper(h) => write!(f, "no {} (Linux {})", h.what, h.since),
         }
@@ -113,7 +116,7 @@ pub struct Program {
 const SOCKET: [Need; 3] = [Need::Helper(RINGBUF), Need::Helper(SK_STORAGE), Need::Helper(COOKIE)];
 
 /// Every program, in the order the skeleton's are attached.
-pub const PROGRAMS: [Program; 6] = [
+pub const PROGRAMS: [Program; 7] = [
     Program {
         name: "tcp_probe",
         needs: &[Need::Tracepoint("tcp_probe"), SOCKET[0], SOCKET[1], SOCKET[2]],
@@ -144,7 +147,18 @@ pub const PROGRAMS: [Program; 6] = [
         needs: &[Need::Tracepoint("tcp_destroy_sock"), SOCKET[0], SOCKET[1], SOCKET[2]],
         instead_of: None,
     },
+    // The walk's refill pass: an iterator over the socket storage, run by userspace.
+    Program {
+        name: REFILL,
+        needs: &[Need::Function(SK_STORAGE_ITER), SOCKET[1], SOCKET[2]],
+        instead_of: None,
+    },
 ];
+
+/// The walk's refill pass (`iter/bpf_sk_storage_map`), attached to the socket storage map.
+pub const REFILL: &str = "refill";
+/// The iterator's target, as the kernel's BTF names it (Linux 5.9).
+const SK_STORAGE_ITER: &str = "bpf_iter_bpf_sk_storage_map";
 
 /// What becomes of one program on a kernel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -205,6 +219,9 @@ mod tests {
             ]
         );
         assert!(p.contains(&("tcp_sendmsg_fentry", Fate::NotNeeded)), "{p:?}");
+        assert!(p.contains(&(REFILL, Fate::Lacks(Need::Function(SK_STORAGE_ITER)))), "{p:?}");
+        let with_iter: Vec<&str> = fns.iter().copied().chain([SK_STORAGE_ITER]).collect();
+        assert_eq!(loads(&plan(&Offers::of(&tps, &with_iter))).last(), Some(&REFILL));
     }
 
     /// 6.1 and 6.12: no tracepoint, so the function's entry instead.
@@ -222,13 +239,13 @@ mod tests {
     /// program names the first thing it lacks.
     #[test]
     fn before_5_11_no_socket_program_loads() {
-        let fns = ["bpf_ringbuf_reserve", "tcp_sendmsg_locked"];
+        let fns = ["bpf_ringbuf_reserve", "tcp_sendmsg_locked", SK_STORAGE_ITER];
         let p = plan(&Offers::of(&TRACEPOINTS, &fns));
         assert!(loads(&p).is_empty(), "{p:?}");
         let no_storage = |(n, f): &&(&str, Fate)| {
             *n != "tcp_sendmsg_locked" && *f == Fate::Lacks(Need::Helper(SK_STORAGE))
         };
-        assert_eq!(p.iter().filter(no_storage).count(), 5, "{p:?}");
+        assert_eq!(p.iter().filter(no_storage).count(), 6, "{p:?}");
         assert_eq!(
             Need::Helper(SK_STORAGE).to_string(),
             "no socket storage in tracing programs (Linux 5.11)"

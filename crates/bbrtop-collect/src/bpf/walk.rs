@@ -2,6 +2,8 @@
 //! write a record for each socket that moves, in any network namespace, into a map keyed by cookie;
 //! each poll bumps the read epoch, takes every record out of the map (read and deleted in batches),
 //! and hands the engine the sockets that moved. A socket that did not move costs nothing here.
+//! Before a read, when some socket's record fell behind its moves since the last read (the hooks
+//! refill a record at most every refresh), the refill pass brings those records up to date.
 
 use super::clock::ktime_now_ns;
 use crate::attrib::Resolver;
@@ -11,7 +13,9 @@ use bbrtop_core::seam::{Feed, Source};
 use bbrtop_core::seam::{Now, Walk, WalkFailed};
 use bbrtop_core::wire::CcNames;
 use bbrtop_core::wire::walk::{self, WalkStats};
-use libbpf_rs::{MapCore, MapFlags, MapHandle};
+use libbpf_rs::{Iter, Link, MapCore, MapFlags, MapHandle};
+use std::io::Read as _;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Records per batch syscall.
@@ -34,6 +38,57 @@ pub struct Walker {
     /// reconciles at once.
     reconcile: Reconcile,
     dropped_seen: u64,
+    /// `None` where the kernel has no socket storage iterator: records may then stay behind.
+    refill: Option<Refill>,
+}
+
+/// The refill pass (`refill` in crates/bbrtop-collect/bpf/bbrtop.bpf.c): an iterator over the
+/// sockets' storage that fills the record of each socket that moved since its record was filled.
+pub struct Refill {
+    link: Arc<Link>,
+    /// Per CPU: [0] records marked behind, [1] records refilled.
+    counts: MapHandle,
+    marks_seen: u64,
+}
+
+/// Reads of the pass's iterator before giving up: it writes nothing, so one read walks it all,
+/// unless the kernel stops it early (a million objects, or a signal).
+const MAX_ITER_READS: usize = 64;
+
+impl Refill {
+    pub fn new(link: Arc<Link>, counts: MapHandle) -> Refill {
+        Refill { link, counts, marks_seen: 0 }
+    }
+
+    /// Runs the pass if a record fell behind since the last pass.
+    fn run_if_behind(&mut self) -> Result<(), String> {
+        let marks = percpu_sum(&self.counts, 0);
+        if marks == self.marks_seen {
+            return Ok(());
+        }
+        self.marks_seen = marks;
+        self.run()
+    }
+
+    /// One pass: a look at every socket with storage, a fill for each behind.
+    fn run(&mut self) -> Result<(), String> {
+        let failed = |e: &dyn std::fmt::Display| format!("refilling the records behind: {e}");
+        let mut iter = Iter::new(&self.link).map_err(|e| failed(&e))?;
+        let mut buf = [0u8; 64];
+        for _ in 0..MAX_ITER_READS {
+            match iter.read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(_) => {}
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
+                Err(e) => return Err(failed(&e)),
+            }
+        }
+        Err(failed(&"the iterator did not end"))
+    }
+
+    fn refilled_total(&self) -> u64 {
+        percpu_sum(&self.counts, 1)
+    }
 }
 
 /// What turns records into sockets: the names they carry, the states asked for.
@@ -45,7 +100,7 @@ struct Decode {
 }
 
 impl Walker {
-    pub fn new(maps: WalkMaps, states: StateSet, resolver: Resolver) -> Walker {
+    pub fn new(maps: WalkMaps, states: StateSet, resolver: Resolver, refill: Option<Refill>) -> Walker {
         let WalkMaps { moved, moved_full, epoch: epoch_map } = maps;
         let epoch = read_u32(&epoch_map).unwrap_or(0);
         Walker {
@@ -58,7 +113,14 @@ impl Walker {
             decode: Decode { resolver, names: CcNames::default(), states },
             reconcile: Reconcile::default(),
             dropped_seen: 0,
+            refill,
         }
+    }
+
+    /// Runs the refill pass now, whether or not a record fell behind (benches time it); `None`
+    /// where the kernel has no socket storage iterator.
+    pub fn refill_now(&mut self) -> Option<Result<(), String>> {
+        self.refill.as_mut().map(Refill::run)
     }
 
     /// Asks `reconcile` for a netlink reconcile whenever records were dropped since the last read.
@@ -79,12 +141,16 @@ impl Walker {
         }
         let mut stats = WalkStats::default();
         let (sockets, gone) = self.decode.part(&self.buf, self.epoch, &mut stats);
-        stats.dropped_total = percpu_sum(&self.moved_full);
+        self.totals(&mut stats);
         Ok(Read { sockets, gone, stats })
     }
 
-    /// A hook that sees the new epoch fills the socket's record afresh at its next move.
+    /// Brings the records behind up to date, then starts a new epoch: a hook that sees it fills
+    /// the socket's record afresh at its next move.
     fn next_epoch(&mut self) -> Result<(), String> {
+        if let Some(r) = &mut self.refill {
+            r.run_if_behind()?;
+        }
         self.epoch = self.epoch.wrapping_add(1);
         let e = self.epoch.to_ne_bytes();
         self.epoch_map.update(&0u32.to_ne_bytes(), &e, MapFlags::ANY).map_err(|e| e.to_string())
@@ -107,7 +173,7 @@ impl Walker {
         };
         take(&self.buf, &mut stats);
         if !more {
-            stats.dropped_total = percpu_sum(&self.moved_full);
+            self.totals(&mut stats);
             return Ok(stats);
         }
         std::thread::scope(|scope| {
@@ -132,8 +198,14 @@ impl Walker {
             }
             Ok::<(), String>(())
         })?;
-        stats.dropped_total = percpu_sum(&self.moved_full);
+        self.totals(&mut stats);
         Ok(stats)
+    }
+
+    /// What the kernel counted since start: records it could not write, and refilled.
+    fn totals(&self, stats: &mut WalkStats) {
+        stats.dropped_total = percpu_sum(&self.moved_full, 0);
+        stats.refilled_total = self.refill.as_ref().map_or(0, Refill::refilled_total);
     }
 }
 
@@ -170,8 +242,9 @@ pub struct WalkMaps {
     pub epoch: MapHandle,
 }
 
-fn percpu_sum(m: &MapHandle) -> u64 {
-    let Ok(Some(per_cpu)) = m.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) else { return 0 };
+/// Entry `key` of a per-CPU array of counts, summed.
+fn percpu_sum(m: &MapHandle, key: u32) -> u64 {
+    let Ok(Some(per_cpu)) = m.lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY) else { return 0 };
     per_cpu.iter().filter_map(|v| Some(u64::from_ne_bytes(v.get(..8)?.try_into().ok()?))).sum()
 }
 

@@ -115,6 +115,10 @@ pub struct CollectorStatus {
     /// The socket walk only: records the kernel could not write, since start.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub walk_records_dropped_total: Option<u64>,
+    /// The socket walk only: records the refill pass wrote again, since start (sockets that
+    /// stopped moving within the walk's refresh of their record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub walk_records_refilled_total: Option<u64>,
     /// eBPF only: runs of each program the kernel skipped because one was already running on
     /// that CPU; for tcp_destroy_sock, close records that never were.
     #[serde(
@@ -144,6 +148,7 @@ impl CollectorStatus {
     pub fn saw_walk(&mut self, w: &crate::wire::walk::WalkStats, duration: Duration, at: SystemTime) {
         self.polls_total += 1;
         self.walk_records_dropped_total = Some(w.dropped_total);
+        self.walk_records_refilled_total = Some(w.refilled_total);
         self.last_duration_seconds = duration.as_secs_f64();
         self.last_success_at = Some(at);
         self.health = if w.records > 0 && w.hz == 0 {

@@ -50,6 +50,9 @@ pub struct WalkStats {
     /// Records the kernel could not write since start (the map full, or its allocator out of
     /// memory in a burst): those sockets are seen at their next move.
     pub dropped_total: u64,
+    /// Records the refill pass wrote since start: sockets that stopped moving within the refresh
+    /// after their record was filled, brought up to date at the next read.
+    pub refilled_total: u64,
     /// The kernel's HZ the records carry; 0 when the kernel's config was not readable, and then
     /// the records carry no tcp_info.
     pub hz: u16,
@@ -62,6 +65,7 @@ impl WalkStats {
         self.skipped += part.skipped;
         self.trailing += part.trailing;
         self.dropped_total = self.dropped_total.max(part.dropped_total);
+        self.refilled_total = self.refilled_total.max(part.refilled_total);
         if part.hz != 0 {
             self.hz = part.hz;
         }

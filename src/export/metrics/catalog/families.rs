@@ -438,6 +438,14 @@ pub const WALK_RECORDS_DROPPED: Family = family(
     ALWAYS,
     "Socket walk records the kernel could not write (map full or out of memory in a burst); those sockets are seen at their next move.",
 );
+pub const WALK_RECORDS_REFILLED: Family = family(
+    "bbrtop_walk_records_refilled_total",
+    Counter,
+    Unit::None,
+    &[],
+    ALWAYS,
+    "Socket walk records filled again before a read by the refill pass: sockets that stopped moving within the walk's refresh of their last record.",
+);
 pub const BPF_UNDECODABLE: Family = family(
     "bbrtop_bpf_undecodable_events_total",
     Counter,
@@ -661,6 +669,7 @@ pub const FAMILIES: &[Family] = &[
     BPF_PROGRAMS_ATTACHED,
     BPF_RINGBUF_LOST,
     WALK_RECORDS_DROPPED,
+    WALK_RECORDS_REFILLED,
     BPF_UNDECODABLE,
     BPF_RECURSION_MISSES,
     ALERTMANAGER_POSTS,
