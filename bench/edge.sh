@@ -183,19 +183,20 @@ with_object() { # KIND OBJECT PROGRAM: OBJECT's programs attached by the floor l
 #   read-only data; and nothing drains its ring).
 arms=(bbrtop floor)
 declare -A object=([floor]="$tmp/floor.o") binary=([bbrtop]="$BIN")
-label_ok() { [[ $1 != bbrtop && $1 != floor && -z ${object[$1]:-} && -z ${binary[$1]:-} ]]; }
-for o in ${EDGE_BINARIES:-}; do
-    [[ $o == ?*=?* && -x ${o#*=} ]] && label_ok "${o%%=*}" ||
-        { echo "bench/edge.sh: EDGE_BINARIES: $o is not a new LABEL=EXECUTABLE" >&2; exit 2; }
-    arms+=("${o%%=*}")
-    binary[${o%%=*}]=${o#*=}
-done
-for o in ${EDGE_OBJECTS:-}; do
-    [[ $o == ?*=?* && -r ${o#*=} ]] && label_ok "${o%%=*}" ||
-        { echo "bench/edge.sh: EDGE_OBJECTS: $o is not a new LABEL=READABLE_OBJECT" >&2; exit 2; }
-    arms+=("${o%%=*}")
-    object[${o%%=*}]=${o#*=}
-done
+take_arms() { # VAR TEST WHAT TABLE: each LABEL=PATH of $VAR (PATH passing `test TEST PATH`) an arm
+    local o
+    local -n into=$4
+    for o in ${!1:-}; do
+        local label=${o%%=*} path=${o#*=}
+        [[ $o == ?*=?* && $label != bbrtop && $label != floor && -z ${object[$label]:-} &&
+            -z ${binary[$label]:-} ]] && test "$2" "$path" ||
+            { echo "bench/edge.sh: $1: $o is not a new LABEL=$3" >&2; exit 2; }
+        arms+=("$label")
+        into[$label]=$path
+    done
+}
+take_arms EDGE_BINARIES -x EXECUTABLE binary
+take_arms EDGE_OBJECTS -r READABLE_OBJECT object
 arm() {
     if [ -n "${binary[$1]:-}" ]; then
         with_bbrtop "$1" "${binary[$1]}"
