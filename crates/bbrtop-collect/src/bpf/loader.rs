@@ -206,13 +206,7 @@ impl Loaded {
 
     /// Ring-buffer reserve failures since load, summed over CPUs.
     pub fn lost_total(&self) -> u64 {
-        match self.lost.lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY) {
-            Ok(Some(per_cpu)) => per_cpu
-                .iter()
-                .filter_map(|v| v.get(..8).and_then(|b| b.try_into().ok()).map(u64::from_ne_bytes))
-                .sum(),
-            _ => 0,
-        }
+        super::counts::percpu_sum(&self.lost, 0)
     }
 
     /// Runs of each program the kernel skipped because a program was already running on that CPU
@@ -255,7 +249,7 @@ impl Loaded {
         };
         let link = self.links.iter().find(|(n, _)| *n == plan::REFILL);
         let refill = match link {
-            Some((_, link)) => Some(super::walk::Refill::new(Arc::clone(link), dup(refill_counts)?)),
+            Some((_, link)) => Some(super::refill::Refill::new(Arc::clone(link), dup(refill_counts)?)),
             None => None,
         };
         Ok(super::walk::Walker::new(maps, states, resolver, refill))

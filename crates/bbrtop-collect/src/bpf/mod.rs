@@ -30,6 +30,8 @@ mod clock;
 #[cfg(feature = "bpf")]
 mod collector;
 #[cfg(feature = "bpf")]
+mod counts;
+#[cfg(feature = "bpf")]
 mod drain;
 pub mod event;
 pub mod features;
@@ -38,6 +40,8 @@ mod libbpf_log;
 #[cfg(feature = "bpf")]
 pub mod loader;
 pub mod plan;
+#[cfg(feature = "bpf")]
+pub mod refill;
 #[cfg(feature = "bpf")]
 pub mod walk;
 

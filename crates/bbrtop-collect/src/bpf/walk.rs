@@ -6,6 +6,8 @@
 //! refill a record at most every refresh), the refill pass brings those records up to date.
 
 use super::clock::ktime_now_ns;
+use super::counts::percpu_sum;
+use super::refill::Refill;
 use crate::attrib::Resolver;
 use crate::every::Reconcile;
 use bbrtop_core::model::{Cookie, SocketRecord, StateSet, TcpState};
@@ -13,9 +15,7 @@ use bbrtop_core::seam::{Feed, Source};
 use bbrtop_core::seam::{Now, Walk, WalkFailed};
 use bbrtop_core::wire::CcNames;
 use bbrtop_core::wire::walk::{self, WalkStats};
-use libbpf_rs::{Iter, Link, MapCore, MapFlags, MapHandle};
-use std::io::Read as _;
-use std::sync::Arc;
+use libbpf_rs::{MapCore, MapFlags, MapHandle};
 use std::time::Instant;
 
 /// Records per batch syscall.
@@ -40,70 +40,6 @@ pub struct Walker {
     dropped_seen: u64,
     /// `None` where the kernel has no socket storage iterator: records may then stay behind.
     refill: Option<Refill>,
-}
-
-/// The refill pass (`refill` in crates/bbrtop-collect/bpf/bbrtop.bpf.c): an iterator over the
-/// sockets' storage that fills the record of each socket that moved since its record was filled.
-pub struct Refill {
-    link: Arc<Link>,
-    /// Per CPU: [0] records marked behind, [1] records refilled.
-    counts: MapHandle,
-    marks_seen: u64,
-    /// No pass before this: the last one's duration times [`PASS_SPACING`] after it.
-    not_before: Option<Instant>,
-}
-
-/// A pass takes at most this fraction of the time, 1/400 (0.25% of a core): after a pass of d,
-/// the next waits 400 d. It looks at every socket with storage, about 19 ms at 100k here, so at
-/// 100k a record behind waits up to 8 s; at 10k, a read's interval.
-const PASS_SPACING: u32 = 400;
-
-/// Whether a pass is due at `now`: records fell behind since the last pass (`marks`, the
-/// kernel's count of them, moved), and the last pass's spacing is over.
-fn pass_due(marks: u64, marks_seen: u64, now: Instant, not_before: Option<Instant>) -> bool {
-    marks != marks_seen && not_before.is_none_or(|t| now >= t)
-}
-
-/// Reads of the pass's iterator before giving up: it writes nothing, so one read walks it all,
-/// unless the kernel stops it early (a million objects, or a signal).
-const MAX_ITER_READS: usize = 64;
-
-impl Refill {
-    pub fn new(link: Arc<Link>, counts: MapHandle) -> Refill {
-        Refill { link, counts, marks_seen: 0, not_before: None }
-    }
-
-    /// Runs the pass if a record fell behind since the last pass, and its spacing allows.
-    fn run_if_behind(&mut self) -> Result<(), String> {
-        let (marks, started) = (percpu_sum(&self.counts, 0), Instant::now());
-        if !pass_due(marks, self.marks_seen, started, self.not_before) {
-            return Ok(());
-        }
-        self.marks_seen = marks;
-        let ran = self.run();
-        self.not_before = Some(started + started.elapsed() * PASS_SPACING);
-        ran
-    }
-
-    /// One pass: a look at every socket with storage, a fill for each behind.
-    fn run(&mut self) -> Result<(), String> {
-        let failed = |e: &dyn std::fmt::Display| format!("refilling the records behind: {e}");
-        let mut iter = Iter::new(&self.link).map_err(|e| failed(&e))?;
-        let mut buf = [0u8; 64];
-        for _ in 0..MAX_ITER_READS {
-            match iter.read(&mut buf) {
-                Ok(0) => return Ok(()),
-                Ok(_) => {}
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {}
-                Err(e) => return Err(failed(&e)),
-            }
-        }
-        Err(failed(&"the iterator did not end"))
-    }
-
-    fn refilled_total(&self) -> u64 {
-        percpu_sum(&self.counts, 1)
-    }
 }
 
 /// What turns records into sockets: the names they carry, the states asked for.
@@ -257,12 +193,6 @@ pub struct WalkMaps {
     pub epoch: MapHandle,
 }
 
-/// Entry `key` of a per-CPU array of counts, summed.
-fn percpu_sum(m: &MapHandle, key: u32) -> u64 {
-    let Ok(Some(per_cpu)) = m.lookup_percpu(&key.to_ne_bytes(), MapFlags::ANY) else { return 0 };
-    per_cpu.iter().filter_map(|v| Some(u64::from_ne_bytes(v.get(..8)?.try_into().ok()?))).sum()
-}
-
 /// What one walk read.
 pub struct Read {
     pub sockets: Vec<SocketRecord>,
@@ -353,21 +283,5 @@ impl Source for Walker {
             Err(error) => Err(WalkFailed { error, duration: started.elapsed() }),
         };
         feed.walked(walk);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn a_pass_is_due_after_new_marks_once_its_spacing_is_over() {
-        let now = Instant::now();
-        let later = now + Duration::from_secs(1);
-        assert!(!pass_due(5, 5, now, None), "nothing fell behind since the last pass");
-        assert!(pass_due(6, 5, now, None), "the first pass");
-        assert!(!pass_due(6, 5, now, Some(later)), "within the last pass's spacing");
-        assert!(pass_due(6, 5, later, Some(later)));
     }
 }
