@@ -31,6 +31,9 @@ mod bpf {
                 dir.display().to_string(),
                 "-D".into(),
                 format!("__TARGET_ARCH_{arch}"),
+                // The response batches' compare-and-swap (BPF atomics, Linux 5.12; every kernel
+                // that loads the socket programs has them).
+                "-mcpu=v3".into(),
             ])
             .build_and_generate(out.join("bbrtop.skel.rs"))
             .expect("building the BPF skeleton (clang and libbpf headers are needed)");

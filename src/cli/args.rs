@@ -106,7 +106,8 @@ pub struct SourceArgs {
     #[arg(long = "kubernetes.pods", value_name = "URL|PATH", value_parser = parse_pod_source)]
     pub kubernetes_pods: Option<bbrtop_collect::attrib::PodSource>,
     /// The eBPF ring buffer, which holds the events between two drains (every 50 ms while
-    /// events come; a close takes 200 bytes, a response 88): a power of two from 4KiB to 1GiB.
+    /// events come; a close takes 200 bytes, a batch of up to 8 responses 200): a power of two
+    /// from 4KiB to 1GiB.
     /// Events it has no room for are counted as lost, and the netlink collector then reconciles
     /// at once.
     #[arg(long = "bpf.ring-buffer-size", value_name = "SIZE", default_value = "4MiB",

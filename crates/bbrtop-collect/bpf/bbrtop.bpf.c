@@ -310,12 +310,97 @@ static __always_inline void note_move(struct sock *sk, struct sock_state *st, __
 	*depth = level;
 }
 
-/* The refill pass, which userspace runs before a walk's read when records fell behind: each
- * socket whose moves were skipped since its record was filled (within refresh_ns of it) gets
- * its record filled again, as it is now. Without it, a socket that stops moving right after a
- * fill would show that fill's values (its counters up to refresh_ns of traffic short, and the
- * RTT samples since) until it moved again. An iterator over the sockets' storage: what it costs
- * is a look at each socket with storage, paid only at the reads that follow a skip. */
+/* Responses reach userspace in batches of up to BBRTOP_RESP_BATCH per socket, kept in its
+ * storage: a ring record each cost the edge workload a fifth of its programs' time (the
+ * reserve, the header's loads, a record's cache lines). A batch is sent at its eighth
+ * response, once its first is RESP_HOLD_NS old, at the socket's close, or by the refill pass
+ * when the socket went quiet (a batch's first response marks it for the pass, as a record
+ * behind is marked). Where the pass cannot run, userspace sets resp_batch to 1: each response
+ * is sent at once, as before. */
+#define RESP_HOLD_NS 1000000000ULL
+const volatile __u32 resp_batch = BBRTOP_RESP_BATCH;
+#define BATCH_COUNT(b) ((__u32)((b) & 0xff))
+#define BATCH_SENT(b) (((b) | 0xff) + 1) /* the next batch, empty */
+
+/* Sends the batch `seen` (st->batch as read) describes, unless `batch` changed since: the refill
+ * pass runs beside the hooks, and the one whose compare-and-swap loses discards its record. The
+ * sender empties the batch even if the ring has no room (counted lost), so the hooks go on. */
+static __always_inline void send_batch(struct sock *sk, struct tcp_sock *tp, struct sock_state *st,
+				       __u64 seen)
+{
+	__u32 n = BATCH_COUNT(seen);
+	if (!n || n > BBRTOP_RESP_BATCH)
+		return;
+	struct bbrtop_resp *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		if (__sync_val_compare_and_swap(&st->batch, seen, BATCH_SENT(seen)) == seen)
+			count_in(&lost, 0);
+		return;
+	}
+	fill_hdr(&e->h, BBRTOP_RESPONSE, sk, bpf_ktime_get_ns());
+	e->n = n;
+	e->opened = st->opened;
+	e->lport = __builtin_bswap16(tp->inet_conn.icsk_inet.inet_sport);
+	e->rport = __builtin_bswap16(sk->__sk_common.skc_dport);
+	e->family = sk->__sk_common.skc_family;
+	if (e->family == AF_INET6) {
+		copy_in6(e->daddr, &sk->__sk_common.skc_v6_daddr);
+	} else {
+		__builtin_memset(e->daddr, 0, sizeof(e->daddr));
+		*(__u32 *)e->daddr = sk->__sk_common.skc_daddr;
+	}
+	const struct tcp_congestion_ops *ops = tp->inet_conn.icsk_ca_ops;
+	if (ops)
+		copy_cc_name(e->cc, ops);
+	else
+		__builtin_memset(e->cc, 0, sizeof(e->cc));
+	__builtin_memcpy(e->r, st->done, sizeof(e->r));
+	if (__sync_val_compare_and_swap(&st->batch, seen, BATCH_SENT(seen)) == seen)
+		bpf_ringbuf_submit(e, 0);
+	else
+		bpf_ringbuf_discard(e, 0);
+}
+
+/* One response delivered: from st->resp_start_ns to `end`, added to the socket's batch, which
+ * is sent when due. The hooks of one socket run one at a time (under its lock); only the pass
+ * can empty the batch between the read and the swap, and then the second try starts the next. */
+static __always_inline void queue_response(struct sock *sk, struct tcp_sock *tp, struct sock_state *st,
+					   __u32 bytes, __u64 end)
+{
+	__u64 start = st->resp_start_ns;
+	struct bbrtop_resp_one one = {
+		.start_ns = start,
+		.took_us = end > start ? (end - start + 500) / 1000 : 0,
+		.bytes = bytes,
+	};
+
+	for (int i = 0; i < 2; i++) {
+		__u64 seen = st->batch;
+		__u32 n = BATCH_COUNT(seen);
+		if (n >= BBRTOP_RESP_BATCH) {
+			send_batch(sk, tp, st, seen);
+			continue;
+		}
+		st->done[n] = one;
+		if (__sync_val_compare_and_swap(&st->batch, seen, seen + 1) != seen)
+			continue;
+		if (n + 1 >= resp_batch || end - st->done[0].start_ns >= RESP_HOLD_NS)
+			send_batch(sk, tp, st, seen + 1);
+		else if (!n)
+			count_in(&refill_counts, OWED_MARKS);
+		return;
+	}
+	count_in(&lost, 0);
+}
+
+/* The refill pass, which userspace runs before a read when records fell behind or responses
+ * wait: each socket whose moves were skipped since its record was filled (within refresh_ns of
+ * it) gets its record filled again, as it is now, and each socket's batch of responses is sent.
+ * Without it, a socket that stops moving right after a fill would show that fill's values (its
+ * counters up to refresh_ns of traffic short, and the RTT samples since) until it moved again,
+ * and a quiet keep-alive connection's last responses would wait for its next. An iterator over
+ * the sockets' storage: what it costs is a look at each socket with storage, paid only at the
+ * reads that follow a mark. */
 SEC("iter/bpf_sk_storage_map")
 int refill(struct bpf_iter__bpf_sk_storage_map *ctx)
 {
@@ -323,52 +408,32 @@ int refill(struct bpf_iter__bpf_sk_storage_map *ctx)
 	struct sock_state *seen = ctx->value, *st;
 	__u32 k = 0;
 
-	if (!sk || !seen || !seen->owed)
+	if (!sk || !seen || (!seen->owed && !BATCH_COUNT(seen->batch)))
 		return 0;
-	seen->owed = 0;
+	/* The same storage as a map value, which atomics and the window's index by epoch may
+	 * address (the iterator's own pointer takes constant offsets only). */
+	st = bpf_sk_storage_get(&socks, sk, 0, 0);
+	struct tcp_sock *tp = TCP_SK(sk);
+	if (!st || !tp)
+		return 0;
+	/* An atomic read: the responses it counts were written before the hook's swap that
+	 * counted them, and are read after it. */
+	__u64 batch = __sync_fetch_and_add(&st->batch, 0);
+	if (BATCH_COUNT(batch))
+		send_batch(sk, tp, st, batch);
+	if (!st->owed)
+		return 0;
+	st->owed = 0;
 	/* A closing socket's last record came with its change of state, and its close record
 	 * follows: a refill would bring it back. */
 	if (!walk_on || sk->__sk_common.skc_state == TCP_CLOSE)
 		return 0;
-	/* The same storage as a map value, which the window's index by epoch may address (the
-	 * iterator's own pointer takes constant offsets only). */
-	st = bpf_sk_storage_get(&socks, sk, 0, 0);
-	struct tcp_sock *tp = TCP_SK(sk);
 	struct bbrtop_sock *r = bpf_map_lookup_elem(&refill_scratch, &k);
-	if (!st || !tp || !r)
+	if (!r)
 		return 0;
 	write_moved(r, sk, tp, st, current_epoch(), 0, -1, tp->tcp_mstamp * 1000);
 	count_in(&refill_counts, REFILLED);
 	return 0;
-}
-
-/* One response delivered: from st->resp_start_ns to `now`. The cc's name and the peer ride
- * along, so userspace files it without the socket (it may be gone, or of another namespace). */
-static __always_inline void emit_response(struct sock *sk, struct tcp_sock *tp, struct sock_state *st,
-					  __u32 bytes, __u64 now, bool at_close)
-{
-	struct bbrtop_resp *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
-	if (!e) {
-		count_in(&lost, 0);
-		return;
-	}
-	__builtin_memset(e, 0, sizeof(*e));
-	fill_hdr(&e->h, BBRTOP_RESPONSE, sk, now);
-	e->start_ns = st->resp_start_ns;
-	e->bytes = bytes;
-	e->at_close = at_close;
-	e->opened = st->opened;
-	e->lport = __builtin_bswap16(tp->inet_conn.icsk_inet.inet_sport);
-	e->rport = __builtin_bswap16(sk->__sk_common.skc_dport);
-	e->family = sk->__sk_common.skc_family;
-	if (e->family == AF_INET6)
-		copy_in6(e->daddr, &sk->__sk_common.skc_v6_daddr);
-	else
-		*(__u32 *)e->daddr = sk->__sk_common.skc_daddr;
-	const struct tcp_congestion_ops *ops = tp->inet_conn.icsk_ca_ops;
-	if (ops)
-		copy_cc_name(e->cc, ops);
-	bpf_ringbuf_submit(e, 0);
 }
 
 /* How a socket older than bbrtop was opened, from its port's bind bucket: connect() marks the
@@ -419,7 +484,7 @@ static __always_inline void end_unseen(struct sock *sk, struct tcp_sock *tp, str
 		return;
 	if (end <= st->resp_start_ns)
 		end = bpf_ktime_get_ns();
-	emit_response(sk, tp, st, written - st->resp_start_seq, end, 0);
+	queue_response(sk, tp, st, written - st->resp_start_seq, end);
 }
 
 /* The start of a response: the application writes to a socket with nothing unacknowledged and
@@ -523,8 +588,8 @@ static __always_inline void end_response(struct sock *sk, struct tcp_sock *tp, s
 	if ((__s32)(ack - written) < 0)
 		return;
 	if (written != st->resp_start_seq)
-		emit_response(sk, tp, st, written - st->resp_start_seq,
-			      delivered_at(sk, tp, st, ack, bpf_ktime_get_ns()), 0);
+		queue_response(sk, tp, st, written - st->resp_start_seq,
+			       delivered_at(sk, tp, st, ack, bpf_ktime_get_ns()));
 	st->resp_start_ns = 0;
 }
 
@@ -760,6 +825,18 @@ int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 	if (!tp)
 		return 0;
 	st = bpf_sk_storage_get(&socks, sk, 0, 0);
+	/* A response whose last ACK came after the socket left ESTABLISHED (a server that writes
+	 * and closes): tcp_probe never saw it, but the socket ends as its FIN is acked, so the end
+	 * dates the delivery. Only if every byte written was acked; the FIN's sequence number, which
+	 * write_seq counts, is not a byte of it. */
+	if (st && st->resp_start_ns && tp->snd_una == tp->write_seq) {
+		__u32 bytes = tp->write_seq - st->resp_start_seq - 1;
+		if ((__s32)bytes > 0)
+			queue_response(sk, tp, st, bytes, now);
+	}
+	/* Its responses not yet sent go before its close record. */
+	if (st)
+		send_batch(sk, tp, st, st->batch);
 
 	struct bbrtop_close *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
@@ -804,15 +881,6 @@ int BPF_PROG(tcp_destroy_sock, struct sock *sk)
 		e->bbr_mode = BPF_CORE_READ_BITFIELD(bbr, mode);
 		e->bbr_min_rtt_us = bbr_min_rtt(bbr);
 		e->bbr_bw = bbr_bw(bbr);
-	}
-	/* A response whose last ACK came after the socket left ESTABLISHED (a server that writes
-	 * and closes): tcp_probe never saw it, but the socket ends as its FIN is acked, so the end
-	 * dates the delivery. Only if every byte written was acked; the FIN's sequence number, which
-	 * write_seq counts, is not a byte of it. */
-	if (st && st->resp_start_ns && tp->snd_una == tp->write_seq) {
-		__u32 bytes = tp->write_seq - st->resp_start_seq - 1;
-		if ((__s32)bytes > 0)
-			emit_response(sk, tp, st, bytes, now, 1);
 	}
 	/* Its last move's record, if not yet read, would only bring it back. (The key from the
 	 * stack: before 6.3 or so the verifier takes no ring-buffer memory as a map key.) */

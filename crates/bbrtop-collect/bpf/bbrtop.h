@@ -95,22 +95,33 @@ struct bbrtop_close {
 	__u32 _pad;
 };
 
-/* RESPONSE: 80 bytes, one per response a socket delivered: from the first byte the application
- * wrote to the idle socket (nothing unacknowledged, nothing queued) to the ACK that covered
- * every byte written since. h.ts_ns is that ACK's arrival (or the socket's end, `at_close`, for
- * a response whose last ACK came after the socket left ESTABLISHED, where tcp_probe is silent). */
+/* Responses a RESPONSE record carries at most, and a socket's storage holds until it sends them. */
+#define BBRTOP_RESP_BATCH 8
+
+/* One response a socket delivered, in a RESPONSE record: 16 bytes. From the first byte the
+ * application wrote to the idle socket (nothing unacknowledged, nothing queued) to the ACK that
+ * covered every byte written since (or the socket's end, for a response whose last ACK came
+ * after it left ESTABLISHED, where tcp_probe is silent). */
+struct bbrtop_resp_one {
+	__u64 start_ns;        /* ktime of the first write */
+	__u32 took_us;         /* to the delivery of its last byte, rounded to the µs */
+	__u32 bytes;           /* bytes written in it */
+};
+
+/* RESPONSE: 192 bytes, the responses one socket delivered since its last such record, `n` of
+ * them: a socket sends them at its eighth, when its first is a second old, at its close, or
+ * when the refill pass finds it quiet (bpf/bbrtop.bpf.c, queue_response). h.ts_ns is when the
+ * record was sent; the cc is the socket's then. */
 struct bbrtop_resp {
 	struct bbrtop_hdr h;
-	__u64 start_ns;        /* ktime of the first write */
-	__u32 bytes;           /* bytes written in the response */
 	__u16 family;          /* AF_INET 2 or AF_INET6 10 */
-	__u8 at_close;
+	__u8 n;                /* responses in r[], 1 to BBRTOP_RESP_BATCH */
 	__u8 opened;           /* how the socket was opened: 1 connect, 2 accept, 0 unknown (older than bbrtop, unbound) */
 	__u16 lport;           /* host order */
 	__u16 rport;           /* host order */
-	__u32 _pad;
 	__u8 daddr[16];        /* the peer; v4: first 4 bytes */
 	char cc[16];
+	struct bbrtop_resp_one r[BBRTOP_RESP_BATCH];
 };
 
 /* The RTT window of one socket over one read epoch: 40 bytes. Its socket-local storage starts

@@ -25,17 +25,24 @@ struct sock_state {
 	__u64 prev_rack_mstamp;    /* tcp_sock rack.mstamp */
 	__u32 prev_snd_nxt;
 	__u32 bbr_min_rtt_us;      /* struct bbr's, as of the last read of it */
+	/* The response under way: begun by a write to the idle socket, ended by the ACK that
+	 * covers everything written since (bpf/bbrtop.h, struct bbrtop_resp). Every ACK tests
+	 * resp_start_ns: it shares the third line of the storage with the fields above (the data
+	 * starts 8 bytes into a cache-aligned line), so an ACK touches three lines, not four. */
+	__u64 resp_start_ns;       /* 0: none */
+	__u32 resp_start_seq;      /* write_seq at its first byte */
+	__u32 peak_ratio_milli;    /* this inflation episode's */
+	/* Responses delivered and not yet sent (bbrtop.bpf.c, queue_response): the low byte of
+	 * `batch` counts them in done[], the rest counts the batches sent. The refill pass, which
+	 * runs beside the hooks, sends a batch only if no hook changed `batch` meanwhile. */
+	__u64 batch;
+	struct bbrtop_resp_one done[BBRTOP_RESP_BATCH];
 	/* Touched on transitions. */
 	__u64 first_ns;
 	__u64 phase_began_ns;
-	__u32 peak_ratio_milli;    /* this episode */
 	__u32 peak_ratio_all;      /* lifetime */
 	__u32 inflations;
 	__u32 entered[BBR_MODES];
-	/* The response under way: begun by a write to the idle socket, ended by the ACK that
-	 * covers everything written since (bpf/bbrtop.h, struct bbrtop_resp). */
-	__u64 resp_start_ns;       /* 0: none */
-	__u32 resp_start_seq;      /* write_seq at its first byte */
 };
 
 struct {

@@ -7,6 +7,7 @@ use super::clock::{instant_of, ktime_now_ns};
 use super::drain::Drain;
 use super::event::{Close, Event};
 use super::loader::Loaded;
+use super::refill::Refill;
 use crate::every::Reconcile;
 use bbrtop_core::model::Phase;
 use bbrtop_core::model::derive::rtt_sample;
@@ -34,13 +35,18 @@ pub struct Collector {
     closes_skipped_seen: u64,
     /// Drains the ring between polls; `Err`: why it could not start (the polls alone drain it).
     drain: Result<Drain, String>,
+    /// Without the walk (whose reads run it), the refill pass that sends the responses quiet
+    /// sockets hold, run before each poll's drain.
+    pass: Option<Refill>,
 }
 
 impl Collector {
     pub fn new(loaded: Loaded, walk_off: Option<Reason>, reconcile: Reconcile) -> Collector {
         let drain = start_drain(&loaded);
+        let pass = own_pass(&loaded, walk_off.is_some());
         Collector {
             drain,
+            pass,
             loaded,
             undecodable_total: 0,
             walk_off,
@@ -64,6 +70,7 @@ impl Collector {
         self.drain = Err("reloading".into());
         let reloaded = self.loaded.reload();
         self.drain = start_drain(&self.loaded);
+        self.pass = own_pass(&self.loaded, self.walk_off.is_some());
         if let Err(e) = reloaded {
             self.reload_failed = Some(Reason::new(
                 Cause::BbrStateOff,
@@ -88,8 +95,9 @@ impl Collector {
     }
 }
 
-pub fn update_of(e: Event, ktime_now: u64, now: Instant, wall: SystemTime) -> Update {
-    match e {
+/// Hands the engine what one record says: one update, or one for each response of a batch.
+fn apply(feed: &mut dyn Feed, e: Event, ktime_now: u64, now: Instant, wall: SystemTime) {
+    let update = match e {
         Event::InflationStarted(i) => Update::Kernel(KernelUpdate::Inflation {
             cookie: i.h.cookie,
             netns: i.h.netns,
@@ -109,16 +117,22 @@ pub fn update_of(e: Event, ktime_now: u64, now: Instant, wall: SystemTime) -> Up
             entered: p.entered,
         }),
         Event::Close(c) => Update::Closed(Box::new(closed_flow(*c, ktime_now, wall))),
-        Event::Response(r) => Update::Response(Response {
-            served: r.served(),
-            cookie: r.h.cookie,
-            netns: r.h.netns,
-            cc: r.cc,
-            peer: r.peer,
-            bytes: u64::from(r.bytes),
-            took: Duration::from_nanos(r.h.ts_ns.saturating_sub(r.start_ns)),
-        }),
-    }
+        Event::Responses(rs) => {
+            for r in rs {
+                feed.apply(Update::Response(Response {
+                    served: r.served(),
+                    cookie: r.h.cookie,
+                    netns: r.h.netns,
+                    cc: r.cc,
+                    peer: r.peer,
+                    bytes: u64::from(r.bytes),
+                    took: Duration::from_nanos(r.h.ts_ns.saturating_sub(r.start_ns)),
+                }));
+            }
+            return;
+        }
+    };
+    feed.apply(update);
 }
 
 fn closed_flow(c: Close, ktime_now: u64, wall: SystemTime) -> ClosedFlow {
@@ -148,13 +162,14 @@ fn closed_flow(c: Close, ktime_now: u64, wall: SystemTime) -> ClosedFlow {
 impl Source for Collector {
     fn poll(&mut self, feed: &mut dyn Feed) {
         self.follow_bbr_module();
-        let consumed = self.loaded.consume();
+        let passed = self.pass.as_mut().map_or(Ok(()), Refill::run_if_behind);
+        let consumed = passed.and(self.loaded.consume());
         let (now, wall, know) = (Instant::now(), SystemTime::now(), ktime_now_ns());
         let events = self.loaded.take_events();
         let mut undecodable = 0;
         for e in events {
             match e {
-                Ok(e) => feed.apply(update_of(e, know, now, wall)),
+                Ok(e) => apply(feed, e, know, now, wall),
                 Err(_) => undecodable += 1,
             }
         }
@@ -177,6 +192,11 @@ impl Source for Collector {
             features: status.features,
         }));
     }
+}
+
+/// The refill pass the collector runs itself: where no walk runs it, and it loaded.
+fn own_pass(loaded: &Loaded, walk_off: bool) -> Option<Refill> {
+    walk_off.then(|| loaded.refill_pass().ok().flatten()).flatten()
 }
 
 /// The drain thread for the programs' ring, or why it could not start.

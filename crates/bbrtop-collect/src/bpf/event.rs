@@ -9,7 +9,9 @@ pub const HDR_LEN: usize = 24;
 pub const INFL_LEN: usize = 48;
 pub const PHASE_LEN: usize = 56;
 pub const CLOSE_LEN: usize = 192;
-pub const RESP_LEN: usize = 80;
+pub const RESP_LEN: usize = 192;
+/// Responses a RESPONSE record carries at most (`BBRTOP_RESP_BATCH`).
+pub const RESP_BATCH: usize = 8;
 
 /// Byte offsets of every field the decoder reads, one module per struct of
 /// crates/bbrtop-collect/bpf/bbrtop.h; a test checks each against the skeleton's types, which come
@@ -77,16 +79,23 @@ pub mod off {
     }
     /// `struct bbrtop_resp`.
     pub mod resp {
-        pub const START_NS: usize = 24;
-        pub const BYTES: usize = 32;
-        pub const FAMILY: usize = 36;
-        pub const AT_CLOSE: usize = 38;
-        pub const OPENED: usize = 39;
-        pub const LPORT: usize = 40;
-        pub const RPORT: usize = 42;
-        pub const DADDR: usize = 48;
-        pub const CC: usize = 64;
+        pub const FAMILY: usize = 24;
+        pub const N: usize = 26;
+        pub const OPENED: usize = 27;
+        pub const LPORT: usize = 28;
+        pub const RPORT: usize = 30;
+        pub const DADDR: usize = 32;
+        pub const CC: usize = 48;
         pub const CC_LEN: usize = 16;
+        /// The first of `n` `struct bbrtop_resp_one`.
+        pub const R: usize = 64;
+        pub const ONE_LEN: usize = 16;
+    }
+    /// `struct bbrtop_resp_one`, from its start.
+    pub mod resp_one {
+        pub const START_NS: usize = 0;
+        pub const TOOK_US: usize = 8;
+        pub const BYTES: usize = 12;
     }
 }
 
@@ -105,13 +114,17 @@ pub struct Header {
     pub ts_ns: u64,
 }
 
+/// The header of a record that carries none of its own (a batch decodes with at least one).
+const EMPTY_HEADER: Header = Header { netns: 0, cookie: 0, ts_ns: 0 };
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
     InflationStarted(Inflation),
     InflationEnded(Inflation),
     Phase(PhaseChange),
     Close(Box<Close>),
-    Response(Response),
+    /// The responses one socket delivered since its last such record, oldest first.
+    Responses(Vec<Response>),
 }
 
 impl Event {
@@ -120,7 +133,7 @@ impl Event {
             Event::InflationStarted(i) | Event::InflationEnded(i) => &i.h,
             Event::Phase(p) => &p.h,
             Event::Close(c) => &c.h,
-            Event::Response(r) => &r.h,
+            Event::Responses(r) => r.first().map_or(&EMPTY_HEADER, |r| &r.h),
         }
     }
 }
@@ -170,7 +183,8 @@ pub struct Close {
     pub inflations: u32,
 }
 
-/// One response delivered (`struct bbrtop_resp`): `h.ts_ns` is when its last byte was acked.
+/// One response delivered (`struct bbrtop_resp_one`, with its record's socket): `h.ts_ns` is
+/// when its last byte was delivered.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Response {
     pub h: Header,
@@ -178,9 +192,8 @@ pub struct Response {
     pub start_ns: u64,
     pub bytes: u32,
     pub peer: std::net::IpAddr,
+    /// The socket's cc as its record was sent.
     pub cc: String,
-    /// Ended by the socket's end (its last ACK came after it left ESTABLISHED).
-    pub at_close: bool,
     /// How the socket was opened: 1 by connect, 2 by accept (for a socket older than bbrtop,
     /// as its port's bind bucket tells), 0 not known.
     pub opened: u8,
@@ -209,6 +222,8 @@ pub enum DecodeError {
     Kind(u32),
     #[error("unknown address family {0}")]
     Family(u16),
+    #[error("a batch of {0} responses (1 to 8)")]
+    Count(usize),
 }
 
 /// BBR's bw is delivered packets per µs scaled by 2^24 (BW_SCALE); × mss × 10^6 gives bytes/s.
@@ -231,7 +246,7 @@ pub fn decode(b: &[u8]) -> Result<Event, DecodeError> {
         KIND_INFL_END => Ok(Event::InflationEnded(inflation(b, h)?)),
         KIND_PHASE => phase(b, h).map(Event::Phase),
         KIND_CLOSE => close(b, h).map(|c| Event::Close(Box::new(c))),
-        KIND_RESPONSE => response(b, h).map(Event::Response),
+        KIND_RESPONSE => responses(b, h).map(Event::Responses),
         k => Err(DecodeError::Kind(k)),
     }
 }
@@ -301,21 +316,34 @@ fn close(b: &[u8], h: Header) -> Result<Close, DecodeError> {
     })
 }
 
-fn response(b: &[u8], h: Header) -> Result<Response, DecodeError> {
-    use off::resp as rs;
+/// A batch's responses, each with the socket's header but its own end as `ts_ns`.
+fn responses(b: &[u8], h: Header) -> Result<Vec<Response>, DecodeError> {
+    use off::{resp as rs, resp_one as one};
     let r = need(b, RESP_LEN)?;
     let family = r.u16(rs::FAMILY);
-    Ok(Response {
-        h,
-        start_ns: r.u64(rs::START_NS),
-        bytes: r.u32(rs::BYTES),
-        peer: r.addr(family, rs::DADDR).ok_or(DecodeError::Family(family))?,
-        cc: String::from_utf8_lossy(r.name(rs::CC, rs::CC_LEN)).into_owned(),
-        at_close: r.u8(rs::AT_CLOSE) != 0,
-        opened: r.u8(rs::OPENED),
-        lport: r.u16(rs::LPORT),
-        rport: r.u16(rs::RPORT),
-    })
+    let peer = r.addr(family, rs::DADDR).ok_or(DecodeError::Family(family))?;
+    let cc = String::from_utf8_lossy(r.name(rs::CC, rs::CC_LEN)).into_owned();
+    let n = usize::from(r.u8(rs::N));
+    if n == 0 || n > RESP_BATCH {
+        return Err(DecodeError::Count(n));
+    }
+    Ok((0..n)
+        .map(|i| {
+            let at = rs::R + i * rs::ONE_LEN;
+            let start_ns = r.u64(at + one::START_NS);
+            let took_ns = u64::from(r.u32(at + one::TOOK_US)) * 1000;
+            Response {
+                h: Header { ts_ns: start_ns.saturating_add(took_ns), ..h },
+                start_ns,
+                bytes: r.u32(at + one::BYTES),
+                peer,
+                cc: cc.clone(),
+                opened: r.u8(rs::OPENED),
+                lport: r.u16(rs::LPORT),
+                rport: r.u16(rs::RPORT),
+            }
+        })
+        .collect())
 }
 
 fn close_counts(r: &Reader) -> Tally {
@@ -436,26 +464,43 @@ mod tests {
     }
 
     #[test]
-    fn response() {
+    fn a_batch_of_responses() {
         let mut b = hdr(5, RESP_LEN);
-        b[24..32].copy_from_slice(&4_970_000_000u64.to_ne_bytes());
-        b[32..36].copy_from_slice(&15_360u32.to_ne_bytes());
-        b[36..38].copy_from_slice(&2u16.to_ne_bytes());
-        b[39] = 2;
-        b[40..42].copy_from_slice(&80u16.to_ne_bytes());
-        b[42..44].copy_from_slice(&40000u16.to_ne_bytes());
-        b[48..52].copy_from_slice(&[10, 9, 0, 2]);
-        b[64..69].copy_from_slice(b"cubic");
-        let Event::Response(r) = decode(&b).unwrap() else { panic!("kind") };
-        assert_eq!((r.start_ns, r.bytes, r.at_close), (4_970_000_000, 15_360, false));
+        b[24..26].copy_from_slice(&2u16.to_ne_bytes());
+        b[26] = 2;
+        b[27] = 2;
+        b[28..30].copy_from_slice(&80u16.to_ne_bytes());
+        b[30..32].copy_from_slice(&40000u16.to_ne_bytes());
+        b[32..36].copy_from_slice(&[10, 9, 0, 2]);
+        b[48..53].copy_from_slice(b"cubic");
+        for (i, (start, took_us, bytes)) in
+            [(4_970_000_000u64, 1_500u32, 15_360u32), (4_980_000_000, 2, 7)].iter().enumerate()
+        {
+            let at = 64 + 16 * i;
+            b[at..at + 8].copy_from_slice(&start.to_ne_bytes());
+            b[at + 8..at + 12].copy_from_slice(&took_us.to_ne_bytes());
+            b[at + 12..at + 16].copy_from_slice(&bytes.to_ne_bytes());
+        }
+        // A third entry the count leaves out.
+        b[96..104].copy_from_slice(&1u64.to_ne_bytes());
+        let Event::Responses(rs) = decode(&b).unwrap() else { panic!("kind") };
+        assert_eq!(rs.len(), 2);
+        let r = &rs[0];
+        assert_eq!((r.start_ns, r.h.ts_ns, r.bytes), (4_970_000_000, 4_971_500_000, 15_360));
+        assert_eq!((rs[1].start_ns, rs[1].h.ts_ns, rs[1].bytes), (4_980_000_000, 4_980_002_000, 7));
+        assert_eq!((r.h.netns, r.h.cookie), (4026531840, 77), "each has its socket's header");
         assert_eq!((r.opened, r.lport, r.rport), (2, 80, 40000));
         assert!(r.served());
         assert!(!Response { opened: 1, ..r.clone() }.served(), "a client's request");
         assert!(Response { opened: 0, ..r.clone() }.served(), "not known: by its ports");
         assert!(!Response { opened: 0, lport: 40000, rport: 80, ..r.clone() }.served());
-        assert_eq!((r.peer.to_string().as_str(), r.cc.as_str()), ("10.9.0.2", "cubic"));
-        b[38] = 1;
-        b[36] = 9;
+        assert_eq!((r.peer.to_string().as_str(), rs[1].cc.as_str()), ("10.9.0.2", "cubic"));
+        b[26] = 0;
+        assert_eq!(decode(&b), Err(DecodeError::Count(0)), "an empty batch");
+        b[26] = 9;
+        assert_eq!(decode(&b), Err(DecodeError::Count(9)), "more than a record holds");
+        b[26] = 1;
+        b[24] = 9;
         assert_eq!(decode(&b), Err(DecodeError::Family(9)));
     }
 

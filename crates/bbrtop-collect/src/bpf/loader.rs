@@ -131,9 +131,11 @@ pub struct Loaded {
     lost: MapHandle,
     socks: MapHandle,
     read_epoch: MapHandle,
-    /// The socket walk's records, its per-CPU count of records not written, and its refill
-    /// pass's counts, when loaded with it on.
-    moved: Option<(MapHandle, MapHandle, MapHandle)>,
+    /// The socket walk's records and its per-CPU count of records not written, when loaded
+    /// with it on.
+    moved: Option<(MapHandle, MapHandle)>,
+    /// The refill pass's per-CPU counts: [0] marks, [1] records refilled.
+    refill_counts: MapHandle,
     /// Every map a reload takes over, by name.
     maps: Vec<(String, MapHandle)>,
 }
@@ -239,20 +241,23 @@ impl Loaded {
         states: bbrtop_core::model::StateSet,
         resolver: crate::attrib::Resolver,
     ) -> Result<super::walk::Walker, String> {
-        let (moved, moved_full, refill_counts) =
-            self.moved.as_ref().ok_or("socket walk off: not asked for at load")?;
+        let (moved, moved_full) = self.moved.as_ref().ok_or("socket walk off: not asked for at load")?;
         let dup = |m: &MapHandle| MapHandle::try_from(m).map_err(|e| format!("socket walk off: {e}"));
         let maps = super::walk::WalkMaps {
             moved: dup(moved)?,
             moved_full: dup(moved_full)?,
             epoch: dup(&self.read_epoch)?,
         };
-        let link = self.links.iter().find(|(n, _)| *n == plan::REFILL);
-        let refill = match link {
-            Some((_, link)) => Some(super::refill::Refill::new(Arc::clone(link), dup(refill_counts)?)),
-            None => None,
-        };
+        let refill = self.refill_pass().map_err(|e| format!("socket walk off: {e}"))?;
         Ok(super::walk::Walker::new(maps, states, resolver, refill))
+    }
+
+    /// The refill pass, where it loaded: it brings the walk's records behind up to date and sends
+    /// the responses quiet sockets hold (`refill.rs`).
+    pub fn refill_pass(&self) -> Result<Option<super::refill::Refill>, String> {
+        let Some((_, link)) = self.links.iter().find(|(n, _)| *n == plan::REFILL) else { return Ok(None) };
+        let counts = MapHandle::try_from(&self.refill_counts).map_err(|e| e.to_string())?;
+        Ok(Some(super::refill::Refill::new(Arc::clone(link), counts)))
     }
 
     /// Drains the ring buffer without blocking, into the inbox.
@@ -363,6 +368,10 @@ fn load_once(
         ro.floor_us = cfg.floor_us;
         ro.walk_on = u8::from(cfg.walk);
         ro.refresh_ns = cfg.walk_refresh.as_nanos().min(u64::MAX as u128) as u64;
+        // Responses wait in a batch only where the refill pass can send a quiet socket's.
+        if !fates.iter().any(|(n, f)| *n == plan::REFILL && *f == Fate::Load) {
+            ro.resp_batch = 1;
+        }
     }
     for mut prog in open.open_object_mut().progs_mut() {
         let load = fates.iter().any(|(n, f)| prog.name() == *n && *f == Fate::Load);
@@ -431,11 +440,8 @@ fn load_once(
         handle(&skel.maps.read_epoch)?,
         handle(&skel.maps.bss)?,
     );
-    let moved = if cfg.walk {
-        Some((handle(&skel.maps.moved)?, handle(&skel.maps.moved_full)?, handle(&skel.maps.refill_counts)?))
-    } else {
-        None
-    };
+    let moved =
+        if cfg.walk { Some((handle(&skel.maps.moved)?, handle(&skel.maps.moved_full)?)) } else { None };
     Ok(Loaded {
         links,
         failed,
@@ -452,6 +458,7 @@ fn load_once(
         socks,
         read_epoch,
         moved,
+        refill_counts: handle(&skel.maps.refill_counts)?,
         maps,
     })
 }
@@ -477,29 +484,31 @@ mod tests {
         assert_eq!(
             [
                 offset_of!(bbrtop_resp, h),
-                offset_of!(bbrtop_resp, start_ns),
-                offset_of!(bbrtop_resp, bytes),
                 offset_of!(bbrtop_resp, family),
-                offset_of!(bbrtop_resp, at_close),
+                offset_of!(bbrtop_resp, n),
                 offset_of!(bbrtop_resp, opened),
                 offset_of!(bbrtop_resp, lport),
                 offset_of!(bbrtop_resp, rport),
                 offset_of!(bbrtop_resp, daddr),
                 offset_of!(bbrtop_resp, cc),
+                offset_of!(bbrtop_resp, r),
             ],
-            [
-                0,
-                rs::START_NS,
-                rs::BYTES,
-                rs::FAMILY,
-                rs::AT_CLOSE,
-                rs::OPENED,
-                rs::LPORT,
-                rs::RPORT,
-                rs::DADDR,
-                rs::CC
-            ]
+            [0, rs::FAMILY, rs::N, rs::OPENED, rs::LPORT, rs::RPORT, rs::DADDR, rs::CC, rs::R]
         );
+        {
+            use event::off::resp_one as one;
+            use types::bbrtop_resp_one;
+            assert_eq!(size_of::<bbrtop_resp_one>(), rs::ONE_LEN);
+            assert_eq!(
+                [
+                    offset_of!(bbrtop_resp_one, start_ns),
+                    offset_of!(bbrtop_resp_one, took_us),
+                    offset_of!(bbrtop_resp_one, bytes)
+                ],
+                [one::START_NS, one::TOOK_US, one::BYTES]
+            );
+            assert_eq!(size_of::<bbrtop_resp>(), rs::R + event::RESP_BATCH * rs::ONE_LEN);
+        }
         assert_eq!(size_of::<bbrtop_rtt_window>(), bbrtop_core::model::RttWindow::LEN);
         // The header leads every event.
         assert_eq!(
@@ -572,6 +581,11 @@ mod tests {
         // The storage value starts with the two windows RttWindow::parse_stored reads.
         assert_eq!(offset_of!(types::sock_state, w), 0);
         assert_eq!(size_of_val(&types::sock_state::default().w), 2 * bbrtop_core::model::RttWindow::LEN);
+        // What every ACK touches lies in the storage's first three cache lines (its data starts
+        // 8 bytes into a cache-aligned line): sock_state.h says why.
+        let line = |off: usize| (off + 8) / 64;
+        assert_eq!(line(offset_of!(types::sock_state, resp_start_ns) + 7), 2);
+        assert_eq!(line(offset_of!(types::sock_state, bbr_min_rtt_us)), 2);
     }
 
     /// The socket walk's record, field by field, against the offsets its parser reads.

@@ -132,9 +132,9 @@ pub fn unavailable(caps: CapSet, btf: &Path) -> Option<Reason> {
     None
 }
 
-/// The ring buffer's default size, 4 MiB: a close takes 200 bytes of it and a response 88, so
-/// drained every 50 ms (`drain.rs`) it holds 20,000 closes at once (a proxy's connections ended
-/// together), 400,000 a second, or 47,000 responses at once. It is kernel memory, charged to
+/// The ring buffer's default size, 4 MiB: a close takes 200 bytes of it and a batch of up to 8
+/// responses 200, so drained every 50 ms (`drain.rs`) it holds 20,000 closes at once (a proxy's
+/// connections ended together), 400,000 a second, or as many batches: 20,000 sockets' responses. It is kernel memory, charged to
 /// bbrtop's cgroup, and counts twice in its RSS (mapped twice, so a record never wraps).
 pub const RING_BYTES: u32 = 4 << 20;
 

@@ -1,7 +1,8 @@
-//! The socket walk's refill pass (`refill` in crates/bbrtop-collect/bpf/bbrtop.bpf.c): before a
-//! read, an iterator over the sockets' storage fills again the record of each socket whose moves
-//! the hooks skipped since its record was filled, spaced so that it takes at most 1/400 of the
-//! time.
+//! The refill pass (`refill` in crates/bbrtop-collect/bpf/bbrtop.bpf.c): before a read, an
+//! iterator over the sockets' storage fills again the walk record of each socket whose moves the
+//! hooks skipped since its record was filled, and sends each socket's batch of responses not yet
+//! sent, spaced so that it takes at most 1/400 of the time. The walk runs it before its reads;
+//! without the walk, the BPF collector before its polls.
 
 use super::counts::percpu_sum;
 use libbpf_rs::{Iter, Link, MapHandle};
@@ -12,7 +13,7 @@ use std::time::Instant;
 /// The pass (the iterator's link) and when the next is due.
 pub struct Refill {
     link: Arc<Link>,
-    /// Per CPU: [0] records marked behind, [1] records refilled.
+    /// Per CPU: [0] marks (records behind, batches of responses begun), [1] records refilled.
     counts: MapHandle,
     marks_seen: u64,
     /// No pass before this: the last one's duration times [`PASS_SPACING`] after it.
@@ -24,8 +25,8 @@ pub struct Refill {
 /// 100k a record behind waits up to 8 s; at 10k, a read's interval.
 const PASS_SPACING: u32 = 400;
 
-/// Whether a pass is due at `now`: records fell behind since the last pass (`marks`, the
-/// kernel's count of them, moved), and the last pass's spacing is over.
+/// Whether a pass is due at `now`: records fell behind or responses wait since the last pass
+/// (`marks`, the kernel's count of them, moved), and the last pass's spacing is over.
 fn pass_due(marks: u64, marks_seen: u64, now: Instant, not_before: Option<Instant>) -> bool {
     marks != marks_seen && not_before.is_none_or(|t| now >= t)
 }
@@ -39,7 +40,8 @@ impl Refill {
         Refill { link, counts, marks_seen: 0, not_before: None }
     }
 
-    /// Runs the pass if a record fell behind since the last pass, and its spacing allows.
+    /// Runs the pass if a record fell behind or responses wait since the last pass, and its
+    /// spacing allows.
     pub(super) fn run_if_behind(&mut self) -> Result<(), String> {
         let (marks, started) = (percpu_sum(&self.counts, 0), Instant::now());
         if !pass_due(marks, self.marks_seen, started, self.not_before) {
@@ -51,8 +53,8 @@ impl Refill {
         ran
     }
 
-    /// One pass: a look at every socket with storage, a fill for each behind.
-    pub(super) fn run(&mut self) -> Result<(), String> {
+    /// One pass: a look at every socket with storage, a fill for each behind, its responses sent.
+    pub fn run(&mut self) -> Result<(), String> {
         let failed = |e: &dyn std::fmt::Display| format!("refilling the records behind: {e}");
         let mut iter = Iter::new(&self.link).map_err(|e| failed(&e))?;
         let mut buf = [0u8; 64];
