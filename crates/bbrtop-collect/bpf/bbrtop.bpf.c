@@ -531,14 +531,15 @@ int BPF_PROG(tcp_sendmsg_fentry, struct sock *sk)
 
 /* When the last segment sent left (ns, the clock of bpf_ktime_get_ns): the retransmit queue's
  * last, down its red-black tree's right spine, whose length is at most twice log2 of the
- * segments in flight. Probe reads: once per response, at its last ACK. 0 if unknown. */
+ * segments in flight. Once per response, at its last ACK: loads, where bpf_rdonly_cast exists
+ * (Linux 6.2), else one probe read for the time. 0 if unknown. */
 static __always_inline __u64 last_sent_ns(struct sock *sk)
 {
-	struct rb_node *n = BPF_CORE_READ(sk, tcp_rtx_queue.rb_node), *right;
+	struct rb_node *n = sk->tcp_rtx_queue.rb_node, *right;
 	__u64 sent = 0;
 
 	for (int i = 0; i < 48 && n; i++) {
-		right = BPF_CORE_READ(n, rb_right);
+		right = n->rb_right;
 		if (!right)
 			break;
 		n = right;
@@ -546,6 +547,9 @@ static __always_inline __u64 last_sent_ns(struct sock *sk)
 	if (!n)
 		return 0;
 	const void *skb = (const void *)n - bpf_core_field_offset(struct sk_buff, rbnode);
+	if (bpf_ksym_exists(bpf_rdonly_cast))
+		return ((struct sk_buff *)bpf_rdonly_cast(skb, bpf_core_type_id_kernel(struct sk_buff)))
+			->skb_mstamp_ns;
 	bpf_probe_read_kernel(&sent, sizeof(sent), skb + bpf_core_field_offset(struct sk_buff, skb_mstamp_ns));
 	return sent;
 }
