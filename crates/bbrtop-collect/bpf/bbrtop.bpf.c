@@ -367,12 +367,12 @@ static __always_inline void send_batch(struct sock *sk, struct tcp_sock *tp, str
 static __always_inline void queue_response(struct sock *sk, struct tcp_sock *tp, struct sock_state *st,
 					   __u32 bytes, __u64 end)
 {
-	__u64 start = st->resp_start_ns;
-	struct bbrtop_resp_one one = {
-		.start_ns = start,
-		.took_us = end > start ? (end - start + 500) / 1000 : 0,
-		.bytes = bytes,
-	};
+	__u64 start = st->resp_start_ns, us = end > start ? (end - start + 500) / 1000 : 0, ms;
+	if (us >= BBRTOP_TOOK_MS) {
+		ms = (us + 500) / 1000;
+		us = BBRTOP_TOOK_MS | (ms < BBRTOP_TOOK_MS ? ms : BBRTOP_TOOK_MS - 1);
+	}
+	struct bbrtop_resp_one one = { .start_ns = start, .took_us = us, .bytes = bytes };
 
 	for (int i = 0; i < 2; i++) {
 		__u64 seen = st->batch;

@@ -97,6 +97,7 @@ struct bbrtop_close {
 
 /* Responses a RESPONSE record carries at most, and a socket's storage holds until it sends them. */
 #define BBRTOP_RESP_BATCH 8
+#define BBRTOP_TOOK_MS 0x80000000U
 
 /* One response a socket delivered, in a RESPONSE record: 16 bytes. From the first byte the
  * application wrote to the idle socket (nothing unacknowledged, nothing queued) to the ACK that
@@ -104,7 +105,8 @@ struct bbrtop_close {
  * after it left ESTABLISHED, where tcp_probe is silent). */
 struct bbrtop_resp_one {
 	__u64 start_ns;        /* ktime of the first write */
-	__u32 took_us;         /* to the delivery of its last byte, rounded to the µs */
+	__u32 took_us;         /* to the delivery of its last byte, in µs below 2^31 (35 minutes),
+				* else in ms with BBRTOP_TOOK_MS set (a long download) */
 	__u32 bytes;           /* bytes written in it */
 };
 

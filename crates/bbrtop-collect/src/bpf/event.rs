@@ -316,6 +316,15 @@ fn close(b: &[u8], h: Header) -> Result<Close, DecodeError> {
     })
 }
 
+/// A response's time as `struct bbrtop_resp_one` keeps it: µs, or ms with the top bit set.
+fn took_ns(took: u32) -> u64 {
+    const MS: u32 = 1 << 31;
+    match took & MS {
+        0 => u64::from(took) * 1_000,
+        _ => u64::from(took & !MS) * 1_000_000,
+    }
+}
+
 /// A batch's responses, each with the socket's header but its own end as `ts_ns`.
 fn responses(b: &[u8], h: Header) -> Result<Vec<Response>, DecodeError> {
     use off::{resp as rs, resp_one as one};
@@ -331,7 +340,7 @@ fn responses(b: &[u8], h: Header) -> Result<Vec<Response>, DecodeError> {
         .map(|i| {
             let at = rs::R + i * rs::ONE_LEN;
             let start_ns = r.u64(at + one::START_NS);
-            let took_ns = u64::from(r.u32(at + one::TOOK_US)) * 1000;
+            let took_ns = took_ns(r.u32(at + one::TOOK_US));
             Response {
                 h: Header { ts_ns: start_ns.saturating_add(took_ns), ..h },
                 start_ns,
@@ -495,6 +504,11 @@ mod tests {
         assert!(Response { opened: 0, ..r.clone() }.served(), "not known: by its ports");
         assert!(!Response { opened: 0, lport: 40000, rport: 80, ..r.clone() }.served());
         assert_eq!((r.peer.to_string().as_str(), rs[1].cc.as_str()), ("10.9.0.2", "cubic"));
+        // Past 2^31 µs the time is in ms, the top bit set: a day's download.
+        b[26] = 3;
+        b[104..108].copy_from_slice(&(86_400_000u32 | 1 << 31).to_ne_bytes());
+        let Event::Responses(rs) = decode(&b).unwrap() else { panic!("kind") };
+        assert_eq!(rs[2].h.ts_ns - rs[2].start_ns, 86_400 * 1_000_000_000);
         b[26] = 0;
         assert_eq!(decode(&b), Err(DecodeError::Count(0)), "an empty batch");
         b[26] = 9;
