@@ -36,8 +36,9 @@ pub struct Collector {
     /// Drains the ring between polls; `Err`: why it could not start (the polls alone drain it).
     drain: Result<Drain, String>,
     /// Without the walk (whose reads run it), the refill pass that sends the responses quiet
-    /// sockets hold, run before each poll's drain.
-    pass: Option<Refill>,
+    /// sockets hold, run before each poll's drain; `Err`: why it could not be had (each poll
+    /// says so: those responses then wait for their socket's next response or close).
+    pass: Result<Option<Refill>, String>,
 }
 
 impl Collector {
@@ -162,7 +163,10 @@ fn closed_flow(c: Close, ktime_now: u64, wall: SystemTime) -> ClosedFlow {
 impl Source for Collector {
     fn poll(&mut self, feed: &mut dyn Feed) {
         self.follow_bbr_module();
-        let passed = self.pass.as_mut().map_or(Ok(()), Refill::run_if_behind);
+        let passed = match &mut self.pass {
+            Ok(pass) => pass.as_mut().map_or(Ok(()), Refill::run_if_behind),
+            Err(e) => Err(e.clone()),
+        };
         let consumed = passed.and(self.loaded.consume());
         let (now, wall, know) = (Instant::now(), SystemTime::now(), ktime_now_ns());
         let events = self.loaded.take_events();
@@ -195,8 +199,13 @@ impl Source for Collector {
 }
 
 /// The refill pass the collector runs itself: where no walk runs it, and it loaded.
-fn own_pass(loaded: &Loaded, walk_off: bool) -> Option<Refill> {
-    walk_off.then(|| loaded.refill_pass().ok().flatten()).flatten()
+fn own_pass(loaded: &Loaded, walk_off: bool) -> Result<Option<Refill>, String> {
+    match walk_off {
+        true => {
+            loaded.refill_pass().map_err(|e| format!("no refill pass, quiet sockets' responses wait: {e}"))
+        }
+        false => Ok(None),
+    }
 }
 
 /// The drain thread for the programs' ring, or why it could not start.

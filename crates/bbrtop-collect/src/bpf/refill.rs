@@ -55,7 +55,7 @@ impl Refill {
 
     /// One pass: a look at every socket with storage, a fill for each behind, its responses sent.
     pub fn run(&mut self) -> Result<(), String> {
-        let failed = |e: &dyn std::fmt::Display| format!("refilling the records behind: {e}");
+        let failed = |e: &dyn std::fmt::Display| format!("the refill pass: {e}");
         let mut iter = Iter::new(&self.link).map_err(|e| failed(&e))?;
         let mut buf = [0u8; 64];
         for _ in 0..MAX_ITER_READS {
